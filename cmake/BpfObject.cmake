@@ -1,0 +1,54 @@
+# bpf_object(NAME SOURCE): compile SOURCE (a *.bpf.c) with clang -target bpf
+# against a vmlinux.h generated from the running kernel's BTF, then generate
+# its libbpf skeleton. Defines the INTERFACE target NAME_skel whose include
+# directory holds NAME.skel.h; link it and libbpf to use the skeleton.
+find_program(BPF_CLANG NAMES clang-14 clang REQUIRED)
+find_program(BPFTOOL NAMES bpftool PATHS /usr/sbin /usr/local/sbin REQUIRED)
+
+set(QPROF_VMLINUX_BTF "/sys/kernel/btf/vmlinux" CACHE FILEPATH "kernel BTF used to generate vmlinux.h")
+set(BPF_GEN_DIR ${CMAKE_BINARY_DIR}/bpfgen)
+file(MAKE_DIRECTORY ${BPF_GEN_DIR})
+
+add_custom_command(
+  OUTPUT ${BPF_GEN_DIR}/vmlinux.h
+  COMMAND ${BPFTOOL} btf dump file ${QPROF_VMLINUX_BTF} format c > ${BPF_GEN_DIR}/vmlinux.h.tmp
+  COMMAND ${CMAKE_COMMAND} -E rename ${BPF_GEN_DIR}/vmlinux.h.tmp ${BPF_GEN_DIR}/vmlinux.h
+  COMMENT "Generating vmlinux.h from ${QPROF_VMLINUX_BTF}"
+  VERBATIM)
+add_custom_target(vmlinux_h DEPENDS ${BPF_GEN_DIR}/vmlinux.h)
+
+execute_process(COMMAND uname -m OUTPUT_VARIABLE _bpf_uname OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(_bpf_uname STREQUAL "x86_64")
+  set(BPF_TARGET_ARCH x86)
+elseif(_bpf_uname STREQUAL "aarch64")
+  set(BPF_TARGET_ARCH arm64)
+else()
+  set(BPF_TARGET_ARCH ${_bpf_uname})
+endif()
+
+macro(bpf_object name source)
+  set(_src ${CMAKE_CURRENT_SOURCE_DIR}/${source})
+  set(_obj ${BPF_GEN_DIR}/${name}.bpf.o)
+  set(_skel ${BPF_GEN_DIR}/${name}.skel.h)
+  file(GLOB _bpf_headers ${CMAKE_CURRENT_SOURCE_DIR}/*.h)
+  add_custom_command(
+    OUTPUT ${_obj}
+    COMMAND ${BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_${BPF_TARGET_ARCH}
+            -I${BPF_GEN_DIR} -I${CMAKE_CURRENT_SOURCE_DIR} -Wall -Wno-unused-function
+            -c ${_src} -o ${_obj}
+    DEPENDS ${_src} ${_bpf_headers} ${BPF_GEN_DIR}/vmlinux.h
+    COMMENT "BPF ${source}"
+    VERBATIM)
+  add_custom_command(
+    OUTPUT ${_skel}
+    COMMAND ${BPFTOOL} gen skeleton ${_obj} name ${name} > ${_skel}.tmp
+    COMMAND ${CMAKE_COMMAND} -E rename ${_skel}.tmp ${_skel}
+    DEPENDS ${_obj}
+    COMMENT "BPF skeleton ${name}.skel.h"
+    VERBATIM)
+  add_custom_target(${name}_skel_gen DEPENDS ${_skel})
+  add_library(${name}_skel INTERFACE)
+  add_dependencies(${name}_skel ${name}_skel_gen)
+  target_include_directories(${name}_skel INTERFACE ${BPF_GEN_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(${name}_skel INTERFACE PkgConfig::LIBBPF)
+endmacro()

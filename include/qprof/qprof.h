@@ -1,0 +1,243 @@
+/* qprof.h - markers for the qprof profiler.
+ *
+ * Every marker is a USDT probe site (provider "qprof"): on x86-64 a 5-byte nop
+ * (0f 1f 44 00 00) plus a .note.stapsdt entry, the format perf, bpftrace, bcc
+ * and libbpf read. Nothing runs while no profiler listens. Argument 1 of every
+ * probe is the address of a static per-site descriptor (struct qprof_site),
+ * which lives in the section "qprof_sites" so that the names can be read from
+ * the ELF file alone. -DQPROF_DISABLE removes every marker.
+ *
+ *   QPROF_FUNC();                      time the enclosing function
+ *   QPROF_SCOPE("name");               time until the end of the block
+ *   QPROF_SCOPE_BEGIN("name");         open a span that does not follow a block
+ *   QPROF_SCOPE_END("name");           close it (same string literal)
+ *   QPROF_VALUE("name", double_expr);  record a value (only evaluated while traced)
+ *   QPROF_LOG("fmt", ...);             a log line (only formatted while traced)
+ *   QPROF_MARK("name");                an instant event
+ *
+ * C11 and C++11; GCC and clang. No library, no allocation, no thread.
+ */
+#ifndef QPROF_QPROF_H
+#define QPROF_QPROF_H
+
+#ifdef __cplusplus
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#else
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#endif
+
+/* Layout of a site descriptor: 40 bytes, read by the daemon from the ELF file
+ * and from the process. Fixed by QPROF_SITE_MAGIC/QPROF_SITE_VERSION. */
+#define QPROF_SITE_MAGIC 0x46525051u /* "QPRF" little-endian */
+#define QPROF_SITE_VERSION 1
+
+enum qprof_site_kind {
+	QPROF_KIND_FUNC = 1,	 /* QPROF_FUNC */
+	QPROF_KIND_SCOPE = 2,	 /* QPROF_SCOPE */
+	QPROF_KIND_SPAN_BEGIN = 3, /* QPROF_SCOPE_BEGIN */
+	QPROF_KIND_SPAN_END = 4, /* QPROF_SCOPE_END */
+	QPROF_KIND_VALUE = 5,
+	QPROF_KIND_LOG = 6,
+	QPROF_KIND_MARK = 7,
+};
+
+struct qprof_site {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t kind;
+	uint32_t line;
+	uint32_t reserved;
+	const char *name;
+	const char *file;
+	const char *function;
+};
+
+/* Longest QPROF_LOG message, terminating NUL included; longer ones are cut. */
+#ifndef QPROF_LOG_MAX
+#define QPROF_LOG_MAX 256
+#endif
+
+#if defined(QPROF_DISABLE)
+
+#define QPROF_FUNC() ((void)0)
+#define QPROF_SCOPE(name) ((void)0)
+#define QPROF_SCOPE_BEGIN(name) ((void)0)
+#define QPROF_SCOPE_END(name) ((void)0)
+#define QPROF_VALUE(name, v) ((void)0)
+#define QPROF_LOG(...) ((void)0)
+#define QPROF_MARK(name) ((void)0)
+
+#else /* !QPROF_DISABLE */
+
+#define QPROF__CAT_(a, b) a##b
+#define QPROF__CAT(a, b) QPROF__CAT_(a, b)
+#define QPROF__STR_(x) #x
+#define QPROF__STR(x) QPROF__STR_(x)
+
+#if defined(__x86_64__) || defined(__i386__)
+#define QPROF__NOP ".byte 0x0f, 0x1f, 0x44, 0x00, 0x00"
+#else
+#define QPROF__NOP "nop"
+#endif
+#if defined(__LP64__)
+#define QPROF__ASM_ADDR ".8byte"
+#else
+#define QPROF__ASM_ADDR ".4byte"
+#endif
+
+/* USDT semaphores, one per module (weak + hidden): the kernel's uprobe
+ * reference counter raises them while a tracer is attached. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+__attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigned short qprof_log_semaphore;
+__attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigned short qprof_value_semaphore;
+#ifdef __cplusplus
+}
+#endif
+
+/* The note, as <sys/sdt.h> writes it (same fields, same .stapsdt.base), but
+ * after a 5-byte nop: on Linux >= 6.18 a uprobe on nop5 becomes a call to a
+ * trampoline instead of an int3 trap. */
+#define QPROF__NOTE(probe, sem, args)                                              \
+	"990: " QPROF__NOP "\n"                                                    \
+	".pushsection .note.stapsdt,\"?\",\"note\"\n"                              \
+	".balign 4\n"                                                              \
+	".4byte 992f-991f, 994f-993f, 3\n"                                         \
+	"991: .asciz \"stapsdt\"\n"                                                \
+	"992: .balign 4\n"                                                         \
+	"993: " QPROF__ASM_ADDR " 990b\n"                                          \
+	QPROF__ASM_ADDR " _.stapsdt.base\n"                                        \
+	QPROF__ASM_ADDR " " sem "\n"                                               \
+	".asciz \"qprof\"\n"                                                       \
+	".asciz \"" probe "\"\n"                                                   \
+	".asciz \"" args "\"\n"                                                    \
+	"994: .balign 4\n"                                                         \
+	".popsection\n"                                                            \
+	".ifndef _.stapsdt.base\n"                                                 \
+	".pushsection .stapsdt.base,\"aG\",\"progbits\",.stapsdt.base,comdat\n"    \
+	".weak _.stapsdt.base\n"                                                   \
+	".hidden _.stapsdt.base\n"                                                 \
+	"_.stapsdt.base: .space 1\n"                                               \
+	".size _.stapsdt.base, 1\n"                                                \
+	".popsection\n"                                                            \
+	".endif\n"
+
+/* "nor": a register, an immediate or a memory operand, as <sys/sdt.h>. The
+ * descriptor address is a lea; a constant 0 costs nothing ($0). */
+#define QPROF__PROBE2(probe, sem, a1, a2)                                          \
+	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2]")          \
+			     : : [qa1] "nor"(a1), [qa2] "nor"(a2))
+#define QPROF__PROBE3(probe, sem, a1, a2, a3)                                      \
+	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2] -4@%[qa3]") \
+			     : : [qa1] "nor"(a1), [qa2] "nor"(a2), [qa3] "nor"(a3))
+
+#ifdef __cplusplus
+#define QPROF__SITE_INIT(k_, n_) \
+	{ QPROF_SITE_MAGIC, QPROF_SITE_VERSION, (k_), __LINE__, 0, (n_), __FILE__, __func__ }
+#else
+#define QPROF__SITE_INIT(k_, n_)                                                   \
+	{ .magic = QPROF_SITE_MAGIC, .version = QPROF_SITE_VERSION, .kind = (k_),   \
+	  .line = __LINE__, .name = (n_), .file = __FILE__, .function = __func__ }
+#endif
+
+#define QPROF__SITE(var, kind, name)                                               \
+	static struct qprof_site var __attribute__((section("qprof_sites"), used,   \
+						    aligned(8))) =                  \
+		QPROF__SITE_INIT(kind, name)
+
+#define QPROF__ENTER(site, key) QPROF__PROBE2("scope_enter", "0", (const void *)(site), (uintptr_t)(key))
+#define QPROF__EXIT(site, key) QPROF__PROBE2("scope_exit", "0", (const void *)(site), (uintptr_t)(key))
+
+#ifdef __cplusplus
+/* RAII: the destructor fires scope_exit on every way out of the block. */
+struct qprof__scope_guard {
+	const struct qprof_site *site;
+	__attribute__((always_inline)) explicit qprof__scope_guard(const struct qprof_site *s) : site(s)
+	{
+		QPROF__ENTER(site, 0);
+	}
+	__attribute__((always_inline)) ~qprof__scope_guard() { QPROF__EXIT(site, 0); }
+	qprof__scope_guard(const qprof__scope_guard &) = delete;
+	qprof__scope_guard &operator=(const qprof__scope_guard &) = delete;
+};
+#define QPROF__SCOPE_N(kind, name, n)                                              \
+	QPROF__SITE(QPROF__CAT(qprof__site_, n), kind, name);                      \
+	qprof__scope_guard QPROF__CAT(qprof__guard_, n)(&QPROF__CAT(qprof__site_, n))
+#else
+static inline __attribute__((always_inline, unused)) void
+qprof__scope_cleanup(const struct qprof_site *const *site)
+{
+	QPROF__EXIT(*site, 0);
+}
+#define QPROF__SCOPE_N(kind, name, n)                                              \
+	QPROF__SITE(QPROF__CAT(qprof__site_, n), kind, name);                      \
+	const struct qprof_site *const QPROF__CAT(qprof__guard_, n)                \
+		__attribute__((cleanup(qprof__scope_cleanup))) =                   \
+			&QPROF__CAT(qprof__site_, n);                              \
+	QPROF__ENTER(QPROF__CAT(qprof__guard_, n), 0)
+#endif
+
+#define QPROF__SCOPE(kind, name, n) QPROF__SCOPE_N(kind, name, n)
+#define QPROF_FUNC() QPROF__SCOPE(QPROF_KIND_FUNC, __func__, __COUNTER__)
+#define QPROF_SCOPE(name) QPROF__SCOPE(QPROF_KIND_SCOPE, name, __COUNTER__)
+
+/* A span is keyed by the address of its name literal: BEGIN and END must use
+ * the same literal (the compiler and linker merge equal literals; a shared
+ * `static const char NAME[]` works everywhere). */
+#define QPROF__SPAN(probe, kind, name, n)                                          \
+	do {                                                                       \
+		QPROF__SITE(QPROF__CAT(qprof__site_, n), kind, name);              \
+		QPROF__PROBE2(probe, "0", (const void *)&QPROF__CAT(qprof__site_, n), \
+			      (uintptr_t)(const void *)(name));                    \
+	} while (0)
+#define QPROF_SCOPE_BEGIN(name) QPROF__SPAN("scope_enter", QPROF_KIND_SPAN_BEGIN, name, __COUNTER__)
+#define QPROF_SCOPE_END(name) QPROF__SPAN("scope_exit", QPROF_KIND_SPAN_END, name, __COUNTER__)
+
+#define QPROF_MARK(name) QPROF__MARK_N(name, __COUNTER__)
+#define QPROF__MARK_N(name, n) QPROF__MARK_NN(name, n)
+#define QPROF__MARK_NN(name, n)                                                    \
+	do {                                                                       \
+		QPROF__SITE(QPROF__CAT(qprof__site_, n), QPROF_KIND_MARK, name);   \
+		QPROF__PROBE2("mark", "0", (const void *)&QPROF__CAT(qprof__site_, n), 0); \
+	} while (0)
+
+/* Values: arg 2 is the IEEE-754 bits of the double. The expression is only
+ * evaluated while a tracer listens (semaphore). */
+#define QPROF_VALUE(name, v) QPROF__VALUE_N(name, v, __COUNTER__)
+#define QPROF__VALUE_N(name, v, n) QPROF__VALUE_NN(name, v, n)
+#define QPROF__VALUE_NN(name, v, n)                                                \
+	do {                                                                       \
+		QPROF__SITE(QPROF__CAT(qprof__site_, n), QPROF_KIND_VALUE, name);  \
+		if (__builtin_expect(qprof_value_semaphore != 0, 0)) {             \
+			double qprof__d = (double)(v);                              \
+			uint64_t qprof__bits;                                      \
+			memcpy(&qprof__bits, &qprof__d, sizeof(qprof__bits));      \
+			QPROF__PROBE2("value", "qprof_value_semaphore",            \
+				      (const void *)&QPROF__CAT(qprof__site_, n), qprof__bits); \
+		}                                                                  \
+	} while (0)
+
+/* Logs: arg 2 the message, arg 3 the length it would have had (>= QPROF_LOG_MAX
+ * means it was cut). Formatted only while a tracer listens. */
+#define QPROF_LOG(...) QPROF__LOG_N(__COUNTER__, __VA_ARGS__)
+#define QPROF__LOG_N(n, ...) QPROF__LOG_NN(n, __VA_ARGS__)
+#define QPROF__LOG_NN(n, ...)                                                      \
+	do {                                                                       \
+		QPROF__SITE(QPROF__CAT(qprof__site_, n), QPROF_KIND_LOG, "log");   \
+		if (__builtin_expect(qprof_log_semaphore != 0, 0)) {               \
+			char qprof__msg[QPROF_LOG_MAX];                            \
+			int qprof__len = snprintf(qprof__msg, sizeof(qprof__msg), __VA_ARGS__); \
+			QPROF__PROBE3("log", "qprof_log_semaphore",                \
+				      (const void *)&QPROF__CAT(qprof__site_, n),  \
+				      (const char *)qprof__msg, qprof__len);       \
+		}                                                                  \
+	} while (0)
+
+#endif /* QPROF_DISABLE */
+
+#endif /* QPROF_QPROF_H */

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages qprof's build, tests, demo and benchmarks need,
+# only those that are missing. Run as root. Idempotent.
+set -euo pipefail
+
+pkgs=(
+  build-essential cmake pkg-config clang llvm
+  libbpf-dev bpftool libelf-dev zlib1g-dev libmicrohttpd-dev libjansson-dev
+  systemtap-sdt-dev        # <sys/sdt.h>: the baseline probes in tests and bench
+  bpftrace                 # the attached-cost baseline (bench/)
+  valgrind                 # callgrind instruction counts (bench/)
+  python3                  # integration test drivers
+  curl                     # talking to the unix socket in the demo and tests
+  procps
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}; run as root to install them" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
