@@ -1,0 +1,36 @@
+/* procfs.h - checked readers of /proc/PID files. Every field from /proc is
+ * parsed with range checks; a malformed line is skipped, never trusted. */
+#ifndef QPROF_PROCFS_H
+#define QPROF_PROCFS_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct qp_map {
+	uint64_t start, end, offset, inode;
+	char perms[5];	/* "r-xp" */
+	char *path;	/* "" for anonymous mappings; " (deleted)" suffix kept */
+};
+
+struct qp_maps {
+	size_t n;
+	struct qp_map *v;
+};
+
+/* Parse the text of a maps file. 0, or -EINVAL if nothing could be parsed
+ * from non-empty text. Malformed lines are skipped. */
+int qp_maps_parse(const char *text, size_t len, struct qp_maps *out);
+/* Read /proc/PID/maps. 0 or -errno (-ESRCH when the process is gone). */
+int qp_maps_read(int pid, struct qp_maps *out);
+void qp_maps_free(struct qp_maps *m); /* accepts a zeroed struct */
+/* The mapping that holds ADDR, or NULL. */
+const struct qp_map *qp_maps_find(const struct qp_maps *m, uint64_t addr);
+
+/* /proc/PID/comm without the newline. 0 or -errno. */
+int qp_proc_comm(int pid, char *buf, size_t len);
+/* readlink /proc/PID/exe. 0 or -errno. */
+int qp_proc_exe(int pid, char *buf, size_t len);
+/* Field 22 (starttime, clock ticks) of /proc/PID/stat, parsed after the last
+ * ')' so that a comm holding spaces or parentheses cannot shift fields. */
+int qp_proc_starttime(int pid, uint64_t *ticks);
+int qp_stat_parse_starttime(const char *text, uint64_t *ticks); /* for tests */
+#endif

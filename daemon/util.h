@@ -1,0 +1,25 @@
+/* util.h - checked number parsing and small helpers shared by qprofd and
+ * qprof-cli. Every number from outside goes through qp_parse_*. */
+#ifndef QPROF_UTIL_H
+#define QPROF_UTIL_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define QP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#ifndef __printf
+#define __printf(a, b) __attribute__((format(printf, a, b)))
+#endif
+
+/* Whole-string decimal parse within [min, max]. 0 or -EINVAL/-ERANGE. */
+int qp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+int qp_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* Monotonic / realtime clocks in ns. */
+uint64_t qp_now_ns(void);
+uint64_t qp_realtime_ns(void);
+/* Format a duration in ns with a human unit ("812 ns", "12.3 us", "4.56 ms",
+ * "1.20 s"); "-" when has_value is false. Returns buf. */
+char *qp_fmt_duration(char *buf, size_t len, double ns, bool has_value);
+/* Format a count with k/M/G suffix above 10000 ("12345" -> "12.3k"). */
+char *qp_fmt_count(char *buf, size_t len, uint64_t v);
+#endif
