@@ -18,6 +18,13 @@ add_custom_command(
 add_custom_target(vmlinux_h DEPENDS ${BPF_GEN_DIR}/vmlinux.h)
 
 execute_process(COMMAND uname -m OUTPUT_VARIABLE _bpf_uname OUTPUT_STRIP_TRAILING_WHITESPACE)
+# <asm/errno.h> and friends live in the multiarch include directory.
+execute_process(COMMAND ${CMAKE_C_COMPILER} -print-multiarch OUTPUT_VARIABLE _bpf_multiarch
+                OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+set(BPF_SYS_INCLUDES)
+if(_bpf_multiarch AND EXISTS /usr/include/${_bpf_multiarch})
+  set(BPF_SYS_INCLUDES -idirafter /usr/include/${_bpf_multiarch})
+endif()
 if(_bpf_uname STREQUAL "x86_64")
   set(BPF_TARGET_ARCH x86)
 elseif(_bpf_uname STREQUAL "aarch64")
@@ -34,7 +41,7 @@ macro(bpf_object name source)
   add_custom_command(
     OUTPUT ${_obj}
     COMMAND ${BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_${BPF_TARGET_ARCH}
-            -I${BPF_GEN_DIR} -I${CMAKE_CURRENT_SOURCE_DIR} -Wall -Wno-unused-function
+            -I${BPF_GEN_DIR} -I${CMAKE_CURRENT_SOURCE_DIR} ${BPF_SYS_INCLUDES} -Wall -Wno-unused-function
             -c ${_src} -o ${_obj}
     DEPENDS ${_src} ${_bpf_headers} ${BPF_GEN_DIR}/vmlinux.h
     COMMENT "BPF ${source}"

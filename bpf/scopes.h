@@ -1,0 +1,55 @@
+/* scopes.h - the contract between bpf/scopes.bpf.c and qprofd's scope
+ * collector: map keys and values, counters, attach cookies. __u64-style
+ * fixed-width types only; included by both sides. */
+#ifndef QPROF_SCOPES_H
+#define QPROF_SCOPES_H
+
+#include "hist.h"
+
+/* Per-thread stack of open scopes. Deeper nesting is counted, not stored. */
+#define QPROF_MAX_DEPTH 32
+
+/* bpf_usdt_cookie() of an attachment: a --binary attachment hits every
+ * process running the file, so it checks the `excluded` map (detached pids). */
+#define QPROF_COOKIE_PID 0
+#define QPROF_COOKIE_BINARY 1
+
+struct scope_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 site;	/* runtime address of the struct qprof_site */
+	__u64 parent;	/* site of the enclosing scope on that thread, 0 at top */
+};
+
+struct scope_stats {
+	__u64 count;
+	__u64 sum_ns;
+	__u64 min_ns;
+	__u64 max_ns;
+	__u64 hist[QPROF_HIST_BUCKETS];
+};
+
+struct scope_frame {
+	__u64 site;
+	__u64 key;	/* site, or the name address for BEGIN/END spans */
+	__u64 ts;
+};
+
+struct thread_stack {
+	__u32 depth;	/* may exceed QPROF_MAX_DEPTH: frames past it are not kept */
+	__u32 tgid;
+	struct scope_frame f[QPROF_MAX_DEPTH];
+};
+
+/* Per-CPU counters (array map `counters`), summed by the daemon. */
+enum scope_counter {
+	QPROF_CNT_EVENTS = 0,		/* scopes measured */
+	QPROF_CNT_DROP_NO_ENTER,	/* exit with no matching enter on the thread */
+	QPROF_CNT_DROP_OUT_OF_ORDER,	/* open scopes skipped by an exit further down */
+	QPROF_CNT_DROP_TOO_DEEP,	/* enters beyond QPROF_MAX_DEPTH */
+	QPROF_CNT_DROP_THREAD_EXIT,	/* scopes still open when their thread exited */
+	QPROF_CNT_DROP_MAP_FULL,	/* no room for a thread stack or a site entry */
+	QPROF_CNT__MAX,
+};
+
+#endif

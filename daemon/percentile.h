@@ -1,0 +1,16 @@
+/* percentile.h - percentiles and windows over the log-linear histogram of
+ * bpf/hist.h, in user space. */
+#ifndef QPROF_PERCENTILE_H
+#define QPROF_PERCENTILE_H
+#include <stdint.h>
+#include "hist.h" /* bpf/hist.h: bucket layout */
+
+/* The value at quantile Q (0 < Q <= 1, nearest-rank definition) estimated
+ * from the histogram: the rank's bucket, interpolated linearly inside it and
+ * clamped to [min, max]. 0 when COUNT is 0. */
+double qp_hist_quantile(const uint64_t *hist, uint64_t count, double q, uint64_t min, uint64_t max);
+
+/* Lowest value of the lowest non-empty bucket and highest value of the
+ * highest one: the bounds of a window whose exact min/max are unknown. */
+void qp_hist_bounds(const uint64_t *hist, uint64_t *lo, uint64_t *hi);
+#endif

@@ -1,0 +1,4 @@
+# Core unit tests (no root): histogram math.
+add_executable(test_hist ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hist.c)
+target_link_libraries(test_hist qprof_common m)
+add_test(NAME unit_hist COMMAND test_hist)
