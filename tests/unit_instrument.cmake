@@ -1,0 +1,34 @@
+# instrument.h, the tutorial's INSTRUMENT_* API on top of the qprof markers.
+# Each test program is built with and without -DENABLE_INSTRUMENT; both runs
+# must pass, then unit/test_instrument_notes.cmake counts the qprof notes of
+# each binary: exact numbers when enabled, nothing at all when disabled.
+find_program(QPROF_READELF NAMES readelf ${CMAKE_READELF})
+
+# qprof_instrument_test(NAME SOURCE EXPECTED...): EXPECTED are probe=count
+# pairs for the enabled build.
+function(qprof_instrument_test name src)
+  foreach(mode on off)
+    set(t ${name}_${mode})
+    add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/${src})
+    target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/include)
+    # The counts assume an optimized build, whatever the build type.
+    target_compile_options(${t} PRIVATE -O2)
+    if(mode STREQUAL "on")
+      target_compile_definitions(${t} PRIVATE ENABLE_INSTRUMENT)
+      set(check "-DEXPECT=${ARGN}")
+    else()
+      set(check -DNONE=1)
+    endif()
+    add_test(NAME ${t} COMMAND ${t})
+    if(QPROF_READELF)
+      add_test(NAME ${t}_notes COMMAND ${CMAKE_COMMAND}
+        -DREADELF=${QPROF_READELF} -DBIN=$<TARGET_FILE:${t}> "${check}"
+        -P ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_instrument_notes.cmake)
+    endif()
+  endforeach()
+endfunction()
+
+qprof_instrument_test(test_instrument test_instrument.c
+  scope_enter=3 scope_exit=3 value=3 log=2)
+qprof_instrument_test(test_instrument_cxx test_instrument_cxx.cpp
+  scope_enter=3 scope_exit=3 value=3 log=4)
