@@ -41,11 +41,15 @@ struct qp_elf_probes {
 	struct qp_site_info *sites;
 	size_t nsegs;		/* PT_LOAD segments */
 	struct qp_elf_segment *segs;
+	size_t nbad_sites;	/* qprof_sites records skipped: bad magic/version */
 };
 
 /* Open and parse PATH. 0 on success; -errno on failure with a one-line
  * reason in err (e.g. "not an ELF file", "no such file"). A file without
- * notes or sites is a success with nnotes == nsites == 0. */
+ * notes or sites is a success with nnotes == nsites == 0.
+ * -ENOENT no such file, -EACCES, -EISDIR/-EINVAL not a regular file,
+ * -ENOEXEC not an ELF file (or not ET_EXEC/ET_DYN), -EINVAL truncated or
+ * corrupt ELF, -ENOMEM. */
 int qp_elf_probes_open(const char *path, struct qp_elf_probes **out, char *err, size_t errlen);
 void qp_elf_probes_free(struct qp_elf_probes *p); /* accepts NULL */
 

@@ -1,0 +1,373 @@
+/* procfs.c - checked readers of /proc/PID/{maps,comm,exe,stat}. The daemon
+ * uses them to find where a target's binaries are mapped (to turn a probe's
+ * link-time address into a runtime one and back), to name targets, and to
+ * tell a process from a later one that reuses its pid (starttime). The text
+ * from /proc is parsed field by field with strtoull and explicit range and
+ * separator checks: a line that does not look exactly like a maps line is
+ * skipped, never half-trusted. Paths may hold spaces; they run to the end of
+ * the line. */
+#include "procfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A maps file of a large process is a few MB; anything far beyond is not a
+ * maps file we want to hold in memory. */
+#define QP_PROC_FILE_MAX (256u << 20)
+
+static bool is_hex(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* Parse a number in BASE that must start at *p (no blanks, no sign) and stop
+ * before END. Advances *p. */
+static int parse_num(const char **p, const char *end, int base, uint64_t *out)
+{
+	char tmp[32];
+	const char *s = *p;
+	size_t n = 0;
+	unsigned long long v;
+	char *e;
+
+	while (s + n < end && (base == 16 ? is_hex(s[n]) : (s[n] >= '0' && s[n] <= '9')))
+		n++;
+	if (n == 0 || n >= sizeof(tmp))
+		return -EINVAL;
+	/* Copy: the line is not NUL-terminated where the number ends. */
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	errno = 0;
+	v = strtoull(tmp, &e, base);
+	if (errno || *e)
+		return -ERANGE;
+	*out = v;
+	*p = s + n;
+	return 0;
+}
+
+static int expect(const char **p, const char *end, char c)
+{
+	if (*p >= end || **p != c)
+		return -EINVAL;
+	(*p)++;
+	return 0;
+}
+
+/* "start-end perms offset major:minor inode [path]" */
+static int parse_line(const char *s, const char *end, struct qp_map *m)
+{
+	uint64_t dev_major, dev_minor;
+	const char *path;
+	size_t plen;
+	int i;
+
+	if (parse_num(&s, end, 16, &m->start) || expect(&s, end, '-') ||
+	    parse_num(&s, end, 16, &m->end) || expect(&s, end, ' '))
+		return -EINVAL;
+	if (m->end <= m->start)
+		return -EINVAL;
+	if (end - s < 4)
+		return -EINVAL;
+	for (i = 0; i < 4; i++) {
+		if (!strchr("rwxps-", s[i]) || s[i] == '\0')
+			return -EINVAL;
+		m->perms[i] = s[i];
+	}
+	m->perms[4] = '\0';
+	s += 4;
+	if (expect(&s, end, ' ') || parse_num(&s, end, 16, &m->offset) || expect(&s, end, ' ') ||
+	    parse_num(&s, end, 16, &dev_major) || expect(&s, end, ':') ||
+	    parse_num(&s, end, 16, &dev_minor) || expect(&s, end, ' ') ||
+	    parse_num(&s, end, 10, &m->inode))
+		return -EINVAL;
+	/* The kernel pads with spaces up to the path column; anonymous
+	 * mappings end right after the inode (or after the padding). */
+	if (s < end && *s != ' ')
+		return -EINVAL;
+	while (s < end && *s == ' ')
+		s++;
+	path = s;
+	plen = (size_t)(end - path);
+	if (memchr(path, '\0', plen))
+		return -EINVAL;
+	m->path = malloc(plen + 1);
+	if (!m->path)
+		return -ENOMEM;
+	memcpy(m->path, path, plen);
+	m->path[plen] = '\0';
+	return 0;
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct qp_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int qp_maps_parse(const char *text, size_t len, struct qp_maps *out)
+{
+	const char *p = text, *end = text + len, *eol;
+	bool any_text = false, sorted = true;
+	struct qp_maps m = { 0 };
+	size_t cap = 0;
+	int err;
+
+	if (!out || (!text && len))
+		return -EINVAL;
+	while (p < end) {
+		struct qp_map map = { 0 };
+
+		eol = memchr(p, '\n', (size_t)(end - p));
+		if (!eol)
+			eol = end;
+		if (eol > p)
+			any_text = true;
+		err = parse_line(p, eol, &map);
+		p = eol + (eol < end);
+		if (err == -ENOMEM)
+			goto fail;
+		if (err)
+			continue;
+		if (m.n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct qp_map *nv = realloc(m.v, ncap * sizeof(*nv));
+
+			if (!nv) {
+				free(map.path);
+				err = -ENOMEM;
+				goto fail;
+			}
+			m.v = nv;
+			cap = ncap;
+		}
+		if (m.n && m.v[m.n - 1].start > map.start)
+			sorted = false;
+		m.v[m.n++] = map;
+	}
+	if (!m.n && any_text)
+		return -EINVAL;
+	/* The kernel lists mappings in address order; qp_maps_find relies on
+	 * it, so hand-made text is brought into the same order. */
+	if (!sorted)
+		qsort(m.v, m.n, sizeof(*m.v), cmp_map);
+	*out = m;
+	return 0;
+fail:
+	qp_maps_free(&m);
+	return err;
+}
+
+void qp_maps_free(struct qp_maps *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	for (i = 0; i < m->n; i++)
+		free(m->v[i].path);
+	free(m->v);
+	m->v = NULL;
+	m->n = 0;
+}
+
+const struct qp_map *qp_maps_find(const struct qp_maps *m, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!m || !m->n)
+		return NULL;
+	hi = m->n;
+	/* Last mapping whose start <= addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->v[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	if (addr < m->v[lo - 1].end)
+		return &m->v[lo - 1];
+	return NULL;
+}
+
+/* A vanished process shows as ENOENT on its /proc files; callers want to
+ * tell "gone" from other failures. */
+static int proc_errno(int e)
+{
+	return e == ENOENT ? -ESRCH : -e;
+}
+
+/* Read all of /proc/PID/NAME into a NUL-terminated malloc'd buffer: /proc
+ * files report size 0, so this reads until EOF with a growing buffer. */
+static int read_proc_file(int pid, const char *name, char **buf, size_t *len)
+{
+	char path[64];
+	size_t cap = 4096, n = 0;
+	char *b = NULL, *nb;
+	ssize_t r;
+	int fd, err;
+
+	if (pid <= 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return proc_errno(errno);
+	b = malloc(cap);
+	if (!b) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		if (cap - n < 2) {
+			if (cap >= QP_PROC_FILE_MAX) {
+				err = -EFBIG;
+				goto fail;
+			}
+			nb = realloc(b, cap * 2);
+			if (!nb) {
+				err = -ENOMEM;
+				goto fail;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		r = read(fd, b + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = proc_errno(errno);
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
+fail:
+	close(fd);
+	free(b);
+	return err;
+}
+
+int qp_maps_read(int pid, struct qp_maps *out)
+{
+	size_t len;
+	char *text;
+	int err;
+
+	err = read_proc_file(pid, "maps", &text, &len);
+	if (err)
+		return err;
+	err = qp_maps_parse(text, len, out);
+	free(text);
+	return err;
+}
+
+int qp_proc_comm(int pid, char *buf, size_t len)
+{
+	size_t n;
+	char *text;
+	int err;
+
+	if (!buf || !len)
+		return -EINVAL;
+	err = read_proc_file(pid, "comm", &text, &n);
+	if (err)
+		return err;
+	if (n && text[n - 1] == '\n')
+		text[--n] = '\0';
+	if (n >= len) {
+		free(text);
+		return -ENAMETOOLONG;
+	}
+	memcpy(buf, text, n + 1);
+	free(text);
+	return 0;
+}
+
+int qp_proc_exe(int pid, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+
+	if (pid <= 0 || !buf || !len)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, buf, len);
+	if (n < 0)
+		return proc_errno(errno);
+	/* readlink does not terminate and silently truncates. */
+	if ((size_t)n >= len)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return 0;
+}
+
+int qp_stat_parse_starttime(const char *text, uint64_t *ticks)
+{
+	const char *p, *end;
+	uint64_t v;
+	int field;
+
+	if (!text || !ticks)
+		return -EINVAL;
+	/* comm (field 2) may hold anything but is at most 16 bytes and comes
+	 * before the last ')'. */
+	p = strrchr(text, ')');
+	if (!p)
+		return -EINVAL;
+	p++;
+	end = p + strlen(p);
+	/* Field 3 (state) follows ") "; skip to field 22. */
+	for (field = 3; field < 22; field++) {
+		const char *tok;
+
+		if (expect(&p, end, ' '))
+			return -EINVAL;
+		tok = p;
+		while (p < end && *p != ' ' && *p != '\n')
+			p++;
+		if (p == tok)
+			return -EINVAL;
+	}
+	if (expect(&p, end, ' ') || parse_num(&p, end, 10, &v))
+		return -EINVAL;
+	if (p < end && *p != ' ' && *p != '\n')
+		return -EINVAL;
+	*ticks = v;
+	return 0;
+}
+
+int qp_proc_starttime(int pid, uint64_t *ticks)
+{
+	size_t len;
+	char *text;
+	int err;
+
+	err = read_proc_file(pid, "stat", &text, &len);
+	if (err)
+		return err;
+	/* A NUL inside would hide the tail from strrchr. */
+	if (strlen(text) != len)
+		err = -EINVAL;
+	else
+		err = qp_stat_parse_starttime(text, ticks);
+	free(text);
+	return err;
+}

@@ -1,0 +1,186 @@
+/* util.c - checked number parsing, clocks and human-readable formatting shared
+ * by qprofd and qprof-cli. Every number that comes from outside (command line,
+ * HTTP query, /proc) goes through qp_parse_*, which accept exactly one decimal
+ * integer filling the whole string: no leading blanks, no trailing junk, no
+ * sign on unsigned values, no silent wrap-around. The formatters keep three
+ * significant digits so that columns in `qprof-cli top` stay narrow and
+ * comparable. */
+#include "util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* strtoull would accept leading blanks and a '-' (which it negates modulo
+ * 2^64), so the first character is checked here before it gets a chance. */
+static int parse_magnitude(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !is_digit(*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end != '\0')
+		return -EINVAL;
+	if (errno == ERANGE)
+		return -ERANGE;
+	if (errno)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int qp_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+	int err;
+
+	err = parse_magnitude(s, &v);
+	if (err)
+		return err;
+	if (v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int qp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	bool neg = false;
+	uint64_t mag;
+	int64_t v;
+	int err;
+
+	if (!s)
+		return -EINVAL;
+	if (*s == '-' || *s == '+') {
+		neg = *s == '-';
+		s++;
+	}
+	err = parse_magnitude(s, &mag);
+	if (err)
+		return err;
+	if (neg) {
+		/* |INT64_MIN| is one more than INT64_MAX. */
+		if (mag > (uint64_t)INT64_MAX + 1)
+			return -ERANGE;
+		v = mag == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)mag;
+	} else {
+		if (mag > (uint64_t)INT64_MAX)
+			return -ERANGE;
+		v = (int64_t)mag;
+	}
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t qp_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t qp_realtime_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+/* Print V (already scaled, >= 0) with three significant digits. The decision
+ * is taken on the rounded value so that 9.996 gives "10.0", not "10.00".
+ * Returns false when V rounds to 1000 or more, i.e. the caller should move
+ * to the next unit. */
+static bool fmt_sig3(char *buf, size_t len, double v, const char *unit, bool last)
+{
+	int prec;
+
+	if (v < 9.995)
+		prec = 2;
+	else if (v < 99.95)
+		prec = 1;
+	else if (v < 999.5 || last)
+		prec = 0;
+	else
+		return false;
+	snprintf(buf, len, "%.*f%s", prec, v, unit);
+	return true;
+}
+
+char *qp_fmt_duration(char *buf, size_t len, double ns, bool has_value)
+{
+	static const struct {
+		double div;
+		const char *unit;
+	} units[] = { { 1e3, " us" }, { 1e6, " ms" }, { 1e9, " s" } };
+	const char *sign = "";
+	char tmp[64];
+	size_t i;
+
+	if (!buf || !len)
+		return buf;
+	if (!has_value || isnan(ns)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	if (ns < 0) {
+		sign = "-";
+		ns = -ns;
+	}
+	if (isinf(ns)) {
+		snprintf(buf, len, "%sinf", sign);
+		return buf;
+	}
+	/* Whole nanoseconds below one microsecond: "812 ns". */
+	if (ns < 999.5) {
+		snprintf(buf, len, "%s%.0f ns", sign, ns);
+		return buf;
+	}
+	for (i = 0; i < QP_ARRAY_SIZE(units); i++) {
+		if (fmt_sig3(tmp, sizeof(tmp), ns / units[i].div, units[i].unit,
+			     i + 1 == QP_ARRAY_SIZE(units)))
+			break;
+	}
+	snprintf(buf, len, "%s%s", sign, tmp);
+	return buf;
+}
+
+char *qp_fmt_count(char *buf, size_t len, uint64_t v)
+{
+	static const struct {
+		double div;
+		const char *unit;
+	} units[] = { { 1e3, "k" }, { 1e6, "M" }, { 1e9, "G" } };
+	size_t i;
+
+	if (!buf || !len)
+		return buf;
+	if (v <= 9999) {
+		snprintf(buf, len, "%" PRIu64, v);
+		return buf;
+	}
+	for (i = 0; i < QP_ARRAY_SIZE(units); i++) {
+		if (fmt_sig3(buf, len, (double)v / units[i].div, units[i].unit,
+			     i + 1 == QP_ARRAY_SIZE(units)))
+			break;
+	}
+	return buf;
+}
