@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# bench/run.sh - run the qprof benchmarks once and print ratios (README.md).
+#
+#   bench/run.sh [BUILD_DIR]          (default: build)
+#
+# Environment:
+#   QPROFD=PATH        qprofd to test (default BUILD_DIR/daemon/qprofd)
+#   N_CALLGRIND=N      iterations under callgrind          (default 1000000)
+#   N_DETACHED=N       iterations of the detached timing   (default 20000000)
+#   N_ATTACHED=N       iterations of the attached timing   (default 1000000)
+#   ATTACH_TIMEOUT=S   seconds to wait for a tracer to attach (default 60)
+#
+# Benchmarks that cannot run here (no valgrind, no root, no bpftrace, no
+# qprofd) are reported as skipped; the others still run. Goals are printed
+# next to the figures; the exit status does not depend on them (timings from
+# one run on a shared machine are not a pass/fail criterion).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=${1:-$root/build}
+build=$(cd "$build" 2>/dev/null && pwd) || { echo "no build directory '${1:-$root/build}'" >&2; exit 2; }
+bin=$build/bench
+QPROFD=${QPROFD:-$build/daemon/qprofd}
+N_CALLGRIND=${N_CALLGRIND:-1000000}
+N_DETACHED=${N_DETACHED:-20000000}
+N_ATTACHED=${N_ATTACHED:-1000000}
+ATTACH_TIMEOUT=${ATTACH_TIMEOUT:-60}
+
+for p in marker_loop marker_loop_disabled scope_loop; do
+	[ -x "$bin/$p" ] || { echo "missing $bin/$p: cmake --build $build --target benchmarks" >&2; exit 2; }
+done
+
+tmp=$(mktemp -d /tmp/qprof-bench.XXXXXX)
+started_pids=()
+cleanup() {
+	# only what this script started, by pid
+	for p in "${started_pids[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# forget PID: it has been reaped, never signal it again
+forget() {
+	local keep=() p
+	for p in "${started_pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+	started_pids=("${keep[@]}")
+}
+
+summary=()
+say() { printf '%s\n' "$*"; }
+add_summary() { summary+=("$*"); }
+
+# fdiv EXPR: floating-point arithmetic through awk, 3 decimals
+calc() { awk "BEGIN { printf \"%.3f\", $* }"; }
+# goal VALUE OP LIMIT -> "meets goal" / "misses goal"
+goal() { awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN { ok = (op == "<=") ? (v <= l) : (v >= l); print ok ? "meets goal" : "MISSES goal" }'; }
+
+# wait_for_line FILE REGEX TIMEOUT_S PID: until FILE has a line matching
+# REGEX; fails if PID dies or the time runs out.
+wait_for_line() {
+	local file=$1 re=$2 t=$3 pid=$4 i=0
+	while ! grep -qE "$re" "$file" 2>/dev/null; do
+		kill -0 "$pid" 2>/dev/null || return 1
+		i=$((i + 1))
+		[ "$i" -gt $((t * 20)) ] && return 1
+		sleep 0.05
+	done
+}
+
+# ---------------------------------------------------------------------------
+say "== a) detached cost: instructions per marker (callgrind, N=$N_CALLGRIND)"
+if command -v valgrind >/dev/null; then
+	cg_ir() { # BINARY MODE -> Ir of the loop_* functions
+		local out=$tmp/cg.$RANDOM
+		valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='loop_*' \
+			"$1" "$2" "$N_CALLGRIND" >"$out.stdout" 2>"$out.stderr" || {
+			echo "valgrind $1 $2 failed: $(tail -3 "$out.stderr")" >&2
+			return 1
+		}
+		awk '/^summary:/ { print $2; exit }' "$out"
+	}
+	for mode in scope value log; do
+		case $mode in
+		scope) markers=3 what="QPROF_SCOPE enter+exit + QPROF_MARK" ;;
+		value) markers=1 what="QPROF_VALUE, untraced (semaphore check)" ;;
+		log) markers=1 what="QPROF_LOG, untraced (semaphore check)" ;;
+		esac
+		on=$(cg_ir "$bin/marker_loop" $mode) && off=$(cg_ir "$bin/marker_loop_disabled" $mode) || {
+			say "  $mode: callgrind failed"
+			continue
+		}
+		per=$(calc "($on - $off) / ($N_CALLGRIND * $markers)")
+		verdict=$(goal "$per" "<=" 4)
+		say "  $what: Ir enabled $on, disabled $off -> $per instructions per marker (goal <= 4: $verdict)"
+		add_summary "detached $mode: $per instructions/marker (goal <= 4: $verdict)"
+	done
+else
+	say "  skipped: valgrind not installed"
+	add_summary "detached: skipped (no valgrind)"
+fi
+
+# ---------------------------------------------------------------------------
+say ""
+say "== b) attached cost: ns per scope (enter + exit)"
+
+ns_of() { awk '/ns_per_iter/ { for (i = 1; i <= NF; i++) if ($i == "ns_per_iter") print $(i + 1) }' "$1"; }
+
+have_sdt=0
+[ -x "$bin/sdt_loop" ] && have_sdt=1
+"$bin/scope_loop" "$N_DETACHED" >"$tmp/scope_detached" && scope_det=$(ns_of "$tmp/scope_detached")
+say "  scope_loop detached: $scope_det ns/iteration (N=$N_DETACHED)"
+if [ $have_sdt = 1 ]; then
+	"$bin/sdt_loop" "$N_DETACHED" >"$tmp/sdt_detached" && sdt_det=$(ns_of "$tmp/sdt_detached")
+	say "  sdt_loop   detached: $sdt_det ns/iteration (N=$N_DETACHED)"
+else
+	say "  sdt_loop not built (no <sys/sdt.h>)"
+fi
+
+is_root=0
+[ "$(id -u)" = 0 ] && is_root=1
+
+# start_loop PROG TAG: the loop program waiting for its start file
+start_loop() {
+	local prog=$1 tag=$2
+	rm -f "$tmp/go.$tag"
+	"$bin/$prog" "$N_ATTACHED" --start-file "$tmp/go.$tag" >"$tmp/$tag.out" 2>&1 &
+	loop_pid=$!
+	started_pids+=("$loop_pid")
+	wait_for_line "$tmp/$tag.out" '^ready ' 10 "$loop_pid"
+}
+# run_loop TAG: start the timed part, wait for the end
+run_loop() {
+	touch "$tmp/go.$1"
+	wait "$loop_pid"
+	forget "$loop_pid"
+}
+
+# --- bpftrace on sdt_loop ---
+bt_cost=
+if [ $have_sdt = 0 ]; then
+	say "  bpftrace: skipped (no sdt_loop)"
+elif [ $is_root = 0 ]; then
+	say "  bpftrace: skipped (needs root)"
+elif ! command -v bpftrace >/dev/null; then
+	say "  bpftrace: skipped (not installed)"
+else
+	sdt=$bin/sdt_loop
+	prog="usdt:$sdt:bench:enter { @s[tid] = nsecs; }
+usdt:$sdt:bench:exit /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); @n = count(); }
+BEGIN { printf(\"READY\\n\"); }"
+	if start_loop sdt_loop bt; then
+		bpftrace -e "$prog" >"$tmp/bpftrace.out" 2>&1 &
+		bt_pid=$!
+		started_pids+=("$bt_pid")
+		# "Attaching N probes..." comes first, BEGIN fires once all are attached
+		if wait_for_line "$tmp/bpftrace.out" 'Attaching' "$ATTACH_TIMEOUT" "$bt_pid" &&
+			wait_for_line "$tmp/bpftrace.out" '^READY' "$ATTACH_TIMEOUT" "$bt_pid"; then
+			run_loop bt
+			kill -INT "$bt_pid"
+			wait "$bt_pid"
+			forget "$bt_pid"
+			sdt_att=$(ns_of "$tmp/bt.out")
+			hits=$(awk '/^@n:/ { print $2 }' "$tmp/bpftrace.out")
+			bt_cost=$(calc "$sdt_att - $sdt_det")
+			say "  sdt_loop under bpftrace: $sdt_att ns/iteration (N=$N_ATTACHED, bpftrace counted ${hits:-?} exits)"
+			say "  -> bpftrace attached cost: $bt_cost ns per scope (2 sdt probes, int3)"
+			add_summary "bpftrace: $bt_cost ns per scope (enter+exit)"
+		else
+			say "  bpftrace did not attach: $(tail -3 "$tmp/bpftrace.out")"
+			kill "$bt_pid" 2>/dev/null
+			wait "$bt_pid" 2>/dev/null
+			kill "$loop_pid" 2>/dev/null
+			wait "$loop_pid" 2>/dev/null
+		fi
+	else
+		say "  sdt_loop did not start"
+	fi
+fi
+
+# --- qprofd on scope_loop ---
+q_cost=
+if [ ! -x "$QPROFD" ]; then
+	say "  qprofd: skipped (not available at $QPROFD; set QPROFD=PATH)"
+elif [ $is_root = 0 ]; then
+	say "  qprofd: skipped (needs root)"
+elif ! command -v curl >/dev/null; then
+	say "  qprofd: skipped (curl is needed to see when it has attached)"
+else
+	sock=$tmp/qprofd.sock
+	api() { curl -s --max-time 5 --unix-socket "$sock" "http://localhost$1"; }
+	if start_loop scope_loop q; then
+		"$QPROFD" --pid "$loop_pid" --socket "$sock" >"$tmp/qprofd.out" 2>&1 &
+		q_pid=$!
+		started_pids+=("$q_pid")
+		# attached = the status lists our pid with at least one probe
+		attached=0
+		for ((i = 0; i < ATTACH_TIMEOUT * 10; i++)); do
+			kill -0 "$q_pid" 2>/dev/null || break
+			st=$(api /api/status 2>/dev/null)
+			if [ -n "$st" ]; then
+				if command -v jq >/dev/null; then
+					jq -e --argjson p "$loop_pid" \
+						'[.targets[]? | select(.pid == $p and (.probes // 0) > 0)] | length > 0' \
+						<<<"$st" >/dev/null 2>&1 && attached=1
+				else
+					tr -d ' \n' <<<"$st" | grep -q "\"pid\":$loop_pid," && attached=1
+				fi
+			fi
+			[ $attached = 1 ] && break
+			sleep 0.1
+		done
+		if [ $attached = 1 ]; then
+			run_loop q
+			scope_att=$(ns_of "$tmp/q.out")
+			count=
+			if command -v jq >/dev/null; then
+				count=$(api "/api/scopes?pid=$loop_pid" |
+					jq -r '[.scopes[]? | select(.name == "bench_scope") | .count] | add // empty' 2>/dev/null)
+			fi
+			q_cost=$(calc "$scope_att - $scope_det")
+			say "  scope_loop under qprofd: $scope_att ns/iteration (N=$N_ATTACHED, qprofd counted ${count:-?} scopes)"
+			say "  -> qprof attached cost: $q_cost ns per scope (2 nop5 probes)"
+			add_summary "qprof: $q_cost ns per scope (enter+exit)"
+		else
+			say "  qprofd did not attach to pid $loop_pid: $(tail -3 "$tmp/qprofd.out")"
+			kill "$loop_pid" 2>/dev/null
+			wait "$loop_pid" 2>/dev/null
+		fi
+		kill -INT "$q_pid" 2>/dev/null
+		wait "$q_pid" 2>/dev/null
+		forget "$q_pid"
+	else
+		say "  scope_loop did not start"
+	fi
+fi
+
+if [ -n "$q_cost" ] && [ -n "$bt_cost" ]; then
+	ratio=$(calc "$q_cost / $bt_cost")
+	verdict=$(goal "$ratio" "<=" 0.6)
+	say "  qprof / bpftrace = $ratio (goal <= 0.6: $verdict)"
+	add_summary "attached qprof/bpftrace: $ratio (goal <= 0.6: $verdict)"
+else
+	add_summary "attached qprof/bpftrace: not measured"
+fi
+
+say ""
+say "== summary"
+for s in "${summary[@]}"; do say "  $s"; done
+exit 0
