@@ -146,6 +146,8 @@ static __always_inline void record(__u32 tgid, __u64 site, __u64 parent, __u64 d
 	s->count++;
 	s->sum_ns += dur;
 	idx = qprof_hist_index(dur);
+	/* one register for the check and the access, or the verifier loses the bound */
+	asm volatile("" : "+r"(idx));
 	if (idx < QPROF_HIST_BUCKETS)
 		s->hist[idx]++;
 	count(QPROF_CNT_EVENTS, 1);
@@ -197,9 +199,10 @@ int BPF_USDT(scope_exit, __u64 site, __u64 key)
 	return 0;
 }
 
-/* A thread that exits with scopes open: count them and free its stack. */
-SEC("tracepoint/sched/sched_process_exit")
-int thread_exit(void *ctx)
+/* A thread that exits with scopes open: count them and free its stack.
+ * tp_btf needs no tracefs mount; the exiting task is the current one. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(thread_exit)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct thread_stack *st = bpf_map_lookup_elem(&thread_stacks, &tid);

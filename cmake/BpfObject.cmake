@@ -9,13 +9,17 @@ set(QPROF_VMLINUX_BTF "/sys/kernel/btf/vmlinux" CACHE FILEPATH "kernel BTF used 
 set(BPF_GEN_DIR ${CMAKE_BINARY_DIR}/bpfgen)
 file(MAKE_DIRECTORY ${BPF_GEN_DIR})
 
-add_custom_command(
-  OUTPUT ${BPF_GEN_DIR}/vmlinux.h
-  COMMAND ${BPFTOOL} btf dump file ${QPROF_VMLINUX_BTF} format c > ${BPF_GEN_DIR}/vmlinux.h.tmp
-  COMMAND ${CMAKE_COMMAND} -E rename ${BPF_GEN_DIR}/vmlinux.h.tmp ${BPF_GEN_DIR}/vmlinux.h
-  COMMENT "Generating vmlinux.h from ${QPROF_VMLINUX_BTF}"
-  VERBATIM)
-add_custom_target(vmlinux_h DEPENDS ${BPF_GEN_DIR}/vmlinux.h)
+# bpf_vmlinux_h(): the rule that makes vmlinux.h; call it once, in the same
+# directory as the bpf_object() calls (custom command outputs are per directory).
+macro(bpf_vmlinux_h)
+  add_custom_command(
+    OUTPUT ${BPF_GEN_DIR}/vmlinux.h
+    COMMAND ${BPFTOOL} btf dump file ${QPROF_VMLINUX_BTF} format c > ${BPF_GEN_DIR}/vmlinux.h.tmp
+    COMMAND ${CMAKE_COMMAND} -E rename ${BPF_GEN_DIR}/vmlinux.h.tmp ${BPF_GEN_DIR}/vmlinux.h
+    COMMENT "Generating vmlinux.h from ${QPROF_VMLINUX_BTF}"
+    VERBATIM)
+  add_custom_target(vmlinux_h DEPENDS ${BPF_GEN_DIR}/vmlinux.h)
+endmacro()
 
 execute_process(COMMAND uname -m OUTPUT_VARIABLE _bpf_uname OUTPUT_STRIP_TRAILING_WHITESPACE)
 # <asm/errno.h> and friends live in the multiarch include directory.

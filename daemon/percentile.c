@@ -52,7 +52,7 @@ void qp_hist_bounds(const uint64_t *hist, uint64_t *lo, uint64_t *hi)
 	int i;
 
 	*lo = *hi = 0;
-	for (i = 0; i < QPROF_HIST_BUCKETS; i++) {
+	for (i = 0; i < (int)QPROF_HIST_BUCKETS; i++) {
 		if (hist[i]) {
 			*lo = qprof_hist_lower(i);
 			break;

@@ -1,0 +1,52 @@
+/* collect_scopes.h - the user side of bpf/scopes.bpf.c: load the programs,
+ * attach them to the qprof USDT sites of a file (for one process or for all),
+ * read the per-CPU aggregates and counters, forget a process. Thread-safe:
+ * reads are map syscalls; attach/detach are serialized by the caller. */
+#ifndef QPROF_COLLECT_SCOPES_H
+#define QPROF_COLLECT_SCOPES_H
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "scopes.h"
+
+struct qp_scopes;
+struct bpf_link;
+
+/* One aggregate, summed over CPUs. */
+struct qp_scope_row {
+	struct scope_key key;
+	struct scope_stats stats;
+};
+
+struct qp_scope_snapshot {
+	size_t n;
+	struct qp_scope_row *rows;	/* sorted by key */
+	uint64_t counters[QPROF_CNT__MAX];
+};
+
+/* Open, size and load the BPF object; attach the thread-exit tracepoint.
+ * -errno on failure (err holds the reason). */
+int qp_scopes_open(struct qp_scopes **out, unsigned int max_threads, unsigned int max_sites,
+		   char *err, size_t errlen);
+void qp_scopes_close(struct qp_scopes *s); /* accepts NULL */
+
+/* Attach scope_enter/scope_exit to every qprof site of PATH, for PID (-1: any
+ * process, with QPROF_COOKIE_BINARY). Links are appended to *links (grown
+ * with realloc). Returns the number of links made or -errno. */
+int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, bool has_enter, bool has_exit,
+		     struct bpf_link ***links, size_t *nlinks, char *err, size_t errlen);
+void qp_scopes_detach_links(struct bpf_link **links, size_t n);
+
+/* Stop/resume counting PID for --binary attachments. */
+int qp_scopes_exclude(struct qp_scopes *s, uint32_t pid, bool excluded);
+/* Delete every aggregate of PID. */
+int qp_scopes_forget(struct qp_scopes *s, uint32_t pid);
+
+/* Read everything (or only PID when pid > 0). */
+int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out);
+void qp_scope_snapshot_free(struct qp_scope_snapshot *snap);
+/* Row of SNAP with KEY, or NULL (binary search). */
+const struct qp_scope_row *qp_scope_snapshot_find(const struct qp_scope_snapshot *snap,
+						  const struct scope_key *key);
+#endif

@@ -1,0 +1,259 @@
+/* http.c - the libmicrohttpd side of qprofd: sockets, per-connection state
+ * (the request body, bounded), handing each request to the router in
+ * http_routes.c and sending its answer. Nothing here knows a route. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <grp.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <microhttpd.h>
+#include "http.h"
+#include "log.h"
+#include "qprofd.h"
+#include "util.h"
+
+struct qp_http {
+	struct MHD_Daemon *mhd;
+	struct qprofd *d;
+	int fd;
+};
+
+struct conn {
+	char *body;
+	size_t len;
+	bool too_large;
+};
+
+static int mkdir_parent(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int qp_http_listen_unix(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	struct group *g;
+	int fd, ret;
+
+	if (!path[0] || strlen(path) >= sizeof(sa.sun_path)) {
+		snprintf(err, errlen, "socket path is empty or longer than %zu bytes", sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	ret = mkdir_parent(path);
+	if (ret) {
+		snprintf(err, errlen, "cannot create the directory of %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (!lstat(path, &st)) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s exists and is not a socket; not replacing it", path);
+			return -EEXIST;
+		}
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+			close(fd);
+			snprintf(err, errlen, "another qprofd is already listening on %s", path);
+			return -EADDRINUSE;
+		}
+		close(fd);
+		/* nobody answers: a stale file left by a daemon that died */
+		qp_warn("replacing stale socket %s", path);
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64)) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot listen on %s: %s", path, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	g = getgrnam("qprof");
+	if (g && chown(path, 0, g->gr_gid))
+		qp_warn("cannot give %s to group qprof: %s", path, strerror(errno));
+	if (chmod(path, g ? 0660 : 0600))
+		qp_warn("chmod %s: %s", path, strerror(errno));
+	return fd;
+}
+
+int qp_http_listen_tcp(const char *spec, char *err, size_t errlen)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char host[64];
+	const char *colon = strrchr(spec, ':');
+	int64_t port;
+	int fd, one = 1, ret;
+
+	if (!colon || (size_t)(colon - spec) >= sizeof(host) ||
+	    qp_parse_i64(colon + 1, 1, 65535, &port)) {
+		snprintf(err, errlen, "--listen wants 127.0.0.1:PORT, got '%s'", spec);
+		return -EINVAL;
+	}
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1 ||
+	    (ntohl(sa.sin_addr.s_addr) >> 24) != 127) {
+		snprintf(err, errlen, "--listen accepts loopback addresses only (127.x.x.x), got '%s'", host);
+		return -EINVAL;
+	}
+	sa.sin_port = htons((uint16_t)port);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64)) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot listen on %s: %s", spec, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+static const char *query_get(void *arg, const char *name)
+{
+	return MHD_lookup_connection_value(arg, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct keys_ctx {
+	void (*fn)(void *, const char *);
+	void *arg;
+};
+
+static enum MHD_Result key_it(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	struct keys_ctx *k = cls;
+
+	k->fn(k->arg, key);
+	return MHD_YES;
+}
+
+static void query_keys(void *arg, void (*fn)(void *, const char *), void *arg2)
+{
+	struct keys_ctx k = { fn, arg2 };
+
+	MHD_get_connection_values(arg, MHD_GET_ARGUMENT_KIND, key_it, &k);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct qp_http *h = cls;
+	struct conn *cn = *con_cls;
+	struct qp_response resp = { 0 };
+	struct qp_request req;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!cn) {
+		cn = calloc(1, sizeof(*cn));
+		if (!cn)
+			return MHD_NO;
+		*con_cls = cn;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		/* keep reading an oversized body, but only to answer 413 */
+		if (!cn->too_large && cn->len + *upload_size <= QP_HTTP_MAX_BODY) {
+			char *nb = realloc(cn->body, cn->len + *upload_size + 1);
+
+			if (!nb)
+				return MHD_NO;
+			memcpy(nb + cn->len, upload, *upload_size);
+			cn->body = nb;
+			cn->len += *upload_size;
+			cn->body[cn->len] = '\0';
+		} else {
+			cn->too_large = true;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	req = (struct qp_request){
+		.method = method, .url = url, .body = cn->body, .body_len = cn->len,
+		.body_too_large = cn->too_large, .query = query_get, .query_keys = query_keys, .arg = c,
+	};
+	qp_http_route(h->d, &req, &resp);
+	qp_debug("%s %s -> %d", method, url, resp.status);
+	r = MHD_create_response_from_buffer(resp.len, resp.body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(resp.body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", resp.content_type ? resp.content_type : "application/json");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	if (resp.allow)
+		MHD_add_response_header(r, "Allow", resp.allow);
+	ret = MHD_queue_response(c, (unsigned int)resp.status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct conn *cn = *con_cls;
+
+	if (!cn)
+		return;
+	free(cn->body);
+	free(cn);
+	*con_cls = NULL;
+}
+
+int qp_http_start(struct qprofd *d, int fd, struct qp_http **out, char *err, size_t errlen)
+{
+	struct qp_http *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	h->d = d;
+	h->fd = fd;
+	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+					  MHD_USE_POLL | MHD_USE_ITC,
+				  0, NULL, NULL, on_request, h,
+				  MHD_OPTION_LISTEN_SOCKET, fd,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)128,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
+				  MHD_OPTION_END);
+	if (!h->mhd) {
+		snprintf(err, errlen, "libmicrohttpd could not start");
+		free(h);
+		return -EIO;
+	}
+	*out = h;
+	return 0;
+}
+
+void qp_http_stop(struct qp_http *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->mhd);
+	close(h->fd);
+	free(h);
+}

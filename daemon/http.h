@@ -1,0 +1,46 @@
+/* http.h - qprofd's HTTP server: libmicrohttpd on a unix socket (and
+ * optionally on a loopback TCP port), one thread per connection so that a
+ * windowed request (seconds=N) never blocks the others. */
+#ifndef QPROF_HTTP_H
+#define QPROF_HTTP_H
+#include <stdbool.h>
+#include <stddef.h>
+
+struct qprofd;
+struct qp_http;
+
+#define QP_HTTP_MAX_BODY (64 * 1024)
+
+/* Bind PATH: refuse when a live daemon answers there, replace a stale socket
+ * file. Returns the listening fd or -errno with a reason in err. */
+int qp_http_listen_unix(const char *path, char *err, size_t errlen);
+/* Parse "127.0.0.1:PORT" (loopback only) and bind it. fd or -errno. */
+int qp_http_listen_tcp(const char *spec, char *err, size_t errlen);
+
+int qp_http_start(struct qprofd *d, int fd, struct qp_http **out, char *err, size_t errlen);
+void qp_http_stop(struct qp_http *h); /* accepts NULL */
+
+/* The router, for the server and for tests: METHOD URL with query getter. */
+struct qp_request {
+	const char *method;
+	const char *url;
+	const char *body;
+	size_t body_len;
+	bool body_too_large;
+	/* value of query parameter NAME or NULL; ARG is the connection */
+	const char *(*query)(void *arg, const char *name);
+	/* calls fn(arg2, key) for every query key; used to reject unknown ones */
+	void (*query_keys)(void *arg, void (*fn)(void *arg2, const char *key), void *arg2);
+	void *arg;
+};
+
+struct qp_response {
+	int status;
+	char *body;		/* malloc'ed */
+	size_t len;
+	const char *content_type;
+	const char *allow;	/* for 405 */
+};
+
+void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+#endif

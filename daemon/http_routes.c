@@ -1,0 +1,419 @@
+/* http_routes.c - the API of DESIGN.md: a table of routes, one small handler
+ * each, JSON out through the one writer, JSON in through jansson with every
+ * field checked. Handlers take the registry lock only while they touch it;
+ * a windowed request waits without it. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "collect_scopes.h"
+#include "http.h"
+#include "json_writer.h"
+#include "model_scopes.h"
+#include "qprofd.h"
+#include "util.h"
+
+#define MAX_SECONDS 300
+
+static void reply_json(struct qp_response *resp, int status, struct qp_json *j)
+{
+	size_t len = 0;
+	char *s = qp_json_finish(j, &len);
+
+	if (!s) {
+		resp->status = 500;
+		resp->body = strdup("{\"error\":\"out of memory while writing JSON\"}\n");
+		resp->len = resp->body ? strlen(resp->body) : 0;
+		return;
+	}
+	/* a newline ends every document: friendlier to curl and to NDJSON readers */
+	{
+		char *t = realloc(s, len + 2);
+
+		if (t) {
+			s = t;
+			s[len++] = '\n';
+			s[len] = '\0';
+		}
+	}
+	resp->status = status;
+	resp->body = s;
+	resp->len = len;
+	resp->content_type = "application/json";
+}
+
+static void __printf(3, 4) reply_error(struct qp_response *resp, int status, const char *fmt, ...)
+{
+	struct qp_json j;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	qp_json_init(&j);
+	qp_json_obj_begin(&j);
+	qp_json_kv_str(&j, "error", msg);
+	qp_json_obj_end(&j);
+	reply_json(resp, status, &j);
+}
+
+/* Query parameters: only the route's own names are accepted. */
+struct key_check {
+	const char *const *allowed;
+	const char *bad;
+};
+
+static void check_key(void *arg, const char *key)
+{
+	struct key_check *kc = arg;
+	size_t i;
+
+	if (kc->bad)
+		return;
+	for (i = 0; kc->allowed[i]; i++)
+		if (!strcmp(kc->allowed[i], key))
+			return;
+	kc->bad = key;
+}
+
+static bool query_ok(const struct qp_request *req, struct qp_response *resp, const char *const *allowed)
+{
+	struct key_check kc = { allowed, NULL };
+
+	req->query_keys(req->arg, check_key, &kc);
+	if (kc.bad) {
+		char name[64];
+
+		snprintf(name, sizeof(name), "%s", kc.bad);
+		reply_error(resp, 400, "unknown query parameter '%s'", name);
+		return false;
+	}
+	return true;
+}
+
+/* pid=: absent -> 0; else a positive pid that is a target. */
+static bool query_pid(struct qprofd *d, const struct qp_request *req, struct qp_response *resp, int *pid)
+{
+	const char *s = req->query(req->arg, "pid");
+	int64_t v;
+	bool known;
+
+	*pid = 0;
+	if (!s)
+		return true;
+	if (qp_parse_i64(s, 1, INT32_MAX, &v)) {
+		reply_error(resp, 400, "pid must be a positive integer");
+		return false;
+	}
+	pthread_mutex_lock(&d->reg.lock);
+	known = qp_registry_find(&d->reg, (int)v) != NULL;
+	pthread_mutex_unlock(&d->reg.lock);
+	if (!known) {
+		reply_error(resp, 404, "process %lld is not a target", (long long)v);
+		return false;
+	}
+	*pid = (int)v;
+	return true;
+}
+
+/* seconds=: absent -> 0 (everything since attach); else 1..300, clamped. */
+static bool query_seconds(const struct qp_request *req, struct qp_response *resp, unsigned int *sec)
+{
+	const char *s = req->query(req->arg, "seconds");
+	int64_t v;
+
+	*sec = 0;
+	if (!s)
+		return true;
+	if (qp_parse_i64(s, INT64_MIN, INT64_MAX, &v)) {
+		reply_error(resp, 400, "seconds must be an integer (1..%d)", MAX_SECONDS);
+		return false;
+	}
+	*sec = v < 1 ? 1 : v > MAX_SECONDS ? MAX_SECONDS : (unsigned int)v;
+	return true;
+}
+
+static void status_handler(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { NULL };
+	struct qp_scope_snapshot snap;
+	struct qp_json j;
+	uint64_t dropped = 0;
+	size_t i;
+	int c;
+
+	if (!query_ok(req, resp, allowed))
+		return;
+	if (qp_scopes_read(d->scopes, 0, &snap)) {
+		reply_error(resp, 500, "cannot read the BPF maps");
+		return;
+	}
+	for (c = QPROF_CNT_DROP_NO_ENTER; c < QPROF_CNT__MAX; c++)
+		dropped += snap.counters[c];
+	qp_json_init(&j);
+	qp_json_obj_begin(&j);
+	qp_json_kv_str(&j, "version", QPROF_VERSION);
+	qp_json_kv_u64(&j, "uptime_ms", (qp_now_ns() - d->start_ns) / 1000000);
+	pthread_mutex_lock(&d->reg.lock);
+	qp_json_key(&j, "targets");
+	qp_json_arr_begin(&j);
+	for (i = 0; i < d->reg.ntargets; i++)
+		qp_target_json(d->reg.targets[i], &j);
+	qp_json_arr_end(&j);
+	qp_json_key(&j, "binaries");
+	qp_json_arr_begin(&j);
+	for (i = 0; i < d->reg.nbinaries; i++)
+		qp_binary_json(&d->reg, d->reg.binaries[i], &j);
+	qp_json_arr_end(&j);
+	pthread_mutex_unlock(&d->reg.lock);
+	qp_json_key(&j, "cpu");
+	qp_json_obj_begin(&j);
+	qp_json_kv_bool(&j, "running", false); /* CPU sampling is not in this version */
+	qp_json_kv_u64(&j, "frequency_hz", d->frequency_hz);
+	qp_json_kv_u64(&j, "samples", 0);
+	qp_json_kv_u64(&j, "lost", 0);
+	qp_json_obj_end(&j);
+	qp_json_key(&j, "scopes");
+	qp_json_obj_begin(&j);
+	qp_json_kv_u64(&j, "sites", qp_model_count_sites(&snap));
+	qp_json_kv_u64(&j, "events", snap.counters[QPROF_CNT_EVENTS]);
+	qp_json_kv_u64(&j, "dropped", dropped);
+	qp_json_key(&j, "dropped_by_reason");
+	qp_json_obj_begin(&j);
+	qp_json_kv_u64(&j, "exit_without_enter", snap.counters[QPROF_CNT_DROP_NO_ENTER]);
+	qp_json_kv_u64(&j, "out_of_order", snap.counters[QPROF_CNT_DROP_OUT_OF_ORDER]);
+	qp_json_kv_u64(&j, "too_deep", snap.counters[QPROF_CNT_DROP_TOO_DEEP]);
+	qp_json_kv_u64(&j, "thread_exit", snap.counters[QPROF_CNT_DROP_THREAD_EXIT]);
+	qp_json_kv_u64(&j, "map_full", snap.counters[QPROF_CNT_DROP_MAP_FULL]);
+	qp_json_obj_end(&j);
+	qp_json_obj_end(&j);
+	qp_json_obj_end(&j);
+	qp_scope_snapshot_free(&snap);
+	reply_json(resp, 200, &j);
+}
+
+static void targets_list(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { NULL };
+	struct qp_json j;
+	size_t i;
+
+	if (!query_ok(req, resp, allowed))
+		return;
+	qp_json_init(&j);
+	qp_json_obj_begin(&j);
+	qp_json_key(&j, "targets");
+	qp_json_arr_begin(&j);
+	pthread_mutex_lock(&d->reg.lock);
+	for (i = 0; i < d->reg.ntargets; i++)
+		qp_target_json(d->reg.targets[i], &j);
+	pthread_mutex_unlock(&d->reg.lock);
+	qp_json_arr_end(&j);
+	qp_json_obj_end(&j);
+	reply_json(resp, 200, &j);
+}
+
+static void targets_add(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { NULL };
+	json_error_t jerr;
+	json_t *root, *v;
+	const char *key;
+	char err[512] = "";
+	struct qp_json j;
+	int status = 500, ret;
+
+	if (!query_ok(req, resp, allowed))
+		return;
+	if (req->body_too_large) {
+		reply_error(resp, 413, "request body larger than %d bytes", QP_HTTP_MAX_BODY);
+		return;
+	}
+	if (!req->body_len) {
+		reply_error(resp, 400, "empty body: send {\"pid\": N} or {\"binary\": \"/path\"}");
+		return;
+	}
+	root = json_loadb(req->body, req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		reply_error(resp, 400, "malformed JSON at line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+		return;
+	}
+	if (!json_is_object(root)) {
+		reply_error(resp, 400, "the body must be a JSON object");
+		goto out;
+	}
+	json_object_foreach(root, key, v) {
+		if (!strcmp(key, "usdt") || !strcmp(key, "spans")) {
+			reply_error(resp, 501, "'%s' (other USDT probes) is not available yet in this version", key);
+			goto out;
+		}
+		if (strcmp(key, "pid") && strcmp(key, "binary")) {
+			char k[64];
+
+			snprintf(k, sizeof(k), "%s", key);
+			reply_error(resp, 400, "unknown field '%s'", k);
+			goto out;
+		}
+	}
+	if (!!json_object_get(root, "pid") == !!json_object_get(root, "binary")) {
+		reply_error(resp, 400, "give exactly one of \"pid\" and \"binary\"");
+		goto out;
+	}
+	qp_json_init(&j);
+	pthread_mutex_lock(&d->reg.lock);
+	if ((v = json_object_get(root, "pid"))) {
+		struct qp_target *t;
+		json_int_t pid = json_is_integer(v) ? json_integer_value(v) : -1;
+
+		if (pid <= 0 || pid > INT32_MAX) {
+			pthread_mutex_unlock(&d->reg.lock);
+			qp_json_free(&j);
+			reply_error(resp, 400, "\"pid\" must be a positive integer");
+			goto out;
+		}
+		ret = qp_registry_add_pid(&d->reg, (int)pid, &t, &status, err, sizeof(err));
+		if (!ret)
+			qp_target_json(t, &j);
+	} else {
+		struct qp_binary *b;
+
+		v = json_object_get(root, "binary");
+		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 4095 ||
+		    strlen(json_string_value(v)) != json_string_length(v)) {
+			pthread_mutex_unlock(&d->reg.lock);
+			qp_json_free(&j);
+			reply_error(resp, 400, "\"binary\" must be a non-empty path string");
+			goto out;
+		}
+		ret = qp_registry_add_binary(&d->reg, json_string_value(v), &b, &status, err, sizeof(err));
+		if (!ret)
+			qp_binary_json(&d->reg, b, &j);
+	}
+	pthread_mutex_unlock(&d->reg.lock);
+	if (ret) {
+		qp_json_free(&j);
+		reply_error(resp, status, "%s", err);
+	} else {
+		reply_json(resp, 201, &j);
+	}
+out:
+	json_decref(root);
+}
+
+static void target_delete(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
+			  const char *pidstr)
+{
+	static const char *const allowed[] = { NULL };
+	struct qp_json j;
+	int64_t pid;
+	int ret;
+
+	if (!query_ok(req, resp, allowed))
+		return;
+	if (qp_parse_i64(pidstr, 1, INT32_MAX, &pid)) {
+		reply_error(resp, 400, "'%.32s' is not a pid", pidstr);
+		return;
+	}
+	pthread_mutex_lock(&d->reg.lock);
+	ret = qp_registry_remove_pid(&d->reg, (int)pid);
+	pthread_mutex_unlock(&d->reg.lock);
+	if (ret) {
+		reply_error(resp, 404, "process %lld is not a target", (long long)pid);
+		return;
+	}
+	qp_json_init(&j);
+	qp_json_obj_begin(&j);
+	qp_json_kv_i64(&j, "pid", pid);
+	qp_json_kv_str(&j, "state", "detached");
+	qp_json_obj_end(&j);
+	reply_json(resp, 200, &j);
+}
+
+static void scopes_handler(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { "pid", "seconds", NULL };
+	struct qp_scope_snapshot base = { 0 }, now = { 0 };
+	unsigned int seconds;
+	struct qp_json j;
+	int pid;
+
+	if (!query_ok(req, resp, allowed) || !query_seconds(req, resp, &seconds) ||
+	    !query_pid(d, req, resp, &pid))
+		return;
+	if (seconds) {
+		if (qp_scopes_read(d->scopes, pid, &base)) {
+			reply_error(resp, 500, "cannot read the BPF maps");
+			return;
+		}
+		if (!qprofd_wait(d, seconds)) {
+			qp_scope_snapshot_free(&base);
+			reply_error(resp, 503, "qprofd is shutting down");
+			return;
+		}
+	}
+	if (qp_scopes_read(d->scopes, pid, &now)) {
+		qp_scope_snapshot_free(&base);
+		reply_error(resp, 500, "cannot read the BPF maps");
+		return;
+	}
+	qp_json_init(&j);
+	pthread_mutex_lock(&d->reg.lock);
+	qp_model_scopes_json(&d->reg, &now, seconds ? &base : NULL, pid, &j);
+	pthread_mutex_unlock(&d->reg.lock);
+	qp_scope_snapshot_free(&base);
+	qp_scope_snapshot_free(&now);
+	reply_json(resp, 200, &j);
+}
+
+/* Routes of DESIGN.md that later versions fill in: say so plainly. */
+static const char *const not_yet[] = {
+	"/api/values", "/api/logs", "/api/cpu/folded", "/api/cpu/flamegraph", "/pprof/profile",
+	"/pprof/symbol", "/debug/pprof/profile", "/debug/pprof/symbol", "/metrics", NULL,
+};
+
+void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	const char *url = req->url, *m = req->method;
+	bool get = !strcmp(m, "GET"), post = !strcmp(m, "POST"), del = !strcmp(m, "DELETE");
+	size_t i;
+
+	memset(resp, 0, sizeof(*resp));
+	if (!strcmp(url, "/api/status")) {
+		if (get)
+			return status_handler(d, req, resp);
+		resp->allow = "GET";
+	} else if (!strcmp(url, "/api/targets")) {
+		if (get)
+			return targets_list(d, req, resp);
+		if (post)
+			return targets_add(d, req, resp);
+		resp->allow = "GET, POST";
+	} else if (!strncmp(url, "/api/targets/", 13) && url[13] && !strchr(url + 13, '/')) {
+		if (del)
+			return target_delete(d, req, resp, url + 13);
+		resp->allow = "DELETE";
+	} else if (!strcmp(url, "/api/scopes")) {
+		if (get)
+			return scopes_handler(d, req, resp);
+		resp->allow = "GET";
+	} else {
+		for (i = 0; not_yet[i]; i++) {
+			if (!strcmp(url, not_yet[i])) {
+				reply_error(resp, 501, "%s is not available yet in this version of qprofd",
+					    not_yet[i]);
+				return;
+			}
+		}
+		reply_error(resp, 404, "no such route: %.200s", url);
+		return;
+	}
+	{
+		const char *allow = resp->allow;
+
+		reply_error(resp, 405, "method %.16s not allowed on %.200s (allowed: %s)", m, url, allow);
+		resp->allow = allow;
+	}
+}

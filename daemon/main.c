@@ -1,0 +1,307 @@
+/* main.c - qprofd: parse the command line, load BPF, attach the targets
+ * given on it, serve the API, poll for exits and new processes, and on
+ * SIGINT/SIGTERM detach everything and remove the socket.
+ *
+ * Exit codes: 0 clean shutdown, 1 runtime error, 2 usage error, 3 BPF could
+ * not be loaded (not root, no BTF, no uprobes). */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "collect_scopes.h"
+#include "http.h"
+#include "log.h"
+#include "qprofd.h"
+#include "util.h"
+
+#define DEFAULT_SOCKET "/run/qprof/qprofd.sock"
+#define POLL_MS 250
+
+struct options {
+	const char *socket;
+	const char *listen;
+	int *pids;
+	size_t npids;
+	const char **binaries;
+	size_t nbinaries;
+	unsigned int frequency;
+	unsigned int max_threads;
+	unsigned int max_sites;
+	int verbose;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: qprofd [OPTIONS]\n"
+		"qprof's daemon: attaches BPF to the qprof markers of target processes and\n"
+		"serves what it measures over a unix socket (see qprof-cli).\n"
+		"\n"
+		"  --pid PID           attach to a running process (repeatable)\n"
+		"  --binary PATH       attach to every process, present and future, that runs\n"
+		"                      this executable or maps this library (repeatable)\n"
+		"  --socket PATH       unix socket to serve on (default " DEFAULT_SOCKET ")\n"
+		"  --listen ADDR:PORT  also serve on a loopback TCP address, e.g. 127.0.0.1:6464\n"
+		"  --frequency HZ      CPU sampling frequency, 1..10000 (default 99; CPU\n"
+		"                      sampling itself is not in this version)\n"
+		"  --all               sample every process (not available in this version)\n"
+		"  --max-threads N     threads tracked at once (default 16384)\n"
+		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
+		"  -v, --verbose       more logging (-vv: debug)\n"
+		"  -h, --help          this text\n"
+		"  --version           print the version\n"
+		"\n"
+		"Exit status: 0 clean shutdown, 1 error, 2 bad usage, 3 BPF unavailable.\n");
+}
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && qp_log_level() < QP_LOG_DEBUG)
+		return 0;
+	if (level == LIBBPF_INFO && qp_log_level() < QP_LOG_INFO)
+		return 0;
+	/* verifier logs are long: straight to stderr, not through a line buffer */
+	fputs("qprofd: libbpf: ", stderr);
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	if (qp_parse_i64(s, min, max, out)) {
+		fprintf(stderr, "qprofd: %s wants an integer in %lld..%lld, got '%s'\n", name,
+			(long long)min, (long long)max, s);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct options *o)
+{
+	enum { OPT_VERSION = 256, OPT_MAXT, OPT_MAXS };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "binary", required_argument, NULL, 'b' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "max-threads", required_argument, NULL, OPT_MAXT },
+		{ "max-sites", required_argument, NULL, OPT_MAXS },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ 0 },
+	};
+	int64_t v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "p:b:s:l:F:avh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p': {
+			int *np = realloc(o->pids, (o->npids + 1) * sizeof(*np));
+
+			if (!np)
+				return 1;
+			o->pids = np;
+			if (parse_uint_opt("--pid", optarg, 1, INT32_MAX, &v))
+				return 2;
+			o->pids[o->npids++] = (int)v;
+			break;
+		}
+		case 'b': {
+			const char **nb = realloc(o->binaries, (o->nbinaries + 1) * sizeof(*nb));
+
+			if (!nb)
+				return 1;
+			o->binaries = nb;
+			o->binaries[o->nbinaries++] = optarg;
+			break;
+		}
+		case 's':
+			o->socket = optarg;
+			break;
+		case 'l':
+			o->listen = optarg;
+			break;
+		case 'F':
+			if (parse_uint_opt("--frequency", optarg, 1, 10000, &v))
+				return 2;
+			o->frequency = (unsigned int)v;
+			break;
+		case 'a':
+			fprintf(stderr, "qprofd: --all needs CPU sampling, which is not available in this version\n");
+			return 2;
+		case OPT_MAXT:
+			if (parse_uint_opt("--max-threads", optarg, 64, 1 << 20, &v))
+				return 2;
+			o->max_threads = (unsigned int)v;
+			break;
+		case OPT_MAXS:
+			if (parse_uint_opt("--max-sites", optarg, 16, 1 << 18, &v))
+				return 2;
+			o->max_sites = (unsigned int)v;
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case OPT_VERSION:
+			printf("qprofd %s\n", QPROF_VERSION);
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'qprofd --help'.\n");
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "qprofd: unexpected argument '%s'\nTry 'qprofd --help'.\n", argv[optind]);
+		return 2;
+	}
+	return 0;
+}
+
+bool qprofd_wait(struct qprofd *d, unsigned int seconds)
+{
+	struct timespec until;
+	bool stopping;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += seconds;
+	pthread_mutex_lock(&d->wait_lock);
+	while (!d->stopping &&
+	       pthread_cond_timedwait(&d->wait_cond, &d->wait_lock, &until) != ETIMEDOUT)
+		;
+	stopping = d->stopping;
+	pthread_mutex_unlock(&d->wait_lock);
+	return !stopping;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_threads = 16384,
+			     .max_sites = 4096 };
+	struct qp_http *http = NULL, *http_tcp = NULL;
+	struct qprofd d = { 0 };
+	pthread_condattr_t ca;
+	char err[512] = "";
+	sigset_t sigs;
+	int ret, fd, tick = 0, exit_code = 1;
+	size_t i;
+	const char *env;
+
+	if ((env = getenv("QPROF_SOCKET")) && *env)
+		o.socket = env;
+	ret = parse_args(argc, argv, &o);
+	if (ret)
+		return ret;
+	qp_log_set_level(QP_LOG_WARN + o.verbose);
+	libbpf_set_print(libbpf_print);
+
+	/* signals are taken by the main loop only: block them before threads */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	d.start_ns = qp_now_ns();
+	d.frequency_hz = o.frequency;
+	pthread_mutex_init(&d.wait_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&d.wait_cond, &ca);
+
+	ret = qp_scopes_open(&d.scopes, o.max_threads, o.max_sites, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "qprofd: %s\nqprofd: BPF is unavailable: run as root on a kernel with BTF, uprobes and the BPF JIT\n",
+			err);
+		exit_code = 3;
+		goto out_free;
+	}
+	qp_registry_init(&d.reg, d.scopes);
+
+	pthread_mutex_lock(&d.reg.lock);
+	for (i = 0; i < o.npids; i++) {
+		struct qp_target *t;
+		int status;
+
+		if (qp_registry_add_pid(&d.reg, o.pids[i], &t, &status, err, sizeof(err))) {
+			fprintf(stderr, "qprofd: --pid %d: %s\n", o.pids[i], err);
+			pthread_mutex_unlock(&d.reg.lock);
+			goto out;
+		}
+	}
+	for (i = 0; i < o.nbinaries; i++) {
+		struct qp_binary *b;
+		int status;
+
+		if (qp_registry_add_binary(&d.reg, o.binaries[i], &b, &status, err, sizeof(err))) {
+			fprintf(stderr, "qprofd: --binary %s: %s\n", o.binaries[i], err);
+			pthread_mutex_unlock(&d.reg.lock);
+			goto out;
+		}
+	}
+	pthread_mutex_unlock(&d.reg.lock);
+
+	fd = qp_http_listen_unix(o.socket, err, sizeof(err));
+	if (fd < 0) {
+		fprintf(stderr, "qprofd: %s\n", err[0] ? err : strerror(-fd));
+		goto out;
+	}
+	if (qp_http_start(&d, fd, &http, err, sizeof(err))) {
+		fprintf(stderr, "qprofd: %s\n", err);
+		close(fd);
+		unlink(o.socket);
+		goto out;
+	}
+	if (o.listen) {
+		fd = qp_http_listen_tcp(o.listen, err, sizeof(err));
+		if (fd < 0 || qp_http_start(&d, fd, &http_tcp, err, sizeof(err))) {
+			fprintf(stderr, "qprofd: %s\n", err);
+			if (fd >= 0)
+				close(fd);
+			goto out_http;
+		}
+	}
+	qp_info("serving on %s%s%s", o.socket, o.listen ? " and " : "", o.listen ? o.listen : "");
+	fprintf(stderr, "qprofd: ready on %s (%zu target(s))\n", o.socket, d.reg.ntargets);
+
+	for (;;) {
+		struct timespec ts = { 0, POLL_MS * 1000000L };
+		int sig = sigtimedwait(&sigs, NULL, &ts);
+
+		if (sig > 0) {
+			qp_info("signal %d: shutting down", sig);
+			break;
+		}
+		pthread_mutex_lock(&d.reg.lock);
+		qp_registry_poll(&d.reg, ++tick % 4 == 0);
+		pthread_mutex_unlock(&d.reg.lock);
+	}
+	exit_code = 0;
+out_http:
+	pthread_mutex_lock(&d.wait_lock);
+	d.stopping = true;
+	pthread_cond_broadcast(&d.wait_cond);
+	pthread_mutex_unlock(&d.wait_lock);
+	qp_http_stop(http_tcp);
+	qp_http_stop(http);
+	unlink(o.socket);
+out:
+	qp_registry_destroy(&d.reg);
+	qp_scopes_close(d.scopes);
+	if (!exit_code)
+		fprintf(stderr, "qprofd: stopped, everything detached\n");
+out_free:
+	free(o.pids);
+	free(o.binaries);
+	return exit_code;
+}

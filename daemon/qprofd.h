@@ -1,0 +1,25 @@
+/* qprofd.h - the daemon's state, passed by pointer to every part: the
+ * registry of targets, the scope collector, the clock it started at, and the
+ * condition variable that windowed requests wait on (woken at shutdown). */
+#ifndef QPROF_QPROFD_H
+#define QPROF_QPROFD_H
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "targets.h"
+
+#define QPROF_VERSION "0.1.0"
+
+struct qprofd {
+	struct qp_registry reg;
+	struct qp_scopes *scopes;
+	uint64_t start_ns;
+	unsigned int frequency_hz;
+	pthread_mutex_t wait_lock;
+	pthread_cond_t wait_cond;
+	bool stopping;
+};
+
+/* Sleep SECONDS unless the daemon stops first; false when it stops. */
+bool qprofd_wait(struct qprofd *d, unsigned int seconds);
+#endif

@@ -1,0 +1,610 @@
+/* targets.c - see targets.h. Attaching a pid: read its mappings, find the
+ * files that carry qprof notes, attach the scope programs to each for that
+ * pid, watch a pidfd for its exit. Attaching a binary: attach for every
+ * process (cookie QPROF_COOKIE_BINARY) and adopt the processes that map it. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "collect_scopes.h"
+#include "json_writer.h"
+#include "log.h"
+#include "targets.h"
+#include "util.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+const char *qp_target_state_name(enum qp_target_state s)
+{
+	return s == QP_TARGET_RUNNING ? "running" : "exited";
+}
+
+void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes)
+{
+	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
+	r->scopes = scopes;
+}
+
+static void target_free(struct qp_target *t)
+{
+	if (!t)
+		return;
+	qp_scopes_detach_links(t->links, t->nlinks);
+	free(t->links);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	qp_maps_free(&t->maps);
+	free(t->resolved);
+	free(t);
+}
+
+void qp_registry_destroy(struct qp_registry *r)
+{
+	size_t i;
+
+	for (i = 0; i < r->ntargets; i++)
+		target_free(r->targets[i]);
+	for (i = 0; i < r->nbinaries; i++) {
+		struct qp_binary *b = r->binaries[i];
+
+		qp_scopes_detach_links(b->links, b->nlinks);
+		free(b->links);
+		free(b->detached);
+		free(b->path);
+		free(b);
+	}
+	for (i = 0; i < r->nmodules; i++) {
+		qp_elf_probes_free(r->modules[i]->elf);
+		free(r->modules[i]->path);
+		free(r->modules[i]);
+	}
+	free(r->targets);
+	free(r->binaries);
+	free(r->modules);
+	pthread_mutex_destroy(&r->lock);
+	memset(r, 0, sizeof(*r));
+}
+
+struct qp_target *qp_registry_find(struct qp_registry *r, int pid)
+{
+	size_t i;
+
+	for (i = 0; i < r->ntargets; i++)
+		if (r->targets[i]->pid == pid)
+			return r->targets[i];
+	return NULL;
+}
+
+/* The parsed ELF file at PATH with inode INO (0: any), parsed on first use. */
+static struct qp_module *module_get(struct qp_registry *r, const char *path, ino_t want_ino,
+				    char *err, size_t errlen)
+{
+	struct qp_module *m, **v;
+	struct stat st;
+	size_t i;
+	int ret;
+
+	if (stat(path, &st)) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return NULL;
+	}
+	if (want_ino && st.st_ino != want_ino) {
+		snprintf(err, errlen, "%s was replaced on disk", path);
+		return NULL;
+	}
+	for (i = 0; i < r->nmodules; i++) {
+		m = r->modules[i];
+		if (m->dev == st.st_dev && m->ino == st.st_ino && !strcmp(m->path, path))
+			return m;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return NULL;
+	ret = qp_elf_probes_open(path, &m->elf, err, errlen);
+	if (ret) {
+		free(m);
+		return NULL;
+	}
+	m->path = strdup(path);
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->qprof_notes = qp_elf_count_notes(m->elf, "qprof");
+	v = realloc(r->modules, (r->nmodules + 1) * sizeof(*v));
+	if (v)
+		r->modules = v;
+	if (!m->path || !v) {
+		qp_elf_probes_free(m->elf);
+		free(m->path);
+		free(m);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	r->modules[r->nmodules++] = m;
+	return m;
+}
+
+static bool module_has_probe(const struct qp_module *m, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < m->elf->nnotes; i++)
+		if (!strcmp(m->elf->notes[i].provider, "qprof") && !strcmp(m->elf->notes[i].name, name))
+			return true;
+	return false;
+}
+
+/* Path of a mapping as the daemon can open it: as written, or through the
+ * process's root when it lives in another mount namespace. */
+static void map_open_path(int pid, const struct qp_map *m, char *buf, size_t len)
+{
+	struct stat st;
+
+	if (!stat(m->path, &st) && st.st_ino == m->inode) {
+		snprintf(buf, len, "%s", m->path);
+		return;
+	}
+	snprintf(buf, len, "/proc/%d/root%s", pid, m->path);
+}
+
+static bool pid_alive(int pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+static int target_new(int pid, struct qp_target **out)
+{
+	struct qp_target *t = calloc(1, sizeof(*t));
+	int ret;
+
+	if (!t)
+		return -ENOMEM;
+	t->pid = pid;
+	t->pidfd = -1;
+	t->binary = -1;
+	ret = qp_maps_read(pid, &t->maps);
+	if (ret) {
+		free(t);
+		return ret;
+	}
+	if (qp_proc_comm(pid, t->comm, sizeof(t->comm)))
+		snprintf(t->comm, sizeof(t->comm), "?");
+	if (qp_proc_exe(pid, t->exe, sizeof(t->exe)))
+		snprintf(t->exe, sizeof(t->exe), "?");
+	qp_proc_starttime(pid, &t->starttime);
+	t->attached_ms = qp_realtime_ns() / 1000000;
+	t->state = QP_TARGET_RUNNING;
+	*out = t;
+	return 0;
+}
+
+static int registry_push(struct qp_registry *r, struct qp_target *t)
+{
+	struct qp_target **v = realloc(r->targets, (r->ntargets + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	r->targets = v;
+	r->targets[r->ntargets++] = t;
+	t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
+	if (t->pidfd < 0)
+		qp_warn("pidfd_open(%d): %s; exit detection falls back to polling", t->pid,
+			strerror(errno));
+	return 0;
+}
+
+int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, int *status,
+			char *err, size_t errlen)
+{
+	struct qp_target *t = NULL;
+	char path[PATH_MAX + 32], merr[256];
+	size_t i, j, files = 0;
+	int ret;
+
+	*out = NULL;
+	if (pid <= 0) {
+		*status = 400;
+		snprintf(err, errlen, "pid must be a positive integer");
+		return -EINVAL;
+	}
+	if (qp_registry_find(r, pid)) {
+		*status = 409;
+		snprintf(err, errlen, "process %d is already a target", pid);
+		return -EEXIST;
+	}
+	ret = target_new(pid, &t);
+	if (ret) {
+		*status = ret == -ENOENT || ret == -ESRCH ? 404 : 500;
+		snprintf(err, errlen, ret == -ENOENT || ret == -ESRCH ? "no such process: %d"
+			 : "cannot read /proc/%d/maps: %s", pid, strerror(-ret));
+		return ret;
+	}
+	for (i = 0; i < t->maps.n; i++) {
+		const struct qp_map *m = &t->maps.v[i];
+		struct qp_module *mod;
+		bool seen = false;
+
+		if (m->path[0] != '/' || !strchr(m->perms, 'x') || strstr(m->path, " (deleted)"))
+			continue;
+		for (j = 0; j < i && !seen; j++)
+			seen = !strcmp(t->maps.v[j].path, m->path) && strchr(t->maps.v[j].perms, 'x');
+		if (seen)
+			continue;
+		map_open_path(pid, m, path, sizeof(path));
+		mod = module_get(r, path, (ino_t)m->inode, merr, sizeof(merr));
+		if (!mod) {
+			qp_debug("pid %d: skipping %s: %s", pid, m->path, merr);
+			continue;
+		}
+		if (!mod->qprof_notes)
+			continue;
+		ret = qp_scopes_attach(r->scopes, pid, path, module_has_probe(mod, "scope_enter"),
+				       module_has_probe(mod, "scope_exit"), &t->links, &t->nlinks,
+				       merr, sizeof(merr));
+		if (ret < 0) {
+			if (!pid_alive(pid)) {
+				*status = 404;
+				snprintf(err, errlen, "process %d exited while being attached", pid);
+			} else {
+				*status = 500;
+				snprintf(err, errlen, "%s", merr);
+			}
+			goto fail;
+		}
+		t->probes += (unsigned int)mod->qprof_notes;
+		files++;
+	}
+	if (!files) {
+		*status = 400;
+		snprintf(err, errlen, "process %d (%s) has no qprof probes in its executable or libraries",
+			 pid, t->comm);
+		ret = -ENOENT;
+		goto fail;
+	}
+	if (!pid_alive(pid)) {
+		*status = 404;
+		snprintf(err, errlen, "process %d exited while being attached", pid);
+		ret = -ESRCH;
+		goto fail;
+	}
+	ret = registry_push(r, t);
+	if (ret) {
+		*status = 500;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	qp_info("attached to pid %d (%s): %u probe sites in %zu file(s)", pid, t->comm, t->probes, files);
+	*out = t;
+	return 0;
+fail:
+	target_free(t);
+	return ret;
+}
+
+static bool maps_hold(const struct qp_maps *maps, const struct qp_binary *b)
+{
+	size_t i;
+
+	for (i = 0; i < maps->n; i++)
+		if (maps->v[i].inode == (uint64_t)b->ino && !strcmp(maps->v[i].path, b->path))
+			return true;
+	return false;
+}
+
+static bool binary_detached(const struct qp_binary *b, int pid)
+{
+	size_t i;
+
+	for (i = 0; i < b->ndetached; i++)
+		if (b->detached[i] == pid)
+			return true;
+	return false;
+}
+
+/* Make PID a target of binary B if it maps it and is not known yet. */
+static void binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_maps *known)
+{
+	struct qp_binary *b = r->binaries[bi];
+	struct qp_target *t;
+
+	if (qp_registry_find(r, pid) || binary_detached(b, pid))
+		return;
+	if (target_new(pid, &t))
+		return;
+	if (known == NULL && !maps_hold(&t->maps, b)) {
+		target_free(t);
+		return;
+	}
+	t->binary = (int)bi;
+	t->probes = b->probes;
+	if (registry_push(r, t)) {
+		target_free(t);
+		return;
+	}
+	qp_info("pid %d (%s) runs %s: now a target", pid, t->comm, b->path);
+}
+
+static void binary_scan(struct qp_registry *r)
+{
+	DIR *d;
+	struct dirent *de;
+	struct qp_maps maps;
+	size_t bi;
+
+	if (!r->nbinaries)
+		return;
+	d = opendir("/proc");
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		int64_t pid;
+
+		if (qp_parse_i64(de->d_name, 1, INT32_MAX, &pid))
+			continue;
+		if (qp_registry_find(r, (int)pid) || pid == getpid())
+			continue;
+		if (qp_maps_read((int)pid, &maps))
+			continue;
+		for (bi = 0; bi < r->nbinaries; bi++) {
+			if (maps_hold(&maps, r->binaries[bi])) {
+				binary_adopt(r, bi, (int)pid, &maps);
+				break;
+			}
+		}
+		qp_maps_free(&maps);
+	}
+	closedir(d);
+}
+
+int qp_registry_add_binary(struct qp_registry *r, const char *path, struct qp_binary **out,
+			   int *status, char *err, size_t errlen)
+{
+	struct qp_binary *b, **v;
+	struct qp_module *mod;
+	char real[PATH_MAX];
+	size_t i;
+	int ret;
+
+	*out = NULL;
+	if (!path[0] || path[0] != '/') {
+		*status = 400;
+		snprintf(err, errlen, "binary must be an absolute path");
+		return -EINVAL;
+	}
+	if (!realpath(path, real)) {
+		*status = 400;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	for (i = 0; i < r->nbinaries; i++) {
+		if (!strcmp(r->binaries[i]->path, real)) {
+			*status = 409;
+			snprintf(err, errlen, "%s is already a target", real);
+			return -EEXIST;
+		}
+	}
+	mod = module_get(r, real, 0, err, errlen);
+	if (!mod) {
+		*status = 400;
+		return -ENOEXEC;
+	}
+	if (!mod->qprof_notes) {
+		*status = 400;
+		snprintf(err, errlen, "%s has no qprof probes", real);
+		return -ENOENT;
+	}
+	b = calloc(1, sizeof(*b));
+	v = realloc(r->binaries, (r->nbinaries + 1) * sizeof(*v));
+	if (!b || !v) {
+		free(b);
+		if (v)
+			r->binaries = v;
+		*status = 500;
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r->binaries = v;
+	b->path = strdup(real);
+	b->dev = mod->dev;
+	b->ino = mod->ino;
+	b->probes = (unsigned int)mod->qprof_notes;
+	b->attached_ms = qp_realtime_ns() / 1000000;
+	ret = qp_scopes_attach(r->scopes, -1, real, module_has_probe(mod, "scope_enter"),
+			       module_has_probe(mod, "scope_exit"), &b->links, &b->nlinks, err, errlen);
+	if (ret < 0 || !b->path) {
+		free(b->path);
+		free(b->links);
+		free(b);
+		*status = 500;
+		return ret < 0 ? ret : -ENOMEM;
+	}
+	r->binaries[r->nbinaries++] = b;
+	qp_info("attached to every process running %s (%u probe sites)", real, b->probes);
+	binary_scan(r);
+	*out = b;
+	return 0;
+}
+
+int qp_registry_remove_pid(struct qp_registry *r, int pid)
+{
+	size_t i;
+
+	for (i = 0; i < r->ntargets; i++) {
+		struct qp_target *t = r->targets[i];
+
+		if (t->pid != pid)
+			continue;
+		if (t->binary >= 0) {
+			struct qp_binary *b = r->binaries[t->binary];
+			int *v = realloc(b->detached, (b->ndetached + 1) * sizeof(*v));
+
+			if (v) {
+				b->detached = v;
+				b->detached[b->ndetached++] = pid;
+			}
+			qp_scopes_exclude(r->scopes, (uint32_t)pid, true);
+		}
+		memmove(&r->targets[i], &r->targets[i + 1], (r->ntargets - i - 1) * sizeof(*r->targets));
+		r->ntargets--;
+		target_free(t);
+		qp_scopes_forget(r->scopes, (uint32_t)pid);
+		qp_info("detached from pid %d", pid);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static void target_exited(struct qp_target *t)
+{
+	t->state = QP_TARGET_EXITED;
+	t->exited_ms = qp_realtime_ns() / 1000000;
+	qp_scopes_detach_links(t->links, t->nlinks);
+	free(t->links);
+	t->links = NULL;
+	t->nlinks = 0;
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->pidfd = -1;
+	qp_info("pid %d (%s) exited; its data is kept until it is detached", t->pid, t->comm);
+}
+
+void qp_registry_poll(struct qp_registry *r, bool rescan)
+{
+	size_t i;
+
+	for (i = 0; i < r->ntargets; i++) {
+		struct qp_target *t = r->targets[i];
+		bool gone;
+
+		if (t->state != QP_TARGET_RUNNING)
+			continue;
+		if (t->pidfd >= 0) {
+			struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
+
+			gone = poll(&p, 1, 0) > 0;
+		} else {
+			uint64_t st = 0;
+
+			gone = qp_proc_starttime(t->pid, &st) || st != t->starttime;
+		}
+		if (gone) {
+			target_exited(t);
+		} else if (rescan) {
+			struct qp_maps m;
+
+			/* fresh mappings so that a library loaded later resolves */
+			if (!qp_maps_read(t->pid, &m)) {
+				qp_maps_free(&t->maps);
+				t->maps = m;
+			}
+		}
+	}
+	if (rescan)
+		binary_scan(r);
+}
+
+void qp_registry_adopt(struct qp_registry *r, int pid)
+{
+	size_t bi;
+
+	if (qp_registry_find(r, pid))
+		return;
+	for (bi = 0; bi < r->nbinaries; bi++) {
+		binary_adopt(r, bi, pid, NULL);
+		if (qp_registry_find(r, pid))
+			return;
+	}
+}
+
+static const struct qp_site_info *resolve(struct qp_registry *r, struct qp_target *t, uint64_t addr)
+{
+	const struct qp_map *m = qp_maps_find(&t->maps, addr);
+	struct qp_module *mod;
+	char path[PATH_MAX + 32], err[256];
+	uint64_t vaddr;
+
+	if (!m && t->state == QP_TARGET_RUNNING) {
+		struct qp_maps fresh;
+
+		if (!qp_maps_read(t->pid, &fresh)) {
+			qp_maps_free(&t->maps);
+			t->maps = fresh;
+			m = qp_maps_find(&t->maps, addr);
+		}
+	}
+	if (!m || m->path[0] != '/')
+		return NULL;
+	map_open_path(t->pid, m, path, sizeof(path));
+	mod = module_get(r, path, 0, err, sizeof(err));
+	if (!mod)
+		return NULL;
+	if (qp_elf_offset_to_vaddr(mod->elf, addr - m->start + m->offset, &vaddr))
+		return NULL;
+	return qp_elf_site_at(mod->elf, vaddr);
+}
+
+const struct qp_site_info *qp_target_site(struct qp_registry *r, struct qp_target *t, uint64_t addr)
+{
+	const struct qp_site_info *site;
+	struct qp_resolved *v;
+	size_t i;
+
+	for (i = 0; i < t->nresolved; i++)
+		if (t->resolved[i].addr == addr)
+			return t->resolved[i].site;
+	site = resolve(r, t, addr);
+	if (!site && t->state == QP_TARGET_RUNNING)
+		return NULL; /* may resolve later (library not mapped yet) */
+	v = realloc(t->resolved, (t->nresolved + 1) * sizeof(*v));
+	if (v) {
+		t->resolved = v;
+		t->resolved[t->nresolved].addr = addr;
+		t->resolved[t->nresolved].site = site;
+		t->nresolved++;
+	}
+	return site;
+}
+
+void qp_target_json(const struct qp_target *t, struct qp_json *j)
+{
+	qp_json_obj_begin(j);
+	qp_json_kv_i64(j, "pid", t->pid);
+	qp_json_kv_str(j, "comm", t->comm);
+	qp_json_kv_str(j, "exe", t->exe);
+	qp_json_kv_str(j, "state", qp_target_state_name(t->state));
+	qp_json_kv_u64(j, "attached_ms", t->attached_ms);
+	qp_json_kv_u64(j, "probes", t->probes);
+	if (t->state == QP_TARGET_EXITED)
+		qp_json_kv_u64(j, "exited_ms", t->exited_ms);
+	else
+		qp_json_kv_null(j, "exited_ms");
+	qp_json_kv_str(j, "attached_by", t->binary >= 0 ? "binary" : "pid");
+	qp_json_obj_end(j);
+}
+
+void qp_binary_json(const struct qp_registry *r, const struct qp_binary *b, struct qp_json *j)
+{
+	size_t i;
+
+	qp_json_obj_begin(j);
+	qp_json_kv_str(j, "binary", b->path);
+	qp_json_kv_u64(j, "probes", b->probes);
+	qp_json_kv_u64(j, "attached_ms", b->attached_ms);
+	qp_json_key(j, "pids");
+	qp_json_arr_begin(j);
+	for (i = 0; i < r->ntargets; i++)
+		if (r->targets[i]->binary >= 0 && r->binaries[r->targets[i]->binary] == b)
+			qp_json_i64(j, r->targets[i]->pid);
+	qp_json_arr_end(j);
+	qp_json_obj_end(j);
+}

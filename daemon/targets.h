@@ -1,0 +1,102 @@
+/* targets.h - the processes and files qprofd watches: attach and detach,
+ * exit detection (pidfd), discovery of processes running a --binary file,
+ * and the resolution of a runtime site address to its name through the
+ * process's mappings and the ELF file. One mutex guards the registry; the
+ * HTTP threads and the poll thread take it for every access. */
+#ifndef QPROF_TARGETS_H
+#define QPROF_TARGETS_H
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "elf_probes.h"
+#include "procfs.h"
+
+struct qp_scopes;
+struct qp_json;
+struct bpf_link;
+
+/* One ELF file, parsed once and kept until shutdown (sites point into it). */
+struct qp_module {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	struct qp_elf_probes *elf;
+	size_t qprof_notes;
+};
+
+enum qp_target_state { QP_TARGET_RUNNING, QP_TARGET_EXITED };
+
+struct qp_resolved {
+	uint64_t addr;
+	const struct qp_site_info *site; /* NULL: not a qprof site */
+};
+
+struct qp_target {
+	int pid;
+	char comm[32];
+	char exe[4096];
+	uint64_t starttime;
+	enum qp_target_state state;
+	uint64_t attached_ms;	/* wall clock */
+	uint64_t exited_ms;
+	unsigned int probes;	/* qprof probe sites in the attached files */
+	int binary;		/* index into binaries, -1 when attached by pid */
+	int pidfd;
+	struct bpf_link **links;
+	size_t nlinks;
+	struct qp_maps maps;	/* last mappings read; kept after exit */
+	struct qp_resolved *resolved;
+	size_t nresolved;
+};
+
+struct qp_binary {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	unsigned int probes;
+	uint64_t attached_ms;
+	struct bpf_link **links;
+	size_t nlinks;
+	int *detached;		/* pids detached by the user: never re-adopted */
+	size_t ndetached;
+};
+
+struct qp_registry {
+	pthread_mutex_t lock;
+	struct qp_scopes *scopes;
+	struct qp_target **targets;
+	size_t ntargets;
+	struct qp_binary **binaries;
+	size_t nbinaries;
+	struct qp_module **modules;
+	size_t nmodules;
+};
+
+void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes);
+void qp_registry_destroy(struct qp_registry *r); /* detaches everything */
+
+/* Attach. On failure return -errno, an HTTP status in *status and a message
+ * in err. Callers hold r->lock. */
+int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, int *status,
+			char *err, size_t errlen);
+int qp_registry_add_binary(struct qp_registry *r, const char *path, struct qp_binary **out,
+			   int *status, char *err, size_t errlen);
+/* Detach PID and drop its data. -ENOENT when PID is not a target. */
+int qp_registry_remove_pid(struct qp_registry *r, int pid);
+struct qp_target *qp_registry_find(struct qp_registry *r, int pid);
+
+/* Periodic work, r->lock held: exits, discovery for --binary, fresh maps. */
+void qp_registry_poll(struct qp_registry *r, bool rescan);
+/* Make sure every pid in PIDS (from the BPF maps) is a known target when a
+ * --binary attachment produced it. */
+void qp_registry_adopt(struct qp_registry *r, int pid);
+
+/* Site descriptor at runtime address ADDR in target T, or NULL. */
+const struct qp_site_info *qp_target_site(struct qp_registry *r, struct qp_target *t, uint64_t addr);
+
+void qp_target_json(const struct qp_target *t, struct qp_json *j);
+void qp_binary_json(const struct qp_registry *r, const struct qp_binary *b, struct qp_json *j);
+const char *qp_target_state_name(enum qp_target_state s);
+#endif
