@@ -1,0 +1,96 @@
+/* cli.h - what the parts of qprof-cli share: the context passed to every
+ * command (no mutable globals), the command signature, the exit codes, the
+ * option-parsing helpers that turn bad argv into one clear message, and the
+ * daemon call that turns transport and HTTP errors into messages. */
+#ifndef QPROF_CLI_H
+#define QPROF_CLI_H
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "http_client.h"
+#include "util.h"
+
+#define CLI_PROG "qprof-cli"
+#define CLI_DEFAULT_SOCKET "/run/qprof/qprofd.sock"
+
+/* Exit codes: 0 done, 1 the work failed (daemon, file, I/O), 2 bad usage or
+ * a command this version does not have. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+#define CLI_PID_MAX 4194304		/* PID_MAX_LIMIT on 64-bit Linux */
+#define CLI_SECONDS_MAX 300		/* the daemon clamps to 1..300 */
+#define CLI_HTTP_TIMEOUT_S 30		/* on top of any collection time */
+
+struct cli_ctx {
+	const char *socket;	/* --socket, or NULL: QPROF_SOCKET, then the default */
+	bool json;		/* --json: machine-readable output */
+	const char *cmd;	/* the command being run, for messages */
+};
+
+struct cli_cmd {
+	const char *name;
+	int (*func)(struct cli_ctx *ctx, int argc, char **argv);
+	const char *summary;	/* NULL: hidden from the command list */
+};
+
+/* Options every command accepts besides its own, so that
+ * `qprof-cli scopes --json` works like `qprof-cli --json scopes`. */
+enum { CLI_OPT_HELP = 'h', CLI_OPT_JSON = 0x100, CLI_OPT_SOCKET, CLI_OPT_CMD_BASE };
+#define CLI_COMMON_OPTS                                                          \
+	{ "help", no_argument, NULL, CLI_OPT_HELP },                             \
+	{ "json", no_argument, NULL, CLI_OPT_JSON },                             \
+	{ "socket", required_argument, NULL, CLI_OPT_SOCKET }
+
+/* Resolve the socket path: --socket, QPROF_SOCKET, the default. */
+const char *cli_socket(const struct cli_ctx *ctx);
+
+/* "qprof-cli CMD: <message>" + a hint to --help, on stderr. Returns CLI_USAGE. */
+__printf(2, 3) int cli_usage_error(const struct cli_ctx *ctx, const char *fmt, ...);
+/* "qprof-cli: <message>" on stderr. Returns CLI_FAIL. */
+__printf(1, 2) int cli_fail(const char *fmt, ...);
+
+/* Handle an option getopt_long returned that the command did not: common
+ * options, unknown options, missing values. Returns -1 when handled and the
+ * command should continue, else the exit code (0 after --help, printed with
+ * HELP). */
+int cli_common_opt(struct cli_ctx *ctx, int c, char **argv, const struct option *opts,
+		   const char *help);
+/* Run getopt_long over a command's argv (argv[0] is the command name). */
+int cli_getopt(int argc, char **argv, const struct option *opts);
+/* Any argument left after the options is an error for commands that take none. */
+int cli_no_operands(const struct cli_ctx *ctx, int argc, char **argv);
+
+/* Checked values of options; a bad one prints its message and returns
+ * CLI_USAGE, a good one 0. */
+int cli_parse_pid(const struct cli_ctx *ctx, const char *opt, const char *s, int64_t *pid);
+int cli_parse_seconds(const struct cli_ctx *ctx, const char *s, int64_t *sec);
+
+/* Call the daemon. 0 with RESP filled on a 2xx answer; otherwise the error
+ * (connection, protocol or the daemon's {"error": ...}) has been printed, RESP
+ * is empty and the exit code CLI_FAIL is returned. */
+int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *target,
+		 const char *body, int timeout_s, struct http_response *resp);
+/* Parse a 2xx body as a JSON object; NULL after printing why not. */
+json_t *cli_api_json(const struct http_response *resp);
+/* --json: the daemon's answer byte for byte, with a final newline. */
+void cli_print_body(const struct http_response *resp);
+
+/* Numbers out of the daemon's JSON: false when absent or null. */
+bool cli_json_double(const json_t *obj, const char *key, double *out);
+bool cli_json_u64(const json_t *obj, const char *key, uint64_t *out);
+const char *cli_json_str(const json_t *obj, const char *key);	/* NULL if absent */
+
+/* Human table of targets (status, attach); ARR is a JSON array of targets. */
+int cli_print_targets(const json_t *arr);
+
+int cmd_status(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_attach(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_detach(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_scopes(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_probes(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_pending(struct cli_ctx *ctx, int argc, char **argv);
+#endif

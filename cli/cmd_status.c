@@ -1,0 +1,148 @@
+/* cmd_status.c - `qprof-cli status`: GET /api/status and a short human
+ * summary (version, uptime, CPU sampling, scope counters, the targets table),
+ * or the daemon's JSON as it came with --json. The targets table is shared
+ * with `attach`. */
+#include "cli.h"
+#include "table.h"
+
+#include <time.h>
+
+static const char status_help[] =
+	"Usage: qprof-cli status [--json]\n"
+	"\n"
+	"Show qprofd's version and uptime, its CPU sampling and scope counters and\n"
+	"the targets it profiles (PID, COMM, STATE, PROBES, ATTACHED, EXE).\n"
+	"--json prints the daemon's answer to GET /api/status unchanged.\n";
+
+static void cell_u64(struct table *t, const json_t *o, const char *key)
+{
+	uint64_t v;
+
+	if (cli_json_u64(o, key, &v))
+		table_cellf(t, "%llu", (unsigned long long)v);
+	else
+		table_cell(t, NULL);
+}
+
+/* attached_ms: how long the target has been attached. A value that looks
+ * like a wall-clock time (after 2001) is taken as the moment of attaching. */
+static void cell_attached(struct table *t, const json_t *o)
+{
+	char buf[32];
+	uint64_t ms;
+
+	if (!cli_json_u64(o, "attached_ms", &ms)) {
+		table_cell(t, NULL);
+		return;
+	}
+	if (ms > 1000000000000ull) {
+		struct timespec ts;
+		uint64_t now;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+		ms = now > ms ? now - ms : 0;
+	}
+	table_cell(t, fmt_age(buf, sizeof(buf), ms));
+}
+
+int cli_print_targets(const json_t *arr)
+{
+	static const struct table_col cols[] = {
+		{ "PID", true }, { "COMM", false }, { "STATE", false },
+		{ "PROBES", true }, { "ATTACHED", true }, { "EXE", false },
+	};
+	struct table t;
+	const json_t *o;
+	size_t i;
+	int rc;
+
+	table_init(&t, cols, QP_ARRAY_SIZE(cols));
+	json_array_foreach(arr, i, o) {
+		table_row(&t);
+		cell_u64(&t, o, "pid");
+		table_cell(&t, cli_json_str(o, "comm"));
+		table_cell(&t, cli_json_str(o, "state"));
+		cell_u64(&t, o, "probes");
+		cell_attached(&t, o);
+		table_cell(&t, cli_json_str(o, "exe") ? cli_json_str(o, "exe")
+						      : cli_json_str(o, "binary"));
+	}
+	rc = table_print(&t, stdout);
+	table_free(&t);
+	return rc ? cli_fail("out of memory") : CLI_OK;
+}
+
+static const char *num(char *buf, size_t len, const json_t *o, const char *key)
+{
+	uint64_t v;
+
+	if (!cli_json_u64(o, key, &v))
+		return "-";
+	return qp_fmt_count(buf, len, v);
+}
+
+static int print_status(const json_t *root)
+{
+	const json_t *cpu = json_object_get(root, "cpu");
+	const json_t *sc = json_object_get(root, "scopes");
+	const json_t *targets = json_object_get(root, "targets");
+	char a[32], b[32], c[32];
+	uint64_t v;
+	const char *ver = cli_json_str(root, "version");
+
+	printf("qprofd %s", ver ? ver : "(unknown version)");
+	if (cli_json_u64(root, "uptime_ms", &v))
+		printf(", up %s", fmt_age(a, sizeof(a), v));
+	putchar('\n');
+	if (json_is_object(cpu)) {
+		const json_t *running = json_object_get(cpu, "running");
+
+		printf("cpu sampling: %s", json_is_true(running) ? "running" : "stopped");
+		if (cli_json_u64(cpu, "frequency_hz", &v))
+			printf(" at %llu Hz", (unsigned long long)v);
+		printf(", %s samples, %s lost\n", num(a, sizeof(a), cpu, "samples"),
+		       num(b, sizeof(b), cpu, "lost"));
+	}
+	if (json_is_object(sc))
+		printf("scopes: %s sites, %s events, %s dropped\n", num(a, sizeof(a), sc, "sites"),
+		       num(b, sizeof(b), sc, "events"), num(c, sizeof(c), sc, "dropped"));
+	putchar('\n');
+	if (!json_array_size(targets)) {
+		printf("no targets (add one with: %s attach --pid N)\n", CLI_PROG);
+		return CLI_OK;
+	}
+	return cli_print_targets(targets);
+}
+
+int cmd_status(struct cli_ctx *ctx, int argc, char **argv)
+{
+	static const struct option opts[] = { CLI_COMMON_OPTS, { 0 } };
+	struct http_response resp;
+	json_t *root;
+	int c, rc;
+
+	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+		rc = cli_common_opt(ctx, c, argv, opts, status_help);
+		if (rc >= 0)
+			return rc;
+	}
+	rc = cli_no_operands(ctx, argc, argv);
+	if (rc)
+		return rc;
+	rc = cli_api_call(ctx, "GET", "/api/status", NULL, CLI_HTTP_TIMEOUT_S, &resp);
+	if (rc)
+		return rc;
+	if (ctx->json) {
+		cli_print_body(&resp);
+		http_response_free(&resp);
+		return CLI_OK;
+	}
+	root = cli_api_json(&resp);
+	http_response_free(&resp);
+	if (!root)
+		return CLI_FAIL;
+	rc = print_status(root);
+	json_decref(root);
+	return rc;
+}

@@ -1,0 +1,226 @@
+/* common.c - the helpers every qprof-cli command uses: one wording for usage
+ * errors and failures, getopt_long with the options all commands share,
+ * checked parsing of --pid and --seconds, and the daemon call that turns a
+ * refused connection, a broken answer or the daemon's {"error": ...} into a
+ * message and exit code 1. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *cli_socket(const struct cli_ctx *ctx)
+{
+	const char *env;
+
+	if (ctx->socket)
+		return ctx->socket;
+	env = getenv("QPROF_SOCKET");
+	return env && *env ? env : CLI_DEFAULT_SOCKET;
+}
+
+int cli_usage_error(const struct cli_ctx *ctx, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s%s%s: ", CLI_PROG, ctx->cmd ? " " : "", ctx->cmd ? ctx->cmd : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s%s%s --help'.\n", CLI_PROG, ctx->cmd ? " " : "",
+		ctx->cmd ? ctx->cmd : "");
+	return CLI_USAGE;
+}
+
+int cli_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", CLI_PROG);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return CLI_FAIL;
+}
+
+int cli_getopt(int argc, char **argv, const struct option *opts)
+{
+	/* ':' first: a missing value comes back as ':', not '?' */
+	return getopt_long(argc, argv, ":h", opts, NULL);
+}
+
+static const char *opt_name(const struct option *opts, int val)
+{
+	for (; opts->name; opts++)
+		if (opts->val == val)
+			return opts->name;
+	return NULL;
+}
+
+int cli_common_opt(struct cli_ctx *ctx, int c, char **argv, const struct option *opts,
+		   const char *help)
+{
+	const char *name;
+
+	switch (c) {
+	case CLI_OPT_HELP:
+		fputs(help, stdout);
+		return CLI_OK;
+	case CLI_OPT_JSON:
+		ctx->json = true;
+		return -1;
+	case CLI_OPT_SOCKET:
+		if (!*optarg)
+			return cli_usage_error(ctx, "--socket needs a path");
+		ctx->socket = optarg;
+		return -1;
+	case ':':
+		name = opt_name(opts, optopt);
+		if (name)
+			return cli_usage_error(ctx, "option '--%s' needs a value", name);
+		return cli_usage_error(ctx, "option '%s' needs a value", argv[optind - 1]);
+	case '?':
+		if (optopt && optopt < 0x100)
+			return cli_usage_error(ctx, "unknown option '-%c'", optopt);
+		return cli_usage_error(ctx, "unknown option '%s'", argv[optind - 1]);
+	default:
+		return cli_usage_error(ctx, "unexpected option '%s'", argv[optind - 1]);
+	}
+}
+
+int cli_no_operands(const struct cli_ctx *ctx, int argc, char **argv)
+{
+	if (optind < argc)
+		return cli_usage_error(ctx, "unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+int cli_parse_pid(const struct cli_ctx *ctx, const char *opt, const char *s, int64_t *pid)
+{
+	if (qp_parse_i64(s, 1, CLI_PID_MAX, pid))
+		return cli_usage_error(ctx, "invalid %s '%s': a process id is a whole number "
+				       "from 1 to %d", opt, s, CLI_PID_MAX);
+	return 0;
+}
+
+int cli_parse_seconds(const struct cli_ctx *ctx, const char *s, int64_t *sec)
+{
+	if (qp_parse_i64(s, 1, CLI_SECONDS_MAX, sec))
+		return cli_usage_error(ctx, "invalid --seconds '%s': a whole number of seconds "
+				       "from 1 to %d", s, CLI_SECONDS_MAX);
+	return 0;
+}
+
+/* The daemon's text may hold anything: keep control characters off the
+ * terminal. */
+static void print_clean(FILE *f, const char *s, size_t max)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i < max; i++)
+		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], f);
+}
+
+static int http_failure(const struct cli_ctx *ctx, const struct http_response *resp)
+{
+	json_t *root = NULL;
+	const char *msg = NULL;
+
+	if (resp->body && resp->body_len)
+		root = json_loadb(resp->body, resp->body_len, 0, NULL);
+	if (root)
+		msg = json_string_value(json_object_get(root, "error"));
+	fprintf(stderr, "%s: ", CLI_PROG);
+	if (msg) {
+		print_clean(stderr, msg, 4096);
+		fprintf(stderr, " (HTTP %d)\n", resp->status);
+	} else {
+		fprintf(stderr, "qprofd answered HTTP %d", resp->status);
+		if (resp->reason[0]) {
+			fputc(' ', stderr);
+			print_clean(stderr, resp->reason, sizeof(resp->reason));
+		}
+		fputc('\n', stderr);
+	}
+	json_decref(root);
+	return CLI_FAIL;
+}
+
+int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *target,
+		 const char *body, int timeout_s, struct http_response *resp)
+{
+	const char *path = cli_socket(ctx);
+	char err[256];
+	int rc;
+
+	rc = http_request(path, method, target, "application/json", body,
+			  body ? strlen(body) : 0, timeout_s, resp, err, sizeof(err));
+	if (rc == HTTP_ERR_CONNECT)
+		return cli_fail("cannot connect to qprofd at %s: %s (is qprofd running?)", path, err);
+	if (rc)
+		return cli_fail("bad answer from qprofd at %s: %s", path, err);
+	if (resp->status < 200 || resp->status > 299) {
+		rc = http_failure(ctx, resp);
+		http_response_free(resp);
+		return rc;
+	}
+	return 0;
+}
+
+json_t *cli_api_json(const struct http_response *resp)
+{
+	json_error_t jerr;
+	json_t *root;
+
+	root = json_loadb(resp->body, resp->body_len, 0, &jerr);
+	if (!root) {
+		cli_fail("qprofd sent invalid JSON: %s (line %d)", jerr.text, jerr.line);
+		return NULL;
+	}
+	if (!json_is_object(root)) {
+		json_decref(root);
+		cli_fail("qprofd sent JSON that is not an object");
+		return NULL;
+	}
+	return root;
+}
+
+void cli_print_body(const struct http_response *resp)
+{
+	fwrite(resp->body, 1, resp->body_len, stdout);
+	if (!resp->body_len || resp->body[resp->body_len - 1] != '\n')
+		fputc('\n', stdout);
+}
+
+bool cli_json_double(const json_t *obj, const char *key, double *out)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	if (!json_is_number(v))
+		return false;
+	*out = json_number_value(v);
+	return true;
+}
+
+bool cli_json_u64(const json_t *obj, const char *key, uint64_t *out)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	/* jansson integers are signed 64-bit: larger ones arrive as reals */
+	if (json_is_integer(v) && json_integer_value(v) >= 0) {
+		*out = (uint64_t)json_integer_value(v);
+		return true;
+	}
+	if (json_is_real(v) && json_real_value(v) >= 0 && json_real_value(v) < 1.8446744073709552e19) {
+		*out = (uint64_t)json_real_value(v);
+		return true;
+	}
+	return false;
+}
+
+const char *cli_json_str(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
