@@ -139,7 +139,41 @@ run_loop() {
 	forget "$loop_pid"
 }
 
-# --- bpftrace on sdt_loop ---
+# bt_run PROG PROVIDER ENTER EXIT TAG: PROG under bpftrace with the
+# reference program; sets bt_ns (ns/iteration) and bt_hits, or fails.
+bt_run() {
+	local exe=$bin/$1 prov=$2 enter=$3 exit_=$4 tag=$5 bt_pid
+	local prog="usdt:$exe:$prov:$enter { @s[tid] = nsecs; }
+usdt:$exe:$prov:$exit_ /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); @n = count(); }
+BEGIN { printf(\"READY\\n\"); }"
+	bt_ns= bt_hits=
+	start_loop "$1" "$tag" || { say "  $1 did not start"; return 1; }
+	bpftrace -e "$prog" >"$tmp/$tag.bpftrace" 2>&1 &
+	bt_pid=$!
+	started_pids+=("$bt_pid")
+	# "Attaching N probes..." comes first, BEGIN fires once all are attached
+	if wait_for_line "$tmp/$tag.bpftrace" 'Attaching' "$ATTACH_TIMEOUT" "$bt_pid" &&
+		wait_for_line "$tmp/$tag.bpftrace" '^READY' "$ATTACH_TIMEOUT" "$bt_pid"; then
+		run_loop "$tag"
+		kill -INT "$bt_pid"
+		wait "$bt_pid"
+		forget "$bt_pid"
+		bt_ns=$(ns_of "$tmp/$tag.out")
+		bt_hits=$(awk '/^@n:/ { print $2 }' "$tmp/$tag.bpftrace")
+		if [ "${bt_hits:-0}" != "$N_ATTACHED" ]; then
+			say "  warning: bpftrace counted ${bt_hits:-0} of $N_ATTACHED scopes on $1"
+		fi
+		return 0
+	fi
+	say "  bpftrace did not attach: $(grep -v RLIMIT "$tmp/$tag.bpftrace" | tail -3)"
+	kill "$bt_pid" "$loop_pid" 2>/dev/null
+	wait "$bt_pid" "$loop_pid" 2>/dev/null
+	forget "$bt_pid"
+	forget "$loop_pid"
+	return 1
+}
+
+# --- bpftrace on sdt_loop: the baseline ---
 bt_cost=
 if [ $have_sdt = 0 ]; then
 	say "  bpftrace: skipped (no sdt_loop)"
@@ -148,36 +182,22 @@ elif [ $is_root = 0 ]; then
 elif ! command -v bpftrace >/dev/null; then
 	say "  bpftrace: skipped (not installed)"
 else
-	sdt=$bin/sdt_loop
-	prog="usdt:$sdt:bench:enter { @s[tid] = nsecs; }
-usdt:$sdt:bench:exit /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); @n = count(); }
-BEGIN { printf(\"READY\\n\"); }"
-	if start_loop sdt_loop bt; then
-		bpftrace -e "$prog" >"$tmp/bpftrace.out" 2>&1 &
-		bt_pid=$!
-		started_pids+=("$bt_pid")
-		# "Attaching N probes..." comes first, BEGIN fires once all are attached
-		if wait_for_line "$tmp/bpftrace.out" 'Attaching' "$ATTACH_TIMEOUT" "$bt_pid" &&
-			wait_for_line "$tmp/bpftrace.out" '^READY' "$ATTACH_TIMEOUT" "$bt_pid"; then
-			run_loop bt
-			kill -INT "$bt_pid"
-			wait "$bt_pid"
-			forget "$bt_pid"
-			sdt_att=$(ns_of "$tmp/bt.out")
-			hits=$(awk '/^@n:/ { print $2 }' "$tmp/bpftrace.out")
-			bt_cost=$(calc "$sdt_att - $sdt_det")
-			say "  sdt_loop under bpftrace: $sdt_att ns/iteration (N=$N_ATTACHED, bpftrace counted ${hits:-?} exits)"
-			say "  -> bpftrace attached cost: $bt_cost ns per scope (2 sdt probes, int3)"
-			add_summary "bpftrace: $bt_cost ns per scope (enter+exit)"
-		else
-			say "  bpftrace did not attach: $(tail -3 "$tmp/bpftrace.out")"
-			kill "$bt_pid" 2>/dev/null
-			wait "$bt_pid" 2>/dev/null
-			kill "$loop_pid" 2>/dev/null
-			wait "$loop_pid" 2>/dev/null
+	if bt_run sdt_loop bench enter exit bt; then
+		bt_cost=$(calc "$bt_ns - $sdt_det")
+		say "  sdt_loop under bpftrace: $bt_ns ns/iteration (N=$N_ATTACHED, bpftrace counted ${bt_hits:-?} scopes)"
+		say "  -> bpftrace attached cost: $bt_cost ns per scope (2 <sys/sdt.h> sites, int3)"
+		add_summary "bpftrace on sdt probes: $bt_cost ns per scope (enter+exit)"
+	fi
+	# Reference: the same bpftrace program on the qprof sites of scope_loop.
+	# Same BPF work, only the probe site differs (nop5 -> uprobe trampoline).
+	if bt_run scope_loop qprof scope_enter scope_exit bt5; then
+		bt5_cost=$(calc "$bt_ns - $scope_det")
+		say "  reference: scope_loop under the same bpftrace program: $bt_ns ns/iteration -> $bt5_cost ns per scope (2 qprof nop5 sites)"
+		add_summary "bpftrace on qprof sites (reference): $bt5_cost ns per scope"
+		if [ -n "$bt_cost" ]; then
+			say "  -> probe-site effect alone, nop5/int3 with identical BPF work: $(calc "$bt5_cost / $bt_cost")"
+			add_summary "site effect nop5/int3 (same bpftrace program): $(calc "$bt5_cost / $bt_cost")"
 		fi
-	else
-		say "  sdt_loop did not start"
 	fi
 fi
 
@@ -223,7 +243,13 @@ else
 			fi
 			q_cost=$(calc "$scope_att - $scope_det")
 			say "  scope_loop under qprofd: $scope_att ns/iteration (N=$N_ATTACHED, qprofd counted ${count:-?} scopes)"
+			if [ -n "$count" ] && [ "$count" != "$N_ATTACHED" ]; then
+				say "  warning: qprofd counted $count of $N_ATTACHED scopes: the attach was not complete, the cost below is not meaningful"
+			fi
 			say "  -> qprof attached cost: $q_cost ns per scope (2 nop5 probes)"
+			if [ "$(awk -v c="$q_cost" 'BEGIN { print (c < 10) }')" = 1 ]; then
+				say "  warning: that is less than a probe hit can cost: did qprofd attach its probes?"
+			fi
 			add_summary "qprof: $q_cost ns per scope (enter+exit)"
 		else
 			say "  qprofd did not attach to pid $loop_pid: $(tail -3 "$tmp/qprofd.out")"
