@@ -1,0 +1,589 @@
+/* test_elf_probes.c - elf_probes on fixture binaries built by the suite
+ * (tests/fixtures): exact note counts per probe, every site's name, kind,
+ * line, file and function, probe pcs that land on the nop of the probe in an
+ * executable segment, offset/vaddr conversion, build-ids, the lld layout
+ * whose pointers live only in relocations, and the errors for missing,
+ * non-ELF, truncated and mutated files (mutations and a seeded byte-flip
+ * loop must give errors or "?" strings, never a crash). Fixture paths come
+ * as key=path arguments from tests/unit_elf.cmake. */
+#define _GNU_SOURCE /* memmem */
+#define QPROF_DISABLE
+#include <qprof/qprof.h>
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elf_probes.h"
+#include "util.h"
+#include "testlib.h"
+
+struct fixtures {
+	const char *pie, *nopie, *lld, *cxx, *lib, *sdt, *notelf, *truncated;
+};
+
+struct want_site {
+	const char *name;
+	uint32_t kind;
+	uint32_t line;
+	const char *function;
+};
+
+/* Lines of the markers in tests/fixtures/fx_markers.c. */
+static const struct want_site markers_sites[] = {
+	{ "fx_compute", QPROF_KIND_FUNC, 11, "fx_compute" },
+	{ "sum", QPROF_KIND_SCOPE, 14, "fx_compute" },
+	{ "total", QPROF_KIND_VALUE, 18, "fx_compute" },
+	{ "log", QPROF_KIND_LOG, 19, "fx_compute" },
+	{ "batch", QPROF_KIND_SPAN_BEGIN, 28, "main" },
+	{ "batch", QPROF_KIND_SPAN_END, 30, "main" },
+	{ "done", QPROF_KIND_MARK, 31, "main" },
+};
+
+/* fx_cxx.cpp: __func__ is the unqualified name in C++. */
+static const struct want_site cxx_sites[] = {
+	{ "step", QPROF_KIND_FUNC, 18, "step" },
+	{ "stepped", QPROF_KIND_MARK, 20, "step" },
+	{ "run", QPROF_KIND_SCOPE, 27, "fx_run" },
+};
+
+static const struct want_site lib_sites[] = {
+	{ "fx_lib_work", QPROF_KIND_FUNC, 9, "fx_lib_work" },
+	{ "lib_tick", QPROF_KIND_MARK, 15, "fx_lib_tick" },
+	{ "?", QPROF_KIND_MARK, 2, "none" }, /* name runs off its section */
+};
+
+static char *read_all(const char *path, size_t *len)
+{
+	struct stat st;
+	char *buf;
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &st)) {
+		perror(path);
+		exit(2);
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf || read(fd, buf, (size_t)st.st_size) != st.st_size) {
+		perror(path);
+		exit(2);
+	}
+	close(fd);
+	*len = (size_t)st.st_size;
+	return buf;
+}
+
+static void write_all(const char *path, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0 || write(fd, buf, len) != (ssize_t)len) {
+		perror(path);
+		exit(2);
+	}
+	close(fd);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static size_t count_probe(const struct qp_elf_probes *p, const char *provider, const char *name)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < p->nnotes; i++)
+		if (!strcmp(p->notes[i].provider, provider) && !strcmp(p->notes[i].name, name))
+			n++;
+	return n;
+}
+
+static const struct qp_elf_segment *seg_of(const struct qp_elf_probes *p, uint64_t vaddr)
+{
+	size_t i;
+
+	for (i = 0; i < p->nsegs; i++)
+		if (vaddr >= p->segs[i].vaddr && vaddr - p->segs[i].vaddr < p->segs[i].memsz)
+			return &p->segs[i];
+	return NULL;
+}
+
+static struct qp_elf_probes *open_ok(const char *path)
+{
+	struct qp_elf_probes *p = NULL;
+	char err[256];
+	int ret = qp_elf_probes_open(path, &p, err, sizeof(err));
+
+	if (ret) {
+		fprintf(stderr, "%s: %s (%d)\n", path, err, ret);
+		CHECK_INT(ret, 0);
+		exit(test_done("test_elf_probes"));
+	}
+	CHECK_STR(p->path, path);
+	return p;
+}
+
+static void check_build_id(const struct qp_elf_probes *p)
+{
+	size_t i;
+
+	CHECK_INT(strlen(p->build_id), 40);
+	for (i = 0; i < strlen(p->build_id); i++)
+		CHECK(strchr("0123456789abcdef", p->build_id[i]) != NULL);
+}
+
+/* Each site in WANT exactly once, with the fixture's file; sorted and found
+ * again by address. */
+static void check_sites(const struct qp_elf_probes *p, const struct want_site *want, size_t n,
+			const char *file_suffix)
+{
+	size_t i, j, hits;
+
+	CHECK_INT(p->nsites, n);
+	for (i = 1; i < p->nsites; i++)
+		CHECK(p->sites[i - 1].vaddr < p->sites[i].vaddr);
+	for (i = 0; i < n; i++) {
+		hits = 0;
+		for (j = 0; j < p->nsites; j++) {
+			const struct qp_site_info *s = &p->sites[j];
+
+			if (strcmp(s->name, want[i].name) || s->kind != want[i].kind)
+				continue;
+			hits++;
+			CHECK_INT(s->line, want[i].line);
+			CHECK_STR(s->function, want[i].function);
+			if (!ends_with(s->file, file_suffix))
+				fprintf(stderr, "site %s: file %s does not end with %s\n", s->name,
+					s->file, file_suffix);
+			CHECK(ends_with(s->file, file_suffix));
+			CHECK(qp_elf_site_at(p, s->vaddr) == s);
+			CHECK(qp_elf_site_at(p, s->vaddr + 1) == NULL);
+			/* Descriptors are 8-byte aligned, in a writable segment. */
+			CHECK_INT(s->vaddr % 8, 0);
+			CHECK(seg_of(p, s->vaddr) && (seg_of(p, s->vaddr)->flags & PF_W));
+		}
+		if (hits != 1)
+			fprintf(stderr, "site %s/%s: %zu hits\n", want[i].name,
+				qp_site_kind_name(want[i].kind), hits);
+		CHECK_INT(hits, 1);
+	}
+}
+
+/* Every note of PROVIDER has its pc in an executable PT_LOAD segment, and
+ * the file holds the probe's nop there (found back through the segment):
+ * this checks pc, the segments and the offset -> vaddr direction at once. */
+static void check_pcs(const struct qp_elf_probes *p, const char *path, const char *provider,
+		      const unsigned char *nop, size_t noplen)
+{
+	size_t len, i, checked = 0;
+	char *file = read_all(path, &len);
+
+	for (i = 0; i < p->nnotes; i++) {
+		const struct qp_usdt_note *n = &p->notes[i];
+		const struct qp_elf_segment *s;
+		uint64_t off, back = 0;
+
+		if (strcmp(n->provider, provider))
+			continue;
+		s = seg_of(p, n->pc);
+		CHECK(s != NULL);
+		if (!s)
+			continue;
+		CHECK(s->flags & PF_X);
+		CHECK(n->base != 0);
+		if (!strcmp(provider, "qprof"))
+			CHECK(!strncmp(n->args, "8@", 2));
+		off = s->offset + (n->pc - s->vaddr);
+		CHECK(off + noplen <= len);
+		if (off + noplen > len)
+			continue;
+		CHECK(memcmp(file + off, nop, noplen) == 0);
+		CHECK_INT(qp_elf_offset_to_vaddr(p, off, &back), 0);
+		CHECK_INT(back, n->pc);
+		checked++;
+	}
+	CHECK_INT(checked, qp_elf_count_notes(p, provider));
+	free(file);
+}
+
+static const unsigned char nop5[] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+
+/* The marker fixture, whichever way it was linked. */
+static void check_markers(const char *path, int e_type)
+{
+	struct qp_elf_probes *p;
+	uint64_t v = 0;
+	size_t i;
+
+	if (!path || !*path)
+		return;
+	p = open_ok(path);
+	CHECK_INT(p->e_type, e_type);
+	check_build_id(p);
+	CHECK_INT(p->nnotes, 9);
+	CHECK_INT(qp_elf_count_notes(p, NULL), 9);
+	CHECK_INT(qp_elf_count_notes(p, "qprof"), 9);
+	CHECK_INT(qp_elf_count_notes(p, "fxprov"), 0);
+	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 3);
+	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 3);
+	CHECK_INT(count_probe(p, "qprof", "value"), 1);
+	CHECK_INT(count_probe(p, "qprof", "log"), 1);
+	CHECK_INT(count_probe(p, "qprof", "mark"), 1);
+	/* Only value and log are guarded by a semaphore, which is writable. */
+	for (i = 0; i < p->nnotes; i++) {
+		const struct qp_usdt_note *n = &p->notes[i];
+		bool guarded = !strcmp(n->name, "value") || !strcmp(n->name, "log");
+
+		CHECK_INT(n->sema != 0, guarded);
+		if (guarded)
+			CHECK(seg_of(p, n->sema) && (seg_of(p, n->sema)->flags & PF_W));
+	}
+	check_pcs(p, path, "qprof", nop5, sizeof(nop5));
+	check_sites(p, markers_sites, QP_ARRAY_SIZE(markers_sites), "fixtures/fx_markers.c");
+	CHECK_INT(p->nbad_sites, 0);
+
+	/* Offset 0 is the first byte of the first PT_LOAD. */
+	CHECK(p->nsegs >= 2);
+	CHECK_INT(qp_elf_offset_to_vaddr(p, 0, &v), 0);
+	CHECK_INT(v, e_type == ET_EXEC ? 0x400000 : 0);
+	for (i = 0; i < p->nsegs; i++) {
+		const struct qp_elf_segment *s = &p->segs[i];
+
+		if (s->filesz < 2)
+			continue;
+		CHECK_INT(qp_elf_offset_to_vaddr(p, s->offset + s->filesz - 1, &v), 0);
+		CHECK_INT(v, s->vaddr + s->filesz - 1);
+	}
+	CHECK_INT(qp_elf_offset_to_vaddr(p, 1ull << 40, &v), -ENOENT);
+	qp_elf_probes_free(p);
+}
+
+static void check_cxx(const char *path)
+{
+	struct qp_elf_probes *p = open_ok(path);
+
+	CHECK_INT(p->e_type, ET_DYN);
+	check_build_id(p);
+	CHECK_INT(p->nnotes, 5);
+	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 2);
+	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 2);
+	CHECK_INT(count_probe(p, "qprof", "mark"), 1);
+	check_pcs(p, path, "qprof", nop5, sizeof(nop5));
+	check_sites(p, cxx_sites, QP_ARRAY_SIZE(cxx_sites), "fixtures/fx_cxx.cpp");
+	qp_elf_probes_free(p);
+}
+
+static void check_lib(const char *path)
+{
+	struct qp_elf_probes *p = open_ok(path);
+
+	CHECK_INT(p->e_type, ET_DYN);
+	check_build_id(p);
+	CHECK_INT(p->nnotes, 3);
+	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 1);
+	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 1);
+	CHECK_INT(count_probe(p, "qprof", "mark"), 1);
+	check_pcs(p, path, "qprof", nop5, sizeof(nop5));
+	check_sites(p, lib_sites, QP_ARRAY_SIZE(lib_sites), "fixtures/fx_sitelib.c");
+	CHECK_INT(p->nbad_sites, 1); /* fx_bogus */
+	qp_elf_probes_free(p);
+}
+
+static void check_sdt(const char *path)
+{
+	static const unsigned char nop1[] = { 0x90 }; /* <sys/sdt.h> emits "nop" */
+	struct qp_elf_probes *p = open_ok(path);
+
+	CHECK_INT(p->nnotes, 4);
+	CHECK_INT(qp_elf_count_notes(p, "fxprov"), 4);
+	CHECK_INT(qp_elf_count_notes(p, "qprof"), 0);
+	CHECK_INT(count_probe(p, "fxprov", "start"), 1);
+	CHECK_INT(count_probe(p, "fxprov", "tick"), 2);
+	CHECK_INT(count_probe(p, "fxprov", "stop"), 1);
+	CHECK_INT(p->nsites, 0);
+	CHECK_INT(p->nbad_sites, 0);
+	check_pcs(p, path, "fxprov", nop1, sizeof(nop1));
+	qp_elf_probes_free(p);
+}
+
+static int open_err(const char *path, char *err, size_t errlen)
+{
+	struct qp_elf_probes *p = (struct qp_elf_probes *)&p; /* must be reset */
+	int ret = qp_elf_probes_open(path, &p, err, errlen);
+
+	CHECK(p == NULL || ret == 0);
+	if (!ret)
+		qp_elf_probes_free(p);
+	return ret;
+}
+
+static void check_errors(const struct fixtures *fx, const char *dir)
+{
+	char err[256], path[512];
+
+	CHECK_INT(open_err("/nonexistent/qprof/binary", err, sizeof(err)), -ENOENT);
+	CHECK_STR(err, "no such file");
+	CHECK_INT(open_err(fx->notelf, err, sizeof(err)), -ENOEXEC);
+	CHECK_STR(err, "not an ELF file");
+	CHECK_INT(open_err(fx->truncated, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "truncated") != NULL);
+	CHECK_INT(open_err(dir, err, sizeof(err)), -EISDIR);
+	CHECK_INT(open_err("", err, sizeof(err)), -EINVAL);
+	/* A NULL or tiny error buffer is fine. */
+	CHECK_INT(open_err(fx->notelf, NULL, 0), -ENOEXEC);
+	CHECK_INT(open_err(fx->notelf, err, 4), -ENOEXEC);
+	CHECK_STR(err, "not");
+
+	snprintf(path, sizeof(path), "%s/empty", dir);
+	write_all(path, "", 0);
+	CHECK_INT(open_err(path, err, sizeof(err)), -ENOEXEC);
+	CHECK_STR(err, "not an ELF file");
+	snprintf(path, sizeof(path), "%s/magic_only", dir);
+	write_all(path, "\177ELF\002\001", 6);
+	CHECK_INT(open_err(path, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "truncated") != NULL);
+	/* A relocatable object is ELF but has no load addresses. */
+	{
+		size_t len;
+		char *img = read_all(fx->pie, &len);
+
+		img[16] = ET_REL;
+		snprintf(path, sizeof(path), "%s/rel", dir);
+		write_all(path, img, len);
+		CHECK_INT(open_err(path, err, sizeof(err)), -ENOEXEC);
+		free(img);
+	}
+}
+
+static unsigned char *find_bytes(unsigned char *hay, size_t len, const void *needle, size_t n)
+{
+	return memmem(hay, len, needle, n);
+}
+
+static void put_u64(unsigned char *b, uint64_t v)
+{
+	memcpy(b, &v, 8); /* the fixtures are little-endian x86-64 */
+}
+
+/* Targeted damage to a copy of the PIE fixture. */
+static void check_mutations(const char *pie, const char *dir)
+{
+	static const unsigned char rec_magic[] = { 0x51, 0x50, 0x52, 0x46, 0x01, 0x00 };
+	struct qp_elf_probes *p;
+	char err[256], path[512];
+	unsigned char *img, *rec, *note;
+	Elf64_Ehdr eh;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/mut", dir);
+	img = (unsigned char *)read_all(pie, &len);
+	memcpy(&eh, img, sizeof(eh));
+
+	/* Section header table past the end of the file. */
+	((Elf64_Ehdr *)img)->e_shoff = len + 100;
+	write_all(path, img, len);
+	CHECK_INT(open_err(path, err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "truncated") != NULL);
+	((Elf64_Ehdr *)img)->e_shoff = UINT64_MAX - 10; /* wraps when added */
+	write_all(path, img, len);
+	CHECK_INT(open_err(path, err, sizeof(err)), -EINVAL);
+	((Elf64_Ehdr *)img)->e_shoff = eh.e_shoff;
+	((Elf64_Ehdr *)img)->e_shnum = 0xfff0;
+	write_all(path, img, len);
+	CHECK_INT(open_err(path, err, sizeof(err)), -EINVAL);
+	((Elf64_Ehdr *)img)->e_shnum = eh.e_shnum;
+	((Elf64_Ehdr *)img)->e_phnum = 0xfff0;
+	write_all(path, img, len);
+	CHECK_INT(open_err(path, err, sizeof(err)), -EINVAL);
+	((Elf64_Ehdr *)img)->e_phnum = eh.e_phnum;
+
+	/* The first site record: zeroed pointers are found again through the
+	 * R_X86_64_RELATIVE relocations GNU ld also emits for a PIE. */
+	rec = find_bytes(img, len, rec_magic, sizeof(rec_magic));
+	CHECK(rec != NULL);
+	if (!rec)
+		goto out;
+	{
+		unsigned char save[24];
+		const struct qp_site_info *s;
+
+		memcpy(save, rec + 16, 24);
+		memset(rec + 16, 0, 24);
+		write_all(path, img, len);
+		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
+		CHECK_INT(p->nsites, 7);
+		s = p->nsites ? &p->sites[0] : NULL;
+		CHECK(s && strcmp(s->name, "?") && strcmp(s->file, "?") && strcmp(s->function, "?"));
+		qp_elf_probes_free(p);
+
+		/* Pointers to nowhere give "?". */
+		put_u64(rec + 16, 0x7fffffff0000ull);
+		put_u64(rec + 24, UINT64_MAX - 3);
+		put_u64(rec + 32, UINT64_MAX);
+		write_all(path, img, len);
+		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
+		CHECK_INT(p->nsites, 7);
+		s = p->nsites ? &p->sites[0] : NULL;
+		CHECK(s && !strcmp(s->name, "?") && !strcmp(s->file, "?") && !strcmp(s->function, "?"));
+		qp_elf_probes_free(p);
+
+		/* Address 1 is in no section but in the first PT_LOAD of the
+		 * PIE (the ELF header): read through the segment. */
+		put_u64(rec + 16, 1);
+		write_all(path, img, len);
+		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
+		s = p->nsites ? &p->sites[0] : NULL;
+		CHECK(s && !strncmp(s->name, "ELF", 3));
+		qp_elf_probes_free(p);
+		memcpy(rec + 16, save, 24);
+
+		/* A wrong magic and a future version are skipped and counted. */
+		rec[0] ^= 0xff;
+		rec[40 + 4] = 2;
+		write_all(path, img, len);
+		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
+		CHECK_INT(p->nsites, 5);
+		CHECK_INT(p->nbad_sites, 2);
+		qp_elf_probes_free(p);
+		rec[0] ^= 0xff;
+		rec[40 + 4] = 1;
+	}
+
+	/* A note whose descriptor size runs past its section: that note and
+	 * the rest are dropped, the file still opens. */
+	note = find_bytes(img, len, "stapsdt", 8);
+	CHECK(note != NULL && note - img >= 12);
+	if (note && note - img >= 12) {
+		uint32_t huge = 0xfffffff0;
+
+		memcpy(note - 8, &huge, 4);
+		write_all(path, img, len);
+		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
+		CHECK(p->nnotes < 9);
+		CHECK_INT(p->nsites, 7);
+		qp_elf_probes_free(p);
+	}
+out:
+	free(img);
+}
+
+/* Seeded byte flips, half of them in the headers: whatever comes out must
+ * be a clean success or a clean error with a message. */
+static void check_fuzz(const char *pie, const char *dir)
+{
+	unsigned int seed = 12345;
+	char err[256], path[512];
+	unsigned char *orig, *img;
+	size_t len, i, ok = 0, bad = 0;
+	int it, k;
+
+	snprintf(path, sizeof(path), "%s/fuzz", dir);
+	orig = (unsigned char *)read_all(pie, &len);
+	img = malloc(len);
+	for (it = 0; it < 1500; it++) {
+		struct qp_elf_probes *p = NULL;
+		int ret;
+
+		memcpy(img, orig, len);
+		for (k = 0; k < 1 + it % 8; k++) {
+			size_t span = (k & 1) ? len : (len < 4096 ? len : 4096);
+
+			i = (size_t)rand_r(&seed) % span;
+			img[i] = (unsigned char)rand_r(&seed);
+		}
+		write_all(path, img, len);
+		ret = qp_elf_probes_open(path, &p, err, sizeof(err));
+		if (ret) {
+			bad++;
+			CHECK(p == NULL && err[0] != '\0');
+		} else {
+			ok++;
+			for (i = 0; i < p->nsites; i++)
+				CHECK(p->sites[i].name && p->sites[i].file && p->sites[i].function);
+			qp_elf_probes_free(p);
+		}
+	}
+	printf("fuzz: %zu opened, %zu rejected\n", ok, bad);
+	CHECK_INT(ok + bad, 1500);
+	free(img);
+	free(orig);
+}
+
+static void check_kind_names(void)
+{
+	CHECK_STR(qp_site_kind_name(QPROF_KIND_FUNC), "func");
+	CHECK_STR(qp_site_kind_name(QPROF_KIND_SCOPE), "scope");
+	CHECK_STR(qp_site_kind_name(QPROF_KIND_SPAN_BEGIN), "span_begin");
+	CHECK_STR(qp_site_kind_name(QPROF_KIND_SPAN_END), "span_end");
+	CHECK_STR(qp_site_kind_name(QPROF_KIND_VALUE), "value");
+	CHECK_STR(qp_site_kind_name(QPROF_KIND_LOG), "log");
+	CHECK_STR(qp_site_kind_name(QPROF_KIND_MARK), "mark");
+	CHECK_STR(qp_site_kind_name(0), "unknown");
+	CHECK_STR(qp_site_kind_name(8), "unknown");
+	CHECK(qp_elf_site_at(NULL, 0) == NULL);
+	CHECK_INT(qp_elf_count_notes(NULL, NULL), 0);
+	qp_elf_probes_free(NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct fixtures fx = { 0 };
+	char dir[] = "/tmp/qprof-test-elf-XXXXXX";
+	char cmd[600];
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		const char **slot = NULL;
+
+		if (!eq)
+			continue;
+		*eq = '\0';
+#define SLOT(k) else if (!strcmp(argv[i], #k)) slot = &fx.k
+		if (0)
+			;
+		SLOT(pie); SLOT(nopie); SLOT(lld); SLOT(cxx); SLOT(lib); SLOT(sdt);
+		SLOT(notelf); SLOT(truncated);
+#undef SLOT
+		if (slot)
+			*slot = eq + 1;
+	}
+	if (!fx.pie || !fx.nopie || !fx.cxx || !fx.lib || !fx.sdt || !fx.notelf || !fx.truncated) {
+		fprintf(stderr, "usage: %s pie=F nopie=F [lld=F] cxx=F lib=F sdt=F notelf=F truncated=F\n",
+			argv[0]);
+		return 2;
+	}
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 2;
+	}
+
+	check_kind_names();
+	check_markers(fx.pie, ET_DYN);
+	check_markers(fx.nopie, ET_EXEC);
+	if (fx.lld && *fx.lld)
+		check_markers(fx.lld, ET_DYN);
+	else
+		printf("no lld fixture: relocation-only layout not tested\n");
+	check_cxx(fx.cxx);
+	check_lib(fx.lib);
+	check_sdt(fx.sdt);
+	check_errors(&fx, dir);
+	check_mutations(fx.pie, dir);
+	check_fuzz(fx.pie, dir);
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return test_done("test_elf_probes");
+}

@@ -1,0 +1,24 @@
+# unit_elf.cmake - unit tests of the shared parsers: ELF probes (on fixture
+# binaries built in tests/fixtures), the /proc readers and util. No root,
+# no BPF. Fixture paths reach the test as key=path arguments.
+add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${CMAKE_CURRENT_BINARY_DIR}/fixtures)
+
+foreach(t elf_probes procfs util)
+  add_executable(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)
+  target_include_directories(test_${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_${t} PRIVATE qprof_common m)
+endforeach()
+
+# fx_truncated depends on every fixture, so building the test builds them.
+add_dependencies(test_elf_probes fx_truncated)
+add_test(NAME unit_elf_probes COMMAND test_elf_probes
+  pie=$<TARGET_FILE:fx_markers_pie>
+  nopie=$<TARGET_FILE:fx_markers_nopie>
+  lld=${QP_FX_LLD}
+  cxx=$<TARGET_FILE:fx_cxx>
+  lib=$<TARGET_FILE:fx_sitelib>
+  sdt=$<TARGET_FILE:fx_sdt>
+  notelf=${QP_FX_NOT_ELF}
+  truncated=${QP_FX_TRUNC})
+add_test(NAME unit_procfs COMMAND test_procfs)
+add_test(NAME unit_util COMMAND test_util)
