@@ -348,7 +348,8 @@ static int scan_sections(struct qp_ctx *c)
 			c->base_addr = sh.sh_addr;
 		}
 	}
-	qsort(c->secs, c->nsecs, sizeof(*c->secs), cmp_asec);
+	if (c->nsecs > 1)
+		qsort(c->secs, c->nsecs, sizeof(*c->secs), cmp_asec);
 	return 0;
 }
 
@@ -418,7 +419,8 @@ static int load_relas(struct qp_ctx *c)
 			c->rels[c->nrels++] = (struct qp_rel){ r.r_offset, (uint64_t)r.r_addend };
 		}
 	}
-	qsort(c->rels, c->nrels, sizeof(*c->rels), cmp_rel);
+	if (c->nrels > 1)
+		qsort(c->rels, c->nrels, sizeof(*c->rels), cmp_rel);
 	return 0;
 }
 
@@ -588,7 +590,8 @@ static int parse_sites(struct qp_ctx *c)
 		if (err)
 			return err;
 	}
-	qsort(p->sites, p->nsites, sizeof(*p->sites), cmp_site);
+	if (p->nsites > 1)
+		qsort(p->sites, p->nsites, sizeof(*p->sites), cmp_site);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -485,20 +486,28 @@ static void check_fuzz(const char *pie, const char *dir)
 	char err[256], path[512];
 	unsigned char *orig, *img;
 	size_t len, i, ok = 0, bad = 0;
+	uint64_t shoff;
 	int it, k;
 
 	snprintf(path, sizeof(path), "%s/fuzz", dir);
 	orig = (unsigned char *)read_all(pie, &len);
 	img = malloc(len);
-	for (it = 0; it < 1500; it++) {
+	memcpy(&shoff, orig + offsetof(Elf64_Ehdr, e_shoff), sizeof(shoff));
+	for (it = 0; it < 3000; it++) {
 		struct qp_elf_probes *p = NULL;
 		int ret;
 
 		memcpy(img, orig, len);
 		for (k = 0; k < 1 + it % 8; k++) {
-			size_t span = (k & 1) ? len : (len < 4096 ? len : 4096);
+			size_t lo = 0, span = len;
 
-			i = (size_t)rand_r(&seed) % span;
+			if (k % 3 == 0) {		/* ELF and program headers, notes */
+				span = len < 4096 ? len : 4096;
+			} else if (k % 3 == 1 && shoff < len) {	/* section headers */
+				lo = shoff;
+				span = len - shoff;
+			}
+			i = lo + (size_t)rand_r(&seed) % span;
 			img[i] = (unsigned char)rand_r(&seed);
 		}
 		write_all(path, img, len);
@@ -514,7 +523,7 @@ static void check_fuzz(const char *pie, const char *dir)
 		}
 	}
 	printf("fuzz: %zu opened, %zu rejected\n", ok, bad);
-	CHECK_INT(ok + bad, 1500);
+	CHECK_INT(ok + bad, 3000);
 	free(img);
 	free(orig);
 }
