@@ -5,8 +5,8 @@
  * probes runs on whatever it is given, qprofd on whatever a target maps), so
  * every count, offset and size taken from it is checked against the file or
  * section it claims to describe before use: a truncated or hostile file gives
- * an error or a "?" string, never a crash or an allocation larger than the
- * file. Strings are read through the section that holds their link-time
+ * an error or a "?" string, never a crash or an allocation out of
+ * proportion to the file. Strings are read through the section that holds their link-time
  * address, so no runtime relocation or running process is needed. */
 #include "elf_probes.h"
 
