@@ -6,3 +6,19 @@ add_executable(test_json_writer unit/test_json_writer.c)
 target_include_directories(test_json_writer PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_json_writer PRIVATE qprof_common PkgConfig::JANSSON m)
 add_test(NAME unit_json_writer COMMAND test_json_writer)
+
+# A program with known qprof sites and a foreign USDT probe, for `probes`.
+# Built at -O0 so that each marker stays one probe site.
+add_executable(cli_probes_fixture unit/cli_probes_fixture.c)
+target_include_directories(cli_probes_fixture PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(cli_probes_fixture PRIVATE -O0)
+
+add_executable(test_cli unit/test_cli.c)
+target_include_directories(test_cli PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_cli PRIVATE Threads::Threads)
+add_dependencies(test_cli qprof-cli cli_probes_fixture)
+foreach(mode args http probes)
+  add_test(NAME unit_cli_${mode}
+    COMMAND test_cli $<TARGET_FILE:qprof-cli> ${mode} $<TARGET_FILE:cli_probes_fixture>)
+  set_tests_properties(unit_cli_${mode} PROPERTIES TIMEOUT 120)
+endforeach()
