@@ -1,6 +1,6 @@
 /* elf_probes.c - read what an ELF file says about its probes, with libelf:
  * the USDT notes of .note.stapsdt (any provider), the qprof site descriptors
- * of section "qprof_sites" with their name/file/function strings, the PT_LOAD
+ * listed in section ".qprof_refs" with their name/file/function strings, the PT_LOAD
  * segments and the GNU build-id. The file is untrusted input (qprof-cli
  * probes runs on whatever it is given, qprofd on whatever a target maps), so
  * every count, offset and size taken from it is checked against the file or
@@ -32,7 +32,7 @@
 #define QP_STR_MAX 4096		/* longest site string read, NUL included */
 #define QP_SITE_SIZE64 40	/* struct qprof_site on LP64 */
 #define QP_SITE_SIZE32 28	/* ... on ILP32 ... */
-#define QP_SITE_STRIDE32 32	/* ... placed at 8-byte boundaries */
+#define QP_SITE_STRIDE32 32	/* unused: descriptors are found through .qprof_refs */
 
 /* An allocated section with file contents, for vaddr -> bytes lookups. */
 struct qp_asec {
@@ -341,7 +341,7 @@ static int scan_sections(struct qp_ctx *c)
 				return fail(c, -ENOMEM, "out of memory");
 			c->relas[c->nrelas++] = scn;
 		}
-		if (strcmp(name, "qprof_sites") == 0 && sh.sh_type != SHT_NOBITS)
+		if (strcmp(name, ".qprof_refs") == 0 && sh.sh_type != SHT_NOBITS)
 			c->sites_scn = scn;
 		else if (strcmp(name, ".stapsdt.base") == 0) {
 			c->have_base = true;
@@ -535,45 +535,76 @@ static int site_string(struct qp_ctx *c, uint64_t where, uint64_t val, char **ou
 	return *out ? 0 : fail(c, -ENOMEM, "out of memory");
 }
 
-static int cmp_site(const void *a, const void *b)
-{
-	const struct qp_site_info *x = a, *y = b;
 
-	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
+/* The 40-byte (20 on 32-bit) descriptor at link-time address VADDR, copied
+ * out of the allocated section that holds it. false when none holds it whole. */
+static bool site_record(struct qp_ctx *c, uint64_t vaddr, size_t recsz, unsigned char *out)
+{
+	struct qp_asec *s = sec_at(c, vaddr);
+	uint64_t off;
+
+	if (!s)
+		return false;
+	if (!s->data) {
+		s->data = elf_getdata(s->scn, NULL);
+		if (!s->data || !s->data->d_buf)
+			return false;
+	}
+	off = vaddr - s->addr;
+	if (off > s->data->d_size || s->data->d_size - off < recsz)
+		return false;
+	memcpy(out, (const unsigned char *)s->data->d_buf + off, recsz);
+	return true;
+}
+
+/* Sites: the marker's asm lists the link-time address of every descriptor
+ * it uses in the non-allocated section .qprof_refs; the descriptors
+ * themselves are ordinary static data (.data / .data.rel.local). */
 static int parse_sites(struct qp_ctx *c)
 {
 	struct qp_elf_probes *p = c->p;
 	size_t recsz = c->is64 ? QP_SITE_SIZE64 : QP_SITE_SIZE32;
-	size_t stride = c->is64 ? QP_SITE_SIZE64 : QP_SITE_STRIDE32;
-	size_t asz = c->is64 ? 8 : 4, off, cap;
-	const unsigned char *b;
-	GElf_Shdr sh;
+	size_t asz = c->is64 ? 8 : 4, i, n;
+	unsigned char r[QP_SITE_SIZE64];
+	uint64_t *addrs;
 	Elf_Data *d;
 	int err;
 
 	if (!c->sites_scn)
 		return 0;
-	if (!gelf_getshdr(c->sites_scn, &sh))
-		return fail_elf(c, "qprof_sites header");
 	d = elf_getdata(c->sites_scn, NULL);
 	if (!d)
-		return elf_errno() ? fail_elf(c, "qprof_sites") : 0;
-	if (!d->d_buf)
+		return elf_errno() ? fail_elf(c, ".qprof_refs") : 0;
+	if (!d->d_buf || d->d_size < asz)
 		return 0;
-	/* One allocation sized by the section, which is inside the file. */
-	cap = d->d_size / stride + 1;
-	p->sites = calloc(cap, sizeof(*p->sites));
-	if (!p->sites)
+	/* sized by the section, which lies inside the file */
+	n = d->d_size / asz;
+	addrs = calloc(n, sizeof(*addrs));
+	if (!addrs)
 		return fail(c, -ENOMEM, "out of memory");
-	b = d->d_buf;
-	for (off = 0; off + recsz <= d->d_size && p->nsites < cap; off += stride) {
-		const unsigned char *r = b + off;
+	for (i = 0; i < n; i++)
+		addrs[i] = rd(c, (const unsigned char *)d->d_buf + i * asz, asz);
+	qsort(addrs, n, sizeof(*addrs), cmp_u64);
+	p->sites = calloc(n, sizeof(*p->sites));
+	if (!p->sites) {
+		free(addrs);
+		return fail(c, -ENOMEM, "out of memory");
+	}
+	for (i = 0; i < n; i++) {
+		uint64_t vaddr = addrs[i];
 		struct qp_site_info *s;
-		uint64_t vaddr = sh.sh_addr + off;
 
-		if (rd(c, r, 4) != QPROF_SITE_MAGIC || rd(c, r + 4, 2) != QPROF_SITE_VERSION) {
+		if (i && addrs[i - 1] == vaddr)
+			continue; /* one site used by several probes (inlined copies) */
+		if (!site_record(c, vaddr, recsz, r) || rd(c, r, 4) != QPROF_SITE_MAGIC ||
+		    rd(c, r + 4, 2) != QPROF_SITE_VERSION) {
 			p->nbad_sites++;
 			continue;
 		}
@@ -587,11 +618,12 @@ static int parse_sites(struct qp_ctx *c)
 		if (!err)
 			err = site_string(c, vaddr + 16 + 2 * asz, rd(c, r + 16 + 2 * asz, asz),
 					  &s->function);
-		if (err)
+		if (err) {
+			free(addrs);
 			return err;
+		}
 	}
-	if (p->nsites > 1)
-		qsort(p->sites, p->nsites, sizeof(*p->sites), cmp_site);
+	free(addrs);
 	return 0;
 }
 

@@ -529,6 +529,7 @@ void qp_registry_adopt(struct qp_registry *r, int pid)
 static const struct qp_site_info *resolve(struct qp_registry *r, struct qp_target *t, uint64_t addr)
 {
 	const struct qp_map *m = qp_maps_find(&t->maps, addr);
+	const struct qp_site_info *site;
 	struct qp_module *mod;
 	char path[PATH_MAX + 32], err[256];
 	uint64_t vaddr;
@@ -542,15 +543,25 @@ static const struct qp_site_info *resolve(struct qp_registry *r, struct qp_targe
 			m = qp_maps_find(&t->maps, addr);
 		}
 	}
-	if (!m || m->path[0] != '/')
+	if (!m || m->path[0] != '/') {
+		qp_debug("pid %d: site 0x%llx is in no file mapping", t->pid, (unsigned long long)addr);
 		return NULL;
+	}
 	map_open_path(t->pid, m, path, sizeof(path));
 	mod = module_get(r, path, 0, err, sizeof(err));
-	if (!mod)
+	if (!mod) {
+		qp_debug("pid %d: site 0x%llx: %s", t->pid, (unsigned long long)addr, err);
 		return NULL;
-	if (qp_elf_offset_to_vaddr(mod->elf, addr - m->start + m->offset, &vaddr))
+	}
+	if (qp_elf_offset_to_vaddr(mod->elf, addr - m->start + m->offset, &vaddr)) {
+		qp_debug("pid %d: site 0x%llx: offset 0x%llx of %s is in no segment", t->pid,
+			 (unsigned long long)addr, (unsigned long long)(addr - m->start + m->offset), path);
 		return NULL;
-	return qp_elf_site_at(mod->elf, vaddr);
+	}
+	site = qp_elf_site_at(mod->elf, vaddr);
+	if (!site)
+		qp_debug("pid %d: no qprof site at 0x%llx of %s", t->pid, (unsigned long long)vaddr, path);
+	return site;
 }
 
 const struct qp_site_info *qp_target_site(struct qp_registry *r, struct qp_target *t, uint64_t addr)

@@ -3,9 +3,11 @@
  * Every marker is a USDT probe site (provider "qprof"): on x86-64 a 5-byte nop
  * (0f 1f 44 00 00) plus a .note.stapsdt entry, the format perf, bpftrace, bcc
  * and libbpf read. Nothing runs while no profiler listens. Argument 1 of every
- * probe is the address of a static per-site descriptor (struct qprof_site),
- * which lives in the section "qprof_sites" so that the names can be read from
- * the ELF file alone. -DQPROF_DISABLE removes every marker.
+ * probe is the address of a static per-site descriptor (struct qprof_site).
+ * Each marker's asm also records that address (as a link-time address) in the
+ * non-allocated section ".qprof_refs", so that the names can be read from the
+ * ELF file alone, with no cost at run time. -DQPROF_DISABLE removes every
+ * marker.
  *
  *   QPROF_FUNC();                      time the enclosing function
  *   QPROF_SCOPE("name");               time until the end of the block
@@ -127,14 +129,28 @@ __attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigne
 	".popsection\n"                                                            \
 	".endif\n"
 
+/* The descriptor's link-time address, for readers of the ELF file. A
+ * non-allocated section: nothing is loaded, nothing is relocated at run time. */
+#define QPROF__REF                                                                 \
+	".pushsection .qprof_refs,\"\",\"progbits\"\n"                             \
+	".balign 8\n"                                                              \
+	QPROF__ASM_ADDR " %c[qref]\n"                                              \
+	".popsection\n"
+
 /* "nor": a register, an immediate or a memory operand, as <sys/sdt.h>. The
- * descriptor address is a lea; a constant 0 costs nothing ($0). */
+ * descriptor address is a lea; a constant 0 costs nothing ($0). The _R forms
+ * also list the descriptor (operand "i": its address as a link-time constant)
+ * and are used once per site; exits of a block scope reuse the enter's. */
 #define QPROF__PROBE2(probe, sem, a1, a2)                                          \
 	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2]")          \
 			     : : [qa1] "nor"(a1), [qa2] "nor"(a2))
-#define QPROF__PROBE3(probe, sem, a1, a2, a3)                                      \
-	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2] -4@%[qa3]") \
-			     : : [qa1] "nor"(a1), [qa2] "nor"(a2), [qa3] "nor"(a3))
+#define QPROF__PROBE2R(probe, sem, site, a2)                                       \
+	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2]") QPROF__REF \
+			     : : [qa1] "nor"(site), [qa2] "nor"(a2), [qref] "i"(site))
+#define QPROF__PROBE3R(probe, sem, site, a2, a3)                                   \
+	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2] -4@%[qa3]") QPROF__REF \
+			     : : [qa1] "nor"(site), [qa2] "nor"(a2), [qa3] "nor"(a3),  \
+			       [qref] "i"(site))
 
 #ifdef __cplusplus
 #define QPROF__SITE_INIT(k_, n_) \
@@ -145,41 +161,40 @@ __attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigne
 	  .line = __LINE__, .name = (n_), .file = __FILE__, .function = __func__ }
 #endif
 
+/* A plain static: no named section, so that sites inside C++ inline
+ * functions (COMDAT) and ordinary ones can share a translation unit. */
 #define QPROF__SITE(var, kind, name)                                               \
-	static struct qprof_site var __attribute__((section("qprof_sites"), used,   \
-						    aligned(8))) =                  \
+	static struct qprof_site var __attribute__((used, aligned(8))) =            \
 		QPROF__SITE_INIT(kind, name)
 
-#define QPROF__ENTER(site, key) QPROF__PROBE2("scope_enter", "0", (const void *)(site), (uintptr_t)(key))
-#define QPROF__EXIT(site, key) QPROF__PROBE2("scope_exit", "0", (const void *)(site), (uintptr_t)(key))
+#define QPROF__ENTER_R(site) QPROF__PROBE2R("scope_enter", "0", (const void *)(site), 0)
+#define QPROF__EXIT(site) QPROF__PROBE2("scope_exit", "0", (const void *)(site), 0)
 
 #ifdef __cplusplus
 /* RAII: the destructor fires scope_exit on every way out of the block. */
 struct qprof__scope_guard {
 	const struct qprof_site *site;
-	__attribute__((always_inline)) explicit qprof__scope_guard(const struct qprof_site *s) : site(s)
-	{
-		QPROF__ENTER(site, 0);
-	}
-	__attribute__((always_inline)) ~qprof__scope_guard() { QPROF__EXIT(site, 0); }
+	__attribute__((always_inline)) explicit qprof__scope_guard(const struct qprof_site *s) : site(s) {}
+	__attribute__((always_inline)) ~qprof__scope_guard() { QPROF__EXIT(site); }
 	qprof__scope_guard(const qprof__scope_guard &) = delete;
 	qprof__scope_guard &operator=(const qprof__scope_guard &) = delete;
 };
 #define QPROF__SCOPE_N(kind, name, n)                                              \
 	QPROF__SITE(QPROF__CAT(qprof__site_, n), kind, name);                      \
+	QPROF__ENTER_R(&QPROF__CAT(qprof__site_, n));                              \
 	qprof__scope_guard QPROF__CAT(qprof__guard_, n)(&QPROF__CAT(qprof__site_, n))
 #else
 static inline __attribute__((always_inline, unused)) void
 qprof__scope_cleanup(const struct qprof_site *const *site)
 {
-	QPROF__EXIT(*site, 0);
+	QPROF__EXIT(*site);
 }
 #define QPROF__SCOPE_N(kind, name, n)                                              \
 	QPROF__SITE(QPROF__CAT(qprof__site_, n), kind, name);                      \
 	const struct qprof_site *const QPROF__CAT(qprof__guard_, n)                \
-		__attribute__((cleanup(qprof__scope_cleanup))) =                   \
+		__attribute__((cleanup(qprof__scope_cleanup), unused)) =           \
 			&QPROF__CAT(qprof__site_, n);                              \
-	QPROF__ENTER(QPROF__CAT(qprof__guard_, n), 0)
+	QPROF__ENTER_R(&QPROF__CAT(qprof__site_, n))
 #endif
 
 #define QPROF__SCOPE(kind, name, n) QPROF__SCOPE_N(kind, name, n)
@@ -192,8 +207,8 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 #define QPROF__SPAN(probe, kind, name, n)                                          \
 	do {                                                                       \
 		QPROF__SITE(QPROF__CAT(qprof__site_, n), kind, name);              \
-		QPROF__PROBE2(probe, "0", (const void *)&QPROF__CAT(qprof__site_, n), \
-			      (uintptr_t)(const void *)(name));                    \
+		QPROF__PROBE2R(probe, "0", (const void *)&QPROF__CAT(qprof__site_, n), \
+			       (uintptr_t)(const void *)(name));                   \
 	} while (0)
 #define QPROF_SCOPE_BEGIN(name) QPROF__SPAN("scope_enter", QPROF_KIND_SPAN_BEGIN, name, __COUNTER__)
 #define QPROF_SCOPE_END(name) QPROF__SPAN("scope_exit", QPROF_KIND_SPAN_END, name, __COUNTER__)
@@ -203,7 +218,7 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 #define QPROF__MARK_NN(name, n)                                                    \
 	do {                                                                       \
 		QPROF__SITE(QPROF__CAT(qprof__site_, n), QPROF_KIND_MARK, name);   \
-		QPROF__PROBE2("mark", "0", (const void *)&QPROF__CAT(qprof__site_, n), 0); \
+		QPROF__PROBE2R("mark", "0", (const void *)&QPROF__CAT(qprof__site_, n), 0); \
 	} while (0)
 
 /* Values: arg 2 is the IEEE-754 bits of the double. The expression is only
@@ -217,7 +232,7 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 			double qprof__d = (double)(v);                              \
 			uint64_t qprof__bits;                                      \
 			memcpy(&qprof__bits, &qprof__d, sizeof(qprof__bits));      \
-			QPROF__PROBE2("value", "qprof_value_semaphore",            \
+			QPROF__PROBE2R("value", "qprof_value_semaphore",           \
 				      (const void *)&QPROF__CAT(qprof__site_, n), qprof__bits); \
 		}                                                                  \
 	} while (0)
@@ -232,7 +247,7 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 		if (__builtin_expect(qprof_log_semaphore != 0, 0)) {               \
 			char qprof__msg[QPROF_LOG_MAX];                            \
 			int qprof__len = snprintf(qprof__msg, sizeof(qprof__msg), __VA_ARGS__); \
-			QPROF__PROBE3("log", "qprof_log_semaphore",                \
+			QPROF__PROBE3R("log", "qprof_log_semaphore",               \
 				      (const void *)&QPROF__CAT(qprof__site_, n),  \
 				      (const char *)qprof__msg, qprof__len);       \
 		}                                                                  \

@@ -1,0 +1,14 @@
+# Integration tests: root + BPF. They start their own qprofd on a temporary
+# socket and exit 77 (skipped) only when BPF cannot be loaded.
+find_program(PYTHON3 python3 REQUIRED)
+add_executable(scope_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/scope_target.c)
+target_include_directories(scope_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(scope_target PRIVATE -O2 -g -fno-omit-frame-pointer)
+target_link_libraries(scope_target Threads::Threads)
+
+foreach(t scopes errors drops binary)
+  add_test(NAME integration_${t}
+    COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_${t}.py
+            $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>)
+  set_tests_properties(integration_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+endforeach()

@@ -1,0 +1,173 @@
+/* scope_target.c - the program the integration tests profile. It prints
+ * its pid, waits for SIGUSR1 (so that qprofd is attached before the first
+ * marker runs), runs a fixed workload of busy-wait scopes whose durations it
+ * measures itself, prints those figures as JSON on stdout, then waits for
+ * SIGUSR2 (or --exit) to exit.
+ *
+ *   --mode nested       2 threads x N iterations: outer{40us, inner{60us}},
+ *                       a FUNC of 300 us every 10th, a BEGIN/END span of 20 us
+ *   --mode misbehave    exactly known faults: 1 exit without enter, 1 scope
+ *                       skipped out of order, 8 enters past the depth limit,
+ *                       1 scope open at thread exit
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <qprof/qprof.h>
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void busy(uint64_t ns)
+{
+	uint64_t end = now_ns() + ns;
+
+	while (now_ns() < end)
+		;
+}
+
+struct figures {
+	uint64_t outer_n, outer_sum, inner_n, inner_sum, func_n, func_sum, span_n, span_sum;
+};
+
+static int iters = 2000;
+
+static __attribute__((noinline)) void slow_function(struct figures *f)
+{
+	uint64_t t0 = now_ns();
+	{
+		QPROF_FUNC();
+		busy(300000);
+	}
+	f->func_n++;
+	f->func_sum += now_ns() - t0;
+}
+
+static void *nested_thread(void *arg)
+{
+	struct figures *f = arg;
+	int i;
+
+	for (i = 0; i < iters; i++) {
+		uint64_t t0 = now_ns(), t1, t2;
+		{
+			QPROF_SCOPE("outer");
+			busy(40000);
+			t1 = now_ns();
+			{
+				QPROF_SCOPE("inner");
+				busy(60000);
+			}
+			t2 = now_ns();
+		}
+		f->outer_n++;
+		f->outer_sum += now_ns() - t0;
+		f->inner_n++;
+		f->inner_sum += t2 - t1;
+		if (i % 10 == 0)
+			slow_function(f);
+		t0 = now_ns();
+		QPROF_SCOPE_BEGIN("span");
+		busy(20000);
+		QPROF_SCOPE_END("span");
+		f->span_n++;
+		f->span_sum += now_ns() - t0;
+	}
+	return NULL;
+}
+
+static int depth_left;
+static __attribute__((noinline)) void deep(void)
+{
+	QPROF_SCOPE("deep");
+	if (--depth_left > 0)
+		deep();
+	__asm__ __volatile__("" ::: "memory");
+}
+
+static void *exits_inside(void *arg)
+{
+	QPROF_SCOPE_BEGIN("never_closed");
+	return NULL; /* the thread exits with the span open */
+}
+
+static void misbehave(void)
+{
+	pthread_t th;
+
+	QPROF_SCOPE_END("orphan_end");		/* 1 exit without enter */
+	QPROF_SCOPE_BEGIN("a");
+	QPROF_SCOPE_BEGIN("b");
+	QPROF_SCOPE_END("a");			/* b skipped: 1 out of order; a measured */
+	depth_left = 40;			/* 32 kept, 8 too deep; all 32 measured */
+	deep();
+	pthread_create(&th, NULL, exits_inside, NULL);
+	pthread_join(th, NULL);			/* 1 open at thread exit */
+}
+
+static volatile sig_atomic_t go, leave;
+static void on_usr1(int s) { go = 1; }
+static void on_usr2(int s) { leave = 1; }
+
+int main(int argc, char **argv)
+{
+	const char *mode = "nested";
+	struct figures f[2] = { 0 };
+	pthread_t th[2];
+	int i, exit_now = 0;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+			mode = argv[++i];
+		else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
+			iters = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--exit"))
+			exit_now = 1;
+		else {
+			fprintf(stderr, "usage: %s [--mode nested|misbehave|idle] [--iters N] [--exit]\n", argv[0]);
+			return 2;
+		}
+	}
+	signal(SIGUSR1, on_usr1);
+	signal(SIGUSR2, on_usr2);
+	printf("{\"pid\": %d}\n", (int)getpid());
+	fflush(stdout);
+	while (!go)
+		usleep(1000);
+	if (!strcmp(mode, "nested")) {
+		for (i = 0; i < 2; i++)
+			pthread_create(&th[i], NULL, nested_thread, &f[i]);
+		for (i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		for (i = 1; i < 2; i++) {
+			f[0].outer_n += f[i].outer_n, f[0].outer_sum += f[i].outer_sum;
+			f[0].inner_n += f[i].inner_n, f[0].inner_sum += f[i].inner_sum;
+			f[0].func_n += f[i].func_n, f[0].func_sum += f[i].func_sum;
+			f[0].span_n += f[i].span_n, f[0].span_sum += f[i].span_sum;
+		}
+		printf("{\"outer_n\": %llu, \"outer_mean\": %.1f, \"inner_n\": %llu, \"inner_mean\": %.1f, "
+		       "\"func_n\": %llu, \"func_mean\": %.1f, \"span_n\": %llu, \"span_mean\": %.1f}\n",
+		       (unsigned long long)f[0].outer_n, (double)f[0].outer_sum / f[0].outer_n,
+		       (unsigned long long)f[0].inner_n, (double)f[0].inner_sum / f[0].inner_n,
+		       (unsigned long long)f[0].func_n, (double)f[0].func_sum / f[0].func_n,
+		       (unsigned long long)f[0].span_n, (double)f[0].span_sum / f[0].span_n);
+	} else if (!strcmp(mode, "misbehave")) {
+		misbehave();
+		printf("{\"done\": true}\n");
+	} else {
+		printf("{\"done\": true}\n");
+	}
+	fflush(stdout);
+	while (!leave && !exit_now)
+		usleep(1000);
+	return 0;
+}

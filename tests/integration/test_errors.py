@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Bad input through the real socket and at start: every case gets a JSON
+error with the right status (or a clear message and exit code), never a
+crash or a hang; the daemon still answers afterwards.
+
+usage: test_errors.py QPROFD SCOPE_TARGET QPROF_CLI"""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qptest import Daemon, Failures, Target, require_root  # noqa: E402
+
+qprofd, target_bin, cli = sys.argv[1:4]
+require_root()
+t = Failures("integration_errors")
+
+
+def err(d, method, path, body=None, want=400, what=""):
+    st, hdrs, data = d.request(method, path, body=body)
+    t.eq(st, want, f"{what or method + ' ' + path} status")
+    try:
+        obj = json.loads(data)
+        t.check(isinstance(obj.get("error"), str) and obj["error"], f"{what or path}: JSON error message")
+    except ValueError:
+        t.check(False, f"{what or path}: body is JSON: {data[:100]!r}")
+    return hdrs
+
+
+d = Daemon(qprofd)
+prog = Target([target_bin, "--mode", "idle"])
+try:
+    # attach errors
+    err(d, "POST", "/api/targets", json.dumps({"pid": 4194304 + 17}), 404, "unknown pid")
+    err(d, "POST", "/api/targets", json.dumps({"pid": -3}), 400, "negative pid")
+    err(d, "POST", "/api/targets", json.dumps({"pid": "12"}), 400, "pid as a string")
+    err(d, "POST", "/api/targets", json.dumps({"pid": 1.5}), 400, "pid as a float")
+    err(d, "POST", "/api/targets", json.dumps({"pid": 1, "binary": "/bin/true"}), 400, "pid and binary")
+    err(d, "POST", "/api/targets", json.dumps({}), 400, "neither pid nor binary")
+    err(d, "POST", "/api/targets", json.dumps({"pid": 1, "colour": "red"}), 400, "unknown field")
+    err(d, "POST", "/api/targets", json.dumps([1, 2]), 400, "array body")
+    err(d, "POST", "/api/targets", "{\"pid\": ", 400, "malformed JSON")
+    err(d, "POST", "/api/targets", "", 400, "empty body")
+    err(d, "POST", "/api/targets", "{\"pid\": 1, \"pid\": 2}", 400, "duplicate keys")
+    err(d, "POST", "/api/targets", "[" * 100000, 413, "oversized body")
+    err(d, "POST", "/api/targets", json.dumps({"pid": os.getpid()}), 400, "a process without probes")
+    err(d, "POST", "/api/targets", json.dumps({"binary": "/bin/true"}), 400, "binary without probes")
+    err(d, "POST", "/api/targets", json.dumps({"binary": "/etc/passwd"}), 400, "not an ELF file")
+    err(d, "POST", "/api/targets", json.dumps({"binary": "/no/such/file"}), 400, "missing binary")
+    err(d, "POST", "/api/targets", json.dumps({"binary": "relative/path"}), 400, "relative binary")
+    err(d, "POST", "/api/targets", json.dumps({"binary": 7}), 400, "binary not a string")
+    err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": ["python:gc__start"]}), 501,
+        "usdt not available yet")
+
+    # a real attach, then a duplicate
+    st, body = d.post("/api/targets", {"pid": prog.pid})
+    t.eq(st, 201, "attach by API")
+    t.eq(body.get("pid"), prog.pid, "attach answer names the pid")
+    err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid}), 409, "attach twice")
+
+    # routes and methods
+    err(d, "GET", "/api/nothing", None, 404, "unknown route")
+    err(d, "GET", "/", None, 404, "root")
+    hdrs = err(d, "PUT", "/api/status", None, 405, "PUT status")
+    t.eq(hdrs.get("Allow"), "GET", "405 carries Allow")
+    err(d, "DELETE", "/api/scopes", None, 405, "DELETE scopes")
+    err(d, "GET", "/api/targets/123", None, 405, "GET a target path")
+    err(d, "DELETE", "/api/targets/4194999", None, 404, "detach a pid that is not a target")
+    err(d, "DELETE", "/api/targets/abc", None, 400, "detach a non-number")
+    err(d, "DELETE", "/api/targets/-1", None, 400, "detach a negative pid")
+    err(d, "GET", "/api/values", None, 501, "values not yet")
+    err(d, "GET", "/pprof/profile", None, 501, "pprof not yet")
+
+    # query strings
+    err(d, "GET", "/api/scopes?seconds=abc", None, 400, "seconds not a number")
+    err(d, "GET", "/api/scopes?seconds=1e3", None, 400, "seconds as float")
+    err(d, "GET", "/api/scopes?seconds=99999999999999999999999", None, 400, "seconds overflow")
+    err(d, "GET", "/api/scopes?pid=abc", None, 400, "pid not a number")
+    err(d, "GET", "/api/scopes?pid=4194999", None, 404, "pid not a target")
+    err(d, "GET", "/api/scopes?bogus=1", None, 400, "unknown parameter")
+    st, body = d.get("/api/scopes?seconds=-5")  # clamped to 1 s
+    t.eq(st, 200, "seconds below range is clamped")
+    st, body = d.get("/api/scopes?pid=%d" % prog.pid)
+    t.eq(st, 200, "scopes of a target")
+
+    # garbage on the socket does not hurt the daemon
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(d.sock)
+    s.sendall(b"\x00\xff GARBAGE \r\n\r\n" * 100)
+    s.settimeout(10)
+    try:
+        s.recv(4096)
+    except OSError:
+        pass
+    s.close()
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(d.sock)
+    s.close()  # connect and hang up
+    st, status = d.get("/api/status")
+    t.eq(st, 200, "daemon still answers after garbage")
+
+    # a second daemon on the same socket refuses to start
+    p = subprocess.run([qprofd, "--socket", d.sock], capture_output=True, text=True, timeout=30)
+    t.eq(p.returncode, 1, "second daemon on a live socket exits 1")
+    t.check("already listening" in p.stderr, f"second daemon says why: {p.stderr.strip()}")
+    st, status = d.get("/api/status")
+    t.eq(st, 200, "first daemon still serves")
+
+    # command-line errors
+    for args, what in ((["--pid", "abc"], "--pid abc"), (["--pid", "0"], "--pid 0"),
+                       (["--frequency", "0"], "--frequency 0"), (["--bogus"], "unknown option"),
+                       (["extra"], "stray argument")):
+        p = subprocess.run([qprofd, *args], capture_output=True, text=True, timeout=30)
+        t.eq(p.returncode, 2, f"qprofd {what} exits 2")
+        t.check(p.stderr.strip() != "", f"qprofd {what} says why")
+    p = subprocess.run([qprofd, "--socket", d.sock + ".x", "--pid", "4194999"],
+                       capture_output=True, text=True, timeout=30)
+    t.eq(p.returncode, 1, "qprofd --pid of a missing process exits 1")
+    t.check("no such process" in p.stderr, f"and says so: {p.stderr.strip()}")
+    p = subprocess.run([qprofd, "--help"], capture_output=True, text=True, timeout=30)
+    t.eq(p.returncode, 0, "qprofd --help")
+    t.check("--binary" in p.stdout, "help lists --binary")
+finally:
+    prog.kill()
+    code = d.stop()
+    t.eq(code, 0, "qprofd exits 0")
+
+# a stale socket file left by a dead daemon is replaced
+stale_dir = d.dir
+stale = os.path.join(stale_dir, "stale.sock")
+s = socket.socket(socket.AF_UNIX)
+s.bind(stale)
+s.close()  # the file stays, nobody listens
+d2 = Daemon(qprofd, sock=stale)
+st, _ = d2.get("/api/status")
+t.eq(st, 200, "daemon replaced a stale socket")
+t.eq(d2.stop(), 0, "second daemon exits 0")
+# a path that is not a socket is not replaced
+notsock = os.path.join(stale_dir, "regular")
+open(notsock, "w").write("keep me")
+p = subprocess.run([qprofd, "--socket", notsock], capture_output=True, text=True, timeout=30)
+t.eq(p.returncode, 1, "socket path that is a regular file: exit 1")
+t.eq(open(notsock).read(), "keep me", "the regular file is untouched")
+sys.exit(t.done())

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Scope latency end to end: qprofd attached by pid to a program with
+busy-wait scopes of known durations, nested, on two threads. Counts must be
+exact, means within 5% of what the program measured itself; a window counts
+only its own events; the target's exit keeps its data; detach drops it; a
+clean shutdown leaves no BPF program behind.
+
+usage: test_scopes.py QPROFD SCOPE_TARGET QPROF_CLI"""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qptest import Daemon, Failures, Target, require_root, wait_for  # noqa: E402
+
+qprofd, target_bin, cli = sys.argv[1:4]
+require_root()
+t = Failures("integration_scopes")
+ITERS = 1000
+
+prog = Target([target_bin, "--mode", "nested", "--iters", str(ITERS)])
+d = Daemon(qprofd, ["--pid", str(prog.pid)])
+try:
+    st, status = d.get("/api/status")
+    t.eq(st, 200, "status answers")
+    tg = status["targets"]
+    t.eq(len(tg), 1, "one target")
+    t.eq(tg[0]["pid"], prog.pid, "target pid")
+    t.eq(tg[0]["state"], "running", "target running")
+    t.eq(tg[0]["comm"], "scope_target", "target comm")
+    notes = subprocess.run(["readelf", "-n", target_bin], capture_output=True, text=True).stdout
+    t.eq(tg[0]["probes"], notes.count("Provider: qprof"), "probe sites = qprof notes per readelf")
+    for k in ("version", "uptime_ms", "cpu", "scopes"):
+        t.check(k in status, f"status has {k}")
+
+    prog.start()
+    mine = prog.result()  # the program's own figures, after its threads joined
+    st, body = d.get(f"/api/scopes?pid={prog.pid}")
+    t.eq(st, 200, "scopes answers")
+    rows = {(r["name"], r["parent"]): r for r in body["scopes"]}
+    names = sorted(rows)
+    t.eq(names, sorted([("outer", None), ("inner", "outer"), ("slow_function", None), ("span", None)]),
+         "scope rows (name, parent)")
+    want = {("outer", None): ("outer", 2 * ITERS), ("inner", "outer"): ("inner", 2 * ITERS),
+            ("slow_function", None): ("func", 2 * (ITERS // 10)), ("span", None): ("span", 2 * ITERS)}
+    for key, (short, n) in want.items():
+        r = rows.get(key)
+        if not t.check(r is not None, f"row {key} present"):
+            continue
+        t.eq(r["count"], n, f"{key} count")
+        t.eq(mine[f"{short}_n"], n, f"program's own {short} count")
+        t.near(r["mean_ns"], mine[f"{short}_mean"], 0.05, f"{key} mean vs the program's own")
+        t.check(r["min_ns"] <= r["p50_ns"] <= r["p90_ns"] <= r["p99_ns"] <= r["p999_ns"] <= r["max_ns"],
+                f"{key} min <= p50 <= p90 <= p99 <= p99.9 <= max")
+        t.near(r["mean_ns"] * r["count"], r["total_ns"], 0.0001, f"{key} mean * count = total")
+        t.eq(r["kind"], "scope", f"{key} kind")
+        t.eq(r["pid"], prog.pid, f"{key} pid")
+    if ("outer", None) in rows:
+        r = rows[("outer", None)]
+        t.eq(r["file"].endswith("scope_target.c"), True, "outer file")
+        t.eq(r["function"], "nested_thread", "outer function")
+        t.check(r["p50_ns"] >= 100000, "outer p50 >= its 100 us busy wait")
+        # busy-wait durations: p50 of a 100 us scope is within 5% of the mean
+        t.near(r["p50_ns"], mine["outer_mean"], 0.05, "outer p50 near the measured mean")
+    if ("slow_function", None) in rows:
+        t.near(rows[("slow_function", None)]["p50_ns"], 300000, 0.05, "slow_function p50 ~ 300 us")
+
+    st, status = d.get("/api/status")
+    t.eq(status["scopes"]["events"], 2 * ITERS * 3 + 2 * (ITERS // 10), "events counted")
+    t.eq(status["scopes"]["dropped"], 0, "nothing dropped")
+    t.eq(status["scopes"]["sites"], 4, "sites")
+
+    # the CLI's table names every scope, with units
+    out = subprocess.run([cli, "--socket", d.sock, "scopes", "--pid", str(prog.pid)],
+                         capture_output=True, text=True, timeout=60)
+    t.eq(out.returncode, 0, f"qprof-cli scopes exit code ({out.stderr.strip()})")
+    for name in ("outer", "inner", "slow_function", "span"):
+        t.check(name in out.stdout, f"qprof-cli scopes shows {name}")
+    t.check("us" in out.stdout or "ms" in out.stdout, "qprof-cli scopes uses human units")
+
+    # a window with no activity: nothing in it
+    st, body = d.get(f"/api/scopes?pid={prog.pid}&seconds=1")
+    t.eq(st, 200, "window answers")
+    t.eq(body["scopes"], [], "an idle window is empty")
+
+    # the target exits: kept, state exited, data intact
+    t.eq(prog.finish(), 0, "program exit code")
+    ok = wait_for(lambda: d.get("/api/status")[1]["targets"][0]["state"] == "exited", timeout=10)
+    t.check(ok, "target state becomes exited")
+    st, body = d.get(f"/api/scopes?pid={prog.pid}")
+    t.eq(sum(r["count"] for r in body["scopes"]), 2 * ITERS * 3 + 2 * (ITERS // 10),
+         "data kept after exit")
+
+    # detach: gone with its data
+    st, body = d.delete(f"/api/targets/{prog.pid}")
+    t.eq(st, 200, "detach")
+    st, body = d.get(f"/api/scopes?pid={prog.pid}")
+    t.eq(st, 404, "scopes of a detached pid")
+    st, status = d.get("/api/status")
+    t.eq(status["targets"], [], "no targets after detach")
+finally:
+    prog.kill()
+    code = d.stop()
+    t.eq(code, 0, "qprofd exits 0 on SIGTERM")
+    t.check(not os.path.exists(d.sock), "socket removed at shutdown")
+    progs = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True).stdout
+    t.check("scope_enter" not in progs and "scope_exit" not in progs,
+            "no qprof BPF program left loaded after shutdown")
+    if t.failed:
+        print(d.logtext(), file=sys.stderr)
+sys.exit(t.done())
