@@ -1,7 +1,9 @@
 # instrument.h, the tutorial's INSTRUMENT_* API on top of the qprof markers.
 # Each test program is built with and without -DENABLE_INSTRUMENT; both runs
-# must pass, then unit/test_instrument_notes.cmake counts the qprof notes of
-# each binary: exact numbers when enabled, nothing at all when disabled.
+# must pass (each reads its own executable through elf_probes, as qprofd does:
+# the exact site list when enabled, no site when disabled), then
+# unit/test_instrument_notes.cmake counts the qprof notes and the .qprof_refs
+# entries of each binary: exact numbers when enabled, nothing when disabled.
 find_program(QPROF_READELF NAMES readelf ${CMAKE_READELF})
 
 # qprof_instrument_test(NAME SOURCE EXPECTED...): EXPECTED are probe=count
@@ -11,6 +13,8 @@ function(qprof_instrument_test name src)
     set(t ${name}_${mode})
     add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/${src})
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/include)
+    # elf_probes, to read /proc/self/exe (no marker in it: QPROF_DISABLE).
+    target_link_libraries(${t} PRIVATE qprof_common)
     # The counts assume an optimized build, whatever the build type.
     target_compile_options(${t} PRIVATE -O2)
     if(mode STREQUAL "on")

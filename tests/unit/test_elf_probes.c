@@ -1,11 +1,14 @@
 /* test_elf_probes.c - elf_probes on fixture binaries built by the suite
  * (tests/fixtures): exact note counts per probe, every site's name, kind,
- * line, file and function, probe pcs that land on the nop of the probe in an
- * executable segment, offset/vaddr conversion, build-ids, the lld layout
- * whose pointers live only in relocations, and the errors for missing,
- * non-ELF, truncated and mutated files (mutations and a seeded byte-flip
- * loop must give errors or "?" strings, never a crash). Fixture paths come
- * as key=path arguments from tests/unit_elf.cmake. */
+ * line, file and function (descriptors are plain statics in .data, found
+ * through the unallocated list .qprof_refs, whose exact size is checked;
+ * a repeated address is one site), probe pcs that land on the nop of the
+ * probe in an executable segment, offset/vaddr conversion, build-ids, the
+ * lld layout whose pointers live only in relocations, and the errors for
+ * missing, non-ELF, truncated and mutated files (records and .qprof_refs
+ * entries; mutations and a seeded byte-flip loop must give errors or "?"
+ * strings, never a crash). Fixture paths come as key=path arguments from
+ * tests/unit_elf.cmake. */
 #define _GNU_SOURCE /* memmem */
 #define QPROF_DISABLE
 #include <qprof/qprof.h>
@@ -48,16 +51,20 @@ static const struct want_site markers_sites[] = {
 	{ "done", QPROF_KIND_MARK, 31, "main" },
 };
 
-/* fx_cxx.cpp: __func__ is the unqualified name in C++. */
+/* fx_cxx.cpp: __func__ is the unqualified name in C++. reset() is defined
+ * in the class body (inline, COMDAT), next to the ordinary step() and fx_run. */
 static const struct want_site cxx_sites[] = {
-	{ "step", QPROF_KIND_FUNC, 18, "step" },
-	{ "stepped", QPROF_KIND_MARK, 20, "step" },
-	{ "run", QPROF_KIND_SCOPE, 27, "fx_run" },
+	{ "reset", QPROF_KIND_FUNC, 17, "reset" },
+	{ "reset", QPROF_KIND_MARK, 18, "reset" },
+	{ "step", QPROF_KIND_FUNC, 25, "step" },
+	{ "stepped", QPROF_KIND_MARK, 27, "step" },
+	{ "run", QPROF_KIND_SCOPE, 34, "fx_run" },
 };
 
 static const struct want_site lib_sites[] = {
-	{ "fx_lib_work", QPROF_KIND_FUNC, 9, "fx_lib_work" },
-	{ "lib_tick", QPROF_KIND_MARK, 15, "fx_lib_tick" },
+	{ "fx_lib_work", QPROF_KIND_FUNC, 13, "fx_lib_work" },
+	{ "lib_tick", QPROF_KIND_MARK, 19, "fx_lib_tick" },
+	{ "lib_shared", QPROF_KIND_MARK, 24, "fx_lib_shared" }, /* inlined twice */
 	{ "?", QPROF_KIND_MARK, 2, "none" }, /* name runs off its section */
 };
 
@@ -90,6 +97,40 @@ static void write_all(const char *path, const void *buf, size_t len)
 		exit(2);
 	}
 	close(fd);
+}
+
+/* The section header named NAME of a little-endian ELF64 image, or NULL. */
+static const Elf64_Shdr *shdr_named(const unsigned char *img, size_t len, const char *name)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+	const Elf64_Shdr *sh, *strs;
+	size_t i;
+
+	if (len < sizeof(*eh) || eh->e_shoff > len ||
+	    (len - eh->e_shoff) / sizeof(*sh) < eh->e_shnum || eh->e_shstrndx >= eh->e_shnum)
+		return NULL;
+	sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+	strs = &sh[eh->e_shstrndx];
+	for (i = 0; i < eh->e_shnum; i++)
+		if (strs->sh_offset + sh[i].sh_name < len &&
+		    !strcmp((const char *)img + strs->sh_offset + sh[i].sh_name, name))
+			return &sh[i];
+	return NULL;
+}
+
+/* The name of the allocated section holding VADDR, or "". */
+static const char *section_of(const unsigned char *img, size_t len, uint64_t vaddr)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+	const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+	const Elf64_Shdr *strs = &sh[eh->e_shstrndx];
+	size_t i;
+
+	for (i = 0; i < eh->e_shnum; i++)
+		if ((sh[i].sh_flags & SHF_ALLOC) && vaddr >= sh[i].sh_addr &&
+		    vaddr - sh[i].sh_addr < sh[i].sh_size)
+			return (const char *)img + strs->sh_offset + sh[i].sh_name;
+	return "";
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -144,11 +185,23 @@ static void check_build_id(const struct qp_elf_probes *p)
 }
 
 /* Each site in WANT exactly once, with the fixture's file; sorted and found
- * again by address. */
+ * again by address. NREFS: the exact number of .qprof_refs entries of the
+ * file (addresses of inlined copies repeat). */
 static void check_sites(const struct qp_elf_probes *p, const struct want_site *want, size_t n,
-			const char *file_suffix)
+			const char *file_suffix, size_t nrefs)
 {
-	size_t i, j, hits;
+	size_t i, j, hits, len;
+	unsigned char *img = (unsigned char *)read_all(p->path, &len);
+	const Elf64_Shdr *refs = shdr_named(img, len, ".qprof_refs");
+
+	/* The list of descriptor addresses is in the file only: not loaded. */
+	CHECK(refs != NULL);
+	if (refs) {
+		CHECK_INT(refs->sh_type, SHT_PROGBITS);
+		CHECK_INT(refs->sh_flags & SHF_ALLOC, 0);
+		CHECK_INT(refs->sh_addr, 0);
+		CHECK_INT(refs->sh_size, nrefs * 8);
+	}
 
 	CHECK_INT(p->nsites, n);
 	for (i = 1; i < p->nsites; i++)
@@ -169,15 +222,23 @@ static void check_sites(const struct qp_elf_probes *p, const struct want_site *w
 			CHECK(ends_with(s->file, file_suffix));
 			CHECK(qp_elf_site_at(p, s->vaddr) == s);
 			CHECK(qp_elf_site_at(p, s->vaddr + 1) == NULL);
-			/* Descriptors are 8-byte aligned, in a writable segment. */
+			/* Descriptors are 8-byte aligned plain statics: ordinary
+			 * writable data, no section of their own. */
 			CHECK_INT(s->vaddr % 8, 0);
 			CHECK(seg_of(p, s->vaddr) && (seg_of(p, s->vaddr)->flags & PF_W));
+			if (strcmp(section_of(img, len, s->vaddr), ".data") &&
+			    strncmp(section_of(img, len, s->vaddr), ".data.rel.local", 15)) {
+				fprintf(stderr, "site %s: in section '%s'\n", s->name,
+					section_of(img, len, s->vaddr));
+				CHECK(!"site descriptor outside .data");
+			}
 		}
 		if (hits != 1)
 			fprintf(stderr, "site %s/%s: %zu hits\n", want[i].name,
 				qp_site_kind_name(want[i].kind), hits);
 		CHECK_INT(hits, 1);
 	}
+	free(img);
 }
 
 /* Every note of PROVIDER has its pc in an executable PT_LOAD segment, and
@@ -250,7 +311,8 @@ static void check_markers(const char *path, int e_type)
 			CHECK(seg_of(p, n->sema) && (seg_of(p, n->sema)->flags & PF_W));
 	}
 	check_pcs(p, path, "qprof", nop5, sizeof(nop5));
-	check_sites(p, markers_sites, QP_ARRAY_SIZE(markers_sites), "fixtures/fx_markers.c");
+	/* One reference per probe but the two block-scope exits. */
+	check_sites(p, markers_sites, QP_ARRAY_SIZE(markers_sites), "fixtures/fx_markers.c", 7);
 	CHECK_INT(p->nbad_sites, 0);
 
 	/* Offset 0 is the first byte of the first PT_LOAD. */
@@ -275,12 +337,13 @@ static void check_cxx(const char *path)
 
 	CHECK_INT(p->e_type, ET_DYN);
 	check_build_id(p);
-	CHECK_INT(p->nnotes, 5);
-	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 2);
-	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 2);
-	CHECK_INT(count_probe(p, "qprof", "mark"), 1);
+	CHECK_INT(p->nnotes, 8);
+	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 3);
+	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 3);
+	CHECK_INT(count_probe(p, "qprof", "mark"), 2);
 	check_pcs(p, path, "qprof", nop5, sizeof(nop5));
-	check_sites(p, cxx_sites, QP_ARRAY_SIZE(cxx_sites), "fixtures/fx_cxx.cpp");
+	check_sites(p, cxx_sites, QP_ARRAY_SIZE(cxx_sites), "fixtures/fx_cxx.cpp", 5);
+	CHECK_INT(p->nbad_sites, 0);
 	qp_elf_probes_free(p);
 }
 
@@ -290,13 +353,14 @@ static void check_lib(const char *path)
 
 	CHECK_INT(p->e_type, ET_DYN);
 	check_build_id(p);
-	CHECK_INT(p->nnotes, 3);
+	CHECK_INT(p->nnotes, 5);
 	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 1);
 	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 1);
-	CHECK_INT(count_probe(p, "qprof", "mark"), 1);
+	CHECK_INT(count_probe(p, "qprof", "mark"), 3); /* lib_shared twice */
 	check_pcs(p, path, "qprof", nop5, sizeof(nop5));
-	check_sites(p, lib_sites, QP_ARRAY_SIZE(lib_sites), "fixtures/fx_sitelib.c");
-	CHECK_INT(p->nbad_sites, 1); /* fx_bogus */
+	/* 4 from the markers (lib_shared twice), 3 by hand (fx_bogus twice). */
+	check_sites(p, lib_sites, QP_ARRAY_SIZE(lib_sites), "fixtures/fx_sitelib.c", 7);
+	CHECK_INT(p->nbad_sites, 1); /* fx_bogus, counted once */
 	qp_elf_probes_free(p);
 }
 
@@ -382,7 +446,9 @@ static void check_mutations(const char *pie, const char *dir)
 	static const unsigned char rec_magic[] = { 0x51, 0x50, 0x52, 0x46, 0x01, 0x00 };
 	struct qp_elf_probes *p;
 	char err[256], path[512];
-	unsigned char *img, *rec, *note;
+	unsigned char *img, *rec, *rec2, *note;
+	const Elf64_Shdr *refs;
+	uint64_t rec_vaddr = 0;
 	Elf64_Ehdr eh;
 	size_t len;
 
@@ -408,12 +474,53 @@ static void check_mutations(const char *pie, const char *dir)
 	CHECK_INT(open_err(path, err, sizeof(err)), -EINVAL);
 	((Elf64_Ehdr *)img)->e_phnum = eh.e_phnum;
 
-	/* The first site record: zeroed pointers are found again through the
-	 * R_X86_64_RELATIVE relocations GNU ld also emits for a PIE. */
+	/* The first site record in the file (a descriptor of the markers, in
+	 * .data) and its link-time address, which .qprof_refs lists. */
 	rec = find_bytes(img, len, rec_magic, sizeof(rec_magic));
 	CHECK(rec != NULL);
 	if (!rec)
 		goto out;
+	rec2 = find_bytes(rec + 1, len - (size_t)(rec + 1 - img), rec_magic, sizeof(rec_magic));
+	CHECK(rec2 != NULL);
+	if (!rec2)
+		goto out;
+	CHECK_INT(qp_elf_probes_open(pie, &p, err, sizeof(err)), 0);
+	CHECK_INT(qp_elf_offset_to_vaddr(p, (uint64_t)(rec - img), &rec_vaddr), 0);
+	CHECK(qp_elf_site_at(p, rec_vaddr) != NULL);
+	qp_elf_probes_free(p);
+
+	/* .qprof_refs: an address in no section is a bad site; an address
+	 * listed twice (as inlined copies of a marker do) is one site. */
+	refs = shdr_named(img, len, ".qprof_refs");
+	CHECK(refs && refs->sh_size == 7 * 8 && refs->sh_offset + refs->sh_size <= len);
+	if (refs && refs->sh_size == 7 * 8 && refs->sh_offset + refs->sh_size <= len) {
+		unsigned char *r = img + refs->sh_offset, save[16];
+
+		memcpy(save, r, 16);
+		put_u64(r, 0x7fffffff0000ull);
+		write_all(path, img, len);
+		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
+		CHECK_INT(p->nsites, 6);
+		CHECK_INT(p->nbad_sites, 1);
+		qp_elf_probes_free(p);
+		memcpy(r, r + 8, 8);
+		write_all(path, img, len);
+		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
+		CHECK_INT(p->nsites, 6);
+		CHECK_INT(p->nbad_sites, 0);
+		qp_elf_probes_free(p);
+		/* Pointing into the middle of a descriptor: its bytes are not
+		 * a record. */
+		put_u64(r, rec_vaddr + 8);
+		write_all(path, img, len);
+		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
+		CHECK_INT(p->nbad_sites, 1);
+		qp_elf_probes_free(p);
+		memcpy(r, save, 16);
+	}
+
+	/* Zeroed pointers are found again through the R_X86_64_RELATIVE
+	 * relocations GNU ld also emits for a PIE. */
 	{
 		unsigned char save[24];
 		const struct qp_site_info *s;
@@ -423,7 +530,7 @@ static void check_mutations(const char *pie, const char *dir)
 		write_all(path, img, len);
 		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
 		CHECK_INT(p->nsites, 7);
-		s = p->nsites ? &p->sites[0] : NULL;
+		s = qp_elf_site_at(p, rec_vaddr);
 		CHECK(s && strcmp(s->name, "?") && strcmp(s->file, "?") && strcmp(s->function, "?"));
 		qp_elf_probes_free(p);
 
@@ -434,7 +541,7 @@ static void check_mutations(const char *pie, const char *dir)
 		write_all(path, img, len);
 		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
 		CHECK_INT(p->nsites, 7);
-		s = p->nsites ? &p->sites[0] : NULL;
+		s = qp_elf_site_at(p, rec_vaddr);
 		CHECK(s && !strcmp(s->name, "?") && !strcmp(s->file, "?") && !strcmp(s->function, "?"));
 		qp_elf_probes_free(p);
 
@@ -443,21 +550,22 @@ static void check_mutations(const char *pie, const char *dir)
 		put_u64(rec + 16, 1);
 		write_all(path, img, len);
 		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
-		s = p->nsites ? &p->sites[0] : NULL;
+		s = qp_elf_site_at(p, rec_vaddr);
 		CHECK(s && !strncmp(s->name, "ELF", 3));
 		qp_elf_probes_free(p);
 		memcpy(rec + 16, save, 24);
 
 		/* A wrong magic and a future version are skipped and counted. */
 		rec[0] ^= 0xff;
-		rec[40 + 4] = 2;
+		rec2[4] = 2;
 		write_all(path, img, len);
 		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
 		CHECK_INT(p->nsites, 5);
 		CHECK_INT(p->nbad_sites, 2);
+		CHECK(qp_elf_site_at(p, rec_vaddr) == NULL);
 		qp_elf_probes_free(p);
 		rec[0] ^= 0xff;
-		rec[40 + 4] = 1;
+		rec2[4] = 1;
 	}
 
 	/* A note whose descriptor size runs past its section: that note and

@@ -4,9 +4,14 @@
 #         [-DNONE=1] -P test_instrument_notes.cmake
 #
 # EXPECT gives the exact number of `.note.stapsdt` entries of provider qprof
-# per probe name; a probe name left out must have none. NONE=1 asserts that the
-# binary holds no qprof trace at all: no note and none of the sections the
-# markers create (.note.stapsdt, .stapsdt.base, qprof_sites, .probes).
+# per probe name; a probe name left out must have none. The binary must then
+# also hold the non-allocated section .qprof_refs with exactly one 8-byte
+# descriptor address per scope_enter, value, log and mark note (the
+# instrument API has no QPROF_SCOPE_BEGIN/END; exits of a block scope list
+# no address; the test programs inline no marker, so no address repeats).
+# NONE=1 asserts that the binary holds no qprof trace at all: no note and none
+# of the sections the markers create (.note.stapsdt, .stapsdt.base,
+# .qprof_refs, .probes).
 # It also checks that value and log probes carry a semaphore and the others
 # do not (the semaphore guards the work that only a listener needs).
 cmake_minimum_required(VERSION 3.18)
@@ -79,17 +84,42 @@ foreach(p ${probes})
   endif()
 endforeach()
 
+execute_process(COMMAND ${READELF} -S --wide ${BIN}
+  OUTPUT_VARIABLE sections RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${READELF} -S ${BIN} failed (${rc})")
+endif()
+
+if(NOT NONE)
+  # [Nr] Name Type Address Off Size ES Flg Lk Inf Al: no A flag.
+  if(NOT sections MATCHES " \\.qprof_refs +PROGBITS +([0-9a-f]+) [0-9a-f]+ ([0-9a-f]+) [0-9a-f]+ +([A-Z]*) ")
+    message(SEND_ERROR "${BIN} has no .qprof_refs section")
+    set(failed 1)
+  else()
+    set(refs_addr "${CMAKE_MATCH_1}")
+    set(refs_size "${CMAKE_MATCH_2}")
+    set(refs_flags "${CMAKE_MATCH_3}")
+    math(EXPR refs_size "0x${refs_size}")
+    math(EXPR want_refs "8 * (${want_scope_enter} + ${want_value} + ${want_log} + ${want_mark})")
+    if(NOT refs_size EQUAL want_refs)
+      message(SEND_ERROR ".qprof_refs: ${refs_size} bytes, expected ${want_refs}")
+      set(failed 1)
+    else()
+      message(STATUS ".qprof_refs: ${refs_size} bytes (ok)")
+    endif()
+    if(refs_flags MATCHES "A" OR NOT refs_addr MATCHES "^0+$")
+      message(SEND_ERROR ".qprof_refs is allocated (address ${refs_addr}, flags '${refs_flags}')")
+      set(failed 1)
+    endif()
+  endif()
+endif()
+
 if(NONE)
   if(notes MATCHES "NT_STAPSDT|stapsdt")
     message(SEND_ERROR "${BIN} has stapsdt notes")
     set(failed 1)
   endif()
-  execute_process(COMMAND ${READELF} -S --wide ${BIN}
-    OUTPUT_VARIABLE sections RESULT_VARIABLE rc)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "${READELF} -S ${BIN} failed (${rc})")
-  endif()
-  foreach(s "\\.note\\.stapsdt" "\\.stapsdt\\.base" "qprof_sites" "\\.probes")
+  foreach(s "\\.note\\.stapsdt" "\\.stapsdt\\.base" "\\.qprof_refs" "\\.probes")
     if(sections MATCHES " ${s} ")
       message(SEND_ERROR "${BIN} has a section matching ${s}")
       set(failed 1)
