@@ -2,11 +2,13 @@
 /* scopes.bpf.c - scope latency collector.
  *
  * scope_enter/scope_exit USDT probes of qprof.h push and pop a per-thread
- * stack; an exit that matches the top (or, failing that, a frame further
- * down) measures the scope and adds it to a per-CPU aggregate keyed by
- * (process, site, parent site): count, sum, min, max and a log-linear
- * histogram. No per-event record leaves the kernel. Everything that cannot
- * be measured cleanly is counted in `counters` instead of corrupting a figure.
+ * stack (task-local storage); an exit that matches the top (or, failing
+ * that, a frame further down) measures the scope and adds it to a per-CPU
+ * aggregate keyed by (process, site, parent site): count, sum, min, max and a
+ * log-linear histogram. No per-event record leaves the kernel. Everything
+ * that cannot be measured cleanly is counted in `counters` instead of
+ * corrupting a figure. Hot path: one array lookup for the USDT spec, one
+ * task-storage get, one per-CPU hash lookup on exit.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -14,13 +16,14 @@
 #define BPF_USDT_MAX_SPEC_CNT 1024
 #include <bpf/usdt.bpf.h>
 #include "scopes.h"
+#include "usdt_args.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);	/* threads; resized by the daemon */
-	__type(key, __u32);
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct thread_stack);
 } thread_stacks SEC(".maps");
 
@@ -46,16 +49,12 @@ struct {
 	__type(value, __u8);
 } excluded SEC(".maps");
 
-/* All-zero values to insert from: too large for the BPF stack. Never written. */
-struct zero_values {
-	struct thread_stack stack;
-	struct scope_stats stats;
-};
+/* An all-zero value to insert from: too large for the BPF stack. Never written. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct zero_values);
+	__type(value, struct scope_stats);
 } zero SEC(".maps");
 
 static __always_inline void count(__u32 which, __u64 n)
@@ -66,46 +65,42 @@ static __always_inline void count(__u32 which, __u64 n)
 		*c += n;
 }
 
-static __always_inline bool wanted(struct pt_regs *ctx, __u32 tgid)
+/* The thread's stack, made on first use; cleared when an attach newer than
+ * its frames hits it. NULL when the hit is not ours to count. */
+static __always_inline struct thread_stack *stack_of(__u64 cookie, __u32 tgid, bool create)
 {
-	if (bpf_usdt_cookie(ctx) != QPROF_COOKIE_BINARY)
-		return true;	/* pid attachments are filtered by the kernel */
-	return !bpf_map_lookup_elem(&excluded, &tgid);
-}
+	struct thread_stack *st;
 
-static __always_inline struct zero_values *zeros(void)
-{
-	__u32 k = 0;
-
-	return bpf_map_lookup_elem(&zero, &k);
+	if ((cookie & QPROF_COOKIE_BINARY) && bpf_map_lookup_elem(&excluded, &tgid))
+		return NULL;
+	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0,
+				  create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!st)
+		return NULL;
+	if (st->epoch < QPROF_COOKIE_EPOCH(cookie)) {
+		st->epoch = QPROF_COOKIE_EPOCH(cookie);
+		st->depth = 0;
+		st->tgid = tgid;
+	}
+	return st;
 }
 
 SEC("usdt")
-int BPF_USDT(scope_enter, __u64 site, __u64 key)
+int scope_enter(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, tgid = id >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 site, key, cookie;
 	struct thread_stack *st;
 	__u32 d;
 
-	if (!wanted(ctx, tgid))
+	if (qp_usdt_args2(ctx, &site, &key, &cookie))
 		return 0;
-	st = bpf_map_lookup_elem(&thread_stacks, &tid);
+	st = stack_of(cookie, tgid, true);
 	if (!st) {
-		struct zero_values *z = zeros();
-
-		if (!z)
-			return 0;
-		if (bpf_map_update_elem(&thread_stacks, &tid, &z->stack, BPF_NOEXIST) &&
-		    !bpf_map_lookup_elem(&thread_stacks, &tid)) {
+		if (!(cookie & QPROF_COOKIE_BINARY))
 			count(QPROF_CNT_DROP_MAP_FULL, 1);
-			return 0;
-		}
-		st = bpf_map_lookup_elem(&thread_stacks, &tid);
-		if (!st)
-			return 0;
-		st->tgid = tgid;
+		return 0;
 	}
 	d = st->depth;
 	if (d >= QPROF_MAX_DEPTH) {
@@ -128,11 +123,12 @@ static __always_inline void record(__u32 tgid, __u64 site, __u64 parent, __u64 d
 	__u32 idx;
 
 	if (!s) {
-		struct zero_values *z = zeros();
+		__u32 z = 0;
+		struct scope_stats *zs = bpf_map_lookup_elem(&zero, &z);
 
-		if (!z)
+		if (!zs)
 			return;
-		bpf_map_update_elem(&scope_stats, &k, &z->stats, BPF_NOEXIST);
+		bpf_map_update_elem(&scope_stats, &k, zs, BPF_NOEXIST);
 		s = bpf_map_lookup_elem(&scope_stats, &k);
 		if (!s) {
 			count(QPROF_CNT_DROP_MAP_FULL, 1);
@@ -154,20 +150,21 @@ static __always_inline void record(__u32 tgid, __u64 site, __u64 parent, __u64 d
 }
 
 SEC("usdt")
-int BPF_USDT(scope_exit, __u64 site, __u64 key)
+int scope_exit(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id, tgid = id >> 32;
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 site, key, cookie, want;
 	struct thread_stack *st;
 	__u32 d, i, top;
-	__u64 want = key ? key : site;
 
-	if (!wanted(ctx, tgid))
+	if (qp_usdt_args2(ctx, &site, &key, &cookie))
 		return 0;
-	st = bpf_map_lookup_elem(&thread_stacks, &tid);
+	want = key ? key : site;
+	st = stack_of(cookie, tgid, false);
 	if (!st || st->depth == 0) {
-		count(QPROF_CNT_DROP_NO_ENTER, 1);
+		if (st || !(cookie & QPROF_COOKIE_BINARY) || !bpf_map_lookup_elem(&excluded, &tgid))
+			count(QPROF_CNT_DROP_NO_ENTER, 1);
 		return 0;
 	}
 	d = st->depth;
@@ -199,19 +196,17 @@ int BPF_USDT(scope_exit, __u64 site, __u64 key)
 	return 0;
 }
 
-/* A thread that exits with scopes open: count them and free its stack.
+/* A thread that exits with scopes open: count them. Its storage goes with it.
  * tp_btf needs no tracefs mount; the exiting task is the current one. */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(thread_exit)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct thread_stack *st = bpf_map_lookup_elem(&thread_stacks, &tid);
+	struct thread_stack *st;
 
-	if (!st)
+	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (!st || !st->depth)
 		return 0;
-	if (st->depth)
-		count(QPROF_CNT_DROP_THREAD_EXIT,
-		      st->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : st->depth);
-	bpf_map_delete_elem(&thread_stacks, &tid);
+	count(QPROF_CNT_DROP_THREAD_EXIT, st->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : st->depth);
+	st->depth = 0;
 	return 0;
 }

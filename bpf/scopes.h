@@ -9,10 +9,13 @@
 /* Per-thread stack of open scopes. Deeper nesting is counted, not stored. */
 #define QPROF_MAX_DEPTH 32
 
-/* bpf_usdt_cookie() of an attachment: a --binary attachment hits every
- * process running the file, so it checks the `excluded` map (detached pids). */
-#define QPROF_COOKIE_PID 0
-#define QPROF_COOKIE_BINARY 1
+/* The USDT cookie of an attachment: bit 0 set for a --binary attachment
+ * (it hits every process running the file, so it checks the `excluded` map
+ * of detached pids); the other bits are the attach epoch, which grows with
+ * every attach: a thread stack older than the newest attach that hits it is
+ * cleared, so frames left open by an earlier detach never pair with new ones. */
+#define QPROF_COOKIE_BINARY 1ULL
+#define QPROF_COOKIE_EPOCH(c) ((c) >> 1)
 
 struct scope_key {
 	__u32 tgid;
@@ -38,6 +41,7 @@ struct scope_frame {
 struct thread_stack {
 	__u32 depth;	/* may exceed QPROF_MAX_DEPTH: frames past it are not kept */
 	__u32 tgid;
+	__u64 epoch;
 	struct scope_frame f[QPROF_MAX_DEPTH];
 };
 

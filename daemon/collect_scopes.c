@@ -15,9 +15,10 @@
 struct qp_scopes {
 	struct scopes *skel;
 	int ncpus;
+	uint64_t epoch;	/* last attach epoch handed out */
 };
 
-int qp_scopes_open(struct qp_scopes **out, unsigned int max_threads, unsigned int max_sites,
+int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites,
 		   char *err, size_t errlen)
 {
 	struct qp_scopes *s;
@@ -39,7 +40,6 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_threads, unsigned in
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 		goto fail;
 	}
-	bpf_map__set_max_entries(s->skel->maps.thread_stacks, max_threads);
 	bpf_map__set_max_entries(s->skel->maps.scope_stats, max_sites);
 	ret = scopes__load(s->skel);
 	if (ret) {
@@ -78,8 +78,13 @@ static int push_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 	return 0;
 }
 
-int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, bool has_enter, bool has_exit,
-		     struct bpf_link ***links, size_t *nlinks, char *err, size_t errlen)
+uint64_t qp_scopes_new_epoch(struct qp_scopes *s)
+{
+	return ++s->epoch;
+}
+
+int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, uint64_t epoch, bool has_enter,
+		     bool has_exit, struct bpf_link ***links, size_t *nlinks, char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, opts);
 	struct bpf_program *progs[2] = { s->skel->progs.scope_enter, s->skel->progs.scope_exit };
@@ -88,7 +93,7 @@ int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, bool has_en
 	size_t first = *nlinks;
 	int i, made = 0, ret;
 
-	opts.usdt_cookie = pid < 0 ? QPROF_COOKIE_BINARY : QPROF_COOKIE_PID;
+	opts.usdt_cookie = (epoch << 1) | (pid < 0 ? QPROF_COOKIE_BINARY : 0);
 	/* exits first: an exit seen without its enter is counted and harmless,
 	 * an enter seen without its exit would sit at the bottom of the stack */
 	for (i = 1; i >= 0; i--) {
@@ -185,34 +190,6 @@ static int list_keys(int fd, int pid, struct scope_key **out, size_t *n)
 	return 0;
 }
 
-/* Thread stacks of PID: left behind when it is detached inside a scope, they
- * would pair a later enter with a stale frame. */
-static void forget_stacks(struct qp_scopes *s, uint32_t pid)
-{
-	int fd = bpf_map__fd(s->skel->maps.thread_stacks);
-	struct thread_stack *st = malloc(sizeof(*st));
-	__u32 key, next, *prev = NULL, *dead = NULL, *nd;
-	size_t n = 0, steps = 0, i;
-
-	if (!st)
-		return;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0 && ++steps < (1u << 22)) {
-		if (!bpf_map_lookup_elem(fd, &next, st) && st->tgid == pid) {
-			nd = realloc(dead, (n + 1) * sizeof(*nd));
-			if (!nd)
-				break;
-			dead = nd;
-			dead[n++] = next;
-		}
-		key = next;
-		prev = &key;
-	}
-	for (i = 0; i < n; i++)
-		bpf_map_delete_elem(fd, &dead[i]);
-	free(dead);
-	free(st);
-}
-
 int qp_scopes_forget(struct qp_scopes *s, uint32_t pid)
 {
 	int fd = bpf_map__fd(s->skel->maps.scope_stats);
@@ -220,7 +197,7 @@ int qp_scopes_forget(struct qp_scopes *s, uint32_t pid)
 	size_t n = 0, i;
 	int ret;
 
-	forget_stacks(s, pid);
+	/* its thread stacks need no cleaning: a later attach has a newer epoch */
 	ret = list_keys(fd, (int)pid, &keys, &n);
 	if (ret)
 		return ret;

@@ -27,15 +27,16 @@ struct qp_scope_snapshot {
 
 /* Open, size and load the BPF object; attach the thread-exit tracepoint.
  * -errno on failure (err holds the reason). */
-int qp_scopes_open(struct qp_scopes **out, unsigned int max_threads, unsigned int max_sites,
-		   char *err, size_t errlen);
+int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, char *err, size_t errlen);
 void qp_scopes_close(struct qp_scopes *s); /* accepts NULL */
 
+/* A new attach epoch: one per attach operation (all files of one target). */
+uint64_t qp_scopes_new_epoch(struct qp_scopes *s);
 /* Attach scope_enter/scope_exit to every qprof site of PATH, for PID (-1: any
  * process, with QPROF_COOKIE_BINARY). Links are appended to *links (grown
  * with realloc). Returns the number of links made or -errno. */
-int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, bool has_enter, bool has_exit,
-		     struct bpf_link ***links, size_t *nlinks, char *err, size_t errlen);
+int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, uint64_t epoch, bool has_enter,
+		     bool has_exit, struct bpf_link ***links, size_t *nlinks, char *err, size_t errlen);
 void qp_scopes_detach_links(struct bpf_link **links, size_t n);
 
 /* Stop/resume counting PID for --binary attachments. */

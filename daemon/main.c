@@ -30,7 +30,6 @@ struct options {
 	const char **binaries;
 	size_t nbinaries;
 	unsigned int frequency;
-	unsigned int max_threads;
 	unsigned int max_sites;
 	int verbose;
 };
@@ -50,7 +49,6 @@ static void usage(FILE *f)
 		"  --frequency HZ      CPU sampling frequency, 1..10000 (default 99; CPU\n"
 		"                      sampling itself is not in this version)\n"
 		"  --all               sample every process (not available in this version)\n"
-		"  --max-threads N     threads tracked at once (default 16384)\n"
 		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
 		"  -v, --verbose       more logging (-vv: debug)\n"
 		"  -h, --help          this text\n"
@@ -82,7 +80,7 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_VERSION = 256, OPT_MAXT, OPT_MAXS };
+	enum { OPT_VERSION = 256, OPT_MAXS };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -90,7 +88,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "all", no_argument, NULL, 'a' },
-		{ "max-threads", required_argument, NULL, OPT_MAXT },
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -136,11 +133,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'a':
 			fprintf(stderr, "qprofd: --all needs CPU sampling, which is not available in this version\n");
 			return 2;
-		case OPT_MAXT:
-			if (parse_uint_opt("--max-threads", optarg, 64, 1 << 20, &v))
-				return 2;
-			o->max_threads = (unsigned int)v;
-			break;
 		case OPT_MAXS:
 			if (parse_uint_opt("--max-sites", optarg, 16, 1 << 18, &v))
 				return 2;
@@ -185,8 +177,7 @@ bool qprofd_wait(struct qprofd *d, unsigned int seconds)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_threads = 16384,
-			     .max_sites = 4096 };
+	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096 };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qprofd d = { 0 };
 	pthread_condattr_t ca;
@@ -219,7 +210,7 @@ int main(int argc, char **argv)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&d.wait_cond, &ca);
 
-	ret = qp_scopes_open(&d.scopes, o.max_threads, o.max_sites, err, sizeof(err));
+	ret = qp_scopes_open(&d.scopes, o.max_sites, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "qprofd: %s\nqprofd: BPF is unavailable: run as root on a kernel with BTF, uprobes and the BPF JIT\n",
 			err);

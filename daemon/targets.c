@@ -209,6 +209,7 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, 
 	struct qp_target *t = NULL;
 	char path[PATH_MAX + 32], merr[256];
 	size_t i, j, files = 0;
+	uint64_t epoch = qp_scopes_new_epoch(r->scopes);
 	int ret;
 
 	*out = NULL;
@@ -248,7 +249,7 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, 
 		}
 		if (!mod->qprof_notes)
 			continue;
-		ret = qp_scopes_attach(r->scopes, pid, path, module_has_probe(mod, "scope_enter"),
+		ret = qp_scopes_attach(r->scopes, pid, path, epoch, module_has_probe(mod, "scope_enter"),
 				       module_has_probe(mod, "scope_exit"), &t->links, &t->nlinks,
 				       merr, sizeof(merr));
 		if (ret < 0) {
@@ -419,7 +420,8 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, struct qp_bi
 	b->ino = mod->ino;
 	b->probes = (unsigned int)mod->qprof_notes;
 	b->attached_ms = qp_realtime_ns() / 1000000;
-	ret = qp_scopes_attach(r->scopes, -1, real, module_has_probe(mod, "scope_enter"),
+	ret = qp_scopes_attach(r->scopes, -1, real, qp_scopes_new_epoch(r->scopes),
+			       module_has_probe(mod, "scope_enter"),
 			       module_has_probe(mod, "scope_exit"), &b->links, &b->nlinks, err, errlen);
 	if (ret < 0 || !b->path) {
 		free(b->path);

@@ -1,6 +1,7 @@
 """qptest - helpers for qprof's integration tests: start qprofd and test
 programs (and stop them by pid), talk HTTP over the daemon's unix socket,
 assert with messages. Exit 77 (skipped) only when BPF cannot be loaded."""
+import atexit
 import http.client
 import json
 import os
@@ -12,6 +13,15 @@ import tempfile
 import time
 
 SKIP = 77
+_started = []  # every process a test started: stopped by pid at exit, whatever happens
+
+
+@atexit.register
+def _stop_all():
+    for p in _started:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -61,6 +71,7 @@ class Daemon:
         self.log = open(os.path.join(self.dir, "qprofd.log"), "w+")
         self.proc = subprocess.Popen([qprofd, "--socket", self.sock, "-v", *args],
                                      stdout=self.log, stderr=subprocess.STDOUT)
+        _started.append(self.proc)
         deadline = time.time() + 30
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -125,7 +136,9 @@ class Target:
     prints its own figures as JSON, waits for SIGUSR2."""
 
     def __init__(self, argv):
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+        _started.append(self.proc)
         self.pid = json.loads(self.proc.stdout.readline())["pid"]
 
     def start(self):
