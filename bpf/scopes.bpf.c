@@ -67,12 +67,16 @@ static __always_inline void count(__u32 which, __u64 n)
 
 /* The thread's stack, made on first use; cleared when an attach newer than
  * its frames hits it. NULL when the hit is not ours to count. */
-static __always_inline struct thread_stack *stack_of(__u64 cookie, __u32 tgid, bool create)
+static __always_inline struct thread_stack *stack_of(__u64 cookie, bool create)
 {
 	struct thread_stack *st;
+	__u32 tgid;
 
-	if ((cookie & QPROF_COOKIE_BINARY) && bpf_map_lookup_elem(&excluded, &tgid))
-		return NULL;
+	if (cookie & QPROF_COOKIE_BINARY) {
+		tgid = bpf_get_current_pid_tgid() >> 32;
+		if (bpf_map_lookup_elem(&excluded, &tgid))
+			return NULL;
+	}
 	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0,
 				  create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!st)
@@ -80,7 +84,7 @@ static __always_inline struct thread_stack *stack_of(__u64 cookie, __u32 tgid, b
 	if (st->epoch < QPROF_COOKIE_EPOCH(cookie)) {
 		st->epoch = QPROF_COOKIE_EPOCH(cookie);
 		st->depth = 0;
-		st->tgid = tgid;
+		st->tgid = bpf_get_current_pid_tgid() >> 32;
 	}
 	return st;
 }
@@ -89,14 +93,13 @@ SEC("usdt")
 int scope_enter(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u64 site, key, cookie;
 	struct thread_stack *st;
 	__u32 d;
 
 	if (qp_usdt_args2(ctx, &site, &key, &cookie))
 		return 0;
-	st = stack_of(cookie, tgid, true);
+	st = stack_of(cookie, true);
 	if (!st) {
 		if (!(cookie & QPROF_COOKIE_BINARY))
 			count(QPROF_CNT_DROP_MAP_FULL, 1);
@@ -146,27 +149,27 @@ static __always_inline void record(__u32 tgid, __u64 site, __u64 parent, __u64 d
 	asm volatile("" : "+r"(idx));
 	if (idx < QPROF_HIST_BUCKETS)
 		s->hist[idx]++;
-	count(QPROF_CNT_EVENTS, 1);
 }
 
 SEC("usdt")
 int scope_exit(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns();
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u64 site, key, cookie, want;
 	struct thread_stack *st;
-	__u32 d, i, top;
+	__u32 d, i, top, tgid;
 
 	if (qp_usdt_args2(ctx, &site, &key, &cookie))
 		return 0;
 	want = key ? key : site;
-	st = stack_of(cookie, tgid, false);
+	st = stack_of(cookie, false);
 	if (!st || st->depth == 0) {
+		tgid = bpf_get_current_pid_tgid() >> 32;
 		if (st || !(cookie & QPROF_COOKIE_BINARY) || !bpf_map_lookup_elem(&excluded, &tgid))
 			count(QPROF_CNT_DROP_NO_ENTER, 1);
 		return 0;
 	}
+	tgid = st->tgid;
 	d = st->depth;
 	if (d > QPROF_MAX_DEPTH) {
 		/* the matching enter was past the stack and already counted */

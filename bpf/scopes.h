@@ -47,7 +47,7 @@ struct thread_stack {
 
 /* Per-CPU counters (array map `counters`), summed by the daemon. */
 enum scope_counter {
-	QPROF_CNT_EVENTS = 0,		/* scopes measured */
+	QPROF_CNT_EVENTS = 0,		/* unused: events are the sum of the counts */
 	QPROF_CNT_DROP_NO_ENTER,	/* exit with no matching enter on the thread */
 	QPROF_CNT_DROP_OUT_OF_ORDER,	/* open scopes skipped by an exit further down */
 	QPROF_CNT_DROP_TOO_DEEP,	/* enters beyond QPROF_MAX_DEPTH */

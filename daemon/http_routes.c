@@ -141,7 +141,7 @@ static void status_handler(struct qprofd *d, const struct qp_request *req, struc
 	static const char *const allowed[] = { NULL };
 	struct qp_scope_snapshot snap;
 	struct qp_json j;
-	uint64_t dropped = 0;
+	uint64_t dropped = 0, events = 0;
 	size_t i;
 	int c;
 
@@ -153,6 +153,9 @@ static void status_handler(struct qprofd *d, const struct qp_request *req, struc
 	}
 	for (c = QPROF_CNT_DROP_NO_ENTER; c < QPROF_CNT__MAX; c++)
 		dropped += snap.counters[c];
+	/* events: scopes measured, summed from the aggregates (no per-event counter) */
+	for (i = 0; i < snap.n; i++)
+		events += snap.rows[i].stats.count;
 	qp_json_init(&j);
 	qp_json_obj_begin(&j);
 	qp_json_kv_str(&j, "version", QPROF_VERSION);
@@ -179,7 +182,7 @@ static void status_handler(struct qprofd *d, const struct qp_request *req, struc
 	qp_json_key(&j, "scopes");
 	qp_json_obj_begin(&j);
 	qp_json_kv_u64(&j, "sites", qp_model_count_sites(&snap));
-	qp_json_kv_u64(&j, "events", snap.counters[QPROF_CNT_EVENTS]);
+	qp_json_kv_u64(&j, "events", events);
 	qp_json_kv_u64(&j, "dropped", dropped);
 	qp_json_key(&j, "dropped_by_reason");
 	qp_json_obj_begin(&j);
