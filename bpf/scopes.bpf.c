@@ -27,8 +27,11 @@ struct {
 	__type(value, struct thread_stack);
 } thread_stacks SEC(".maps");
 
+/* Not preallocated: 8.5 KiB per entry per CPU would be reserved up front
+ * (4096 entries on 64 CPUs: 2.2 GiB); entries are made at a site's first hit. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 4096);	/* (process, site, parent); resized by the daemon */
 	__type(key, struct scope_key);
 	__type(value, struct scope_stats);

@@ -219,8 +219,13 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, 
 		return -EINVAL;
 	}
 	if (qp_registry_find(r, pid)) {
+		struct qp_target *old = qp_registry_find(r, pid);
+
 		*status = 409;
-		snprintf(err, errlen, "process %d is already a target", pid);
+		if (old->state == QP_TARGET_EXITED)
+			snprintf(err, errlen, "pid %d is still listed as an exited target; detach it first", pid);
+		else
+			snprintf(err, errlen, "process %d is already a target", pid);
 		return -EEXIST;
 	}
 	ret = target_new(pid, &t);
