@@ -10,12 +10,11 @@
 #include <jansson.h>
 #include "collect_scopes.h"
 #include "http.h"
+#include "http_query.h"
 #include "json_writer.h"
 #include "model_scopes.h"
 #include "qprofd.h"
 #include "util.h"
-
-#define MAX_SECONDS 300
 
 static void reply_json(struct qp_response *resp, int status, struct qp_json *j)
 {
@@ -60,35 +59,30 @@ static void __printf(3, 4) reply_error(struct qp_response *resp, int status, con
 	reply_json(resp, status, &j);
 }
 
-/* Query parameters: only the route's own names are accepted. */
+/* Query parameters: only the route's own names are accepted. The parsing
+ * itself is in http_query.c; here are the request and the registry. */
 struct key_check {
 	const char *const *allowed;
 	const char *bad;
+	char msg[128];
 };
 
 static void check_key(void *arg, const char *key)
 {
 	struct key_check *kc = arg;
-	size_t i;
 
 	if (kc->bad)
 		return;
-	for (i = 0; kc->allowed[i]; i++)
-		if (!strcmp(kc->allowed[i], key))
-			return;
-	kc->bad = key;
+	kc->bad = qp_query_unknown_key(kc->allowed, &key, 1, kc->msg, sizeof(kc->msg));
 }
 
 static bool query_ok(const struct qp_request *req, struct qp_response *resp, const char *const *allowed)
 {
-	struct key_check kc = { allowed, NULL };
+	struct key_check kc = { allowed, NULL, "" };
 
 	req->query_keys(req->arg, check_key, &kc);
 	if (kc.bad) {
-		char name[64];
-
-		snprintf(name, sizeof(name), "%s", kc.bad);
-		reply_error(resp, 400, "unknown query parameter '%s'", name);
+		reply_error(resp, 400, "%s", kc.msg);
 		return false;
 	}
 	return true;
@@ -97,42 +91,37 @@ static bool query_ok(const struct qp_request *req, struct qp_response *resp, con
 /* pid=: absent -> 0; else a positive pid that is a target. */
 static bool query_pid(struct qprofd *d, const struct qp_request *req, struct qp_response *resp, int *pid)
 {
-	const char *s = req->query(req->arg, "pid");
-	int64_t v;
+	char msg[128];
 	bool known;
+	int v;
 
 	*pid = 0;
-	if (!s)
-		return true;
-	if (qp_parse_i64(s, 1, INT32_MAX, &v)) {
-		reply_error(resp, 400, "pid must be a positive integer");
+	if (qp_query_pid(req->query(req->arg, "pid"), &v, msg, sizeof(msg))) {
+		reply_error(resp, 400, "%s", msg);
 		return false;
 	}
+	if (!v)
+		return true;
 	pthread_mutex_lock(&d->reg.lock);
-	known = qp_registry_find(&d->reg, (int)v) != NULL;
+	known = qp_registry_find(&d->reg, v) != NULL;
 	pthread_mutex_unlock(&d->reg.lock);
 	if (!known) {
-		reply_error(resp, 404, "process %lld is not a target", (long long)v);
+		reply_error(resp, 404, "process %d is not a target", v);
 		return false;
 	}
-	*pid = (int)v;
+	*pid = v;
 	return true;
 }
 
 /* seconds=: absent -> 0 (everything since attach); else 1..300, clamped. */
 static bool query_seconds(const struct qp_request *req, struct qp_response *resp, unsigned int *sec)
 {
-	const char *s = req->query(req->arg, "seconds");
-	int64_t v;
+	char msg[128];
 
-	*sec = 0;
-	if (!s)
-		return true;
-	if (qp_parse_i64(s, INT64_MIN, INT64_MAX, &v)) {
-		reply_error(resp, 400, "seconds must be an integer (1..%d)", MAX_SECONDS);
+	if (qp_query_seconds(req->query(req->arg, "seconds"), sec, msg, sizeof(msg))) {
+		reply_error(resp, 400, "%s", msg);
 		return false;
 	}
-	*sec = v < 1 ? 1 : v > MAX_SECONDS ? MAX_SECONDS : (unsigned int)v;
 	return true;
 }
 

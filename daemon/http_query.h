@@ -1,0 +1,29 @@
+/* http_query.h - the pure part of query-string checking for the HTTP API:
+ * no request, no registry, no locks, so the unit tests can drive it with
+ * plain strings. A NULL value means the parameter is absent. Numbers go
+ * through qp_parse_i64, so a value is one decimal integer filling the whole
+ * string: no blanks, no exponent, no trailing junk. A leading '+' is accepted
+ * ("+5" is 5), a leading '-' is accepted for seconds (then clamped to 1). */
+#ifndef QPROF_HTTP_QUERY_H
+#define QPROF_HTTP_QUERY_H
+#include <stddef.h>
+
+/* seconds= is clamped to 1..QP_QUERY_MAX_SECONDS (DESIGN.md "HTTP API"). */
+#define QP_QUERY_MAX_SECONDS 300
+
+/* seconds=: absent (NULL) -> *out = 0 (everything since attach); an integer
+ * -> clamped to 1..300; anything else (or an integer beyond int64) -> -EINVAL
+ * and "seconds must be an integer (1..300)" in err. */
+int qp_query_seconds(const char *s, unsigned int *out, char *err, size_t errlen);
+
+/* pid=: absent (NULL) -> *out = 0; an integer in 1..INT32_MAX -> *out;
+ * anything else -> -EINVAL and "pid must be a positive integer" in err.
+ * Whether the pid is a target is the caller's business. */
+int qp_query_pid(const char *s, int *out, char *err, size_t errlen);
+
+/* The first of keys[0..nkeys) that is not in the NULL-terminated allowed
+ * list, or NULL when all are allowed. When one is found and err is not NULL,
+ * err gets "unknown query parameter 'KEY'" (KEY cut to 63 bytes). */
+const char *qp_query_unknown_key(const char *const *allowed, const char *const *keys, size_t nkeys,
+				 char *err, size_t errlen);
+#endif

@@ -1,0 +1,172 @@
+/* test_http_query.c - the query-string checks of the HTTP API (http_query.c)
+ * with plain strings: exact values, clamping and error texts.
+ *
+ * Decided and pinned here: a leading '+' is accepted ("+5" is 5, as
+ * qp_parse_i64 reads it); blanks anywhere, exponents and empty values are
+ * not numbers; a number beyond int64 is "not an integer" (400) rather than
+ * being clamped, and pid beyond INT32_MAX is not a pid. */
+#include <errno.h>
+#include "http_query.h"
+#include "testlib.h"
+
+#define SEC_ERR "seconds must be an integer (1..300)"
+#define PID_ERR "pid must be a positive integer"
+
+static void seconds_ok(const char *s, unsigned int want, int line)
+{
+	unsigned int v = 12345;
+	char err[128] = "untouched";
+	int ret = qp_query_seconds(s, &v, err, sizeof(err));
+
+	if (ret != 0 || v != want)
+		fprintf(stderr, "line %d: seconds '%s' -> ret %d, %u\n", line, s ? s : "(absent)", ret, v);
+	CHECK_INT(ret, 0);
+	CHECK_INT(v, want);
+	CHECK_STR(err, "untouched"); /* no message on success */
+}
+
+static void seconds_bad(const char *s, int line)
+{
+	unsigned int v = 12345;
+	char err[128] = "";
+	int ret = qp_query_seconds(s, &v, err, sizeof(err));
+
+	if (ret != -EINVAL)
+		fprintf(stderr, "line %d: seconds '%s' accepted as %u\n", line, s, v);
+	CHECK_INT(ret, -EINVAL);
+	CHECK_INT(v, 0);
+	CHECK_STR(err, SEC_ERR);
+}
+
+static void pid_ok(const char *s, int want, int line)
+{
+	char err[128] = "untouched";
+	int v = -7, ret = qp_query_pid(s, &v, err, sizeof(err));
+
+	if (ret != 0 || v != want)
+		fprintf(stderr, "line %d: pid '%s' -> ret %d, %d\n", line, s ? s : "(absent)", ret, v);
+	CHECK_INT(ret, 0);
+	CHECK_INT(v, want);
+	CHECK_STR(err, "untouched");
+}
+
+static void pid_bad(const char *s, int line)
+{
+	char err[128] = "";
+	int v = -7, ret = qp_query_pid(s, &v, err, sizeof(err));
+
+	if (ret != -EINVAL)
+		fprintf(stderr, "line %d: pid '%s' accepted as %d\n", line, s, v);
+	CHECK_INT(ret, -EINVAL);
+	CHECK_INT(v, 0);
+	CHECK_STR(err, PID_ERR);
+}
+
+static void test_seconds(void)
+{
+	seconds_ok(NULL, 0, __LINE__); /* absent: everything since attach */
+	seconds_ok("0", 1, __LINE__);
+	seconds_ok("1", 1, __LINE__);
+	seconds_ok("300", 300, __LINE__);
+	seconds_ok("301", 300, __LINE__);
+	seconds_ok("-5", 1, __LINE__);
+	seconds_ok("+5", 5, __LINE__);
+	seconds_ok("007", 7, __LINE__);
+	seconds_ok("9223372036854775807", 300, __LINE__);  /* INT64_MAX: clamped */
+	seconds_ok("-9223372036854775808", 1, __LINE__);   /* INT64_MIN: clamped */
+	seconds_bad("abc", __LINE__);
+	seconds_bad("", __LINE__);
+	seconds_bad("1e3", __LINE__);
+	seconds_bad(" 5", __LINE__);
+	seconds_bad("5 ", __LINE__);
+	seconds_bad("5s", __LINE__);
+	seconds_bad("1.5", __LINE__);
+	seconds_bad("0x10", __LINE__);
+	seconds_bad("+", __LINE__);
+	seconds_bad("-", __LINE__);
+	seconds_bad("+-5", __LINE__);
+	seconds_bad("99999999999999999999999", __LINE__);
+	seconds_bad("9223372036854775808", __LINE__);  /* INT64_MAX + 1 */
+	seconds_bad("-99999999999999999999999", __LINE__);
+
+	/* a NULL or zero-length err buffer is allowed */
+	{
+		unsigned int v = 9;
+
+		CHECK_INT(qp_query_seconds("abc", &v, NULL, 0), -EINVAL);
+		CHECK_INT(qp_query_seconds("42", &v, NULL, 0), 0);
+		CHECK_INT(v, 42);
+	}
+	/* a short buffer is cut, still terminated */
+	{
+		unsigned int v;
+		char err[8];
+
+		CHECK_INT(qp_query_seconds("x", &v, err, sizeof(err)), -EINVAL);
+		CHECK_STR(err, "seconds");
+	}
+}
+
+static void test_pid(void)
+{
+	pid_ok(NULL, 0, __LINE__); /* absent: every target */
+	pid_ok("123", 123, __LINE__);
+	pid_ok("1", 1, __LINE__);
+	pid_ok("+123", 123, __LINE__);
+	pid_ok("2147483647", 2147483647, __LINE__);
+	pid_bad("abc", __LINE__);
+	pid_bad("0", __LINE__);
+	pid_bad("-1", __LINE__);
+	pid_bad("2147483648", __LINE__);
+	pid_bad("99999999999999999999999", __LINE__);
+	pid_bad("", __LINE__);
+	pid_bad(" 123", __LINE__);
+	pid_bad("123 ", __LINE__);
+	pid_bad("12a", __LINE__);
+	pid_bad("1e3", __LINE__);
+}
+
+static void test_keys(void)
+{
+	static const char *const none[] = { NULL };
+	static const char *const scopes[] = { "pid", "seconds", NULL };
+	const char *ok[] = { "seconds", "pid", "pid" };
+	const char *bad[] = { "pid", "bogus", "other" };
+	const char *caps[] = { "PID" };
+	const char *empty[] = { "" };
+	char longkey[200], want[128], err[128];
+
+	CHECK(qp_query_unknown_key(scopes, NULL, 0, err, sizeof(err)) == NULL);
+	CHECK(qp_query_unknown_key(none, NULL, 0, err, sizeof(err)) == NULL);
+	CHECK(qp_query_unknown_key(scopes, ok, 3, err, sizeof(err)) == NULL);
+	/* the first unknown one is named */
+	CHECK_STR(qp_query_unknown_key(scopes, bad, 3, err, sizeof(err)), "bogus");
+	CHECK_STR(err, "unknown query parameter 'bogus'");
+	/* a route without parameters refuses every key */
+	CHECK_STR(qp_query_unknown_key(none, ok, 3, err, sizeof(err)), "seconds");
+	CHECK_STR(err, "unknown query parameter 'seconds'");
+	/* names are case-sensitive and exact */
+	CHECK_STR(qp_query_unknown_key(scopes, caps, 1, err, sizeof(err)), "PID");
+	CHECK_STR(qp_query_unknown_key(scopes, empty, 1, err, sizeof(err)), "");
+	CHECK_STR(err, "unknown query parameter ''");
+	/* NULL err is fine */
+	CHECK_STR(qp_query_unknown_key(scopes, bad, 3, NULL, 0), "bogus");
+	/* a long key is cut to 63 bytes in the message */
+	memset(longkey, 'k', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	{
+		const char *keys[] = { longkey };
+
+		CHECK(qp_query_unknown_key(scopes, keys, 1, err, sizeof(err)) == longkey);
+		snprintf(want, sizeof(want), "unknown query parameter '%.63s'", longkey);
+		CHECK_STR(err, want);
+	}
+}
+
+int main(void)
+{
+	test_seconds();
+	test_pid();
+	test_keys();
+	return test_done("test_http_query");
+}
