@@ -1,0 +1,55 @@
+/* model_cpu.h - a CPU profile as the exporters see it: symbolized samples,
+ * each a stack (root first) with a count, plus the mappings pprof wants.
+ * Built by the CPU collector from raw BPF samples and the symbolizer; read
+ * by export_folded.c, export_flamegraph.c, export_pprof.c. Read-only for
+ * exporters. All strings are owned by the profile's string arena. */
+#ifndef QPROF_MODEL_CPU_H
+#define QPROF_MODEL_CPU_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct qp_cpu_frame {
+	const char *name;	/* demangled function, or "module+0xoffset" when unnamed */
+	const char *module;	/* basename of the file, "[kernel]" for kernel frames */
+	uint64_t addr;		/* runtime address */
+	uint32_t mapping;	/* 1-based index into mappings, 0 = none (kernel) */
+	bool kernel;
+};
+
+struct qp_cpu_sample {
+	uint32_t pid;
+	const char *comm;	/* process name: the root of folded stacks */
+	uint64_t count;		/* samples with exactly this stack */
+	size_t nframes;
+	struct qp_cpu_frame *frames;	/* frames[0] is the root, frames[nframes-1] the leaf */
+};
+
+struct qp_cpu_mapping {
+	uint64_t start, limit, offset;	/* runtime range and file offset of start */
+	const char *file;
+	const char *build_id;		/* hex, "" when unknown */
+};
+
+struct qp_cpu_profile {
+	size_t nsamples;
+	struct qp_cpu_sample *samples;
+	size_t nmappings;
+	struct qp_cpu_mapping *mappings;
+	uint64_t period_ns;	/* time one sample stands for (1e9 / frequency) */
+	uint64_t duration_ns;	/* wall time the profile covers */
+	uint64_t time_ns;	/* wall clock (Unix ns) when collection started */
+	const char *title;	/* e.g. "qprof: pid 1234 (strategy), 10 s, scope calc_ma" */
+	struct qp_arena *arena;	/* owns every string and array above */
+};
+
+/* String/array arena: everything a profile points to, freed at once. */
+struct qp_arena;
+struct qp_arena *qp_arena_new(void);
+void qp_arena_free(struct qp_arena *a); /* accepts NULL */
+void *qp_arena_alloc(struct qp_arena *a, size_t n); /* zeroed; NULL on OOM */
+const char *qp_arena_strdup(struct qp_arena *a, const char *s);
+
+void qp_cpu_profile_free(struct qp_cpu_profile *p); /* frees the arena; accepts NULL */
+uint64_t qp_cpu_profile_total(const struct qp_cpu_profile *p); /* sum of counts */
+#endif
