@@ -1,0 +1,55 @@
+/* symbolize.h - addresses to names, with libelf: user frames through
+ * /proc/PID/maps and the ELF files (.symtab, else .dynsym; separate debug
+ * files found by build-id under DEBUG_ROOT/.build-id/xx/rest.debug or by
+ * .gnu_debuglink), kernel frames through /proc/kallsyms; C++ names
+ * demangled. Each file is parsed once and cached by build-id (else path +
+ * inode). A process keeps the mappings read while it lived, so it is still
+ * symbolized after it exits. A frame that cannot be named is "module+0xoff"
+ * and is never dropped. Not thread-safe: callers serialize. */
+#ifndef QPROF_SYMBOLIZE_H
+#define QPROF_SYMBOLIZE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct qp_symbolizer;
+struct qp_sym_process;
+
+struct qp_sym_opts {
+	const char *kallsyms;	/* NULL: /proc/kallsyms */
+	const char *debug_root;	/* NULL: /usr/lib/debug */
+	const char *proc_root;	/* NULL: /proc (tests point it at fixtures) */
+};
+
+struct qp_sym {
+	const char *name;	/* demangled symbol, or "module+0xoff"; owned by the symbolizer */
+	const char *module;	/* basename of the file ("[kernel]", "[unknown]", "[anon]") */
+	const char *path;	/* full path of the file, NULL for the kernel / anonymous memory */
+	const char *build_id;	/* hex, "" when none */
+	uint64_t offset;	/* addr - symbol start (0 when unnamed) */
+	uint64_t file_off;	/* addr as a file offset in its module (user frames) */
+	uint64_t map_start, map_limit, map_offset; /* the mapping that holds addr */
+	bool found;		/* a symbol was found (else name is module+0xoff) */
+};
+
+struct qp_symbolizer *qp_symbolizer_new(const struct qp_sym_opts *opts); /* NULL on OOM */
+void qp_symbolizer_free(struct qp_symbolizer *s); /* accepts NULL */
+
+/* Read PID's mappings now (call while it lives; again when it maps more).
+ * The result is cached in the symbolizer under PID until qp_sym_forget. */
+int qp_sym_process_refresh(struct qp_symbolizer *s, int pid);
+void qp_sym_forget(struct qp_symbolizer *s, int pid);
+
+/* Name ADDR of process PID (its cached mappings; refreshed once on a miss
+ * while the process lives). Always fills *out; returns 0. */
+int qp_sym_user(struct qp_symbolizer *s, int pid, uint64_t addr, struct qp_sym *out);
+int qp_sym_kernel(struct qp_symbolizer *s, uint64_t addr, struct qp_sym *out);
+
+/* Demangle NAME when it is a C++ (Itanium) name; otherwise NAME itself.
+ * The result is owned by the symbolizer. */
+const char *qp_sym_demangle(struct qp_symbolizer *s, const char *name);
+
+/* For /pprof/symbol: name of ADDR in any process qprofd knows (first match),
+ * or the kernel. NULL when unknown. */
+const char *qp_sym_any(struct qp_symbolizer *s, uint64_t addr);
+#endif
