@@ -10,7 +10,8 @@ pkgs=(
   bpftrace                 # the attached-cost baseline (bench/)
   valgrind                 # callgrind instruction counts (bench/)
   python3                  # integration test drivers
-  curl                     # talking to the unix socket in the demo and tests
+  curl                     # talking to the unix socket by hand
+  golang-go                # `go tool pprof` reads /pprof/profile in the CPU integration test
   procps
 )
 
