@@ -1,0 +1,70 @@
+# unit_symbolize.cmake - unit test of the symbolizer (no root, no BPF). The
+# fixture programs of tests/symfix are built here: the same C program PIE
+# (with a shared library), non-PIE, stripped with its symbols in a debug
+# file found by build-id under a test debug root, stripped with a
+# .gnu_debuglink (and no build-id), stripped with -rdynamic (.dynsym only),
+# and a C++ program. The test runs them, reads their maps and asserts names.
+set(SF_SRC ${CMAKE_CURRENT_SOURCE_DIR}/symfix)
+set(SF_OUT ${CMAKE_CURRENT_BINARY_DIR}/symfix)
+set(SF_DEBUGROOT ${SF_OUT}/debugroot)
+
+add_library(sf_lib SHARED ${SF_SRC}/sf_lib.c)
+target_compile_options(sf_lib PRIVATE -g -O1)
+target_link_options(sf_lib PRIVATE -Wl,--build-id=sha1)
+
+# sf_prog(NAME VARIANT PIE(ON/OFF) EXTRA_LINK_OPTIONS...)
+function(sf_prog name variant pie)
+  add_executable(${name} ${SF_SRC}/sf_prog.c)
+  target_compile_definitions(${name} PRIVATE SF_VARIANT=${variant})
+  target_compile_options(${name} PRIVATE -g -O1)
+  if(pie)
+    target_compile_options(${name} PRIVATE -fPIE)
+    target_link_options(${name} PRIVATE -pie)
+  else()
+    target_compile_options(${name} PRIVATE -fno-pie)
+    target_link_options(${name} PRIVATE -no-pie)
+  endif()
+  target_link_options(${name} PRIVATE -Wl,--build-id=sha1 ${ARGN})
+endfunction()
+
+sf_prog(sf_pie 1 ON)
+target_compile_definitions(sf_pie PRIVATE SF_WITH_LIB)
+target_link_libraries(sf_pie PRIVATE sf_lib)
+sf_prog(sf_nopie 2 OFF)
+sf_prog(sf_bid_full 3 ON)
+sf_prog(sf_link_full 4 ON -Wl,--build-id=none)
+sf_prog(sf_dyn_full 5 ON -rdynamic)
+
+add_executable(sf_cxx ${SF_SRC}/sf_cxx.cpp)
+target_compile_options(sf_cxx PRIVATE -g -O1 -fPIE)
+target_link_options(sf_cxx PRIVATE -pie -Wl,--build-id=sha1)
+
+# Stripped copies and their debug files.
+set(SF_SPLIT sh ${SF_SRC}/split_debug.sh)
+add_custom_command(OUTPUT ${SF_OUT}/bid/sf_bid
+  COMMAND ${SF_SPLIT} buildid $<TARGET_FILE:sf_bid_full> ${SF_OUT}/bid/sf_bid ${SF_DEBUGROOT}
+  DEPENDS sf_bid_full ${SF_SRC}/split_debug.sh VERBATIM)
+add_custom_command(OUTPUT ${SF_OUT}/link/sf_link
+  COMMAND ${SF_SPLIT} debuglink $<TARGET_FILE:sf_link_full> ${SF_OUT}/link/sf_link ${SF_DEBUGROOT}
+  DEPENDS sf_link_full ${SF_SRC}/split_debug.sh VERBATIM)
+add_custom_command(OUTPUT ${SF_OUT}/dyn/sf_dyn
+  COMMAND ${SF_SPLIT} strip $<TARGET_FILE:sf_dyn_full> ${SF_OUT}/dyn/sf_dyn ${SF_DEBUGROOT}
+  DEPENDS sf_dyn_full ${SF_SRC}/split_debug.sh VERBATIM)
+add_custom_target(sf_split DEPENDS ${SF_OUT}/bid/sf_bid ${SF_OUT}/link/sf_link ${SF_OUT}/dyn/sf_dyn)
+
+add_executable(test_symbolize ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize.c)
+target_include_directories(test_symbolize PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_symbolize PRIVATE qprof_common)
+add_dependencies(test_symbolize sf_split sf_pie sf_nopie sf_cxx)
+
+add_test(NAME unit_symbolize COMMAND test_symbolize
+  pie=$<TARGET_FILE:sf_pie>
+  nopie=$<TARGET_FILE:sf_nopie>
+  bid=${SF_OUT}/bid/sf_bid
+  link=${SF_OUT}/link/sf_link
+  dyn=${SF_OUT}/dyn/sf_dyn
+  cxx=$<TARGET_FILE:sf_cxx>
+  debugroot=${SF_DEBUGROOT}
+  kallsyms=${SF_SRC}/kallsyms.txt
+  tmp=${SF_OUT}/tmp)
+set_tests_properties(unit_symbolize PROPERTIES TIMEOUT 120)
