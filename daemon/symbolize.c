@@ -185,6 +185,7 @@ struct symfile {
 	struct symfile *next;
 	char build_id[2 * SYM_BUILD_ID_MAX + 1];
 	const char *path;	/* interned, as first seen */
+	const char *bid;	/* interned build_id */
 	const char *debug_path;	/* interned; where .symtab came from, NULL if here */
 	int err;
 	size_t nsegs, nsyms;
@@ -633,8 +634,9 @@ static struct symfile *file_by_build_id(struct qp_symbolizer *s, const char *bid
 
 	if (!bid[0])
 		return NULL;
+	/* A broken copy that claims the id must not stand for the real file. */
 	for (f = s->files; f; f = f->next)
-		if (!strcmp(f->build_id, bid))
+		if (!f->err && !strcmp(f->build_id, bid))
 			return f;
 	return NULL;
 }
@@ -695,6 +697,7 @@ static struct symfile *file_get(struct qp_symbolizer *s, int fd, const struct st
 		return NULL;
 	}
 	memcpy(f->build_id, bid, sizeof(bid));
+	f->bid = intern(s, bid);
 	f->path = intern(s, path);
 	if (!elf) {
 		f->err = -ENOEXEC;
@@ -1030,7 +1033,7 @@ static void resolve_map(struct qp_symbolizer *s, const struct symmap *m, uint64_
 	}
 	out->file_off = addr - m->start + m->offset;
 	if (m->file) {
-		out->build_id = m->file->build_id[0] ? intern(s, m->file->build_id) : "";
+		out->build_id = m->file->bid;
 		fs = file_lookup(m->file, out->file_off, &va);
 	}
 	if (!fs) {
@@ -1079,7 +1082,9 @@ static int cmp_ksym(const void *a, const void *b)
 {
 	const struct ksym *x = a, *y = b;
 
-	return x->addr < y->addr ? -1 : x->addr > y->addr;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return strcmp(x->name, y->name);	/* aliases: a stable choice */
 }
 
 /* "ffffffff81000000 T _stext" or "... t name\t[module]". Text symbols only. */
