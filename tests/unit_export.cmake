@@ -1,0 +1,12 @@
+# Exporter unit tests (no root): folded, flame graph SVG (checked by a python3
+# script when python3 is there), call graph DOT and dot runner, pprof (decoded
+# back in C; read by go tool pprof when go is installed).
+add_executable(test_export ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_export.c)
+target_include_directories(test_export PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_compile_definitions(test_export PRIVATE
+  TEST_EXPORT_SVG_PY="${CMAKE_CURRENT_SOURCE_DIR}/unit/test_export_svg.py")
+target_link_libraries(test_export qprof_common PkgConfig::ZLIB m)
+foreach(t folded flamegraph callgraph pprof)
+  add_test(NAME unit_export_${t} COMMAND test_export ${t})
+  set_tests_properties(unit_export_${t} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()
