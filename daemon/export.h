@@ -43,8 +43,8 @@ struct qp_flame_opts {
  * flamegraph.pl does) so huge profiles stay drawable. Inline JS: click a
  * frame to zoom, "Reset Zoom" (or Escape) to undo; "Search" (or Ctrl-F, /)
  * asks for a regex, highlights matching frames and shows their share of the
- * visible total. All text is XML-escaped and invalid UTF-8 replaced by
- * U+FFFD. An empty profile gives a valid SVG saying "no samples" under the
+ * visible total. All text is XML-escaped, newlines and tabs become spaces,
+ * and invalid UTF-8 and XML-invalid controls are replaced by U+FFFD. An empty profile gives a valid SVG saying "no samples" under the
  * title (the caller puts the reason in the title or subtitle). */
 int qp_export_flamegraph(const struct qp_cpu_profile *p, const struct qp_flame_opts *o,
 			 struct qp_buf *out);

@@ -85,7 +85,8 @@ static size_t xml_chars(const char *s)
 	return chars;
 }
 
-/* Append at most max characters of s, escaped for text and attributes. */
+/* Append at most max characters of s, escaped for text and attributes;
+ * newlines and tabs become spaces (one-line labels). */
 static void xml_put_n(struct qp_buf *b, const char *s, size_t max)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -105,6 +106,7 @@ static void xml_put_n(struct qp_buf *b, const char *s, size_t max)
 		case '>': qp_buf_puts(b, "&gt;"); break;
 		case '"': qp_buf_puts(b, "&quot;"); break;
 		case '\'': qp_buf_puts(b, "&apos;"); break;
+		case '\n': case '\r': case '\t': qp_buf_add(b, " ", 1); break;
 		default: qp_buf_add(b, p + i, l);
 		}
 		i += l;

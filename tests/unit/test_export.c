@@ -19,7 +19,7 @@
 
 #define PERIOD 10101010ull /* 99 Hz */
 #define STD_NAME "std::vector<int>::push_back(int const&) \"q\" 'a'"
-#define BAD_NAME "bad\xff\xfename"
+#define BAD_NAME "bad\xff\xfe\x01name" /* invalid UTF-8 and a control */
 
 static struct qp_cpu_frame F(const char *name, const char *module, uint64_t addr, uint32_t mapping,
 			    bool kernel)
@@ -148,7 +148,7 @@ static void test_flamegraph(void)
 	static const char expect[] = "all\t105\t0\n"
 				     "strategy\t95\t1\n"
 				     "md;feed\t10\t1\n"
-				     "odd;name\\nx\t10\t2\n"
+				     "odd;name x\t10\t2\n"
 				     "main\t95\t2\n"
 				     "run\t85\t3\n"
 				     "calc_ma\t55\t4\n"
@@ -156,7 +156,7 @@ static void test_flamegraph(void)
 				     "memcpy\t20\t5\n"
 				     "entry_SYSCALL_64_[k]\t10\t5\n"
 				     "__x64_sys_write_[k]\t10\t6\n" STD_NAME "\t4\t3\n"
-				     "bad\xEF\xBF\xBD\xEF\xBF\xBDname\t1\t3\n";
+				     "bad\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDname\t1\t3\n";
 	struct qp_flame_opts o = { .title = "t <&> \"'", .width = 1000 };
 	struct qp_cpu_profile p;
 	struct qp_buf b;
@@ -311,7 +311,7 @@ static void test_callgraph(void)
 	CHECK(strstr(b.data, "N7 [label=\"odd;name x\\nfeed\\nself 10") != NULL);
 	CHECK(strstr(b.data, "N9 [label=\"std::vector<int>::push_back(int const&) \\\"q\\\" 'a'\\n") !=
 	      NULL);
-	CHECK(strstr(b.data, "N10 [label=\"bad\xEF\xBF\xBD\xEF\xBF\xBDname\\n") != NULL);
+	CHECK(strstr(b.data, "N10 [label=\"bad\xEF\xBF\xBD\xEF\xBF\xBD name\\n") != NULL);
 	CHECK(strstr(b.data, "N1 -> N2 [label=\" 85\"") != NULL);
 	CHECK(strstr(b.data, "N2 -> N3 [label=\" 55\"") != NULL);
 	CHECK(strstr(b.data, "N4 -> N5 [label=\" 20\"") != NULL);
