@@ -1,5 +1,5 @@
 /* cmd_pending.c - the commands DESIGN.md promises that this version does not
- * have yet (values, logs, top, folded, flamegraph, pprof): a clear message and
+ * have yet (values, logs, top): a clear message and
  * exit code 2, so that scripts can tell them from a failure of the daemon. */
 #include "cli.h"
 

@@ -48,7 +48,7 @@ int cli_fail(const char *fmt, ...)
 int cli_getopt(int argc, char **argv, const struct option *opts)
 {
 	/* ':' first: a missing value comes back as ':', not '?' */
-	return getopt_long(argc, argv, ":h", opts, NULL);
+	return getopt_long(argc, argv, ":ho:", opts, NULL);
 }
 
 static const char *opt_name(const struct option *opts, int val)

@@ -16,13 +16,13 @@ static const struct cli_cmd commands[] = {
 	{ "detach", cmd_detach, "stop profiling a process" },
 	{ "scopes", cmd_scopes, "latency of the marked scopes, as a call tree" },
 	{ "probes", cmd_probes, "list the probes of a binary (no daemon needed)" },
+	{ "folded", cmd_folded, "CPU samples as folded stacks" },
+	{ "flamegraph", cmd_flamegraph, "CPU samples as an SVG flame graph (-o FILE.svg)" },
+	{ "pprof", cmd_pprof, "CPU samples as a gzipped pprof profile (-o FILE.pb.gz)" },
 	/* in DESIGN.md, not built yet */
 	{ "values", cmd_pending, NULL },
 	{ "logs", cmd_pending, NULL },
 	{ "top", cmd_pending, NULL },
-	{ "folded", cmd_pending, NULL },
-	{ "flamegraph", cmd_pending, NULL },
-	{ "pprof", cmd_pending, NULL },
 };
 
 static void usage(FILE *f)
@@ -42,7 +42,7 @@ static void usage(FILE *f)
 			fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f,
 		"\n"
-		"Coming in a later version: values, logs, top, folded, flamegraph, pprof.\n"
+		"Coming in a later version: values, logs, top.\n"
 		"\n"
 		"Options:\n"
 		"  --socket PATH  qprofd's socket (default: $QPROF_SOCKET, else %s)\n"

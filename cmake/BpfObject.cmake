@@ -58,6 +58,9 @@ macro(bpf_object name source)
     COMMENT "BPF skeleton ${name}.skel.h"
     VERBATIM)
   add_custom_target(${name}_skel_gen DEPENDS ${_skel})
+  # vmlinux.h is made once, by its own target, before any object needs it
+  # (two objects built in parallel would otherwise both generate it)
+  add_dependencies(${name}_skel_gen vmlinux_h)
   add_library(${name}_skel INTERFACE)
   add_dependencies(${name}_skel ${name}_skel_gen)
   target_include_directories(${name}_skel INTERFACE ${BPF_GEN_DIR} ${CMAKE_CURRENT_SOURCE_DIR})

@@ -78,6 +78,11 @@ static int push_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
 	return 0;
 }
 
+int qp_scopes_thread_stacks_fd(struct qp_scopes *s)
+{
+	return bpf_map__fd(s->skel->maps.thread_stacks);
+}
+
 uint64_t qp_scopes_new_epoch(struct qp_scopes *s)
 {
 	return ++s->epoch;

@@ -30,6 +30,8 @@ struct qp_scope_snapshot {
 int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, char *err, size_t errlen);
 void qp_scopes_close(struct qp_scopes *s); /* accepts NULL */
 
+/* The task storage of thread stacks, shared with the CPU sampler. */
+int qp_scopes_thread_stacks_fd(struct qp_scopes *s);
 /* A new attach epoch: one per attach operation (all files of one target). */
 uint64_t qp_scopes_new_epoch(struct qp_scopes *s);
 /* Attach scope_enter/scope_exit to every qprof site of PATH, for PID (-1: any

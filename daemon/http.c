@@ -196,7 +196,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		.body_too_large = cn->too_large, .query = query_get, .query_keys = query_keys, .arg = c,
 	};
 	qp_http_route(h->d, &req, &resp);
-	qp_debug("%s %s -> %d", method, url, resp.status);
+	if (resp.status >= 500)
+		qp_warn("%s %s -> %d %.*s", method, url, resp.status, (int)(resp.len < 300 ? resp.len : 300),
+			resp.body ? resp.body : "");
+	else
+		qp_debug("%s %s -> %d", method, url, resp.status);
 	r = MHD_create_response_from_buffer(resp.len, resp.body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
 		free(resp.body);
@@ -206,6 +210,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	MHD_add_response_header(r, "Cache-Control", "no-store");
 	if (resp.allow)
 		MHD_add_response_header(r, "Allow", resp.allow);
+	if (resp.disposition)
+		MHD_add_response_header(r, "Content-Disposition", resp.disposition);
+	if (resp.note[0])
+		MHD_add_response_header(r, "X-Qprof-Note", resp.note);
 	ret = MHD_queue_response(c, (unsigned int)resp.status, r);
 	MHD_destroy_response(r);
 	return ret;

@@ -40,6 +40,8 @@ struct qp_response {
 	size_t len;
 	const char *content_type;
 	const char *allow;	/* for 405 */
+	const char *disposition; /* Content-Disposition, e.g. attachment; filename="cpu.svg" */
+	char note[256];		/* X-Qprof-Note: why a profile is empty, when it is */
 };
 
 void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);

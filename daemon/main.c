@@ -13,7 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "collect_cpu.h"
 #include "collect_scopes.h"
+#include "symbolize.h"
 #include "http.h"
 #include "log.h"
 #include "qprofd.h"
@@ -31,6 +33,7 @@ struct options {
 	size_t nbinaries;
 	unsigned int frequency;
 	unsigned int max_sites;
+	bool all;
 	int verbose;
 };
 
@@ -46,9 +49,8 @@ static void usage(FILE *f)
 		"                      this executable or maps this library (repeatable)\n"
 		"  --socket PATH       unix socket to serve on (default " DEFAULT_SOCKET ")\n"
 		"  --listen ADDR:PORT  also serve on a loopback TCP address, e.g. 127.0.0.1:6464\n"
-		"  --frequency HZ      CPU sampling frequency, 1..10000 (default 99; CPU\n"
-		"                      sampling itself is not in this version)\n"
-		"  --all               sample every process (not available in this version)\n"
+		"  --frequency HZ      CPU sampling frequency per CPU, 1..10000 (default 99)\n"
+		"  --all               sample every process, not only the targets\n"
 		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
 		"  -v, --verbose       more logging (-vv: debug)\n"
 		"  -h, --help          this text\n"
@@ -131,8 +133,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->frequency = (unsigned int)v;
 			break;
 		case 'a':
-			fprintf(stderr, "qprofd: --all needs CPU sampling, which is not available in this version\n");
-			return 2;
+			o->all = true;
+			break;
 		case OPT_MAXS:
 			if (parse_uint_opt("--max-sites", optarg, 16, 1 << 18, &v))
 				return 2;
@@ -218,6 +220,17 @@ int main(int argc, char **argv)
 		goto out_free;
 	}
 	qp_registry_init(&d.reg, d.scopes);
+	d.reg.sym = qp_symbolizer_new(NULL);
+	if (!d.reg.sym) {
+		fprintf(stderr, "qprofd: out of memory\n");
+		goto out;
+	}
+	d.sample_all = o.all;
+	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), o.frequency, o.all,
+			  d.cpu_error, sizeof(d.cpu_error));
+	if (ret)
+		qp_warn("CPU sampling unavailable: %s (scopes still work)", d.cpu_error);
+	d.reg.cpu = d.cpu;
 
 	pthread_mutex_lock(&d.reg.lock);
 	for (i = 0; i < o.npids; i++) {
@@ -287,6 +300,10 @@ out_http:
 	qp_http_stop(http);
 	unlink(o.socket);
 out:
+	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
+	d.reg.cpu = NULL;
+	qp_symbolizer_free(d.reg.sym);
+	d.reg.sym = NULL;
 	qp_registry_destroy(&d.reg);
 	qp_scopes_close(d.scopes);
 	if (!exit_code)

@@ -13,6 +13,9 @@
 struct qprofd {
 	struct qp_registry reg;
 	struct qp_scopes *scopes;
+	struct qp_cpu *cpu;		/* NULL when sampling could not start */
+	char cpu_error[256];		/* why, then */
+	bool sample_all;
 	uint64_t start_ns;
 	unsigned int frequency_hz;
 	pthread_mutex_t wait_lock;

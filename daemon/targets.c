@@ -14,7 +14,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "collect_cpu.h"
 #include "collect_scopes.h"
+#include "symbolize.h"
 #include "json_writer.h"
 #include "log.h"
 #include "targets.h"
@@ -157,9 +159,29 @@ static void map_open_path(int pid, const struct qp_map *m, char *buf, size_t len
 	snprintf(buf, len, "/proc/%d/root%s", pid, m->path);
 }
 
+/* Alive and not exiting: kill(pid, 0) still succeeds on a zombie and on a
+ * process on its way out, which the kernel refuses to probe (ESRCH). */
 static bool pid_alive(int pid)
 {
-	return kill(pid, 0) == 0 || errno == EPERM;
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (kill(pid, 0) && errno != EPERM)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* comm may hold anything; the state follows the last ')' */
+	if (!p || p[1] != ' ')
+		return false;
+	return p[2] != 'Z' && p[2] != 'X' && p[2] != 'x';
 }
 
 static int target_new(int pid, struct qp_target **out)
@@ -196,6 +218,10 @@ static int registry_push(struct qp_registry *r, struct qp_target *t)
 		return -ENOMEM;
 	r->targets = v;
 	r->targets[r->ntargets++] = t;
+	if (r->cpu && qp_cpu_add_pid(r->cpu, (uint32_t)t->pid))
+		qp_warn("pid %d: cannot add it to the CPU sampler", t->pid);
+	if (r->sym)
+		qp_sym_process_refresh(r->sym, t->pid);
 	t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	if (t->pidfd < 0)
 		qp_warn("pidfd_open(%d): %s; exit detection falls back to polling", t->pid,
@@ -228,6 +254,12 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, 
 			snprintf(err, errlen, "process %d is already a target", pid);
 		return -EEXIST;
 	}
+	if (!pid_alive(pid)) {
+		*status = 404;
+		snprintf(err, errlen, kill(pid, 0) == 0 || errno == EPERM ?
+			 "process %d has exited (a zombie not yet reaped)" : "no such process: %d", pid);
+		return -ESRCH;
+	}
 	ret = target_new(pid, &t);
 	if (ret) {
 		*status = ret == -ENOENT || ret == -ESRCH ? 404 : 500;
@@ -258,7 +290,7 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, 
 				       module_has_probe(mod, "scope_exit"), &t->links, &t->nlinks,
 				       merr, sizeof(merr));
 		if (ret < 0) {
-			if (!pid_alive(pid)) {
+			if (ret == -ESRCH || !pid_alive(pid)) {
 				*status = 404;
 				snprintf(err, errlen, "process %d exited while being attached", pid);
 			} else {
@@ -465,14 +497,20 @@ int qp_registry_remove_pid(struct qp_registry *r, int pid)
 		r->ntargets--;
 		target_free(t);
 		qp_scopes_forget(r->scopes, (uint32_t)pid);
+		if (r->cpu)
+			qp_cpu_remove_pid(r->cpu, (uint32_t)pid, true);
+		if (r->sym)
+			qp_sym_forget(r->sym, pid);
 		qp_info("detached from pid %d", pid);
 		return 0;
 	}
 	return -ENOENT;
 }
 
-static void target_exited(struct qp_target *t)
+static void target_exited(struct qp_registry *r, struct qp_target *t)
 {
+	if (r->cpu)
+		qp_cpu_remove_pid(r->cpu, (uint32_t)t->pid, false); /* keep its samples */
 	t->state = QP_TARGET_EXITED;
 	t->exited_ms = qp_realtime_ns() / 1000000;
 	qp_scopes_detach_links(t->links, t->nlinks);
@@ -505,7 +543,7 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			gone = qp_proc_starttime(t->pid, &st) || st != t->starttime;
 		}
 		if (gone) {
-			target_exited(t);
+			target_exited(r, t);
 		} else if (rescan) {
 			struct qp_maps m;
 
@@ -514,6 +552,8 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 				qp_maps_free(&t->maps);
 				t->maps = m;
 			}
+			if (r->sym)
+				qp_sym_process_refresh(r->sym, t->pid);
 		}
 	}
 	if (rescan)

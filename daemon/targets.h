@@ -63,9 +63,14 @@ struct qp_binary {
 	size_t ndetached;
 };
 
+struct qp_cpu;
+struct qp_symbolizer;
+
 struct qp_registry {
 	pthread_mutex_t lock;
 	struct qp_scopes *scopes;
+	struct qp_cpu *cpu;		/* NULL when CPU sampling is unavailable */
+	struct qp_symbolizer *sym;	/* guarded by lock too */
 	struct qp_target **targets;
 	size_t ntargets;
 	struct qp_binary **binaries;

@@ -12,3 +12,13 @@ foreach(t scopes errors drops binary attach_race)
             $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>)
   set_tests_properties(integration_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 endforeach()
+
+# CPU profiling: a program whose time splits 1:2:3 between three functions.
+add_executable(cpu_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/cpu_target.c)
+target_include_directories(cpu_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(cpu_target PRIVATE -O1 -g -fno-inline -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+add_test(NAME integration_cpu
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cpu.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
+          $<TARGET_FILE:cpu_target>)
+set_tests_properties(integration_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)

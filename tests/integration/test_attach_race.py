@@ -66,14 +66,19 @@ def daemon_prog_ids(pid):
 
 def uprobe_links(d):
     """perf_event (uprobe) links of `bpftool link show` that run the daemon's
-    programs. None when bpftool cannot tell."""
+    scope programs (not the CPU sampler's perf events). None when bpftool
+    cannot tell."""
     ids = daemon_prog_ids(d.proc.pid)
     try:
         p = subprocess.run(["bpftool", "-j", "link", "show"], capture_output=True, text=True,
                            timeout=30)
         links = json.loads(p.stdout)
+        p = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True,
+                           timeout=30)
+        progs = json.loads(p.stdout)
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return None
+    ids &= {pr.get("id") for pr in progs if pr.get("name") in ("scope_enter", "scope_exit")}
     return sum(1 for ln in links
                if ln.get("type") in ("perf_event", "uprobe_multi") and ln.get("prog_id") in ids)
 

@@ -71,7 +71,8 @@ try:
     err(d, "DELETE", "/api/targets/abc", None, 400, "detach a non-number")
     err(d, "DELETE", "/api/targets/-1", None, 400, "detach a negative pid")
     err(d, "GET", "/api/values", None, 501, "values not yet")
-    err(d, "GET", "/pprof/profile", None, 501, "pprof not yet")
+    err(d, "GET", "/api/logs", None, 501, "logs not yet")
+    err(d, "PUT", "/pprof/profile", None, 405, "PUT pprof")
 
     # query strings
     err(d, "GET", "/api/scopes?seconds=abc", None, 400, "seconds not a number")

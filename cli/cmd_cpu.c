@@ -1,0 +1,173 @@
+/* cmd_cpu.c - the CPU profile commands: folded (stdout or -o), flamegraph
+ * -o FILE.svg (--callgraph for the call graph), pprof -o FILE.pb.gz. Each is
+ * one GET of the daemon; files are written beside their target and renamed
+ * into place, so a failed run never leaves half a file. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli.h"
+
+enum cpu_kind { CPU_FOLDED, CPU_FLAME, CPU_PPROF };
+
+static const char folded_help[] =
+	"Usage: qprof-cli folded [--pid N] [--seconds S] [--scope NAME] [-o FILE]\n"
+	"\n"
+	"Folded stacks of the CPU samples (\"comm;root;...;leaf count\" per line), for\n"
+	"flamegraph.pl, speedscope, inferno and the like. Without --seconds: every\n"
+	"sample since attach; with it: the next S seconds (1..300).\n"
+	"\n"
+	"  --pid N       only process N\n"
+	"  --seconds S   collect the next S seconds\n"
+	"  --scope NAME  only the samples taken inside qprof scope NAME\n"
+	"  -o FILE       write to FILE instead of standard output\n";
+static const char flame_help[] =
+	"Usage: qprof-cli flamegraph -o FILE.svg [--pid N] [--seconds S] [--scope NAME] [--callgraph]\n"
+	"\n"
+	"A self-contained SVG flame graph of the CPU samples: open it in a browser,\n"
+	"hover for names and shares, click to zoom, Ctrl-F to search. --callgraph\n"
+	"draws a call graph instead (needs graphviz's dot on the daemon's machine).\n";
+static const char pprof_help[] =
+	"Usage: qprof-cli pprof -o FILE.pb.gz [--pid N] [--seconds S] [--scope NAME]\n"
+	"\n"
+	"The CPU samples as a gzipped pprof profile: go tool pprof -top FILE.pb.gz\n";
+
+static int write_file(const char *path, const char *data, size_t len)
+{
+	size_t plen = strlen(path);
+	char *tmp = malloc(plen + 16);
+	size_t off = 0;
+	int fd;
+
+	if (!tmp)
+		return cli_fail("out of memory");
+	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		int e = errno;
+
+		free(tmp);
+		return cli_fail("cannot write %s: %s", path, strerror(e));
+	}
+	while (off < len) {
+		ssize_t n = write(fd, data + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int e = errno;
+
+			close(fd);
+			unlink(tmp);
+			free(tmp);
+			return cli_fail("cannot write %s: %s", path, strerror(e));
+		}
+		off += (size_t)n;
+	}
+	fchmod(fd, 0644);
+	if (close(fd) || rename(tmp, path)) {
+		int e = errno;
+
+		unlink(tmp);
+		free(tmp);
+		return cli_fail("cannot write %s: %s", path, strerror(e));
+	}
+	free(tmp);
+	return CLI_OK;
+}
+
+static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kind)
+{
+	enum { OPT_PID = CLI_OPT_CMD_BASE, OPT_SECONDS, OPT_SCOPE, OPT_CALLGRAPH };
+	static const struct option opts[] = {
+		CLI_COMMON_OPTS,
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "seconds", required_argument, NULL, OPT_SECONDS },
+		{ "scope", required_argument, NULL, OPT_SCOPE },
+		{ "callgraph", no_argument, NULL, OPT_CALLGRAPH },
+		{ "output", required_argument, NULL, 'o' },
+		{ 0 },
+	};
+	static const char *const routes[] = { "/api/cpu/folded", "/api/cpu/flamegraph", "/pprof/profile" };
+	const char *help = kind == CPU_FOLDED ? folded_help : kind == CPU_FLAME ? flame_help : pprof_help;
+	const char *pid_arg = NULL, *sec_arg = NULL, *scope = NULL, *out = NULL;
+	bool callgraph = false;
+	struct http_response resp;
+	char target[1024], num[24];
+	int64_t pid = 0, sec = 0;
+	int c, rc;
+
+	snprintf(target, sizeof(target), "%s", routes[kind]);
+	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+		switch (c) {
+		case OPT_PID:
+			pid_arg = optarg;
+			continue;
+		case OPT_SECONDS:
+			sec_arg = optarg;
+			continue;
+		case OPT_SCOPE:
+			scope = optarg;
+			continue;
+		case OPT_CALLGRAPH:
+			if (kind != CPU_FLAME)
+				return cli_usage_error(ctx, "--callgraph is an option of flamegraph");
+			callgraph = true;
+			continue;
+		case 'o':
+			out = optarg;
+			continue;
+		}
+		rc = cli_common_opt(ctx, c, argv, opts, help);
+		if (rc >= 0)
+			return rc;
+	}
+	rc = cli_no_operands(ctx, argc, argv);
+	if (rc)
+		return rc;
+	if (kind != CPU_FOLDED && !out)
+		return cli_usage_error(ctx, "-o FILE is required (the output is binary or SVG)");
+	if (out && !out[0])
+		return cli_usage_error(ctx, "-o wants a file name");
+	if (scope && (!scope[0] || strlen(scope) > 256))
+		return cli_usage_error(ctx, "--scope wants a scope name of 1..256 bytes");
+	if (pid_arg && (rc = cli_parse_pid(ctx, "--pid", pid_arg, &pid)))
+		return rc;
+	if (sec_arg && (rc = cli_parse_seconds(ctx, sec_arg, &sec)))
+		return rc;
+	if (pid_arg) {
+		snprintf(num, sizeof(num), "%lld", (long long)pid);
+		if (http_add_query(target, sizeof(target), "pid", num))
+			return cli_fail("request target too long");
+	}
+	if (sec_arg) {
+		snprintf(num, sizeof(num), "%lld", (long long)sec);
+		if (http_add_query(target, sizeof(target), "seconds", num))
+			return cli_fail("request target too long");
+	}
+	if (scope && http_add_query(target, sizeof(target), "scope", scope))
+		return cli_fail("request target too long");
+	if (callgraph && http_add_query(target, sizeof(target), "renderer", "callgraph"))
+		return cli_fail("request target too long");
+	if (sec && isatty(STDERR_FILENO))
+		fprintf(stderr, "collecting for %lld s...\n", (long long)sec);
+	rc = cli_api_call(ctx, "GET", target, NULL, (int)sec + 2 * CLI_HTTP_TIMEOUT_S, &resp);
+	if (rc)
+		return rc;
+	if (out) {
+		rc = write_file(out, resp.body, resp.body_len);
+		if (!rc)
+			fprintf(stderr, "wrote %s (%zu bytes)\n", out, resp.body_len);
+	} else {
+		fwrite(resp.body, 1, resp.body_len, stdout);
+		rc = fflush(stdout) ? cli_fail("cannot write to standard output") : CLI_OK;
+	}
+	http_response_free(&resp);
+	return rc;
+}
+
+int cmd_folded(struct cli_ctx *ctx, int argc, char **argv) { return cpu_cmd(ctx, argc, argv, CPU_FOLDED); }
+int cmd_flamegraph(struct cli_ctx *ctx, int argc, char **argv) { return cpu_cmd(ctx, argc, argv, CPU_FLAME); }
+int cmd_pprof(struct cli_ctx *ctx, int argc, char **argv) { return cpu_cmd(ctx, argc, argv, CPU_PPROF); }

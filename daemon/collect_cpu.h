@@ -1,0 +1,48 @@
+/* collect_cpu.h - the user side of bpf/profile.bpf.c: a cpu-clock perf
+ * event per online CPU at the chosen frequency, the set of sampled
+ * processes, and reads of the sample counts and stacks. Snapshots, never
+ * resets: several readers (windows of different lengths) share one stream of
+ * samples by taking differences. Thread-safe for reads (map syscalls). */
+#ifndef QPROF_COLLECT_CPU_H
+#define QPROF_COLLECT_CPU_H
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "profile.h"
+
+struct qp_cpu;
+
+struct qp_cpu_raw {
+	struct sample_key key;
+	uint64_t count;
+	char comm[16];
+};
+
+struct qp_cpu_snapshot {
+	size_t n;
+	struct qp_cpu_raw *v;	/* sorted by key */
+	uint64_t samples, lost;
+	uint64_t mono_ns;	/* when it was read */
+};
+
+/* THREAD_STACKS_FD: the scopes object's task storage (innermost scopes of a
+ * sample). FREQ in Hz. ALL: every process, else only added pids. */
+int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, unsigned int freq, bool all,
+		char *err, size_t errlen);
+void qp_cpu_close(struct qp_cpu *c); /* accepts NULL */
+unsigned int qp_cpu_ncpus(const struct qp_cpu *c); /* perf events open */
+
+int qp_cpu_add_pid(struct qp_cpu *c, uint32_t pid);
+/* Stop sampling PID; with FORGET also drop its samples. */
+int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget);
+
+int qp_cpu_read(struct qp_cpu *c, struct qp_cpu_snapshot *out);
+/* Samples kept and lost so far (all processes). */
+void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost);
+void qp_cpu_snapshot_free(struct qp_cpu_snapshot *s);
+const struct qp_cpu_raw *qp_cpu_snapshot_find(const struct qp_cpu_snapshot *s, const struct sample_key *k);
+
+/* Instruction pointers of stack ID (leaf first); 0 or -errno. */
+int qp_cpu_stack(struct qp_cpu *c, int32_t id, uint64_t ips[QPROF_STACK_DEPTH], size_t *n);
+#endif

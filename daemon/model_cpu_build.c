@@ -1,0 +1,180 @@
+/* model_cpu_build.c - see model_cpu_build.h. A raw sample holds two stack
+ * ids (user, kernel); its frames are the user stack from the outermost
+ * caller down, then the kernel stack, so the root is first and the leaf last.
+ * Return addresses are looked up one byte back (inside the call). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "../include/qprof/qprof.h"
+#include "model_cpu_build.h"
+#include "symbolize.h"
+#include "targets.h"
+
+struct build {
+	struct qp_cpu_profile *p;
+	size_t cap_samples, cap_maps;
+	struct qp_arena *a;
+};
+
+static uint32_t mapping_index(struct build *b, const struct qp_sym *s)
+{
+	struct qp_cpu_profile *p = b->p;
+	size_t i;
+
+	if (!s->path)
+		return 0;
+	for (i = 0; i < p->nmappings; i++)
+		if (p->mappings[i].start == s->map_start && !strcmp(p->mappings[i].file, s->path))
+			return (uint32_t)(i + 1);
+	if (p->nmappings == b->cap_maps) {
+		size_t cap = b->cap_maps ? b->cap_maps * 2 : 16;
+		struct qp_cpu_mapping *v = qp_arena_alloc(b->a, cap * sizeof(*v));
+
+		if (!v)
+			return 0;
+		if (p->nmappings)
+			memcpy(v, p->mappings, p->nmappings * sizeof(*v));
+		p->mappings = v;
+		b->cap_maps = cap;
+	}
+	p->mappings[p->nmappings] = (struct qp_cpu_mapping){
+		.start = s->map_start, .limit = s->map_limit, .offset = s->map_offset,
+		.file = qp_arena_strdup(b->a, s->path),
+		.build_id = qp_arena_strdup(b->a, s->build_id ? s->build_id : ""),
+	};
+	return (uint32_t)++p->nmappings;
+}
+
+static bool in_scope(struct qp_registry *reg, struct qp_target *t, const struct sample_key *k,
+		     const char *scope)
+{
+	int i;
+
+	if (!scope)
+		return true;
+	if (!t)
+		return false;
+	for (i = 0; i < QPROF_SAMPLE_SCOPES && k->scopes[i]; i++) {
+		const struct qp_site_info *s = qp_target_site(reg, t, k->scopes[i]);
+
+		if (s && !strcmp(s->name, scope))
+			return true;
+	}
+	return false;
+}
+
+static int add_sample(struct build *b, struct qp_cpu *cpu, struct qp_symbolizer *sym,
+		      const struct qp_cpu_raw *r, uint64_t count)
+{
+	uint64_t uips[QPROF_STACK_DEPTH], kips[QPROF_STACK_DEPTH];
+	size_t nu = 0, nk = 0, i, f = 0;
+	struct qp_cpu_profile *p = b->p;
+	struct qp_cpu_sample *s;
+
+	qp_cpu_stack(cpu, r->key.user_stack, uips, &nu);
+	qp_cpu_stack(cpu, r->key.kern_stack, kips, &nk);
+	if (p->nsamples == b->cap_samples) {
+		size_t cap = b->cap_samples ? b->cap_samples * 2 : 256;
+		struct qp_cpu_sample *v = realloc(p->samples, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->samples = v;
+		b->cap_samples = cap;
+	}
+	s = &p->samples[p->nsamples];
+	memset(s, 0, sizeof(*s));
+	s->pid = r->key.tgid;
+	s->comm = qp_arena_strdup(b->a, r->comm[0] ? r->comm : "?");
+	s->count = count;
+	s->frames = qp_arena_alloc(b->a, (nu + nk + 1) * sizeof(*s->frames));
+	if (!s->comm || !s->frames)
+		return -ENOMEM;
+	for (i = nu; i-- > 0;) {
+		struct qp_sym y;
+
+		/* frames above the leaf are return addresses: look inside the call */
+		qp_sym_user(sym, (int)r->key.tgid, i ? uips[i] - 1 : uips[i], &y);
+		s->frames[f++] = (struct qp_cpu_frame){
+			.name = qp_arena_strdup(b->a, y.name), .module = qp_arena_strdup(b->a, y.module),
+			.addr = uips[i], .mapping = mapping_index(b, &y),
+		};
+	}
+	for (i = nk; i-- > 0;) {
+		struct qp_sym y;
+
+		qp_sym_kernel(sym, i ? kips[i] - 1 : kips[i], &y);
+		s->frames[f++] = (struct qp_cpu_frame){
+			.name = qp_arena_strdup(b->a, y.name), .module = "[kernel]",
+			.addr = kips[i], .kernel = true,
+		};
+	}
+	if (!f) /* neither stack could be read: still one sample, never dropped */
+		s->frames[f++] = (struct qp_cpu_frame){ .name = "[unknown]", .module = "[unknown]" };
+	for (i = 0; i < f; i++)
+		if (!s->frames[i].name || !s->frames[i].module)
+			return -ENOMEM;
+	s->nframes = f;
+	p->nsamples++;
+	return 0;
+}
+
+int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_registry *reg,
+		 const struct qp_cpu_snapshot *now, const struct qp_cpu_snapshot *base,
+		 const struct qp_cpu_query *q, struct qp_cpu_profile *out)
+{
+	struct build b = { .p = out };
+	char title[512];
+	size_t i;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	b.a = out->arena = qp_arena_new();
+	if (!b.a)
+		return -ENOMEM;
+	out->period_ns = q->period_ns;
+	out->duration_ns = q->duration_ns;
+	out->time_ns = q->time_ns;
+	for (i = 0; i < now->n && !ret; i++) {
+		const struct qp_cpu_raw *r = &now->v[i];
+		const struct qp_cpu_raw *old = base ? qp_cpu_snapshot_find(base, &r->key) : NULL;
+		uint64_t count = r->count - (old && old->count <= r->count ? old->count : 0);
+		struct qp_target *t;
+
+		if (!count || (q->pid > 0 && r->key.tgid != (uint32_t)q->pid))
+			continue;
+		t = qp_registry_find(reg, (int)r->key.tgid);
+		if (!in_scope(reg, t, &r->key, q->scope))
+			continue;
+		ret = add_sample(&b, cpu, sym, r, count);
+	}
+	if (ret) {
+		free(out->samples);
+		out->samples = NULL;
+		qp_cpu_profile_free(out);
+		return ret;
+	}
+	/* the samples array lives outside the arena while it grows: move it in */
+	if (out->nsamples) {
+		struct qp_cpu_sample *v = qp_arena_alloc(b.a, out->nsamples * sizeof(*v));
+
+		if (!v) {
+			free(out->samples);
+			qp_cpu_profile_free(out);
+			return -ENOMEM;
+		}
+		memcpy(v, out->samples, out->nsamples * sizeof(*v));
+		free(out->samples);
+		out->samples = v;
+	} else {
+		free(out->samples);
+		out->samples = NULL;
+	}
+	snprintf(title, sizeof(title), "qprof CPU profile%s%.0d%s%s%s, %llu samples",
+		 q->pid > 0 ? ": pid " : "", q->pid > 0 ? q->pid : 0, q->scope ? ", inside scope '" : "",
+		 q->scope ? q->scope : "", q->scope ? "'" : "",
+		 (unsigned long long)qp_cpu_profile_total(out));
+	out->title = qp_arena_strdup(b.a, title);
+	return 0;
+}
