@@ -27,8 +27,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "demo: starting the example strategy ($build/examples/strategy --threads 2)"
-"$build/examples/strategy" --threads 2 >"$tmp/strategy.log" 2>&1 &
+echo "demo: starting the example strategy ($build/examples/strategy --threads 2 --rate 20000)"
+"$build/examples/strategy" --threads 2 --rate 20000 >"$tmp/strategy.log" 2>&1 &
 strategy_pid=$!
 
 echo "demo: attaching qprofd to pid $strategy_pid (socket $sock)"
@@ -54,6 +54,14 @@ printf '\r%40s\r\n' ''
 cli status
 echo
 cli scopes
+echo
+mkdir -p "$build/demo"
+svg=$build/demo/strategy-cpu.svg
+cli flamegraph --pid "$strategy_pid" -o "$svg"
+echo "demo: the hottest stacks (folded, root first):"
+cli folded --pid "$strategy_pid" | awk '{ print $NF "\t" $0 }' | sort -rn | cut -f2- | head -5 | cut -c1-160
+echo
+echo "demo: flame graph of the strategy: $(cd "$(dirname "$svg")" && pwd)/$(basename "$svg") (open it in a browser)"
 echo
 echo "demo: the sites of the binary, read from the ELF file alone (no daemon):"
 "$build/cli/qprof-cli" probes "$build/examples/strategy"
