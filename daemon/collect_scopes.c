@@ -8,14 +8,33 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "collect_scopes.h"
+#include "elf_probes.h"
 #include "log.h"
 #include "scopes.skel.h"
+#include "usdt_spec.h"
+
+#define SPEC_IDS 1024		/* BPF_USDT_MAX_SPEC_CNT in scopes.bpf.c */
+#define ATTACH_UPROBE_MULTI 48	/* BPF_TRACE_UPROBE_MULTI (kernel >= 6.6) */
 
 struct qp_scopes {
 	struct scopes *skel;
 	int ncpus;
-	uint64_t epoch;	/* last attach epoch handed out */
+	uint64_t epoch;		/* last attach epoch handed out */
+	bool multi;		/* programs loaded for uprobe-multi links */
+	unsigned char spec_used[SPEC_IDS];
+};
+
+/* One attachment of one probe name in one file: a uprobe-multi link and the
+ * spec ids it holds in __bpf_usdt_specs, or a libbpf USDT link. */
+struct qp_scope_link {
+	struct qp_scopes *owner;
+	int fd;
+	struct bpf_link *blink;
+	int *specs;
+	size_t nspecs;
 };
 
 int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites,
@@ -34,16 +53,35 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites,
 		ret = s->ncpus ? s->ncpus : -EINVAL;
 		goto fail;
 	}
-	s->skel = scopes__open();
-	if (!s->skel) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
-		goto fail;
+	/* uprobe-multi links first: about 30 ns cheaper per probe hit than a
+	 * perf-event uprobe each; an older kernel refuses the attach type */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		s->multi = attempt == 0;
+		s->skel = scopes__open();
+		if (!s->skel) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
+			goto fail;
+		}
+		bpf_map__set_max_entries(s->skel->maps.scope_stats, max_sites);
+		if (s->multi) {
+			bpf_program__set_expected_attach_type(s->skel->progs.scope_enter, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.scope_exit, ATTACH_UPROBE_MULTI);
+		}
+		ret = scopes__load(s->skel);
+		if (!ret)
+			break;
+		scopes__destroy(s->skel);
+		s->skel = NULL;
+		if (!s->multi) {
+			snprintf(err, errlen, "cannot load the BPF programs: %s", strerror(-ret));
+			goto fail;
+		}
+		qp_info("uprobe-multi links unavailable (%s): using perf-event uprobes", strerror(-ret));
 	}
-	bpf_map__set_max_entries(s->skel->maps.scope_stats, max_sites);
-	ret = scopes__load(s->skel);
-	if (ret) {
-		snprintf(err, errlen, "cannot load the BPF programs: %s", strerror(-ret));
+	if (s->multi && bpf_map__value_size(s->skel->maps.__bpf_usdt_specs) != sizeof(struct qp_usdt_spec)) {
+		ret = -EINVAL;
+		snprintf(err, errlen, "libbpf's USDT spec layout is not the one qprofd writes");
 		goto fail;
 	}
 	s->skel->links.thread_exit = bpf_program__attach(s->skel->progs.thread_exit);
@@ -67,17 +105,6 @@ void qp_scopes_close(struct qp_scopes *s)
 	free(s);
 }
 
-static int push_link(struct bpf_link ***links, size_t *n, struct bpf_link *l)
-{
-	struct bpf_link **v = realloc(*links, (*n + 1) * sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	v[(*n)++] = l;
-	*links = v;
-	return 0;
-}
-
 int qp_scopes_thread_stacks_fd(struct qp_scopes *s)
 {
 	return bpf_map__fd(s->skel->maps.thread_stacks);
@@ -88,34 +115,230 @@ uint64_t qp_scopes_new_epoch(struct qp_scopes *s)
 	return ++s->epoch;
 }
 
-int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, uint64_t epoch, bool has_enter,
-		     bool has_exit, struct bpf_link ***links, size_t *nlinks, char *err, size_t errlen)
+bool qp_scopes_multi(const struct qp_scopes *s)
+{
+	return s->multi;
+}
+
+static int push_link(struct qp_scope_link ***links, size_t *n, struct qp_scope_link *l)
+{
+	struct qp_scope_link **v = realloc(*links, (*n + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	v[(*n)++] = l;
+	*links = v;
+	return 0;
+}
+
+static void link_free(struct qp_scope_link *l)
+{
+	size_t i;
+
+	if (!l)
+		return;
+	if (l->fd >= 0)
+		close(l->fd);
+	bpf_link__destroy(l->blink);
+	for (i = 0; i < l->nspecs; i++)
+		l->owner->spec_used[l->specs[i]] = 0;
+	free(l->specs);
+	free(l);
+}
+
+void qp_scopes_detach_links(struct qp_scope_link **links, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		link_free(links[i]);
+}
+
+/* File offset of link-time address ADDR through the PT_LOAD segments. */
+static int addr_to_offset(const struct qp_elf_probes *elf, uint64_t addr, uint64_t *off)
+{
+	size_t i;
+
+	for (i = 0; i < elf->nsegs; i++) {
+		const struct qp_elf_segment *g = &elf->segs[i];
+
+		if (addr >= g->vaddr && addr - g->vaddr < g->filesz) {
+			*off = addr - g->vaddr + g->offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* A spec id for SPEC: one already used by this link with the same bytes,
+ * else a free one, written to the map. */
+static int spec_id(struct qp_scopes *s, struct qp_scope_link *l, const struct qp_usdt_spec *spec)
+{
+	int fd = bpf_map__fd(s->skel->maps.__bpf_usdt_specs);
+	struct qp_usdt_spec cur;
+	size_t i;
+	int id, *v;
+
+	for (i = 0; i < l->nspecs; i++) {
+		if (!bpf_map_lookup_elem(fd, &l->specs[i], &cur) && !memcmp(&cur, spec, sizeof(cur)))
+			return l->specs[i];
+	}
+	for (id = 0; id < SPEC_IDS && s->spec_used[id]; id++)
+		;
+	if (id == SPEC_IDS)
+		return -ENOSPC;
+	if (bpf_map_update_elem(fd, &id, spec, BPF_ANY))
+		return -errno;
+	v = realloc(l->specs, (l->nspecs + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->specs = v;
+	l->specs[l->nspecs++] = id;
+	s->spec_used[id] = 1;
+	return id;
+}
+
+/* link_create for BPF_TRACE_UPROBE_MULTI, laid out as in the kernel's
+ * union bpf_attr (libbpf 1.1 predates it). */
+struct uprobe_multi_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, multi_flags, pid;
+	uint32_t pad[9];
+};
+
+static int attach_multi(struct qp_scopes *s, struct bpf_program *prog, const char *name, int pid,
+			const char *path, const struct qp_elf_probes *elf, uint64_t cookie,
+			struct qp_scope_link **out, char *err, size_t errlen)
+{
+	struct qp_scope_link *l = calloc(1, sizeof(*l));
+	uint64_t *offs = NULL, *refs = NULL, *cookies = NULL;
+	struct uprobe_multi_attr a;
+	bool any_ref = false;
+	size_t i, n = 0;
+	int ret;
+
+	*out = NULL;
+	if (!l)
+		return -ENOMEM;
+	l->owner = s;
+	l->fd = -1;
+	offs = calloc(elf->nnotes + 1, sizeof(*offs));
+	refs = calloc(elf->nnotes + 1, sizeof(*refs));
+	cookies = calloc(elf->nnotes + 1, sizeof(*cookies));
+	if (!offs || !refs || !cookies) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < elf->nnotes; i++) {
+		const struct qp_usdt_note *nt = &elf->notes[i];
+		struct qp_usdt_spec spec;
+		int id;
+
+		if (strcmp(nt->provider, "qprof") || strcmp(nt->name, name))
+			continue;
+		if (addr_to_offset(elf, nt->pc, &offs[n]) ||
+		    (nt->sema && addr_to_offset(elf, nt->sema, &refs[n]))) {
+			snprintf(err, errlen, "%s: qprof:%s at 0x%llx is outside the file's segments", path,
+				 name, (unsigned long long)nt->pc);
+			ret = -EINVAL;
+			goto out;
+		}
+		any_ref |= nt->sema != 0;
+		if (qp_usdt_parse_args(nt->args, &spec)) {
+			snprintf(err, errlen, "%s: qprof:%s has arguments qprofd cannot read: '%s'", path,
+				 name, nt->args);
+			ret = -EINVAL;
+			goto out;
+		}
+		spec.usdt_cookie = cookie;
+		id = spec_id(s, l, &spec);
+		if (id < 0) {
+			snprintf(err, errlen, "no room for USDT argument specs (%d in use)", SPEC_IDS);
+			ret = id;
+			goto out;
+		}
+		cookies[n++] = (uint64_t)id;
+	}
+	if (!n) {
+		ret = 0; /* this file has no such probe */
+		goto out;
+	}
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (uint32_t)bpf_program__fd(prog);
+	a.attach_type = ATTACH_UPROBE_MULTI;
+	a.path = (uint64_t)(uintptr_t)path;
+	a.offsets = (uint64_t)(uintptr_t)offs;
+	a.ref_ctr_offsets = any_ref ? (uint64_t)(uintptr_t)refs : 0;
+	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.cnt = (uint32_t)n;
+	a.pid = pid > 0 ? (uint32_t)pid : 0;
+	l->fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	if (l->fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot attach qprof:%s in %s: %s", name, path, strerror(errno));
+		goto out;
+	}
+	*out = l;
+	l = NULL;
+	ret = 1;
+out:
+	link_free(l);
+	free(offs);
+	free(refs);
+	free(cookies);
+	return ret;
+}
+
+int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
+		     uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
+		     size_t errlen)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, opts);
 	struct bpf_program *progs[2] = { s->skel->progs.scope_enter, s->skel->progs.scope_exit };
 	const char *names[2] = { "scope_enter", "scope_exit" };
-	bool want[2] = { has_enter, has_exit };
-	size_t first = *nlinks;
+	uint64_t cookie = (epoch << 1) | (pid < 0 ? QPROF_COOKIE_BINARY : 0);
+	size_t first = *nlinks, k;
 	int i, made = 0, ret;
 
-	opts.usdt_cookie = (epoch << 1) | (pid < 0 ? QPROF_COOKIE_BINARY : 0);
+	opts.usdt_cookie = cookie;
 	/* exits first: an exit seen without its enter is counted and harmless,
 	 * an enter seen without its exit would sit at the bottom of the stack */
 	for (i = 1; i >= 0; i--) {
-		struct bpf_link *l;
+		struct qp_scope_link *l = NULL;
+		bool present = false;
 
-		if (!want[i])
+		for (k = 0; k < elf->nnotes && !present; k++)
+			present = !strcmp(elf->notes[k].provider, "qprof") && !strcmp(elf->notes[k].name, names[i]);
+		if (!present)
 			continue;
-		l = bpf_program__attach_usdt(progs[i], pid, path, "qprof", names[i], &opts);
-		if (!l) {
-			ret = -errno;
-			snprintf(err, errlen, "cannot attach qprof:%s in %s: %s", names[i], path,
-				 strerror(errno));
-			goto undo;
+		if (s->multi) {
+			ret = attach_multi(s, progs[i], names[i], pid, path, elf, cookie, &l, err, errlen);
+			if (ret < 0)
+				goto undo;
+			if (!l)
+				continue;
+		} else {
+			l = calloc(1, sizeof(*l));
+			if (!l) {
+				ret = -ENOMEM;
+				snprintf(err, errlen, "out of memory");
+				goto undo;
+			}
+			l->owner = s;
+			l->fd = -1;
+			l->blink = bpf_program__attach_usdt(progs[i], pid, path, "qprof", names[i], &opts);
+			if (!l->blink) {
+				ret = -errno;
+				free(l);
+				snprintf(err, errlen, "cannot attach qprof:%s in %s: %s", names[i], path,
+					 strerror(-ret));
+				goto undo;
+			}
 		}
 		ret = push_link(links, nlinks, l);
 		if (ret) {
-			bpf_link__destroy(l);
+			link_free(l);
 			snprintf(err, errlen, "out of memory");
 			goto undo;
 		}
@@ -126,14 +349,6 @@ undo:
 	qp_scopes_detach_links(*links + first, *nlinks - first);
 	*nlinks = first;
 	return ret;
-}
-
-void qp_scopes_detach_links(struct bpf_link **links, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		bpf_link__destroy(links[i]);
 }
 
 int qp_scopes_exclude(struct qp_scopes *s, uint32_t pid, bool excluded)

@@ -11,7 +11,8 @@
 #include "scopes.h"
 
 struct qp_scopes;
-struct bpf_link;
+struct qp_scope_link;
+struct qp_elf_probes;
 
 /* One aggregate, summed over CPUs. */
 struct qp_scope_row {
@@ -34,12 +35,17 @@ void qp_scopes_close(struct qp_scopes *s); /* accepts NULL */
 int qp_scopes_thread_stacks_fd(struct qp_scopes *s);
 /* A new attach epoch: one per attach operation (all files of one target). */
 uint64_t qp_scopes_new_epoch(struct qp_scopes *s);
-/* Attach scope_enter/scope_exit to every qprof site of PATH, for PID (-1: any
- * process, with QPROF_COOKIE_BINARY). Links are appended to *links (grown
- * with realloc). Returns the number of links made or -errno. */
-int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, uint64_t epoch, bool has_enter,
-		     bool has_exit, struct bpf_link ***links, size_t *nlinks, char *err, size_t errlen);
-void qp_scopes_detach_links(struct bpf_link **links, size_t n);
+/* Attach scope_enter/scope_exit to every qprof site of PATH (parsed as ELF),
+ * for PID (-1: any process, with QPROF_COOKIE_BINARY). One uprobe-multi link
+ * per probe name when the kernel has them (>= 6.6), else libbpf's USDT
+ * links. Links are appended to *links (grown with realloc). Returns the
+ * number of links made or -errno. */
+int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
+		     uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
+		     size_t errlen);
+void qp_scopes_detach_links(struct qp_scope_link **links, size_t n);
+/* true when links are uprobe-multi links (for status and logs) */
+bool qp_scopes_multi(const struct qp_scopes *s);
 
 /* Stop/resume counting PID for --binary attachments. */
 int qp_scopes_exclude(struct qp_scopes *s, uint32_t pid, bool excluded);

@@ -136,16 +136,6 @@ static struct qp_module *module_get(struct qp_registry *r, const char *path, ino
 	return m;
 }
 
-static bool module_has_probe(const struct qp_module *m, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < m->elf->nnotes; i++)
-		if (!strcmp(m->elf->notes[i].provider, "qprof") && !strcmp(m->elf->notes[i].name, name))
-			return true;
-	return false;
-}
-
 /* Path of a mapping as the daemon can open it: as written, or through the
  * process's root when it lives in another mount namespace. */
 static void map_open_path(int pid, const struct qp_map *m, char *buf, size_t len)
@@ -286,8 +276,7 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, 
 		}
 		if (!mod->qprof_notes)
 			continue;
-		ret = qp_scopes_attach(r->scopes, pid, path, epoch, module_has_probe(mod, "scope_enter"),
-				       module_has_probe(mod, "scope_exit"), &t->links, &t->nlinks,
+		ret = qp_scopes_attach(r->scopes, pid, path, mod->elf, epoch, &t->links, &t->nlinks,
 				       merr, sizeof(merr));
 		if (ret < 0) {
 			if (ret == -ESRCH || !pid_alive(pid)) {
@@ -457,9 +446,8 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, struct qp_bi
 	b->ino = mod->ino;
 	b->probes = (unsigned int)mod->qprof_notes;
 	b->attached_ms = qp_realtime_ns() / 1000000;
-	ret = qp_scopes_attach(r->scopes, -1, real, qp_scopes_new_epoch(r->scopes),
-			       module_has_probe(mod, "scope_enter"),
-			       module_has_probe(mod, "scope_exit"), &b->links, &b->nlinks, err, errlen);
+	ret = qp_scopes_attach(r->scopes, -1, real, mod->elf, qp_scopes_new_epoch(r->scopes),
+			       &b->links, &b->nlinks, err, errlen);
 	if (ret < 0 || !b->path) {
 		free(b->path);
 		free(b->links);

@@ -15,7 +15,7 @@
 
 struct qp_scopes;
 struct qp_json;
-struct bpf_link;
+struct qp_scope_link;
 
 /* One ELF file, parsed once and kept until shutdown (sites point into it). */
 struct qp_module {
@@ -44,7 +44,7 @@ struct qp_target {
 	unsigned int probes;	/* qprof probe sites in the attached files */
 	int binary;		/* index into binaries, -1 when attached by pid */
 	int pidfd;
-	struct bpf_link **links;
+	struct qp_scope_link **links;
 	size_t nlinks;
 	struct qp_maps maps;	/* last mappings read; kept after exit */
 	struct qp_resolved *resolved;
@@ -57,7 +57,7 @@ struct qp_binary {
 	ino_t ino;
 	unsigned int probes;
 	uint64_t attached_ms;
-	struct bpf_link **links;
+	struct qp_scope_link **links;
 	size_t nlinks;
 	int *detached;		/* pids detached by the user: never re-adopted */
 	size_t ndetached;

@@ -2,3 +2,7 @@
 add_executable(test_hist ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hist.c)
 target_link_libraries(test_hist qprof_common m)
 add_test(NAME unit_hist COMMAND test_hist)
+
+add_executable(test_usdt_spec ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_usdt_spec.c)
+target_link_libraries(test_usdt_spec qprof_common)
+add_test(NAME unit_usdt_spec COMMAND test_usdt_spec)

@@ -65,8 +65,8 @@ def daemon_prog_ids(pid):
 
 
 def uprobe_links(d):
-    """perf_event (uprobe) links of `bpftool link show` that run the daemon's
-    scope programs (not the CPU sampler's perf events). None when bpftool
+    """perf_event or uprobe_multi links (bpftool 7.1 prints the latter as
+    type 12) of `bpftool link show` that run the daemon's scope programs (not the CPU sampler's perf events). None when bpftool
     cannot tell."""
     ids = daemon_prog_ids(d.proc.pid)
     try:
@@ -80,7 +80,7 @@ def uprobe_links(d):
         return None
     ids &= {pr.get("id") for pr in progs if pr.get("name") in ("scope_enter", "scope_exit")}
     return sum(1 for ln in links
-               if ln.get("type") in ("perf_event", "uprobe_multi") and ln.get("prog_id") in ids)
+               if ln.get("type") in ("perf_event", "uprobe_multi", 12) and ln.get("prog_id") in ids)
 
 
 def is_zombie(pid):

@@ -6,6 +6,7 @@ only its own events; the target's exit keeps its data; detach drops it; a
 clean shutdown leaves no BPF program behind.
 
 usage: test_scopes.py QPROFD SCOPE_TARGET QPROF_CLI"""
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,22 @@ ITERS = 1000
 
 prog = Target([target_bin, "--mode", "nested", "--iters", str(ITERS)])
 d = Daemon(qprofd, ["--pid", str(prog.pid)])
+
+
+def prog_ids(pid):
+    """BPF programs the daemon holds (from /proc/PID/fdinfo)."""
+    ids = set()
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            for line in open(f"/proc/{pid}/fdinfo/{fd}"):
+                if line.startswith("prog_id:"):
+                    ids.add(int(line.split()[1]))
+        except OSError:
+            pass
+    return ids
+
+
+ours = prog_ids(d.proc.pid)
 try:
     st, status = d.get("/api/status")
     t.eq(st, 200, "status answers")
@@ -61,10 +78,11 @@ try:
         t.eq(r["file"].endswith("scope_target.c"), True, "outer file")
         t.eq(r["function"], "nested_thread", "outer function")
         t.check(r["p50_ns"] >= 100000, "outer p50 >= its 100 us busy wait")
-        # busy-wait durations: p50 of a 100 us scope is within 5% of the mean
-        t.near(r["p50_ns"], mine["outer_mean"], 0.05, "outer p50 near the measured mean")
+        # busy waits: a right-skewed distribution whose median is below the mean
+        t.check(r["p50_ns"] <= 1.05 * mine["outer_mean"], "outer p50 at most the measured mean + 5%")
     if ("slow_function", None) in rows:
-        t.near(rows[("slow_function", None)]["p50_ns"], 300000, 0.05, "slow_function p50 ~ 300 us")
+        p50 = rows[("slow_function", None)]["p50_ns"]
+        t.check(300000 <= p50 <= 1.05 * mine["func_mean"], f"slow_function p50 {p50} in [300 us, mean + 5%]")
 
     st, status = d.get("/api/status")
     t.eq(status["scopes"]["events"], 2 * ITERS * 3 + 2 * (ITERS // 10), "events counted")
@@ -104,9 +122,15 @@ finally:
     code = d.stop()
     t.eq(code, 0, "qprofd exits 0 on SIGTERM")
     t.check(not os.path.exists(d.sock), "socket removed at shutdown")
-    progs = subprocess.run(["bpftool", "prog", "show"], capture_output=True, text=True).stdout
-    t.check("scope_enter" not in progs and "scope_exit" not in progs,
-            "no qprof BPF program left loaded after shutdown")
+    t.check(len(ours) >= 3, f"the daemon held its BPF programs: {sorted(ours)}")
+
+    def left_loaded():
+        out = subprocess.run(["bpftool", "-j", "prog", "show"], capture_output=True, text=True).stdout
+        return {p["id"] for p in json.loads(out or "[]")} & ours
+
+    # the kernel frees a program after an RCU grace period: allow it a few seconds
+    left = wait_for(lambda: not left_loaded(), timeout=10) and set() or left_loaded()
+    t.eq(sorted(left), [], "none of the daemon's BPF programs is left loaded after shutdown")
     if t.failed:
         print(d.logtext(), file=sys.stderr)
 sys.exit(t.done())
