@@ -37,8 +37,8 @@ struct qp_scope_link {
 	size_t nspecs;
 };
 
-int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites,
-		   char *err, size_t errlen)
+int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_multi, char *err,
+		   size_t errlen)
 {
 	struct qp_scopes *s;
 	int ret;
@@ -55,7 +55,7 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites,
 	}
 	/* uprobe-multi links first: about 30 ns cheaper per probe hit than a
 	 * perf-event uprobe each; an older kernel refuses the attach type */
-	for (int attempt = 0; attempt < 2; attempt++) {
+	for (int attempt = allow_multi ? 0 : 1; attempt < 2; attempt++) {
 		s->multi = attempt == 0;
 		s->skel = scopes__open();
 		if (!s->skel) {

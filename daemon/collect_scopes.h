@@ -28,7 +28,9 @@ struct qp_scope_snapshot {
 
 /* Open, size and load the BPF object; attach the thread-exit tracepoint.
  * -errno on failure (err holds the reason). */
-int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, char *err, size_t errlen);
+/* ALLOW_MULTI false: perf-event uprobes even where uprobe-multi links exist. */
+int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_multi, char *err,
+		   size_t errlen);
 void qp_scopes_close(struct qp_scopes *s); /* accepts NULL */
 
 /* The task storage of thread stacks, shared with the CPU sampler. */

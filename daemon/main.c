@@ -34,6 +34,7 @@ struct options {
 	unsigned int frequency;
 	unsigned int max_sites;
 	bool all;
+	bool no_multi;
 	int verbose;
 };
 
@@ -52,6 +53,8 @@ static void usage(FILE *f)
 		"  --frequency HZ      CPU sampling frequency per CPU, 1..10000 (default 99)\n"
 		"  --all               sample every process, not only the targets\n"
 		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
+		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
+		"                      kernels before 6.6 (slower; for comparison and tests)\n"
 		"  -v, --verbose       more logging (-vv: debug)\n"
 		"  -h, --help          this text\n"
 		"  --version           print the version\n"
@@ -82,7 +85,7 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_VERSION = 256, OPT_MAXS };
+	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -91,6 +94,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
+		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -139,6 +143,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (parse_uint_opt("--max-sites", optarg, 16, 1 << 18, &v))
 				return 2;
 			o->max_sites = (unsigned int)v;
+			break;
+		case OPT_NO_MULTI:
+			o->no_multi = true;
 			break;
 		case 'v':
 			o->verbose++;
@@ -212,7 +219,7 @@ int main(int argc, char **argv)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&d.wait_cond, &ca);
 
-	ret = qp_scopes_open(&d.scopes, o.max_sites, err, sizeof(err));
+	ret = qp_scopes_open(&d.scopes, o.max_sites, !o.no_multi, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "qprofd: %s\nqprofd: BPF is unavailable: run as root on a kernel with BTF, uprobes and the BPF JIT\n",
 			err);

@@ -22,3 +22,9 @@ add_test(NAME integration_cpu
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
           $<TARGET_FILE:cpu_target>)
 set_tests_properties(integration_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+
+# The perf-event uprobe path (kernels before 6.6) on the same faults.
+add_test(NAME integration_drops_perf_uprobes
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_drops.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli> --no-uprobe-multi)
+set_tests_properties(integration_drops_perf_uprobes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -4,7 +4,7 @@ as dropped and none corrupting the figures: an exit without an enter, an exit
 that skips an open scope, nesting past the kept depth, a thread that exits
 inside a scope.
 
-usage: test_drops.py QPROFD SCOPE_TARGET QPROF_CLI"""
+usage: test_drops.py QPROFD SCOPE_TARGET QPROF_CLI [QPROFD_OPTION...]"""
 import os
 import sys
 
@@ -12,10 +12,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qptest import Daemon, Failures, Target, require_root  # noqa: E402
 
 qprofd, target_bin, cli = sys.argv[1:4]
+extra = sys.argv[4:]  # e.g. --no-uprobe-multi
 require_root()
 t = Failures("integration_drops")
 prog = Target([target_bin, "--mode", "misbehave"])
-d = Daemon(qprofd, ["--pid", str(prog.pid)])
+d = Daemon(qprofd, ["--pid", str(prog.pid), *extra])
 try:
     prog.start()
     prog.result()
