@@ -470,8 +470,10 @@ static void cpu_folded(struct qprofd *d, const struct qp_request *req, struct qp
 
 static void cpu_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
-	static const char *const allowed[] = { "pid", "seconds", "scope", "renderer", "download", NULL };
+	static const char *const allowed[] = { "pid", "seconds", "scope", "renderer", "download", "color",
+					       NULL };
 	const char *renderer = req->query(req->arg, "renderer");
+	const char *color = req->query(req->arg, "color");
 	const char *download = req->query(req->arg, "download");
 	bool callgraph = false;
 	struct qp_cpu_profile prof;
@@ -487,12 +489,17 @@ static void cpu_flamegraph(struct qprofd *d, const struct qp_request *req, struc
 		reply_error(resp, 400, "download must be 0 or 1");
 		return;
 	}
+	if (color && strcmp(color, "kind") && strcmp(color, "module")) {
+		reply_error(resp, 400, "color must be kind (kernel/user) or module");
+		return;
+	}
 	callgraph = renderer && !strcmp(renderer, "callgraph");
 	if (!cpu_profile(d, req, resp, allowed, &prof))
 		return;
 	qp_buf_init(&b);
 	if (!callgraph) {
-		struct qp_flame_opts o = { .title = prof.title };
+		struct qp_flame_opts o = { .title = prof.title,
+					   .color_by_module = color && !strcmp(color, "module") };
 
 		ret = qp_export_flamegraph(&prof, &o, &b);
 	} else {

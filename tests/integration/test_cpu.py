@@ -165,7 +165,8 @@ try:
     # bad parameters
     for path, want in ((f"/api/cpu/folded?seconds=abc", 400), ("/api/cpu/flamegraph?renderer=bogus", 400),
                        ("/api/cpu/folded?pid=4194999", 404), ("/api/cpu/folded?scope=", 400),
-                       ("/api/cpu/flamegraph?download=2", 400)):
+                       ("/api/cpu/flamegraph?download=2", 400), ("/api/cpu/flamegraph?color=red", 400),
+                       (f"/api/cpu/flamegraph?pid={prog.pid}&color=module", 200)):
         st, _, _ = d.request("GET", path)
         t.eq(st, want, f"GET {path}")
 
