@@ -1,0 +1,1003 @@
+/* report.c - see report.h. When a target exits, the poll thread (registry
+ * lock held) reads its scopes and its CPU samples once more and writes
+ *
+ *   summary.txt   what a person reads: header, three scope tables, top functions
+ *   report.json   the same figures for programs
+ *   scopes.json   the GET /api/scopes answer for the pid
+ *   cpu.folded    folded stacks
+ *   cpu.svg       the flame graph
+ *
+ * into REPORT_DIR/PID-COMM-YYYYmmddTHHMMSS/. Each file is written beside its
+ * name and renamed into place; summary.txt goes last and t->report_dir is set
+ * only once it is there, so a reader never sees half a report. Failures are
+ * logged and the daemon carries on. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <jansson.h>
+#include "buf.h"
+#include "collect_cpu.h"
+#include "collect_scopes.h"
+#include "export.h"
+#include "http.h"
+#include "http_query.h"
+#include "json_writer.h"
+#include "log.h"
+#include "model_cpu_build.h"
+#include "model_scopes.h"
+#include "qprofd.h"
+#include "report.h"
+#include "util.h"
+
+#define REPORT_TOP 20
+#define REPORT_MAX_FILE (256u << 20)
+
+/* ---- files ---------------------------------------------------------------- */
+
+static int mkdir_p(const char *path)
+{
+	char buf[4096];
+	size_t len = strlen(path), i;
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		buf[i] = i == len ? '\0' : '/';
+	}
+	{
+		struct stat st;
+
+		if (stat(path, &st))
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+	}
+	return 0;
+}
+
+/* DIR/NAME, atomically: a temporary file beside it, then rename. */
+static int write_atomic(const char *dir, const char *name, const char *data, size_t len)
+{
+	char tmp[4096], path[4096];
+	size_t off = 0;
+	int fd, ret = 0;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmpXXXXXX", dir, name) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(fd, data + off, len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -ENOSPC;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (!ret && fchmod(fd, 0644))
+		ret = -errno;
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+static int write_buf(const char *dir, const char *name, struct qp_buf *b)
+{
+	if (b->failed)
+		return -ENOMEM;
+	return write_atomic(dir, name, b->data ? b->data : "", b->len);
+}
+
+/* Whole file into a malloc'ed, NUL-terminated buffer. */
+static int read_all(const char *path, char **out, size_t *outlen)
+{
+	struct qp_buf b;
+	char chunk[65536];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	qp_buf_init(&b);
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			close(fd);
+			qp_buf_free(&b);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		qp_buf_add(&b, chunk, (size_t)n);
+		if (b.len > REPORT_MAX_FILE) {
+			close(fd);
+			qp_buf_free(&b);
+			return -EFBIG;
+		}
+	}
+	close(fd);
+	qp_buf_add(&b, "", 0);
+	*out = qp_buf_steal(&b, outlen);
+	if (!*out) {
+		*out = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- figures -------------------------------------------------------------- */
+
+struct srow {
+	const char *kind, *name, *parent;	/* owned by the parsed scopes JSON */
+	uint64_t count;
+	bool dur;				/* has durations (not a mark or probe) */
+	double total, mean, min, p50, p90, p99, p999, max;
+};
+
+static double num(const json_t *o, const char *k, bool *ok)
+{
+	const json_t *v = json_object_get(o, k);
+
+	if (!json_is_number(v)) {
+		*ok = false;
+		return 0;
+	}
+	return json_number_value(v);
+}
+
+static size_t parse_scopes(json_t *root, struct srow **out)
+{
+	json_t *arr = json_object_get(root, "scopes");
+	size_t i, n = json_array_size(arr), k = 0;
+	struct srow *v = calloc(n ? n : 1, sizeof(*v));
+
+	*out = v;
+	if (!v)
+		return 0;
+	for (i = 0; i < n; i++) {
+		json_t *o = json_array_get(arr, i);
+		struct srow *r = &v[k];
+		bool ok = true, cok = true;
+
+		r->name = json_string_value(json_object_get(o, "name"));
+		if (!r->name)
+			continue;
+		r->parent = json_string_value(json_object_get(o, "parent"));
+		r->kind = json_string_value(json_object_get(o, "kind"));
+		if (!r->kind)
+			r->kind = "scope";
+		r->count = (uint64_t)num(o, "count", &cok);
+		r->total = num(o, "total_ns", &ok);
+		r->mean = num(o, "mean_ns", &ok);
+		r->min = num(o, "min_ns", &ok);
+		r->p50 = num(o, "p50_ns", &ok);
+		r->p90 = num(o, "p90_ns", &ok);
+		r->p99 = num(o, "p99_ns", &ok);
+		r->p999 = num(o, "p999_ns", &ok);
+		r->max = num(o, "max_ns", &ok);
+		r->dur = ok && strcmp(r->kind, "mark") && strcmp(r->kind, "probe");
+		k++;
+	}
+	return k;
+}
+
+static int cmp_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+static int cmp_names(const struct srow *a, const struct srow *b)
+{
+	int c = cmp_str(a->name, b->name);
+
+	return c ? c : cmp_str(a->parent, b->parent);
+}
+
+static int by_total(const void *pa, const void *pb)
+{
+	const struct srow *a = pa, *b = pb;
+
+	if (a->dur != b->dur)
+		return a->dur ? -1 : 1;
+	if (a->total != b->total)
+		return a->total > b->total ? -1 : 1;
+	return cmp_names(a, b);
+}
+
+static int by_p99(const void *pa, const void *pb)
+{
+	const struct srow *a = pa, *b = pb;
+
+	if (a->dur != b->dur)
+		return a->dur ? -1 : 1;
+	if (a->p99 != b->p99)
+		return a->p99 > b->p99 ? -1 : 1;
+	if (a->total != b->total)
+		return a->total > b->total ? -1 : 1;
+	return cmp_names(a, b);
+}
+
+static int by_count(const void *pa, const void *pb)
+{
+	const struct srow *a = pa, *b = pb;
+
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	return cmp_names(a, b);
+}
+
+/* A function of the CPU profile: samples where it is the leaf (self) and
+ * samples where it is anywhere in the stack (total, once per sample). */
+struct func {
+	const char *name, *module;
+	uint64_t self, total;
+	size_t stamp;		/* last sample counted in total, + 1 */
+};
+
+struct funcs {
+	struct func *v;
+	size_t n, cap;		/* cap: a power of two, open addressing */
+	uint64_t samples;
+};
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (h ^ 0xff) * 1099511628211ull;
+}
+
+static struct func *func_get(struct funcs *f, const char *name, const char *module)
+{
+	size_t i;
+
+	if ((f->n + 1) * 2 > f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 256, j;
+		struct func *v = calloc(cap, sizeof(*v));
+
+		if (!v)
+			return NULL;
+		for (j = 0; j < f->cap; j++) {
+			if (!f->v[j].name)
+				continue;
+			i = hash_str(hash_str(14695981039346656037ull, f->v[j].name), f->v[j].module) & (cap - 1);
+			while (v[i].name)
+				i = (i + 1) & (cap - 1);
+			v[i] = f->v[j];
+		}
+		free(f->v);
+		f->v = v;
+		f->cap = cap;
+	}
+	i = hash_str(hash_str(14695981039346656037ull, name), module) & (f->cap - 1);
+	while (f->v[i].name) {
+		if (!strcmp(f->v[i].name, name) && !strcmp(f->v[i].module, module))
+			return &f->v[i];
+		i = (i + 1) & (f->cap - 1);
+	}
+	f->v[i].name = name;
+	f->v[i].module = module;
+	f->n++;
+	return &f->v[i];
+}
+
+static int funcs_build(const struct qp_cpu_profile *p, struct funcs *f)
+{
+	size_t s, k;
+
+	for (s = 0; s < p->nsamples; s++) {
+		const struct qp_cpu_sample *smp = &p->samples[s];
+
+		if (!smp->count)
+			continue;
+		f->samples += smp->count;
+		for (k = 0; k < smp->nframes; k++) {
+			const struct qp_cpu_frame *fr = &smp->frames[k];
+			const char *name = fr->name && fr->name[0] ? fr->name : "[unknown]";
+			struct func *fn = func_get(f, name, fr->module ? fr->module : "");
+
+			if (!fn)
+				return -ENOMEM;
+			if (fn->stamp != s + 1) {	/* recursion counts once per sample */
+				fn->stamp = s + 1;
+				fn->total += smp->count;
+			}
+			if (k + 1 == smp->nframes)
+				fn->self += smp->count;
+		}
+	}
+	/* compact */
+	for (s = 0, k = 0; s < f->cap; s++)
+		if (f->v[s].name)
+			f->v[k++] = f->v[s];
+	return 0;
+}
+
+static int func_cmp_names(const struct func *a, const struct func *b)
+{
+	int c = strcmp(a->name, b->name);
+
+	return c ? c : strcmp(a->module, b->module);
+}
+
+static int func_by_self(const void *pa, const void *pb)
+{
+	const struct func *a = pa, *b = pb;
+
+	if (a->self != b->self)
+		return a->self > b->self ? -1 : 1;
+	if (a->total != b->total)
+		return a->total > b->total ? -1 : 1;
+	return func_cmp_names(a, b);
+}
+
+static int func_by_total(const void *pa, const void *pb)
+{
+	const struct func *a = pa, *b = pb;
+
+	if (a->total != b->total)
+		return a->total > b->total ? -1 : 1;
+	if (a->self != b->self)
+		return a->self > b->self ? -1 : 1;
+	return func_cmp_names(a, b);
+}
+
+/* ---- the report ----------------------------------------------------------- */
+
+struct report {
+	struct qprofd *d;
+	struct qp_target *t;
+	char *scopes_json;
+	size_t scopes_len;
+	json_t *scopes_root;
+	struct srow *rows;
+	size_t nrows;
+	bool cpu_ok;
+	char cpu_why[320];
+	struct qp_cpu_profile prof;
+	struct funcs funcs;
+	struct func *by_self, *by_total;	/* sorted copies of funcs.v */
+};
+
+static void fmt_time(char *buf, size_t len, uint64_t ms)
+{
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+	char tmp[64];
+
+	if (!ms || !localtime_r(&s, &tm)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	strftime(tmp, sizeof(tmp), "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03u", tmp, (unsigned int)(ms % 1000));
+	strftime(tmp, sizeof(tmp), " %z", &tm);
+	snprintf(buf + strlen(buf), len - strlen(buf), "%s", tmp);
+}
+
+static uint64_t duration_ms(const struct qp_target *t)
+{
+	return t->exited_ms > t->attached_ms ? t->exited_ms - t->attached_ms : 0;
+}
+
+static void sanitize(char *dst, size_t len, const char *src)
+{
+	size_t i = 0;
+
+	for (; *src && i + 1 < len; src++) {
+		char c = *src;
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			c = '_';
+		dst[i++] = c;
+	}
+	if (!i && len > 1)
+		dst[i++] = '_';
+	dst[i] = '\0';
+	if (!strcmp(dst, ".") || !strcmp(dst, ".."))
+		dst[0] = '_';
+}
+
+static int collect_scopes(struct report *r)
+{
+	struct qp_scope_snapshot snap = { 0 };
+	struct qp_json j;
+	json_error_t jerr;
+	int ret;
+
+	struct qp_marks_view mv = { 0 };
+	struct qp_mark_row *marks = NULL;
+	size_t nmarks = 0;
+
+	ret = qp_scopes_read(r->d->scopes, r->t->pid, &snap);
+	if (ret)
+		return ret;
+	/* marks too, as /api/scopes has them (without them when they cannot be read) */
+	if (qp_marks_read(r->d->scopes, r->t->pid, &marks, &nmarks) == 0) {
+		mv.now = marks;
+		mv.nnow = nmarks;
+	}
+	qp_json_init(&j);
+	qp_model_scopes_json(&r->d->reg, &snap, NULL, mv.now ? &mv : NULL, r->t->pid, &j);
+	qp_scope_snapshot_free(&snap);
+	free(marks);
+	r->scopes_json = qp_json_finish(&j, &r->scopes_len);
+	if (!r->scopes_json)
+		return -ENOMEM;
+	r->scopes_root = json_loadb(r->scopes_json, r->scopes_len, 0, &jerr);
+	if (!r->scopes_root)
+		return -EINVAL;
+	r->nrows = parse_scopes(r->scopes_root, &r->rows);
+	return r->rows ? 0 : -ENOMEM;
+}
+
+static void collect_cpu(struct report *r)
+{
+	struct qp_cpu_snapshot now = { 0 };
+	struct qp_cpu_query q = { 0 };
+	struct qprofd *d = r->d;
+	int ret;
+
+	if (!d->cpu) {
+		snprintf(r->cpu_why, sizeof(r->cpu_why), "CPU sampling is unavailable: %.256s",
+			 d->cpu_error[0] ? d->cpu_error : "not started");
+		return;
+	}
+	ret = qp_cpu_read(d->cpu, &now);
+	if (ret) {
+		snprintf(r->cpu_why, sizeof(r->cpu_why), "cannot read the samples: %s", strerror(-ret));
+		return;
+	}
+	q.pid = r->t->pid;
+	q.period_ns = 1000000000ull / (d->frequency_hz ? d->frequency_hz : 99);
+	q.duration_ns = duration_ms(r->t) * 1000000ull;
+	q.time_ns = r->t->attached_ms * 1000000ull;
+	ret = qp_cpu_build(d->cpu, d->reg.sym, &d->reg, &now, NULL, &q, &r->prof);
+	qp_cpu_snapshot_free(&now);
+	if (ret) {
+		memset(&r->prof, 0, sizeof(r->prof));
+		snprintf(r->cpu_why, sizeof(r->cpu_why), "cannot build the profile: %s", strerror(-ret));
+		return;
+	}
+	if (funcs_build(&r->prof, &r->funcs)) {
+		snprintf(r->cpu_why, sizeof(r->cpu_why), "out of memory");
+		return;
+	}
+	r->by_self = malloc((r->funcs.n ? r->funcs.n : 1) * sizeof(struct func));
+	r->by_total = malloc((r->funcs.n ? r->funcs.n : 1) * sizeof(struct func));
+	if (!r->by_self || !r->by_total) {
+		snprintf(r->cpu_why, sizeof(r->cpu_why), "out of memory");
+		return;
+	}
+	if (r->funcs.n) {
+		memcpy(r->by_self, r->funcs.v, r->funcs.n * sizeof(struct func));
+		memcpy(r->by_total, r->funcs.v, r->funcs.n * sizeof(struct func));
+		qsort(r->by_self, r->funcs.n, sizeof(struct func), func_by_self);
+		qsort(r->by_total, r->funcs.n, sizeof(struct func), func_by_total);
+	}
+	r->cpu_ok = true;
+}
+
+static void report_free(struct report *r)
+{
+	free(r->scopes_json);
+	json_decref(r->scopes_root);
+	free(r->rows);
+	if (r->prof.arena)
+		qp_cpu_profile_free(&r->prof);
+	free(r->funcs.v);
+	free(r->by_self);
+	free(r->by_total);
+}
+
+/* summary.txt */
+
+static void scope_table(struct qp_buf *b, const char *title, struct srow *rows, size_t n,
+			int (*cmp)(const void *, const void *), bool need_dur)
+{
+	static const char *const heads[] = { "COUNT", "MEAN", "P50", "P99", "MAX", "TOTAL" };
+	size_t i, shown = 0, nw = 5, pw = 6;
+	char cells[6][32];
+	int c;
+
+	qsort(rows, n, sizeof(*rows), cmp);
+	qp_buf_printf(b, "\n%s\n", title);
+	for (i = 0; i < n && shown < REPORT_TOP; i++) {
+		if (need_dur && !rows[i].dur)
+			continue;
+		if (strlen(rows[i].name) > nw)
+			nw = strlen(rows[i].name);
+		if (rows[i].parent && strlen(rows[i].parent) > pw)
+			pw = strlen(rows[i].parent);
+		shown++;
+	}
+	if (!shown) {
+		qp_buf_puts(b, "  (none)\n");
+		return;
+	}
+	nw = nw > 48 ? 48 : nw;
+	pw = pw > 32 ? 32 : pw;
+	qp_buf_printf(b, "  %-*s  %-*s", (int)nw, "SCOPE", (int)pw, "PARENT");
+	for (c = 0; c < 6; c++)
+		qp_buf_printf(b, "  %10s", heads[c]);
+	qp_buf_puts(b, "\n");
+	for (i = 0, shown = 0; i < n && shown < REPORT_TOP; i++) {
+		const struct srow *r = &rows[i];
+
+		if (need_dur && !r->dur)
+			continue;
+		shown++;
+		snprintf(cells[0], sizeof(cells[0]), "%" PRIu64, r->count);
+		qp_fmt_duration(cells[1], sizeof(cells[1]), r->mean, r->dur);
+		qp_fmt_duration(cells[2], sizeof(cells[2]), r->p50, r->dur);
+		qp_fmt_duration(cells[3], sizeof(cells[3]), r->p99, r->dur);
+		qp_fmt_duration(cells[4], sizeof(cells[4]), r->max, r->dur);
+		qp_fmt_duration(cells[5], sizeof(cells[5]), r->total, r->dur);
+		qp_buf_printf(b, "  %-*.48s  %-*.32s", (int)nw, r->name, (int)pw, r->parent ? r->parent : "-");
+		for (c = 0; c < 6; c++)
+			qp_buf_printf(b, "  %10s", cells[c]);
+		qp_buf_puts(b, "\n");
+	}
+}
+
+static void func_table(struct qp_buf *b, const char *title, const struct func *v, size_t n,
+		       uint64_t samples, bool self_first)
+{
+	size_t i, m = n < REPORT_TOP ? n : REPORT_TOP;
+
+	qp_buf_printf(b, "\n%s\n", title);
+	if (!m) {
+		qp_buf_puts(b, "  (no samples)\n");
+		return;
+	}
+	qp_buf_printf(b, "  %8s %7s  %8s %7s  %s\n", self_first ? "SELF" : "TOTAL", "SHARE",
+		      self_first ? "TOTAL" : "SELF", "SHARE", "FUNCTION");
+	for (i = 0; i < m; i++) {
+		uint64_t a = self_first ? v[i].self : v[i].total, o = self_first ? v[i].total : v[i].self;
+
+		qp_buf_printf(b, "  %8" PRIu64 " %6.2f%%  %8" PRIu64 " %6.2f%%  %.200s%s%.100s%s\n", a,
+			      samples ? 100.0 * (double)a / (double)samples : 0, o,
+			      samples ? 100.0 * (double)o / (double)samples : 0, v[i].name,
+			      v[i].module[0] ? " (" : "", v[i].module, v[i].module[0] ? ")" : "");
+	}
+}
+
+static void write_summary(struct report *r, const char *dir, struct qp_buf *b)
+{
+	const struct qp_target *t = r->t;
+	char at[80], ex[80], dur[32];
+
+	fmt_time(at, sizeof(at), t->attached_ms);
+	fmt_time(ex, sizeof(ex), t->exited_ms);
+	qp_fmt_duration(dur, sizeof(dur), (double)duration_ms(t) * 1e6, true);
+	qp_buf_printf(b, "qprof report: pid %d (%s)\n", t->pid, t->comm);
+	qp_buf_printf(b, "  exe:       %s\n", t->exe);
+	qp_buf_printf(b, "  attached:  %s\n", at);
+	qp_buf_printf(b, "  exited:    %s\n", ex);
+	qp_buf_printf(b, "  duration:  %s (attached to exit)\n", dur);
+	qp_buf_printf(b, "  scopes:    %zu rows\n", r->nrows);
+	if (r->cpu_ok)
+		qp_buf_printf(b, "  cpu:       %" PRIu64 " samples at %u Hz\n", r->funcs.samples,
+			      r->d->frequency_hz);
+	else
+		qp_buf_printf(b, "  cpu:       no CPU profile (%s)\n", r->cpu_why);
+	qp_buf_printf(b, "  directory: %s\n", dir);
+
+	scope_table(b, "Scopes by total time", r->rows, r->nrows, by_total, true);
+	scope_table(b, "Scopes by p99", r->rows, r->nrows, by_p99, true);
+	scope_table(b, "Scopes by count", r->rows, r->nrows, by_count, false);
+
+	if (!r->cpu_ok) {
+		qp_buf_printf(b, "\nTop functions\n  no CPU profile: %s\n", r->cpu_why);
+		return;
+	}
+	func_table(b, "Top functions by self samples", r->by_self, r->funcs.n, r->funcs.samples, true);
+	func_table(b, "Top functions by total (inclusive) samples", r->by_total, r->funcs.n,
+		   r->funcs.samples, false);
+}
+
+/* report.json */
+
+static void json_rows(struct qp_json *j, const char *key, struct srow *rows, size_t n,
+		      int (*cmp)(const void *, const void *), bool need_dur)
+{
+	size_t i, shown = 0;
+
+	qsort(rows, n, sizeof(*rows), cmp);
+	qp_json_key(j, key);
+	qp_json_arr_begin(j);
+	for (i = 0; i < n && shown < REPORT_TOP; i++) {
+		const struct srow *r = &rows[i];
+
+		if (need_dur && !r->dur)
+			continue;
+		shown++;
+		qp_json_obj_begin(j);
+		qp_json_kv_str(j, "name", r->name);
+		qp_json_kv_str(j, "parent", r->parent);
+		qp_json_kv_str(j, "kind", r->kind);
+		qp_json_kv_u64(j, "count", r->count);
+		if (r->dur) {
+			qp_json_kv_double(j, "total_ns", r->total);
+			qp_json_kv_double(j, "mean_ns", r->mean);
+			qp_json_kv_double(j, "min_ns", r->min);
+			qp_json_kv_double(j, "p50_ns", r->p50);
+			qp_json_kv_double(j, "p90_ns", r->p90);
+			qp_json_kv_double(j, "p99_ns", r->p99);
+			qp_json_kv_double(j, "p999_ns", r->p999);
+			qp_json_kv_double(j, "max_ns", r->max);
+		} else {
+			static const char *const k[] = { "total_ns", "mean_ns", "min_ns", "p50_ns",
+							 "p90_ns", "p99_ns", "p999_ns", "max_ns" };
+			size_t x;
+
+			for (x = 0; x < QP_ARRAY_SIZE(k); x++)
+				qp_json_kv_null(j, k[x]);
+		}
+		qp_json_obj_end(j);
+	}
+	qp_json_arr_end(j);
+}
+
+static void json_funcs(struct qp_json *j, const char *key, const struct func *v, size_t n, uint64_t samples)
+{
+	size_t i, m = n < REPORT_TOP ? n : REPORT_TOP;
+
+	qp_json_key(j, key);
+	qp_json_arr_begin(j);
+	for (i = 0; i < m; i++) {
+		qp_json_obj_begin(j);
+		qp_json_kv_str(j, "name", v[i].name);
+		qp_json_kv_str(j, "module", v[i].module);
+		qp_json_kv_u64(j, "self", v[i].self);
+		qp_json_kv_u64(j, "total", v[i].total);
+		qp_json_kv_double(j, "self_share", samples ? (double)v[i].self / (double)samples : 0);
+		qp_json_kv_double(j, "total_share", samples ? (double)v[i].total / (double)samples : 0);
+		qp_json_obj_end(j);
+	}
+	qp_json_arr_end(j);
+}
+
+static char *write_report_json(struct report *r, const char *dir, size_t *len)
+{
+	const struct qp_target *t = r->t;
+	struct qp_json j;
+
+	qp_json_init(&j);
+	qp_json_obj_begin(&j);
+	qp_json_kv_i64(&j, "pid", t->pid);
+	qp_json_kv_str(&j, "comm", t->comm);
+	qp_json_kv_str(&j, "exe", t->exe);
+	qp_json_kv_u64(&j, "attached_ms", t->attached_ms);
+	qp_json_kv_u64(&j, "exited_ms", t->exited_ms);
+	qp_json_kv_u64(&j, "duration_ms", duration_ms(t));
+	qp_json_kv_str(&j, "dir", dir);
+	qp_json_key(&j, "scopes");
+	qp_json_obj_begin(&j);
+	qp_json_kv_u64(&j, "rows", r->nrows);
+	json_rows(&j, "by_total", r->rows, r->nrows, by_total, true);
+	json_rows(&j, "by_p99", r->rows, r->nrows, by_p99, true);
+	json_rows(&j, "by_count", r->rows, r->nrows, by_count, false);
+	qp_json_obj_end(&j);
+	qp_json_key(&j, "cpu");
+	qp_json_obj_begin(&j);
+	qp_json_kv_bool(&j, "available", r->cpu_ok);
+	if (r->cpu_ok) {
+		qp_json_kv_null(&j, "error");
+		qp_json_kv_u64(&j, "samples", r->funcs.samples);
+		qp_json_kv_u64(&j, "frequency_hz", r->d->frequency_hz);
+		qp_json_kv_u64(&j, "period_ns", r->prof.period_ns);
+		json_funcs(&j, "by_self", r->by_self, r->funcs.n, r->funcs.samples);
+		json_funcs(&j, "by_total", r->by_total, r->funcs.n, r->funcs.samples);
+	} else {
+		qp_json_kv_str(&j, "error", r->cpu_why);
+		qp_json_kv_u64(&j, "samples", 0);
+		qp_json_kv_u64(&j, "frequency_hz", r->d->frequency_hz);
+		qp_json_key(&j, "by_self");
+		qp_json_arr_begin(&j);
+		qp_json_arr_end(&j);
+		qp_json_key(&j, "by_total");
+		qp_json_arr_begin(&j);
+		qp_json_arr_end(&j);
+	}
+	qp_json_obj_end(&j);
+	qp_json_obj_end(&j);
+	return qp_json_finish(&j, len);
+}
+
+static void warn_file(const struct qp_target *t, const char *dir, const char *name, int ret)
+{
+	qp_warn("report of pid %d: cannot write %s/%s: %s", t->pid, dir, name, strerror(-ret));
+}
+
+int qp_report_write(struct qprofd *d, struct qp_target *t)
+{
+	struct report r = { .d = d, .t = t };
+	char dir[512], comm[64], stamp[32], title[512];
+	const char *base = d->report_dir && d->report_dir[0] ? d->report_dir : QPROF_REPORT_DIR;
+	time_t s = (time_t)(t->exited_ms / 1000);
+	struct qp_buf b;
+	struct tm tm;
+	size_t len;
+	char *json;
+	int ret, first = 0;
+
+	if (!localtime_r(&s, &tm))
+		memset(&tm, 0, sizeof(tm));
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	sanitize(comm, sizeof(comm), t->comm);
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/%d-%s-%s", base, t->pid, comm, stamp) >= sizeof(dir)) {
+		qp_warn("report of pid %d: directory name too long under %s", t->pid, base);
+		return -ENAMETOOLONG;
+	}
+	ret = mkdir_p(dir);
+	if (ret) {
+		qp_warn("report of pid %d: cannot create %s: %s", t->pid, dir, strerror(-ret));
+		return ret;
+	}
+
+	ret = collect_scopes(&r);
+	if (ret) {
+		qp_warn("report of pid %d: cannot read the scopes: %s", t->pid, strerror(-ret));
+		r.nrows = 0;
+	}
+	collect_cpu(&r);
+
+	/* scopes.json */
+	if (r.scopes_json) {
+		ret = write_atomic(dir, "scopes.json", r.scopes_json, r.scopes_len);
+		if (ret)
+			warn_file(t, dir, "scopes.json", first = ret);
+	}
+
+	/* cpu.folded and cpu.svg: empty ones when there is no profile, saying why */
+	{
+		struct qp_cpu_profile empty = { 0 };
+		const struct qp_cpu_profile *p = r.cpu_ok ? &r.prof : &empty;
+		struct qp_flame_opts o = { 0 };
+
+		qp_buf_init(&b);
+		ret = qp_export_folded(p, &b);
+		ret = ret ? ret : write_buf(dir, "cpu.folded", &b);
+		qp_buf_free(&b);
+		if (ret)
+			warn_file(t, dir, "cpu.folded", first = first ? first : ret);
+
+		snprintf(title, sizeof(title), "qprof: pid %d (%s), attached to exit", t->pid, t->comm);
+		o.title = title;
+		if (!r.cpu_ok)
+			o.subtitle = r.cpu_why;
+		qp_buf_init(&b);
+		ret = qp_export_flamegraph(p, &o, &b);
+		ret = ret ? ret : write_buf(dir, "cpu.svg", &b);
+		qp_buf_free(&b);
+		if (ret)
+			warn_file(t, dir, "cpu.svg", first = first ? first : ret);
+	}
+
+	/* report.json (sorts the rows: before the summary, which sorts them again) */
+	json = write_report_json(&r, dir, &len);
+	ret = json ? write_atomic(dir, "report.json", json, len) : -ENOMEM;
+	free(json);
+	if (ret)
+		warn_file(t, dir, "report.json", first = first ? first : ret);
+
+	/* summary.txt last: its presence makes the report visible */
+	qp_buf_init(&b);
+	write_summary(&r, dir, &b);
+	ret = write_buf(dir, "summary.txt", &b);
+	qp_buf_free(&b);
+	report_free(&r);
+	if (ret) {
+		warn_file(t, dir, "summary.txt", ret);
+		return ret;
+	}
+	snprintf(t->report_dir, sizeof(t->report_dir), "%s", dir);
+	qp_info("report of pid %d (%s) written to %s", t->pid, t->comm, dir);
+	return first;
+}
+
+/* ---- GET /api/report ------------------------------------------------------ */
+
+static void reply(struct qp_response *resp, int status, char *body, size_t len, const char *ctype)
+{
+	resp->status = status;
+	resp->body = body;
+	resp->len = len;
+	resp->content_type = ctype;
+}
+
+static void __printf(3, 4) reply_error(struct qp_response *resp, int status, const char *fmt, ...)
+{
+	struct qp_json j;
+	char msg[600], *s;
+	size_t len = 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	qp_json_init(&j);
+	qp_json_obj_begin(&j);
+	qp_json_kv_str(&j, "error", msg);
+	qp_json_obj_end(&j);
+	s = qp_json_finish(&j, &len);
+	if (s) {
+		char *t = realloc(s, len + 2);
+
+		if (t) {
+			s = t;
+			s[len++] = '\n';
+			s[len] = '\0';
+		}
+	}
+	if (!s) {
+		s = strdup("{\"error\":\"out of memory\"}\n");
+		len = s ? strlen(s) : 0;
+		status = 500;
+	}
+	reply(resp, status, s, len, "application/json");
+}
+
+struct keys {
+	const char *bad;
+	char msg[128];
+};
+
+static void check_key(void *arg, const char *key)
+{
+	static const char *const allowed[] = { "pid", "format", NULL };
+	struct keys *k = arg;
+
+	if (!k->bad)
+		k->bad = qp_query_unknown_key(allowed, &key, 1, k->msg, sizeof(k->msg));
+}
+
+/* The newest PID-* report directory under the report directory, for a pid
+ * that is no longer a target (detached, or a daemon restarted since). */
+static bool find_on_disk(const char *base, int pid, char *out, size_t len)
+{
+	char prefix[24], best[256] = "";
+	size_t plen;
+	struct dirent *e;
+	DIR *dh = opendir(base);
+
+	if (!dh)
+		return false;
+	plen = (size_t)snprintf(prefix, sizeof(prefix), "%d-", pid);
+	while ((e = readdir(dh))) {
+		size_t n = strlen(e->d_name);
+
+		if (strncmp(e->d_name, prefix, plen) || n < plen + 16 || n >= sizeof(best))
+			continue;
+		/* compare the trailing YYYYmmddTHHMMSS stamps */
+		if (!best[0] || strcmp(e->d_name + n - 15, best + strlen(best) - 15) > 0)
+			snprintf(best, sizeof(best), "%s", e->d_name);
+	}
+	closedir(dh);
+	if (!best[0])
+		return false;
+	return (size_t)snprintf(out, len, "%s/%s", base, best) < len;
+}
+
+static void report_list(struct qprofd *d, struct qp_response *resp)
+{
+	struct qp_json j;
+	size_t i, len = 0;
+	char *s;
+
+	qp_json_init(&j);
+	qp_json_obj_begin(&j);
+	qp_json_key(&j, "reports");
+	qp_json_arr_begin(&j);
+	pthread_mutex_lock(&d->reg.lock);
+	for (i = 0; i < d->reg.ntargets; i++) {
+		const struct qp_target *t = d->reg.targets[i];
+
+		if (!t->report_dir[0])
+			continue;
+		qp_json_obj_begin(&j);
+		qp_json_kv_i64(&j, "pid", t->pid);
+		qp_json_kv_str(&j, "comm", t->comm);
+		qp_json_kv_str(&j, "dir", t->report_dir);
+		qp_json_kv_u64(&j, "exited_ms", t->exited_ms);
+		qp_json_obj_end(&j);
+	}
+	pthread_mutex_unlock(&d->reg.lock);
+	qp_json_arr_end(&j);
+	qp_json_obj_end(&j);
+	s = qp_json_finish(&j, &len);
+	if (!s)
+		return reply_error(resp, 500, "out of memory while writing JSON");
+	{
+		char *t = realloc(s, len + 2);
+
+		if (t) {
+			s = t;
+			s[len++] = '\n';
+			s[len] = '\0';
+		}
+	}
+	reply(resp, 200, s, len, "application/json");
+}
+
+void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	const char *format = req->query(req->arg, "format");
+	const char *base = d->report_dir && d->report_dir[0] ? d->report_dir : QPROF_REPORT_DIR;
+	struct keys k = { NULL, "" };
+	char dir[512] = "", path[640], msg[128];
+	bool known = false, exited = false;
+	struct qp_target *t;
+	bool json;
+	size_t len;
+	char *data;
+	int pid, ret;
+
+	req->query_keys(req->arg, check_key, &k);
+	if (k.bad)
+		return reply_error(resp, 400, "%s", k.msg);
+	if (format && strcmp(format, "text") && strcmp(format, "json"))
+		return reply_error(resp, 400, "format must be text or json");
+	json = format && !strcmp(format, "json");
+	if (qp_query_pid(req->query(req->arg, "pid"), &pid, msg, sizeof(msg)))
+		return reply_error(resp, 400, "%s", msg);
+	if (!pid)
+		return report_list(d, resp);
+
+	pthread_mutex_lock(&d->reg.lock);
+	t = qp_registry_find(&d->reg, pid);
+	if (t) {
+		known = true;
+		exited = t->state == QP_TARGET_EXITED;
+		snprintf(dir, sizeof(dir), "%s", t->report_dir);
+	}
+	pthread_mutex_unlock(&d->reg.lock);
+	if (!dir[0] && !known)
+		find_on_disk(base, pid, dir, sizeof(dir));
+	if (!dir[0]) {
+		if (known && !exited)
+			return reply_error(resp, 404, "no report for process %d: it has not exited yet", pid);
+		if (known)
+			return reply_error(resp, 404, "no report for process %d (not written, see qprofd's log)",
+					   pid);
+		return reply_error(resp, 404, "no report for process %d", pid);
+	}
+	snprintf(path, sizeof(path), "%s/%s", dir, json ? "report.json" : "summary.txt");
+	ret = read_all(path, &data, &len);
+	if (ret == -ENOENT)
+		return reply_error(resp, 404, "the report of process %d is gone from %s", pid, dir);
+	if (ret)
+		return reply_error(resp, 500, "cannot read %s: %s", path, strerror(-ret));
+	reply(resp, 200, data, len, json ? "application/json" : "text/plain; charset=utf-8");
+}
