@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""qprof-cli top end to end: qprofd attached to scope_target --mode nested
+(2 threads of busy-wait scopes outer{40us, inner{60us}}, slow_function 300 us
+every 10th, span 20 us). One interval of `top --once` must name the busiest
+function and scope:
+
+- functions sort by SELF% first: the busy waits spend their time in the vDSO's
+  clock_gettime, which has no symbol, so its frames are grouped as "[vdso]";
+  __clock_gettime (the libc caller) holds most samples as TOTAL%;
+- scopes sort by total time inside the scope over the interval (the busiest
+  scope = the most time spent in it): "outer" (about 100 us per iteration)
+  beats "inner" (60 us), "slow_function" (30 us) and "span" (20 us).
+
+Also: --json has the documented keys and the same order; without a TTY top
+prints one frame and says so; the live view on a pseudo-terminal shows figures
+within one interval, obeys keys and restores the terminal on q; bad options
+exit 2, an unreachable daemon exit 1.
+
+usage: test_top.py QPROFD SCOPE_TARGET QPROF_CLI"""
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qptest import Daemon, Failures, Target, require_root  # noqa: E402
+
+qprofd, target_bin, cli = sys.argv[1:4]
+t = Failures("integration_top")
+
+# usage errors need no daemon and no root
+for args, what in ((["--interval", "0"], "--interval"), (["--interval", "61"], "--interval"),
+                   (["--pid", "abc"], "--pid"), (["--pid", "0"], "--pid")):
+    r = subprocess.run([cli, "top", *args], capture_output=True, text=True, timeout=30)
+    t.eq(r.returncode, 2, f"top {' '.join(args)} exit code")
+    t.check(what in r.stderr, f"top {' '.join(args)} names {what}: {r.stderr.strip()}")
+r = subprocess.run([cli, "--socket", "/nonexistent/qprofd.sock", "top", "--once", "--interval", "1"],
+                   capture_output=True, text=True, timeout=30)
+t.eq(r.returncode, 1, "top with no daemon exit code")
+t.check("cannot connect to qprofd" in r.stderr, f"top with no daemon says why: {r.stderr.strip()}")
+
+require_root()
+prog = Target([target_bin, "--mode", "nested", "--iters", "100000"])
+d = Daemon(qprofd, ["--pid", str(prog.pid)])
+
+
+def section(lines, title):
+    """The rows of a table of the plain frame: after its title and header line."""
+    for i, line in enumerate(lines):
+        if line.startswith(title):
+            rows = []
+            for row in lines[i + 2:]:
+                if not row.strip():
+                    break
+                rows.append(row.split())
+            return lines[i + 1].split(), rows
+    return None, []
+
+
+try:
+    prog.start()
+    time.sleep(0.5)  # the threads are in their loop
+
+    # --once: one plain frame after one interval
+    t0 = time.time()
+    r = subprocess.run([cli, "--socket", d.sock, "top", "--once", "--pid", str(prog.pid),
+                        "--interval", "2"], capture_output=True, text=True, timeout=60)
+    took = time.time() - t0
+    t.eq(r.returncode, 0, f"top --once exit code ({r.stderr.strip()})")
+    t.check(took < 2 + 3, f"top --once takes about one interval: {took:.1f} s")
+    t.check("\033" not in r.stdout, "the plain frame has no escape sequences")
+    lines = r.stdout.splitlines()
+    t.check(lines and lines[0].startswith("qprof top - qprofd "), f"header: {lines[:1]}")
+    t.check(f"pid {prog.pid}" in r.stdout and "interval 2 s" in r.stdout, "header names pid and interval")
+    head, fns = section(lines, "Functions")
+    t.eq(head, ["SELF%*", "TOTAL%", "SAMPLES", "FUNCTION"], "functions header")
+    if t.check(len(fns) >= 2, f"functions listed: {fns}"):
+        t.eq(fns[0][3], "[vdso]", "hottest function by self (the vDSO clock_gettime of the busy waits)")
+        t.check(float(fns[0][0]) >= 50, f"[vdso] self share >= 50%: {fns[0]}")
+        cg = [f for f in fns if f[3] == "__clock_gettime"]
+        t.check(cg and float(cg[0][1]) >= 50, f"__clock_gettime total share >= 50%: {cg}")
+        t.check(any(f[3] == "nested_thread" for f in fns), "nested_thread listed")
+    head, scopes = section(lines, "Scopes")
+    t.eq(head, ["NAME", "PARENT", "RATE/s", "P50", "P99", "P99.9", "MAX", "TOTAL*"], "scopes header")
+    if t.check(len(scopes) == 4, f"four scopes: {scopes}"):
+        t.eq([s[0] for s in scopes[:2]], ["outer", "inner"], "busiest scopes (by total time) first")
+        t.eq(scopes[1][1], "outer", "inner's parent")
+        for s in scopes:
+            # 2 threads x ~(100 + 30 + 20) us per iteration: thousands per second
+            t.check(float(s[2]) > (100 if s[0] == "slow_function" else 1000), f"{s[0]} rate/s {s[2]}")
+        t.check(all(u in r.stdout for u in ("us",)), "durations in human units")
+
+    # --json: the figures of one interval, every target
+    r = subprocess.run([cli, "--socket", d.sock, "top", "--json", "--interval", "1"],
+                       capture_output=True, text=True, timeout=60)
+    t.eq(r.returncode, 0, f"top --json exit code ({r.stderr.strip()})")
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        j = {}
+        t.check(False, f"top --json parses: {r.stdout[:200]!r}")
+    t.check({"interval_s", "pid", "functions", "scopes"} <= set(j), f"json keys: {sorted(j)}")
+    t.eq(j.get("interval_s"), 1, "json interval_s")
+    t.eq(j.get("pid"), None, "json pid (every target)")
+    fj, sj = j.get("functions") or [], j.get("scopes") or []
+    if t.check(fj and sj, "json has functions and scopes"):
+        t.check({"name", "self_pct", "total_pct", "samples"} <= set(fj[0]), f"function keys {sorted(fj[0])}")
+        t.check({"name", "parent", "rate_per_s", "p50_ns", "p99_ns", "p999_ns", "max_ns"} <= set(sj[0]),
+                f"scope keys {sorted(sj[0])}")
+        t.eq(fj[0]["name"], "[vdso]", "json hottest function")
+        t.eq(sj[0]["name"], "outer", "json busiest scope")
+        t.check(sj[0]["p50_ns"] <= sj[0]["p99_ns"] <= sj[0]["p999_ns"] <= sj[0]["max_ns"],
+                "json p50 <= p99 <= p99.9 <= max")
+        t.check(abs(sum(f["self_pct"] for f in fj) - 100) < 0.01, "self shares add up to 100%")
+
+    # no TTY and no --once: one frame, said on stderr
+    r = subprocess.run([cli, "--socket", d.sock, "top", "--interval", "1"],
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    t.eq(r.returncode, 0, "top without a TTY exit code")
+    t.check("not a terminal" in r.stderr, f"says it prints one frame: {r.stderr.strip()}")
+    t.check("Functions" in r.stdout and "outer" in r.stdout, "one frame printed")
+
+    # live on a pseudo-terminal: "collecting" at once, figures within one interval, keys, q
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["TERM"] = "xterm"
+        os.execv(cli, [cli, "--socket", d.sock, "top", "--interval", "1"])
+    out = b""
+
+    def read_for(sec, until=None):
+        global out
+        end = time.time() + sec
+        while time.time() < end:
+            rl, _, _ = select.select([fd], [], [], 0.1)
+            if rl:
+                try:
+                    out += os.read(fd, 65536)
+                except OSError:
+                    return
+            if until and until in out:
+                return
+
+    read_for(0.8)
+    t.check(b"\033[?1049h" in out, "live: alternate screen")
+    t.check(b"collecting" in out, "live: says it is collecting")
+    read_for(1 + 3, b"outer")
+    t.check(b"outer" in out and b"[vdso]" in out, "live: figures within one interval")
+    os.write(fd, b"t")
+    read_for(1, b"by total%")
+    t.check(b"Functions (by total%)" in out, "live: t sorts functions by total")
+    os.write(fd, b"m")
+    read_for(1, b"Scopes (by max)")
+    t.check(b"Scopes (by max)" in out, "live: m sorts scopes by max")
+    os.write(fd, b"q")
+    read_for(2)
+    _, status = os.waitpid(pid, 0)
+    t.eq(os.waitstatus_to_exitcode(status), 0, "live: q exits 0")
+    t.check(out.rstrip().endswith(b"\033[?25h\033[?1049l"), f"live: terminal restored: {out[-40:]!r}")
+    os.close(fd)
+
+finally:
+    prog.kill()
+    code = d.stop()
+    t.eq(code, 0, "qprofd exits 0 on SIGTERM")
+    if t.failed:
+        print(d.logtext(), file=sys.stderr)
+sys.exit(t.done())
