@@ -36,7 +36,8 @@ static const char top_help[] =
 	"\n"
 	"A live view of the last interval, refreshed every S seconds: the hottest\n"
 	"functions by SELF% (samples where the function is the leaf) and TOTAL%\n"
-	"(samples whose stack holds it) of all CPU samples, and the scopes with\n"
+	"(samples whose stack holds it) of all CPU samples, with the SAMPLES of the\n"
+	"sorted column, and the scopes with\n"
 	"RATE/s, P50, P99, P99.9, MAX and TOTAL time inside them. The first figures\n"
 	"appear after the first interval. Unsymbolized frames are grouped by module.\n"
 	"\n"
@@ -642,7 +643,7 @@ static const char *pct(char *buf, size_t len, uint64_t n, uint64_t total)
 
 static void draw_functions(struct screen *s, const struct round *r, size_t rows, enum fn_sort fs)
 {
-	const int wn = 7, nw = 3 * (wn + 2) + 0;
+	const int wn = 7, nw = 3 * (wn + 2);
 	int wname = 8;
 	size_t i, n = r->nfns < rows ? r->nfns : rows;
 	char a[32], b[32], c[32];
@@ -684,7 +685,7 @@ static void draw_scopes(struct screen *s, const struct round *r, size_t rows, en
 {
 	static const char *const heads[] = { "RATE/s", "P50", "P99", "P99.9", "MAX", "TOTAL" };
 	static const int durs[] = { SD_P50, SD_P99, SD_P999, SD_MAX, SD_TOTAL };
-	const int wn = 8, nw = 6 * (wn + 2);
+	const int wn = 7, nw = 6 * wn + 5 * 2 + 4;	/* numbers, and the blanks after the names */
 	int wname = 4, wpar = 6, k;
 	size_t i, n = r->nscopes < rows ? r->nscopes : rows;
 	bool pids = r->pid == 0 && r->ntargets > 1;
@@ -698,14 +699,17 @@ static void draw_scopes(struct screen *s, const struct round *r, size_t rows, en
 		if (sr->parent && (int)strlen(sr->parent) > wpar)
 			wpar = (int)strlen(sr->parent);
 	}
-	if (s->width) {	/* share what the numbers leave between the two names */
-		int avail = s->width - nw - 4 - (pids ? 9 : 0);
+	if (s->width) {
+		/* share what the numbers leave between the two names; on a narrow
+		 * terminal keep the names readable and let the line lose its
+		 * rightmost columns instead */
+		int avail = s->width - nw - (pids ? 9 : 0);
 
 		if (wname + wpar > avail) {
-			if (wpar > avail / 2)
-				wpar = avail / 2 > 6 ? avail / 2 : 6;
+			if (wpar > avail / 3)
+				wpar = avail / 3 > 8 ? avail / 3 : 8;
 			if (wname > avail - wpar)
-				wname = avail - wpar > 4 ? avail - wpar : 4;
+				wname = avail - wpar > 12 ? avail - wpar : 12;
 		}
 	}
 	sc_attr(s, "\033[1m");
