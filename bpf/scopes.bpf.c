@@ -60,6 +60,32 @@ struct {
 	__type(value, struct scope_stats);
 } zero SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct mark_key);
+	__type(value, struct mark_stats);
+} mark_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct mark_key);
+	__type(value, struct value_stats);
+} value_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct value_bucket_key);
+	__type(value, __u64);
+} value_hist SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} logs SEC(".maps");
+
 static __always_inline void count(__u32 which, __u64 n)
 {
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
@@ -199,6 +225,119 @@ int scope_exit(struct pt_regs *ctx)
 		return 0;
 	}
 	count(QPROF_CNT_DROP_NO_ENTER, 1);
+	return 0;
+}
+
+static __always_inline bool excluded_hit(__u64 cookie, __u32 tgid)
+{
+	return (cookie & QPROF_COOKIE_BINARY) && bpf_map_lookup_elem(&excluded, &tgid);
+}
+
+SEC("usdt")
+int mark_probe(struct pt_regs *ctx)
+{
+	__u64 site, unused, cookie;
+	struct mark_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct mark_stats *m, init = { .count = 1 };
+
+	if (qp_usdt_args2(ctx, &site, &unused, &cookie) || excluded_hit(cookie, k.tgid))
+		return 0;
+	k.site = site;
+	init.last_ns = bpf_ktime_get_ns();
+	m = bpf_map_lookup_elem(&mark_stats, &k);
+	if (m) {
+		m->count++;
+		m->last_ns = init.last_ns;
+	} else if (bpf_map_update_elem(&mark_stats, &k, &init, BPF_NOEXIST) &&
+		   !bpf_map_lookup_elem(&mark_stats, &k)) {
+		count(QPROF_CNT_MARK_LOST, 1);
+	}
+	return 0;
+}
+
+SEC("usdt")
+int value_probe(struct pt_regs *ctx)
+{
+	__u64 site, bits, cookie, key, *hb, one = 1;
+	struct mark_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	struct value_bucket_key bk = { .tgid = k.tgid };
+	struct value_stats *v, init = {};
+	__u64 exp, mant;
+
+	if (qp_usdt_args2(ctx, &site, &bits, &cookie) || excluded_hit(cookie, k.tgid))
+		return 0;
+	k.site = site;
+	v = bpf_map_lookup_elem(&value_stats, &k);
+	if (!v) {
+		bpf_map_update_elem(&value_stats, &k, &init, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&value_stats, &k);
+		if (!v) {
+			count(QPROF_CNT_VALUE_LOST, 1);
+			return 0;
+		}
+	}
+	v->last_bits = bits;
+	v->last_ns = bpf_ktime_get_ns();
+	exp = (bits >> 52) & 0x7ff;
+	mant = bits & ((1ULL << 52) - 1);
+	if (exp == 0x7ff) {	/* not finite: counted apart */
+		if (mant)
+			v->nan++;
+		else if (bits >> 63)
+			v->neg_inf++;
+		else
+			v->pos_inf++;
+		return 0;
+	}
+	key = (bits >> 63) ? ~bits : bits | (1ULL << 63);
+	if (!v->count || key < v->min_key)
+		v->min_key = key;
+	if (key > v->max_key)
+		v->max_key = key;
+	v->count++;
+	bk.site = site;
+	bk.bucket = key >> QPROF_VALUE_BUCKET_SHIFT;
+	hb = bpf_map_lookup_elem(&value_hist, &bk);
+	if (hb) {
+		__sync_fetch_and_add(hb, 1);
+	} else if (bpf_map_update_elem(&value_hist, &bk, &one, BPF_NOEXIST)) {
+		hb = bpf_map_lookup_elem(&value_hist, &bk);
+		if (hb)
+			__sync_fetch_and_add(hb, 1);
+		else
+			count(QPROF_CNT_VALUE_LOST, 1);
+	}
+	return 0;
+}
+
+/* log(site, msg, len): the message is copied into a ring-buffer record; a
+ * full ring buffer costs the message, counted in QPROF_CNT_LOG_LOST. */
+SEC("usdt")
+int log_probe(struct pt_regs *ctx)
+{
+	__u64 site, msg, cookie, id = bpf_get_current_pid_tgid();
+	struct log_record *r;
+	long len = 0;
+	__u32 n;
+
+	if (qp_usdt_args2(ctx, &site, &msg, &cookie) || excluded_hit(cookie, id >> 32))
+		return 0;
+	bpf_usdt_arg(ctx, 2, &len);
+	r = bpf_ringbuf_reserve(&logs, sizeof(*r), 0);
+	if (!r) {
+		count(QPROF_CNT_LOG_LOST, 1);
+		return 0;
+	}
+	r->ts_ns = bpf_ktime_get_ns();
+	r->site = site;
+	r->pid = id >> 32;
+	r->tid = (__u32)id;
+	r->len = (__s32)len;
+	r->pad = 0;
+	n = len < 0 ? 0 : len >= QPROF_LOG_MSG ? QPROF_LOG_MSG - 1 : (__u32)len;
+	if (bpf_probe_read_user_str(r->msg, n + 1, (const void *)msg) < 0)
+		r->msg[0] = '\0';
+	bpf_ringbuf_submit(r, 0);
 	return 0;
 }
 

@@ -45,6 +45,53 @@ struct thread_stack {
 	struct scope_frame f[QPROF_MAX_DEPTH];
 };
 
+/* Marks: count per (process, site). */
+struct mark_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 site;
+};
+
+struct mark_stats {
+	__u64 count;
+	__u64 last_ns;	/* bpf_ktime_get_ns() of the last hit */
+};
+
+/* Values: a double's IEEE-754 bits mapped to an unsigned key whose order is
+ * the order of the doubles (sign bit flipped for positives, all bits for
+ * negatives). The kernel keeps what that order allows: count, min, max,
+ * last, and a sparse histogram of the key's top QPROF_VALUE_BUCKET_BITS bits
+ * (sign, exponent, 12 mantissa bits: buckets 1/4096 of their value wide).
+ * NaN and infinities are counted apart and never enter min/max/histogram. */
+#define QPROF_VALUE_BUCKET_SHIFT 40
+
+struct value_stats {
+	__u64 count;		/* finite values */
+	__u64 min_key, max_key;	/* order keys */
+	__u64 last_bits;	/* raw bits of the last value, finite or not */
+	__u64 last_ns;		/* when it came (picks the last one across CPUs) */
+	__u64 nan, pos_inf, neg_inf;
+};
+
+struct value_bucket_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 site;
+	__u64 bucket;		/* order key >> QPROF_VALUE_BUCKET_SHIFT */
+};
+
+/* Logs: one ring-buffer record per QPROF_LOG. */
+#define QPROF_LOG_MSG 256	/* QPROF_LOG_MAX of qprof.h */
+
+struct log_record {
+	__u64 ts_ns;		/* bpf_ktime_get_ns() */
+	__u64 site;
+	__u32 pid, tid;
+	__s32 len;		/* length the message had; >= QPROF_LOG_MSG: cut */
+	__u32 pad;
+	char msg[QPROF_LOG_MSG];
+};
+
 /* Per-CPU counters (array map `counters`), summed by the daemon. */
 enum scope_counter {
 	QPROF_CNT_EVENTS = 0,		/* unused: events are the sum of the counts */
@@ -53,6 +100,9 @@ enum scope_counter {
 	QPROF_CNT_DROP_TOO_DEEP,	/* enters beyond QPROF_MAX_DEPTH */
 	QPROF_CNT_DROP_THREAD_EXIT,	/* scopes still open when their thread exited */
 	QPROF_CNT_DROP_MAP_FULL,	/* no room for a thread stack or a site entry */
+	QPROF_CNT_LOG_LOST,		/* log records the ring buffer had no room for */
+	QPROF_CNT_VALUE_LOST,		/* values whose histogram bucket found no room */
+	QPROF_CNT_MARK_LOST,		/* marks whose entry found no room */
 	QPROF_CNT__MAX,
 };
 

@@ -92,8 +92,11 @@ int cmd_attach(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_detach(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_scopes(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_probes(struct cli_ctx *ctx, int argc, char **argv);
-int cmd_pending(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_folded(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_flamegraph(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_pprof(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_values(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_top(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_report(struct cli_ctx *ctx, int argc, char **argv);
 #endif

@@ -19,10 +19,10 @@ static const struct cli_cmd commands[] = {
 	{ "folded", cmd_folded, "CPU samples as folded stacks" },
 	{ "flamegraph", cmd_flamegraph, "CPU samples as an SVG flame graph (-o FILE.svg)" },
 	{ "pprof", cmd_pprof, "CPU samples as a gzipped pprof profile (-o FILE.pb.gz)" },
-	/* in DESIGN.md, not built yet */
-	{ "values", cmd_pending, NULL },
-	{ "logs", cmd_pending, NULL },
-	{ "top", cmd_pending, NULL },
+	{ "report", cmd_report, "the report written when a target exited" },
+	{ "values", cmd_values, "QPROF_VALUE statistics per site" },
+	{ "logs", cmd_logs, "QPROF_LOG messages (-f to follow)" },
+	{ "top", cmd_top, "live view: hottest functions and scopes" },
 };
 
 static void usage(FILE *f)
@@ -41,8 +41,6 @@ static void usage(FILE *f)
 		if (commands[i].summary)
 			fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f,
-		"\n"
-		"Coming in a later version: values, logs, top.\n"
 		"\n"
 		"Options:\n"
 		"  --socket PATH  qprofd's socket (default: $QPROF_SOCKET, else %s)\n"

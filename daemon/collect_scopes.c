@@ -67,6 +67,9 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		if (s->multi) {
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_enter, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_exit, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.mark_probe, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.value_probe, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.log_probe, ATTACH_UPROBE_MULTI);
 		}
 		ret = scopes__load(s->skel);
 		if (!ret)
@@ -295,16 +298,19 @@ int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struc
 		     size_t errlen)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, opts);
-	struct bpf_program *progs[2] = { s->skel->progs.scope_enter, s->skel->progs.scope_exit };
-	const char *names[2] = { "scope_enter", "scope_exit" };
+	/* exits first: an exit seen without its enter is counted and harmless,
+	 * an enter seen without its exit would sit at the bottom of the stack */
+	struct bpf_program *progs[] = {
+		s->skel->progs.scope_exit, s->skel->progs.scope_enter, s->skel->progs.mark_probe,
+		s->skel->progs.value_probe, s->skel->progs.log_probe,
+	};
+	const char *names[] = { "scope_exit", "scope_enter", "mark", "value", "log" };
 	uint64_t cookie = (epoch << 1) | (pid < 0 ? QPROF_COOKIE_BINARY : 0);
 	size_t first = *nlinks, k;
 	int i, made = 0, ret;
 
 	opts.usdt_cookie = cookie;
-	/* exits first: an exit seen without its enter is counted and harmless,
-	 * an enter seen without its exit would sit at the bottom of the stack */
-	for (i = 1; i >= 0; i--) {
+	for (i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
 		struct qp_scope_link *l = NULL;
 		bool present = false;
 
@@ -515,4 +521,217 @@ const struct qp_scope_row *qp_scope_snapshot_find(const struct qp_scope_snapshot
 			hi = mid;
 	}
 	return NULL;
+}
+
+int qp_scopes_logs_fd(struct qp_scopes *s)
+{
+	return bpf_map__fd(s->skel->maps.logs);
+}
+
+static int cmp_mark_key(const struct mark_key *a, const struct mark_key *b)
+{
+	if (a->tgid != b->tgid)
+		return a->tgid < b->tgid ? -1 : 1;
+	return a->site < b->site ? -1 : a->site > b->site;
+}
+
+static int cmp_mark_row(const void *a, const void *b)
+{
+	return cmp_mark_key(&((const struct qp_mark_row *)a)->key, &((const struct qp_mark_row *)b)->key);
+}
+
+static int cmp_value_row(const void *a, const void *b)
+{
+	return cmp_mark_key(&((const struct qp_value_row *)a)->key, &((const struct qp_value_row *)b)->key);
+}
+
+static int cmp_bucket(const void *a, const void *b)
+{
+	const struct qp_value_bucket *x = a, *y = b;
+
+	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
+}
+
+/* Every key of a (mark_key-keyed) map, filtered by pid. */
+static int list_mark_keys(int fd, int pid, struct mark_key **out, size_t *n)
+{
+	struct mark_key key, next, *v = NULL, *nv;
+	size_t cap = 0, cnt = 0, steps = 0;
+	void *prev = NULL;
+
+	while (bpf_map_get_next_key(fd, prev, &next) == 0 && ++steps < (1u << 22)) {
+		if (pid <= 0 || next.tgid == (uint32_t)pid) {
+			if (cnt == cap) {
+				cap = cap ? cap * 2 : 64;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					free(v);
+					return -ENOMEM;
+				}
+				v = nv;
+			}
+			v[cnt++] = next;
+		}
+		key = next;
+		prev = &key;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+int qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_t *n)
+{
+	int fd = bpf_map__fd(s->skel->maps.mark_stats);
+	struct mark_stats *pc = calloc((size_t)s->ncpus, sizeof(*pc));
+	struct mark_key *keys = NULL;
+	struct qp_mark_row *v = NULL;
+	size_t nk = 0, i, kept = 0;
+	int ret, cpu;
+
+	*rows = NULL;
+	*n = 0;
+	if (!pc)
+		return -ENOMEM;
+	ret = list_mark_keys(fd, pid, &keys, &nk);
+	if (!ret && nk && !(v = calloc(nk, sizeof(*v))))
+		ret = -ENOMEM;
+	for (i = 0; !ret && i < nk; i++) {
+		if (bpf_map_lookup_elem(fd, &keys[i], pc))
+			continue;
+		v[kept].key = keys[i];
+		for (cpu = 0; cpu < s->ncpus; cpu++) {
+			v[kept].count += pc[cpu].count;
+			if (pc[cpu].last_ns > v[kept].last_ns)
+				v[kept].last_ns = pc[cpu].last_ns;
+		}
+		kept++;
+	}
+	free(keys);
+	free(pc);
+	if (ret) {
+		free(v);
+		return ret;
+	}
+	if (kept > 1)
+		qsort(v, kept, sizeof(*v), cmp_mark_row);
+	*rows = v;
+	*n = kept;
+	return 0;
+}
+
+int qp_values_read(struct qp_scopes *s, int pid, struct qp_value_row **rows, size_t *n)
+{
+	int fd = bpf_map__fd(s->skel->maps.value_stats);
+	int hfd = bpf_map__fd(s->skel->maps.value_hist);
+	struct value_stats *pc = calloc((size_t)s->ncpus, sizeof(*pc));
+	struct value_bucket_key bk, bnext;
+	struct mark_key *keys = NULL;
+	struct qp_value_row *v = NULL;
+	size_t nk = 0, i, kept = 0, steps = 0;
+	void *prev = NULL;
+	int ret, cpu;
+
+	*rows = NULL;
+	*n = 0;
+	if (!pc)
+		return -ENOMEM;
+	ret = list_mark_keys(fd, pid, &keys, &nk);
+	if (!ret && nk && !(v = calloc(nk, sizeof(*v))))
+		ret = -ENOMEM;
+	for (i = 0; !ret && i < nk; i++) {
+		struct value_stats *t = &v[kept].st;
+
+		if (bpf_map_lookup_elem(fd, &keys[i], pc))
+			continue;
+		v[kept].key = keys[i];
+		for (cpu = 0; cpu < s->ncpus; cpu++) {
+			const struct value_stats *p = &pc[cpu];
+
+			if (p->count) {
+				if (!t->count || p->min_key < t->min_key)
+					t->min_key = p->min_key;
+				if (p->max_key > t->max_key)
+					t->max_key = p->max_key;
+			}
+			t->count += p->count;
+			t->nan += p->nan;
+			t->pos_inf += p->pos_inf;
+			t->neg_inf += p->neg_inf;
+			if (p->last_ns > t->last_ns) {
+				t->last_ns = p->last_ns;
+				t->last_bits = p->last_bits;
+			}
+		}
+		kept++;
+	}
+	free(keys);
+	free(pc);
+	/* histogram buckets, distributed to their rows */
+	while (!ret && bpf_map_get_next_key(hfd, prev, &bnext) == 0 && ++steps < (1u << 22)) {
+		struct mark_key mk = { .tgid = bnext.tgid, .site = bnext.site };
+		struct qp_value_row *r;
+		struct qp_value_bucket *nb;
+		__u64 cnt;
+
+		bk = bnext;
+		prev = &bk;
+		if (pid > 0 && bnext.tgid != (uint32_t)pid)
+			continue;
+		if (bpf_map_lookup_elem(hfd, &bnext, &cnt))
+			continue;
+		for (r = NULL, i = 0; i < kept; i++) {
+			if (!cmp_mark_key(&v[i].key, &mk)) {
+				r = &v[i];
+				break;
+			}
+		}
+		if (!r)
+			continue;
+		nb = realloc(r->buckets, (r->nbuckets + 1) * sizeof(*nb));
+		if (!nb) {
+			ret = -ENOMEM;
+			break;
+		}
+		r->buckets = nb;
+		r->buckets[r->nbuckets].bucket = bnext.bucket;
+		r->buckets[r->nbuckets].count = cnt;
+		r->nbuckets++;
+	}
+	if (ret) {
+		qp_values_free(v, kept);
+		return ret;
+	}
+	for (i = 0; i < kept; i++)
+		if (v[i].nbuckets > 1)
+			qsort(v[i].buckets, v[i].nbuckets, sizeof(*v[i].buckets), cmp_bucket);
+	if (kept > 1)
+		qsort(v, kept, sizeof(*v), cmp_value_row);
+	*rows = v;
+	*n = kept;
+	return 0;
+}
+
+void qp_values_free(struct qp_value_row *rows, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(rows[i].buckets);
+	free(rows);
+}
+
+uint64_t qp_scopes_counter(struct qp_scopes *s, unsigned int which)
+{
+	__u64 cnt[256] = { 0 };
+	uint64_t sum = 0;
+	__u32 k = which;
+	int cpu;
+
+	if (which >= QPROF_CNT__MAX || s->ncpus > 256 ||
+	    bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &k, cnt))
+		return 0;
+	for (cpu = 0; cpu < s->ncpus; cpu++)
+		sum += cnt[cpu];
+	return sum;
 }

@@ -54,6 +54,32 @@ int qp_scopes_exclude(struct qp_scopes *s, uint32_t pid, bool excluded);
 /* Delete every aggregate of PID. */
 int qp_scopes_forget(struct qp_scopes *s, uint32_t pid);
 
+/* Marks and values of PID (all when pid <= 0), summed over CPUs, sorted by
+ * key. Values carry their histogram buckets (order key >> shift, count). */
+struct qp_mark_row {
+	struct mark_key key;
+	uint64_t count, last_ns;
+};
+
+struct qp_value_bucket {
+	uint64_t bucket, count;
+};
+
+struct qp_value_row {
+	struct mark_key key;
+	struct value_stats st;
+	size_t nbuckets;
+	struct qp_value_bucket *buckets;	/* sorted by bucket */
+};
+
+int qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_t *n);
+int qp_values_read(struct qp_scopes *s, int pid, struct qp_value_row **rows, size_t *n);
+void qp_values_free(struct qp_value_row *rows, size_t n);
+/* One counter of enum scope_counter, summed over CPUs. */
+uint64_t qp_scopes_counter(struct qp_scopes *s, unsigned int which);
+/* The log ring buffer (for the logs consumer). */
+int qp_scopes_logs_fd(struct qp_scopes *s);
+
 /* Read everything (or only PID when pid > 0). */
 int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out);
 void qp_scope_snapshot_free(struct qp_scope_snapshot *snap);

@@ -156,6 +156,35 @@ static void query_keys(void *arg, void (*fn)(void *, const char *), void *arg2)
 	MHD_get_connection_values(arg, MHD_GET_ARGUMENT_KIND, key_it, &k);
 }
 
+/* A streamed answer (follow=1): MHD calls stream_read from the connection's
+ * thread, which may block a little; stream_free runs when the stream ends or
+ * the client hangs up. */
+struct stream {
+	ssize_t (*read)(void *state, char *buf, size_t max);
+	void (*done)(void *state);
+	void *state;
+};
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct stream *st = cls;
+	ssize_t n = st->read(st->state, buf, max);
+
+	if (n == QP_STREAM_END)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n < 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	return n;
+}
+
+static void stream_free(void *cls)
+{
+	struct stream *st = cls;
+
+	st->done(st->state);
+	free(st);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
@@ -196,6 +225,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		.body_too_large = cn->too_large, .query = query_get, .query_keys = query_keys, .arg = c,
 	};
 	qp_http_route(h->d, &req, &resp);
+	if (resp.read) {
+		struct stream *st = malloc(sizeof(*st));
+
+		if (!st) {
+			resp.done(resp.state);
+			return MHD_NO;
+		}
+		st->read = resp.read;
+		st->done = resp.done;
+		st->state = resp.state;
+		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st,
+						      stream_free);
+		if (!r) {
+			stream_free(st);
+			return MHD_NO;
+		}
+		MHD_add_response_header(r, "Content-Type", resp.content_type ? resp.content_type
+									  : "application/x-ndjson");
+		MHD_add_response_header(r, "Cache-Control", "no-store");
+		ret = MHD_queue_response(c, (unsigned int)resp.status, r);
+		MHD_destroy_response(r);
+		return ret;
+	}
 	if (resp.status >= 500)
 		qp_warn("%s %s -> %d %.*s", method, url, resp.status, (int)(resp.len < 300 ? resp.len : 300),
 			resp.body ? resp.body : "");

@@ -5,6 +5,7 @@
 #define QPROF_HTTP_H
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 struct qprofd;
 struct qp_http;
@@ -42,7 +43,17 @@ struct qp_response {
 	const char *allow;	/* for 405 */
 	const char *disposition; /* Content-Disposition, e.g. attachment; filename="cpu.svg" */
 	char note[256];		/* X-Qprof-Note: why a profile is empty, when it is */
+	/* A streamed body instead of `body`: read() fills BUF with up to MAX
+	 * bytes and returns how many, 0 for "nothing yet" (after waiting a
+	 * little), QP_STREAM_END or QP_STREAM_ERROR; done() frees the state, also
+	 * when the client goes away. */
+	ssize_t (*read)(void *state, char *buf, size_t max);
+	void (*done)(void *state);
+	void *state;
 };
+
+#define QP_STREAM_END ((ssize_t)-1)
+#define QP_STREAM_ERROR ((ssize_t)-2)
 
 void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 #endif

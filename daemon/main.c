@@ -18,7 +18,9 @@
 #include "symbolize.h"
 #include "http.h"
 #include "log.h"
+#include "logs.h"
 #include "qprofd.h"
+#include "report.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/qprof/qprofd.sock"
@@ -27,6 +29,7 @@
 struct options {
 	const char *socket;
 	const char *listen;
+	const char *report_dir;
 	int *pids;
 	size_t npids;
 	const char **binaries;
@@ -53,6 +56,8 @@ static void usage(FILE *f)
 		"  --frequency HZ      CPU sampling frequency per CPU, 1..10000 (default 99)\n"
 		"  --all               sample every process, not only the targets\n"
 		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
+		"  --report-dir DIR    where a target's report is written when it exits\n"
+		"                      (default " QPROF_REPORT_DIR ")\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
 		"  -v, --verbose       more logging (-vv: debug)\n"
@@ -85,7 +90,7 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI };
+	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -95,6 +100,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "all", no_argument, NULL, 'a' },
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
+		{ "report-dir", required_argument, NULL, OPT_REPORT_DIR },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -147,6 +153,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_NO_MULTI:
 			o->no_multi = true;
 			break;
+		case OPT_REPORT_DIR:
+			if (!optarg[0]) {
+				fprintf(stderr, "qprofd: --report-dir wants a directory\n");
+				return 2;
+			}
+			o->report_dir = optarg;
+			break;
 		case 'v':
 			o->verbose++;
 			break;
@@ -186,7 +199,8 @@ bool qprofd_wait(struct qprofd *d, unsigned int seconds)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096 };
+	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
+			     .report_dir = QPROF_REPORT_DIR };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qprofd d = { 0 };
 	pthread_condattr_t ca;
@@ -214,6 +228,7 @@ int main(int argc, char **argv)
 
 	d.start_ns = qp_now_ns();
 	d.frequency_hz = o.frequency;
+	d.report_dir = o.report_dir;
 	pthread_mutex_init(&d.wait_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -238,6 +253,8 @@ int main(int argc, char **argv)
 	if (ret)
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d.cpu_error);
 	d.reg.cpu = d.cpu;
+	if (qp_logs_start(&d.logs, qp_scopes_logs_fd(d.scopes), 65536, err, sizeof(err)))
+		qp_warn("QPROF_LOG messages unavailable: %s", err);
 
 	pthread_mutex_lock(&d.reg.lock);
 	for (i = 0; i < o.npids; i++) {
@@ -295,6 +312,14 @@ int main(int argc, char **argv)
 		}
 		pthread_mutex_lock(&d.reg.lock);
 		qp_registry_poll(&d.reg, ++tick % 4 == 0);
+		for (i = 0; i < d.reg.ntargets; i++) {
+			struct qp_target *t = d.reg.targets[i];
+
+			if (t->report_pending) {
+				t->report_pending = false;
+				qp_report_write(&d, t);
+			}
+		}
 		pthread_mutex_unlock(&d.reg.lock);
 	}
 	exit_code = 0;
@@ -307,6 +332,7 @@ out_http:
 	qp_http_stop(http);
 	unlink(o.socket);
 out:
+	qp_logs_stop(d.logs);
 	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
 	d.reg.cpu = NULL;
 	qp_symbolizer_free(d.reg.sym);

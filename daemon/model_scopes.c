@@ -7,6 +7,7 @@
 #include "json_writer.h"
 #include "model_scopes.h"
 #include "percentile.h"
+#include "util.h"
 
 struct row {
 	const struct scope_key *key;
@@ -122,8 +123,72 @@ static bool window_row(const struct qp_scope_row *now, const struct qp_scope_row
 	return true;
 }
 
+static void write_marks(struct qp_registry *r, const struct qp_marks_view *m, int pid, struct qp_json *j)
+{
+	uint64_t now_ms = qp_realtime_ns() / 1000000;
+	size_t i, k = 0;
+
+	for (i = 0; i < m->nnow; i++) {
+		const struct qp_mark_row *cur = &m->now[i];
+		const struct qp_site_info *site;
+		struct qp_target *t;
+		uint64_t count = cur->count;
+		double secs;
+		char buf[32];
+
+		if (pid > 0 && cur->key.tgid != (uint32_t)pid)
+			continue;
+		if (m->base) {
+			/* both sorted by key: walk the base alongside */
+			while (k < m->nbase && (m->base[k].key.tgid < cur->key.tgid ||
+						(m->base[k].key.tgid == cur->key.tgid &&
+						 m->base[k].key.site < cur->key.site)))
+				k++;
+			if (k < m->nbase && m->base[k].key.tgid == cur->key.tgid &&
+			    m->base[k].key.site == cur->key.site && m->base[k].count <= count)
+				count -= m->base[k].count;
+		}
+		t = qp_registry_find(r, (int)cur->key.tgid);
+		if (!count || !t)
+			continue;
+		site = qp_target_site(r, t, cur->key.site);
+		secs = m->base ? m->window_s
+			       : (double)((t->state == QP_TARGET_EXITED ? t->exited_ms : now_ms) - t->attached_ms) / 1e3;
+		qp_json_obj_begin(j);
+		qp_json_kv_i64(j, "pid", cur->key.tgid);
+		qp_json_kv_str(j, "kind", "mark");
+		if (site) {
+			qp_json_kv_str(j, "name", site->name);
+			qp_json_kv_str(j, "site_kind", qp_site_kind_name(site->kind));
+			qp_json_kv_str(j, "file", site->file);
+			qp_json_kv_u64(j, "line", site->line);
+			qp_json_kv_str(j, "function", site->function);
+		} else {
+			snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)cur->key.site);
+			qp_json_kv_str(j, "name", buf);
+			qp_json_kv_str(j, "site_kind", "unknown");
+			qp_json_kv_null(j, "file");
+			qp_json_kv_null(j, "line");
+			qp_json_kv_null(j, "function");
+		}
+		qp_json_kv_u64(j, "count", count);
+		qp_json_kv_double(j, "rate_per_s", secs > 0 ? (double)count / secs : 0);
+		qp_json_kv_null(j, "total_ns");
+		qp_json_kv_null(j, "mean_ns");
+		qp_json_kv_null(j, "min_ns");
+		qp_json_kv_null(j, "max_ns");
+		qp_json_kv_null(j, "p50_ns");
+		qp_json_kv_null(j, "p90_ns");
+		qp_json_kv_null(j, "p99_ns");
+		qp_json_kv_null(j, "p999_ns");
+		qp_json_kv_null(j, "parent");
+		qp_json_obj_end(j);
+	}
+}
+
 void qp_model_scopes_json(struct qp_registry *r, const struct qp_scope_snapshot *now,
-			  const struct qp_scope_snapshot *base, int pid, struct qp_json *j)
+			  const struct qp_scope_snapshot *base, const struct qp_marks_view *marks,
+			  int pid, struct qp_json *j)
 {
 	struct row *rows = calloc(now->n ? now->n : 1, sizeof(*rows));
 	size_t i, n = 0;
@@ -162,6 +227,8 @@ void qp_model_scopes_json(struct qp_registry *r, const struct qp_scope_snapshot 
 	}
 out:
 	free(rows);
+	if (marks)
+		write_marks(r, marks, pid, j);
 	qp_json_arr_end(j);
 	qp_json_obj_end(j);
 }

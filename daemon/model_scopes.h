@@ -8,10 +8,19 @@
 
 struct qp_json;
 
+/* Marks, for the same rows: counts now and at the window's start. */
+struct qp_marks_view {
+	const struct qp_mark_row *now, *base;	/* base NULL: since attach */
+	size_t nnow, nbase;
+	double window_s;			/* > 0 with base */
+};
+
 /* Write {"scopes": [...]} for NOW, or for NOW - BASE when BASE is not NULL,
- * limited to PID when pid > 0. Caller holds r->lock. */
+ * limited to PID when pid > 0; then the marks as kind "mark" rows (count,
+ * rate_per_s, null durations). Caller holds r->lock. */
 void qp_model_scopes_json(struct qp_registry *r, const struct qp_scope_snapshot *now,
-			  const struct qp_scope_snapshot *base, int pid, struct qp_json *j);
+			  const struct qp_scope_snapshot *base, const struct qp_marks_view *marks,
+			  int pid, struct qp_json *j);
 
 /* Distinct sites in a snapshot. */
 size_t qp_model_count_sites(const struct qp_scope_snapshot *s);

@@ -14,10 +14,12 @@ struct qprofd {
 	struct qp_registry reg;
 	struct qp_scopes *scopes;
 	struct qp_cpu *cpu;		/* NULL when sampling could not start */
+	struct qp_logs *logs;		/* NULL when the log ring buffer could not start */
 	char cpu_error[256];		/* why, then */
 	bool sample_all;
 	uint64_t start_ns;
 	unsigned int frequency_hz;
+	const char *report_dir;		/* exit reports go here (--report-dir) */
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;
 	bool stopping;

@@ -501,6 +501,7 @@ static void target_exited(struct qp_registry *r, struct qp_target *t)
 		qp_cpu_remove_pid(r->cpu, (uint32_t)t->pid, false); /* keep its samples */
 	t->state = QP_TARGET_EXITED;
 	t->exited_ms = qp_realtime_ns() / 1000000;
+	t->report_pending = true;
 	qp_scopes_detach_links(t->links, t->nlinks);
 	free(t->links);
 	t->links = NULL;

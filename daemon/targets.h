@@ -49,6 +49,8 @@ struct qp_target {
 	struct qp_maps maps;	/* last mappings read; kept after exit */
 	struct qp_resolved *resolved;
 	size_t nresolved;
+	bool report_pending;	/* exited; the exit report is not written yet */
+	char report_dir[512];	/* where it was written, "" when none */
 };
 
 struct qp_binary {

@@ -6,7 +6,7 @@ target_include_directories(scope_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(scope_target PRIVATE -O2 -g -fno-omit-frame-pointer)
 target_link_libraries(scope_target Threads::Threads)
 
-foreach(t scopes errors drops binary attach_race)
+foreach(t scopes errors drops binary attach_race report top)
   add_test(NAME integration_${t}
     COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_${t}.py
             $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>)
@@ -28,3 +28,14 @@ add_test(NAME integration_drops_perf_uprobes
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_drops.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli> --no-uprobe-multi)
 set_tests_properties(integration_drops_perf_uprobes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Values, logs and marks: exactly known sequences.
+add_executable(markers_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/markers_target.c)
+target_include_directories(markers_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(markers_target PRIVATE -O2 -g)
+target_link_libraries(markers_target m)
+add_test(NAME integration_markers
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_markers.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
+          $<TARGET_FILE:markers_target>)
+set_tests_properties(integration_markers PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)

@@ -70,8 +70,9 @@ try:
     err(d, "DELETE", "/api/targets/4194999", None, 404, "detach a pid that is not a target")
     err(d, "DELETE", "/api/targets/abc", None, 400, "detach a non-number")
     err(d, "DELETE", "/api/targets/-1", None, 400, "detach a negative pid")
-    err(d, "GET", "/api/values", None, 501, "values not yet")
-    err(d, "GET", "/api/logs", None, 501, "logs not yet")
+    err(d, "GET", "/metrics", None, 501, "metrics not yet")
+    err(d, "POST", "/api/values", None, 405, "POST values")
+    err(d, "GET", "/api/values?pid=abc", None, 400, "values pid not a number")
     err(d, "PUT", "/pprof/profile", None, 405, "PUT pprof")
 
     # query strings

@@ -1,0 +1,182 @@
+/* logs.c - see logs.h. The store is a ring of CAPACITY entries; a reader
+ * that falls more than CAPACITY behind sees a gap (seq jumps) and reports
+ * it as lost. Kernel timestamps (CLOCK_MONOTONIC) become Unix time with the
+ * offset between the two clocks, read once per drained batch. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <bpf/libbpf.h>
+#include "log.h"
+#include "logs.h"
+#include "util.h"
+
+struct qp_logs {
+	struct ring_buffer *rb;
+	pthread_t thread;
+	bool thread_started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stopping;
+	struct qp_log_entry *ring;
+	size_t cap;
+	uint64_t next_seq;	/* seq of the next entry */
+	int64_t mono_to_real;	/* realtime - monotonic, ns */
+};
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct qp_logs *l = ctx;
+	const struct log_record *r = data;
+	struct qp_log_entry *e;
+
+	if (size < sizeof(*r))
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	e = &l->ring[l->next_seq % l->cap];
+	e->seq = l->next_seq++;
+	e->ts_ns = r->ts_ns + (uint64_t)l->mono_to_real;
+	e->site = r->site;
+	e->pid = r->pid;
+	e->tid = r->tid;
+	e->len = r->len;
+	memcpy(e->msg, r->msg, sizeof(e->msg));
+	e->msg[sizeof(e->msg) - 1] = '\0';
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	return 0;
+}
+
+static void *drain(void *arg)
+{
+	struct qp_logs *l = arg;
+
+	for (;;) {
+		bool stop;
+		int n;
+
+		pthread_mutex_lock(&l->lock);
+		stop = l->stopping;
+		l->mono_to_real = (int64_t)(qp_realtime_ns() - qp_now_ns());
+		pthread_mutex_unlock(&l->lock);
+		if (stop)
+			break;
+		n = ring_buffer__poll(l->rb, 100);
+		if (n < 0 && n != -EINTR) {
+			qp_warn("log ring buffer: %s", strerror(-n));
+			break;
+		}
+	}
+	return NULL;
+}
+
+int qp_logs_start(struct qp_logs **out, int ringbuf_fd, size_t capacity, char *err, size_t errlen)
+{
+	struct qp_logs *l = calloc(1, sizeof(*l));
+	pthread_condattr_t ca;
+	int ret;
+
+	*out = NULL;
+	if (!l)
+		return -ENOMEM;
+	l->cap = capacity ? capacity : 1;
+	l->next_seq = 1;
+	l->ring = calloc(l->cap, sizeof(*l->ring));
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->cond, &ca);
+	if (!l->ring) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory for %zu log entries", l->cap);
+		goto fail;
+	}
+	l->mono_to_real = (int64_t)(qp_realtime_ns() - qp_now_ns());
+	l->rb = ring_buffer__new(ringbuf_fd, on_record, l, NULL);
+	if (!l->rb) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the log ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	ret = -pthread_create(&l->thread, NULL, drain, l);
+	if (ret) {
+		snprintf(err, errlen, "cannot start the log thread: %s", strerror(-ret));
+		goto fail;
+	}
+	l->thread_started = true;
+	*out = l;
+	return 0;
+fail:
+	qp_logs_stop(l);
+	return ret;
+}
+
+void qp_logs_stop(struct qp_logs *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&l->lock);
+	l->stopping = true;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	if (l->thread_started)
+		pthread_join(l->thread, NULL);
+	ring_buffer__free(l->rb);
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->lock);
+	free(l->ring);
+	free(l);
+}
+
+size_t qp_logs_get(struct qp_logs *l, uint64_t since, int pid, struct qp_log_entry *out, size_t max,
+		   uint64_t *last)
+{
+	uint64_t seq, oldest;
+	size_t n = 0;
+
+	pthread_mutex_lock(&l->lock);
+	oldest = l->next_seq > l->cap ? l->next_seq - l->cap : 1;
+	seq = since + 1 > oldest ? since + 1 : oldest;
+	*last = since;
+	for (; seq < l->next_seq && n < max; seq++) {
+		const struct qp_log_entry *e = &l->ring[seq % l->cap];
+
+		*last = seq;
+		if (pid > 0 && e->pid != (uint32_t)pid)
+			continue;
+		out[n++] = *e;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
+bool qp_logs_wait(struct qp_logs *l, uint64_t since, int timeout_ms)
+{
+	struct timespec until;
+	bool alive;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&l->lock);
+	while (!l->stopping && l->next_seq <= since + 1 &&
+	       pthread_cond_timedwait(&l->cond, &l->lock, &until) != ETIMEDOUT)
+		;
+	alive = !l->stopping;
+	pthread_mutex_unlock(&l->lock);
+	return alive;
+}
+
+void qp_logs_stats(struct qp_logs *l, uint64_t *received, uint64_t *oldest)
+{
+	pthread_mutex_lock(&l->lock);
+	*received = l->next_seq - 1;
+	*oldest = l->next_seq > l->cap ? l->next_seq - l->cap : 1;
+	pthread_mutex_unlock(&l->lock);
+}
