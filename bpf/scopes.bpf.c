@@ -82,6 +82,13 @@ struct {
 } value_hist SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct probe_key);
+	__type(value, __u64);
+} probe_counts SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } logs SEC(".maps");
@@ -118,16 +125,11 @@ static __always_inline struct thread_stack *stack_of(__u64 cookie, bool create)
 	return st;
 }
 
-SEC("usdt")
-int scope_enter(struct pt_regs *ctx)
+static __always_inline int do_enter(__u64 now, __u64 site, __u64 key, __u64 cookie)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u64 site, key, cookie;
 	struct thread_stack *st;
 	__u32 d;
 
-	if (qp_usdt_args2(ctx, &site, &key, &cookie))
-		return 0;
 	st = stack_of(cookie, true);
 	if (!st) {
 		if (!(cookie & QPROF_COOKIE_BINARY))
@@ -146,6 +148,17 @@ int scope_enter(struct pt_regs *ctx)
 	st->f[d].ts = now;
 	st->depth = d + 1;
 	return 0;
+}
+
+SEC("usdt")
+int scope_enter(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 site, key, cookie;
+
+	if (qp_usdt_args2(ctx, &site, &key, &cookie))
+		return 0;
+	return do_enter(now, site, key, cookie);
 }
 
 static __always_inline void record(__u32 tgid, __u64 site, __u64 parent, __u64 dur)
@@ -180,16 +193,12 @@ static __always_inline void record(__u32 tgid, __u64 site, __u64 parent, __u64 d
 		s->hist[idx]++;
 }
 
-SEC("usdt")
-int scope_exit(struct pt_regs *ctx)
+static __always_inline int do_exit(__u64 now, __u64 site, __u64 key, __u64 cookie)
 {
-	__u64 now = bpf_ktime_get_ns();
-	__u64 site, key, cookie, want;
+	__u64 want;
 	struct thread_stack *st;
 	__u32 d, i, top, tgid;
 
-	if (qp_usdt_args2(ctx, &site, &key, &cookie))
-		return 0;
 	want = key ? key : site;
 	st = stack_of(cookie, false);
 	if (!st || st->depth == 0) {
@@ -226,6 +235,42 @@ int scope_exit(struct pt_regs *ctx)
 	}
 	count(QPROF_CNT_DROP_NO_ENTER, 1);
 	return 0;
+}
+
+SEC("usdt")
+int scope_exit(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 site, key, cookie;
+
+	if (qp_usdt_args2(ctx, &site, &key, &cookie))
+		return 0;
+	return do_exit(now, site, key, cookie);
+}
+
+/* Spans of other programs' USDT probes: a begin probe opens the span's
+ * pseudo site on the thread stack, an end probe closes it, exactly like a
+ * qprof scope (nesting, parents, drops). Their arguments are not read. */
+SEC("usdt")
+int span_begin(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), cookie, site;
+
+	if (qp_usdt_cookie(ctx, &cookie))
+		return 0;
+	site = QPROF_SPAN_SITE(QPROF_COOKIE_ID(cookie));
+	return do_enter(now, site, site, cookie);
+}
+
+SEC("usdt")
+int span_end(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns(), cookie, site;
+
+	if (qp_usdt_cookie(ctx, &cookie))
+		return 0;
+	site = QPROF_SPAN_SITE(QPROF_COOKIE_ID(cookie));
+	return do_exit(now, site, site, cookie);
 }
 
 static __always_inline bool excluded_hit(__u64 cookie, __u32 tgid)
@@ -307,6 +352,25 @@ int value_probe(struct pt_regs *ctx)
 		else
 			count(QPROF_CNT_VALUE_LOST, 1);
 	}
+	return 0;
+}
+
+/* Any other USDT probe, counted per process. */
+SEC("usdt")
+int usdt_count(struct pt_regs *ctx)
+{
+	struct probe_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
+	__u64 cookie, one = 1, *c;
+
+	if (qp_usdt_cookie(ctx, &cookie) || excluded_hit(cookie, k.tgid))
+		return 0;
+	k.id = (__u32)QPROF_COOKIE_ID(cookie);
+	c = bpf_map_lookup_elem(&probe_counts, &k);
+	if (c)
+		*c += 1;
+	else if (bpf_map_update_elem(&probe_counts, &k, &one, BPF_NOEXIST) &&
+		 !bpf_map_lookup_elem(&probe_counts, &k))
+		count(QPROF_CNT_MARK_LOST, 1);
 	return 0;
 }
 

@@ -15,7 +15,17 @@
  * every attach: a thread stack older than the newest attach that hits it is
  * cleared, so frames left open by an earlier detach never pair with new ones. */
 #define QPROF_COOKIE_BINARY 1ULL
-#define QPROF_COOKIE_EPOCH(c) ((c) >> 1)
+#define QPROF_COOKIE_EPOCH(c) (((c) >> 1) & 0x7fffffffULL)
+/* Bits 32..63: the id of a counted USDT probe or of a span (POST
+ * /api/targets "usdt" and "spans"), 0 for qprof's own probes. */
+#define QPROF_COOKIE_ID(c) ((c) >> 32)
+#define QPROF_COOKIE(epoch, binary, id) \
+	(((__u64)(id) << 32) | (((__u64)(epoch) & 0x7fffffffULL) << 1) | ((binary) ? 1ULL : 0ULL))
+
+/* A span of other USDT probes stands in the scope maps as this pseudo site
+ * (no user address has the top bit set). */
+#define QPROF_SPAN_SITE(id) ((1ULL << 63) | (__u64)(id))
+#define QPROF_IS_SPAN_SITE(site) ((site) >> 63)
 
 struct scope_key {
 	__u32 tgid;
@@ -55,6 +65,12 @@ struct mark_key {
 struct mark_stats {
 	__u64 count;
 	__u64 last_ns;	/* bpf_ktime_get_ns() of the last hit */
+};
+
+/* Counted USDT probes: hits per (process, probe id). */
+struct probe_key {
+	__u32 tgid;
+	__u32 id;
 };
 
 /* Values: a double's IEEE-754 bits mapped to an unsigned key whose order is

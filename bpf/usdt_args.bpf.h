@@ -64,6 +64,18 @@ static __always_inline int qp_arg(struct pt_regs *ctx, struct __bpf_usdt_arg_spe
 	return 0;
 }
 
+/* The USDT cookie alone (probes whose arguments are not read). */
+static __always_inline int qp_usdt_cookie(struct pt_regs *ctx, __u64 *cookie)
+{
+	int id = (int)bpf_get_attach_cookie(ctx);
+	struct __bpf_usdt_spec *spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &id);
+
+	if (!spec)
+		return -1;
+	*cookie = spec->usdt_cookie;
+	return 0;
+}
+
 /* Arguments 1 and 2 and the attach cookie. 0, or -1 when unreadable. */
 static __always_inline int qp_usdt_args2(struct pt_regs *ctx, __u64 *a0, __u64 *a1, __u64 *cookie)
 {
@@ -78,6 +90,12 @@ static __always_inline int qp_usdt_args2(struct pt_regs *ctx, __u64 *a0, __u64 *
 	return 0;
 }
 #else
+static __always_inline int qp_usdt_cookie(struct pt_regs *ctx, __u64 *cookie)
+{
+	*cookie = bpf_usdt_cookie(ctx);
+	return 0;
+}
+
 static __always_inline int qp_usdt_args2(struct pt_regs *ctx, __u64 *a0, __u64 *a1, __u64 *cookie)
 {
 	long v0, v1;

@@ -70,6 +70,9 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 			bpf_program__set_expected_attach_type(s->skel->progs.mark_probe, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.value_probe, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.log_probe, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.span_begin, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.span_end, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.usdt_count, ATTACH_UPROBE_MULTI);
 		}
 		ret = scopes__load(s->skel);
 		if (!ret)
@@ -210,9 +213,10 @@ struct uprobe_multi_attr {
 	uint32_t pad[9];
 };
 
-static int attach_multi(struct qp_scopes *s, struct bpf_program *prog, const char *name, int pid,
-			const char *path, const struct qp_elf_probes *elf, uint64_t cookie,
-			struct qp_scope_link **out, char *err, size_t errlen)
+static int attach_multi(struct qp_scopes *s, struct bpf_program *prog, const char *provider,
+			const char *name, bool parse_args, int pid, const char *path,
+			const struct qp_elf_probes *elf, uint64_t cookie, struct qp_scope_link **out,
+			char *err, size_t errlen)
 {
 	struct qp_scope_link *l = calloc(1, sizeof(*l));
 	uint64_t *offs = NULL, *refs = NULL, *cookies = NULL;
@@ -238,19 +242,20 @@ static int attach_multi(struct qp_scopes *s, struct bpf_program *prog, const cha
 		struct qp_usdt_spec spec;
 		int id;
 
-		if (strcmp(nt->provider, "qprof") || strcmp(nt->name, name))
+		if (strcmp(nt->provider, provider) || strcmp(nt->name, name))
 			continue;
 		if (addr_to_offset(elf, nt->pc, &offs[n]) ||
 		    (nt->sema && addr_to_offset(elf, nt->sema, &refs[n]))) {
-			snprintf(err, errlen, "%s: qprof:%s at 0x%llx is outside the file's segments", path,
-				 name, (unsigned long long)nt->pc);
+			snprintf(err, errlen, "%s: %s:%s at 0x%llx is outside the file's segments", path,
+				 provider, name, (unsigned long long)nt->pc);
 			ret = -EINVAL;
 			goto out;
 		}
 		any_ref |= nt->sema != 0;
-		if (qp_usdt_parse_args(nt->args, &spec)) {
-			snprintf(err, errlen, "%s: qprof:%s has arguments qprofd cannot read: '%s'", path,
-				 name, nt->args);
+		memset(&spec, 0, sizeof(spec));
+		if (parse_args && qp_usdt_parse_args(nt->args, &spec)) {
+			snprintf(err, errlen, "%s: %s:%s has arguments qprofd cannot read: '%s'", path,
+				 provider, name, nt->args);
 			ret = -EINVAL;
 			goto out;
 		}
@@ -279,7 +284,7 @@ static int attach_multi(struct qp_scopes *s, struct bpf_program *prog, const cha
 	l->fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 	if (l->fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "cannot attach qprof:%s in %s: %s", name, path, strerror(errno));
+		snprintf(err, errlen, "cannot attach %s:%s in %s: %s", provider, name, path, strerror(errno));
 		goto out;
 	}
 	*out = l;
@@ -305,7 +310,7 @@ int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struc
 		s->skel->progs.value_probe, s->skel->progs.log_probe,
 	};
 	const char *names[] = { "scope_exit", "scope_enter", "mark", "value", "log" };
-	uint64_t cookie = (epoch << 1) | (pid < 0 ? QPROF_COOKIE_BINARY : 0);
+	uint64_t cookie = QPROF_COOKIE(epoch, pid < 0, 0);
 	size_t first = *nlinks, k;
 	int i, made = 0, ret;
 
@@ -319,7 +324,8 @@ int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struc
 		if (!present)
 			continue;
 		if (s->multi) {
-			ret = attach_multi(s, progs[i], names[i], pid, path, elf, cookie, &l, err, errlen);
+			ret = attach_multi(s, progs[i], "qprof", names[i], true, pid, path, elf, cookie, &l,
+					   err, errlen);
 			if (ret < 0)
 				goto undo;
 			if (!l)
@@ -355,6 +361,98 @@ undo:
 	qp_scopes_detach_links(*links + first, *nlinks - first);
 	*nlinks = first;
 	return ret;
+}
+
+int qp_scopes_attach_usdt(struct qp_scopes *s, int pid, const char *path,
+			  const struct qp_elf_probes *elf, uint64_t epoch, const struct qp_usdt_req *req,
+			  struct qp_scope_link ***links, size_t *nlinks, char *err, size_t errlen)
+{
+	struct bpf_program *prog = req->role == QP_USDT_COUNT ? s->skel->progs.usdt_count :
+				   req->role == QP_USDT_SPAN_BEGIN ? s->skel->progs.span_begin :
+								     s->skel->progs.span_end;
+	uint64_t cookie = QPROF_COOKIE(epoch, pid < 0, req->id);
+	struct qp_scope_link *l = NULL;
+	bool present = false;
+	size_t k;
+	int ret;
+
+	for (k = 0; k < elf->nnotes && !present; k++)
+		present = !strcmp(elf->notes[k].provider, req->provider) &&
+			  !strcmp(elf->notes[k].name, req->name);
+	if (!present)
+		return 0;
+	if (s->multi) {
+		ret = attach_multi(s, prog, req->provider, req->name, false, pid, path, elf, cookie, &l,
+				   err, errlen);
+		if (ret <= 0)
+			return ret;
+	} else {
+		LIBBPF_OPTS(bpf_usdt_opts, opts, .usdt_cookie = cookie);
+
+		l = calloc(1, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		l->owner = s;
+		l->fd = -1;
+		l->blink = bpf_program__attach_usdt(prog, pid, path, req->provider, req->name, &opts);
+		if (!l->blink) {
+			ret = -errno;
+			free(l);
+			snprintf(err, errlen, "cannot attach %s:%s in %s: %s", req->provider, req->name, path,
+				 strerror(-ret));
+			return ret;
+		}
+	}
+	ret = push_link(links, nlinks, l);
+	if (ret) {
+		link_free(l);
+		return ret;
+	}
+	return 1;
+}
+
+int qp_probe_counts_read(struct qp_scopes *s, int pid, struct qp_probe_row **rows, size_t *n)
+{
+	int fd = bpf_map__fd(s->skel->maps.probe_counts);
+	__u64 *pc = calloc((size_t)s->ncpus, sizeof(*pc));
+	struct probe_key key, next;
+	struct qp_probe_row *v = NULL, *nv;
+	size_t cnt = 0, cap = 0, steps = 0;
+	void *prev = NULL;
+	int cpu;
+
+	*rows = NULL;
+	*n = 0;
+	if (!pc)
+		return -ENOMEM;
+	while (bpf_map_get_next_key(fd, prev, &next) == 0 && ++steps < (1u << 22)) {
+		key = next;
+		prev = &key;
+		if (pid > 0 && next.tgid != (uint32_t)pid)
+			continue;
+		if (bpf_map_lookup_elem(fd, &next, pc))
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 32;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				free(pc);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[cnt].tgid = next.tgid;
+		v[cnt].id = next.id;
+		v[cnt].count = 0;
+		for (cpu = 0; cpu < s->ncpus; cpu++)
+			v[cnt].count += pc[cpu];
+		cnt++;
+	}
+	free(pc);
+	*rows = v;
+	*n = cnt;
+	return 0;
 }
 
 int qp_scopes_exclude(struct qp_scopes *s, uint32_t pid, bool excluded)

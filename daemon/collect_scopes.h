@@ -46,6 +46,29 @@ int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struc
 		     uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
 		     size_t errlen);
 void qp_scopes_detach_links(struct qp_scope_link **links, size_t n);
+
+/* Another program's USDT probe: counted, or one end of a span. */
+enum qp_usdt_role { QP_USDT_COUNT, QP_USDT_SPAN_BEGIN, QP_USDT_SPAN_END };
+
+struct qp_usdt_req {
+	uint32_t id;		/* probe or span id (QPROF_COOKIE_ID) */
+	enum qp_usdt_role role;
+	const char *provider, *name;
+};
+
+/* Attach REQ in PATH if PATH has that probe: 1 (one link), 0 when it has
+ * none, -errno. */
+int qp_scopes_attach_usdt(struct qp_scopes *s, int pid, const char *path,
+			  const struct qp_elf_probes *elf, uint64_t epoch, const struct qp_usdt_req *req,
+			  struct qp_scope_link ***links, size_t *nlinks, char *err, size_t errlen);
+
+struct qp_probe_row {
+	uint32_t tgid, id;
+	uint64_t count;
+};
+
+/* Hits of counted probes of PID (all when pid <= 0). */
+int qp_probe_counts_read(struct qp_scopes *s, int pid, struct qp_probe_row **rows, size_t *n);
 /* true when links are uprobe-multi links (for status and logs) */
 bool qp_scopes_multi(const struct qp_scopes *s);
 

@@ -246,9 +246,82 @@ static void targets_list(struct qprofd *d, const struct qp_request *req, struct 
 	reply_json(resp, 200, &j);
 }
 
+#define MAX_EXTRA 64
+
+/* "usdt": ["prov:name", ...], "spans": [{"name", "begin", "end"}, ...]: the
+ * strings point into ROOT, which outlives the attach. */
+static bool probe_string_ok(const json_t *v)
+{
+	const char *s;
+	size_t n, i;
+
+	if (!json_is_string(v))
+		return false;
+	s = json_string_value(v);
+	n = json_string_length(v);
+	if (!n || n > 128 || strlen(s) != n)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == ':' || s[i] == '.' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+static bool parse_extra(json_t *root, struct qp_attach_extra *x, struct qp_response *resp)
+{
+	json_t *usdt = json_object_get(root, "usdt"), *spans = json_object_get(root, "spans"), *e;
+	const char **u = NULL, **sn = NULL, **sb = NULL, **se = NULL;
+	size_t i;
+
+	if (usdt && (!json_is_array(usdt) || json_array_size(usdt) > MAX_EXTRA)) {
+		reply_error(resp, 400, "\"usdt\" must be an array of at most %d \"provider:name\" strings", MAX_EXTRA);
+		return false;
+	}
+	if (spans && (!json_is_array(spans) || json_array_size(spans) > MAX_EXTRA)) {
+		reply_error(resp, 400, "\"spans\" must be an array of at most %d objects", MAX_EXTRA);
+		return false;
+	}
+	x->nusdt = usdt ? json_array_size(usdt) : 0;
+	x->nspans = spans ? json_array_size(spans) : 0;
+	u = calloc(x->nusdt + 1, sizeof(*u));
+	sn = calloc(x->nspans + 1, sizeof(*sn));
+	sb = calloc(x->nspans + 1, sizeof(*sb));
+	se = calloc(x->nspans + 1, sizeof(*se));
+	x->usdt = u;
+	x->span_names = sn;
+	x->span_begin = sb;
+	x->span_end = se;
+	if (!u || !sn || !sb || !se) {
+		reply_error(resp, 500, "out of memory");
+		return false;
+	}
+	json_array_foreach(usdt, i, e) {
+		if (!probe_string_ok(e) || !strchr(json_string_value(e), ':')) {
+			reply_error(resp, 400, "\"usdt\"[%zu] must be a \"provider:name\" string", i);
+			return false;
+		}
+		u[i] = json_string_value(e);
+	}
+	json_array_foreach(spans, i, e) {
+		json_t *n = json_object_get(e, "name"), *b = json_object_get(e, "begin"), *z = json_object_get(e, "end");
+
+		if (!json_is_object(e) || json_object_size(e) != 3 || !probe_string_ok(n) || !probe_string_ok(b) ||
+		    !probe_string_ok(z) || !strchr(json_string_value(b), ':') || !strchr(json_string_value(z), ':')) {
+			reply_error(resp, 400, "\"spans\"[%zu] must be {\"name\": N, \"begin\": \"prov:name\", \"end\": \"prov:name\"}", i);
+			return false;
+		}
+		sn[i] = json_string_value(n);
+		sb[i] = json_string_value(b);
+		se[i] = json_string_value(z);
+	}
+	return true;
+}
+
 static void targets_add(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { NULL };
+	struct qp_attach_extra extra = { 0 };
 	json_error_t jerr;
 	json_t *root, *v;
 	const char *key;
@@ -276,11 +349,7 @@ static void targets_add(struct qprofd *d, const struct qp_request *req, struct q
 		goto out;
 	}
 	json_object_foreach(root, key, v) {
-		if (!strcmp(key, "usdt") || !strcmp(key, "spans")) {
-			reply_error(resp, 501, "'%s' (other USDT probes) is not available yet in this version", key);
-			goto out;
-		}
-		if (strcmp(key, "pid") && strcmp(key, "binary")) {
+		if (strcmp(key, "pid") && strcmp(key, "binary") && strcmp(key, "usdt") && strcmp(key, "spans")) {
 			char k[64];
 
 			snprintf(k, sizeof(k), "%s", key);
@@ -290,6 +359,12 @@ static void targets_add(struct qprofd *d, const struct qp_request *req, struct q
 	}
 	if (!!json_object_get(root, "pid") == !!json_object_get(root, "binary")) {
 		reply_error(resp, 400, "give exactly one of \"pid\" and \"binary\"");
+		goto out;
+	}
+	if (!parse_extra(root, &extra, resp))
+		goto out;
+	if ((extra.nusdt || extra.nspans) && json_object_get(root, "binary")) {
+		reply_error(resp, 400, "\"usdt\" and \"spans\" go with a \"pid\" target in this version");
 		goto out;
 	}
 	qp_json_init(&j);
@@ -304,7 +379,7 @@ static void targets_add(struct qprofd *d, const struct qp_request *req, struct q
 			reply_error(resp, 400, "\"pid\" must be a positive integer");
 			goto out;
 		}
-		ret = qp_registry_add_pid(&d->reg, (int)pid, &t, &status, err, sizeof(err));
+		ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &t, &status, err, sizeof(err));
 		if (!ret)
 			qp_target_json(t, &j);
 	} else {
@@ -330,6 +405,10 @@ static void targets_add(struct qprofd *d, const struct qp_request *req, struct q
 		reply_json(resp, 201, &j);
 	}
 out:
+	free((void *)extra.usdt);
+	free((void *)extra.span_names);
+	free((void *)extra.span_begin);
+	free((void *)extra.span_end);
 	json_decref(root);
 }
 
@@ -367,7 +446,8 @@ static void scopes_handler(struct qprofd *d, const struct qp_request *req, struc
 	static const char *const allowed[] = { "pid", "seconds", NULL };
 	struct qp_scope_snapshot base = { 0 }, now = { 0 };
 	struct qp_mark_row *mbase = NULL, *mnow = NULL;
-	size_t nmbase = 0, nmnow = 0;
+	struct qp_probe_row *pbase = NULL, *pnow = NULL;
+	size_t nmbase = 0, nmnow = 0, npbase = 0, npnow = 0;
 	struct qp_marks_view mv = { 0 };
 	unsigned int seconds;
 	struct qp_json j;
@@ -377,7 +457,8 @@ static void scopes_handler(struct qprofd *d, const struct qp_request *req, struc
 	    !query_pid(d, req, resp, &pid))
 		return;
 	if (seconds) {
-		if (qp_scopes_read(d->scopes, pid, &base) || qp_marks_read(d->scopes, pid, &mbase, &nmbase)) {
+		if (qp_scopes_read(d->scopes, pid, &base) || qp_marks_read(d->scopes, pid, &mbase, &nmbase) ||
+		    qp_probe_counts_read(d->scopes, pid, &pbase, &npbase)) {
 			qp_scope_snapshot_free(&base);
 			reply_error(resp, 500, "cannot read the BPF maps");
 			return;
@@ -385,22 +466,30 @@ static void scopes_handler(struct qprofd *d, const struct qp_request *req, struc
 		if (!qprofd_wait(d, seconds)) {
 			qp_scope_snapshot_free(&base);
 			free(mbase);
+			free(pbase);
 			reply_error(resp, 503, "qprofd is shutting down");
 			return;
 		}
 	}
-	if (qp_scopes_read(d->scopes, pid, &now) || qp_marks_read(d->scopes, pid, &mnow, &nmnow)) {
+	if (qp_scopes_read(d->scopes, pid, &now) || qp_marks_read(d->scopes, pid, &mnow, &nmnow) ||
+	    qp_probe_counts_read(d->scopes, pid, &pnow, &npnow)) {
 		qp_scope_snapshot_free(&base);
 		qp_scope_snapshot_free(&now);
 		free(mbase);
+		free(mnow);
+		free(pbase);
 		reply_error(resp, 500, "cannot read the BPF maps");
 		return;
 	}
 	mv.now = mnow;
 	mv.nnow = nmnow;
+	mv.pnow = pnow;
+	mv.npnow = npnow;
 	if (seconds) {
 		mv.base = mbase;
 		mv.nbase = nmbase;
+		mv.pbase = pbase;
+		mv.npbase = npbase;
 		mv.window_s = seconds;
 	}
 	qp_json_init(&j);
@@ -411,6 +500,8 @@ static void scopes_handler(struct qprofd *d, const struct qp_request *req, struc
 	qp_scope_snapshot_free(&now);
 	free(mbase);
 	free(mnow);
+	free(pbase);
+	free(pnow);
 	reply_json(resp, 200, &j);
 }
 

@@ -261,7 +261,7 @@ int main(int argc, char **argv)
 		struct qp_target *t;
 		int status;
 
-		if (qp_registry_add_pid(&d.reg, o.pids[i], &t, &status, err, sizeof(err))) {
+		if (qp_registry_add_pid(&d.reg, o.pids[i], NULL, &t, &status, err, sizeof(err))) {
 			fprintf(stderr, "qprofd: --pid %d: %s\n", o.pids[i], err);
 			pthread_mutex_unlock(&d.reg.lock);
 			goto out;

@@ -39,10 +39,27 @@ static const char *kind_of(const struct qp_site_info *s)
 	}
 }
 
-static void write_name(struct qp_json *j, const char *key, const struct qp_site_info *s, uint64_t addr)
+/* A site of the scope maps: a qprof descriptor, or a span's pseudo site. */
+static const struct qp_site_info *site_of(struct qp_registry *r, struct qp_target *t, uint64_t addr,
+					  const struct qp_usdt_def **span)
+{
+	*span = NULL;
+	if (QPROF_IS_SPAN_SITE(addr)) {
+		*span = qp_registry_def(r, (uint32_t)(addr & 0xffffffffu));
+		return NULL;
+	}
+	return qp_target_site(r, t, addr);
+}
+
+static void write_name(struct qp_json *j, const char *key, const struct qp_site_info *s, uint64_t addr,
+		       const struct qp_usdt_def *span)
 {
 	char buf[32];
 
+	if (span) {
+		qp_json_kv_str(j, key, span->name);
+		return;
+	}
 	if (s) {
 		qp_json_kv_str(j, key, s->name);
 		return;
@@ -53,17 +70,22 @@ static void write_name(struct qp_json *j, const char *key, const struct qp_site_
 
 static void write_row(struct qp_registry *r, struct qp_target *t, const struct row *w, struct qp_json *j)
 {
-	const struct qp_site_info *site = qp_target_site(r, t, w->key->site);
-	const struct qp_site_info *parent = w->key->parent ? qp_target_site(r, t, w->key->parent) : NULL;
+	const struct qp_usdt_def *span, *pspan = NULL;
+	const struct qp_site_info *site = site_of(r, t, w->key->site, &span);
+	const struct qp_site_info *parent = w->key->parent ? site_of(r, t, w->key->parent, &pspan) : NULL;
 	uint64_t min = w->st.min_ns, max = w->st.max_ns;
 	const uint64_t *h = (const uint64_t *)w->st.hist; /* same width, read only */
 	uint64_t n = w->st.count;
 
 	qp_json_obj_begin(j);
 	qp_json_kv_i64(j, "pid", w->key->tgid);
-	qp_json_kv_str(j, "kind", kind_of(site));
-	write_name(j, "name", site, w->key->site);
-	qp_json_kv_str(j, "site_kind", site ? qp_site_kind_name(site->kind) : "unknown");
+	qp_json_kv_str(j, "kind", span ? "span" : kind_of(site));
+	write_name(j, "name", site, w->key->site, span);
+	qp_json_kv_str(j, "site_kind", span ? "span" : site ? qp_site_kind_name(site->kind) : "unknown");
+	if (span) {
+		qp_json_kv_str(j, "begin", span->begin);
+		qp_json_kv_str(j, "end", span->end);
+	}
 	if (site) {
 		qp_json_kv_str(j, "file", site->file);
 		qp_json_kv_u64(j, "line", site->line);
@@ -83,7 +105,7 @@ static void write_row(struct qp_registry *r, struct qp_target *t, const struct r
 	qp_json_kv_double(j, "p99_ns", qp_hist_quantile(h, n, 0.99, min, max));
 	qp_json_kv_double(j, "p999_ns", qp_hist_quantile(h, n, 0.999, min, max));
 	if (w->key->parent)
-		write_name(j, "parent", parent, w->key->parent);
+		write_name(j, "parent", parent, w->key->parent, pspan);
 	else
 		qp_json_kv_null(j, "parent");
 	qp_json_obj_end(j);
@@ -186,6 +208,49 @@ static void write_marks(struct qp_registry *r, const struct qp_marks_view *m, in
 	}
 }
 
+static void write_probes(struct qp_registry *r, const struct qp_marks_view *m, int pid, struct qp_json *j)
+{
+	uint64_t now_ms = qp_realtime_ns() / 1000000;
+	size_t i, k;
+
+	for (i = 0; i < m->npnow; i++) {
+		const struct qp_probe_row *cur = &m->pnow[i];
+		const struct qp_usdt_def *def = qp_registry_def(r, cur->id);
+		struct qp_target *t = qp_registry_find(r, (int)cur->tgid);
+		uint64_t count = cur->count;
+		double secs;
+
+		if ((pid > 0 && cur->tgid != (uint32_t)pid) || !def || !t)
+			continue;
+		for (k = 0; m->pbase && k < m->npbase; k++)
+			if (m->pbase[k].tgid == cur->tgid && m->pbase[k].id == cur->id && m->pbase[k].count <= count)
+				count -= m->pbase[k].count;
+		if (!count)
+			continue;
+		secs = m->base ? m->window_s
+			       : (double)((t->state == QP_TARGET_EXITED ? t->exited_ms : now_ms) - t->attached_ms) / 1e3;
+		qp_json_obj_begin(j);
+		qp_json_kv_i64(j, "pid", cur->tgid);
+		qp_json_kv_str(j, "kind", "probe");
+		qp_json_kv_str(j, "name", def->name);
+		qp_json_kv_null(j, "file");
+		qp_json_kv_null(j, "line");
+		qp_json_kv_null(j, "function");
+		qp_json_kv_u64(j, "count", count);
+		qp_json_kv_double(j, "rate_per_s", secs > 0 ? (double)count / secs : 0);
+		qp_json_kv_null(j, "total_ns");
+		qp_json_kv_null(j, "mean_ns");
+		qp_json_kv_null(j, "min_ns");
+		qp_json_kv_null(j, "max_ns");
+		qp_json_kv_null(j, "p50_ns");
+		qp_json_kv_null(j, "p90_ns");
+		qp_json_kv_null(j, "p99_ns");
+		qp_json_kv_null(j, "p999_ns");
+		qp_json_kv_null(j, "parent");
+		qp_json_obj_end(j);
+	}
+}
+
 void qp_model_scopes_json(struct qp_registry *r, const struct qp_scope_snapshot *now,
 			  const struct qp_scope_snapshot *base, const struct qp_marks_view *marks,
 			  int pid, struct qp_json *j)
@@ -227,8 +292,10 @@ void qp_model_scopes_json(struct qp_registry *r, const struct qp_scope_snapshot 
 	}
 out:
 	free(rows);
-	if (marks)
+	if (marks) {
 		write_marks(r, marks, pid, j);
+		write_probes(r, marks, pid, j);
+	}
 	qp_json_arr_end(j);
 	qp_json_obj_end(j);
 }

@@ -13,6 +13,9 @@ struct qp_marks_view {
 	const struct qp_mark_row *now, *base;	/* base NULL: since attach */
 	size_t nnow, nbase;
 	double window_s;			/* > 0 with base */
+	/* counted USDT probes (kind "probe"), likewise */
+	const struct qp_probe_row *pnow, *pbase;
+	size_t npnow, npbase;
 };
 
 /* Write {"scopes": [...]} for NOW, or for NOW - BASE when BASE is not NULL,

@@ -74,6 +74,7 @@ void qp_registry_destroy(struct qp_registry *r)
 	free(r->targets);
 	free(r->binaries);
 	free(r->modules);
+	free(r->defs);
 	pthread_mutex_destroy(&r->lock);
 	memset(r, 0, sizeof(*r));
 }
@@ -219,12 +220,82 @@ static int registry_push(struct qp_registry *r, struct qp_target *t)
 	return 0;
 }
 
-int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, int *status,
-			char *err, size_t errlen)
+const struct qp_usdt_def *qp_registry_def(const struct qp_registry *r, uint32_t id)
+{
+	if (!id || id > r->ndefs)
+		return NULL;
+	return &r->defs[id - 1];
+}
+
+/* "provider:name" split in place into its two parts (both non-empty). */
+static bool split_probe(const char *spec, char *prov, size_t plen, char *name, size_t nlen)
+{
+	const char *colon = strchr(spec, ':');
+
+	if (!colon || colon == spec || !colon[1] || strchr(colon + 1, ':') ||
+	    (size_t)(colon - spec) >= plen || strlen(colon + 1) >= nlen)
+		return false;
+	memcpy(prov, spec, (size_t)(colon - spec));
+	prov[colon - spec] = '\0';
+	snprintf(name, nlen, "%s", colon + 1);
+	return true;
+}
+
+static uint32_t def_new(struct qp_registry *r, bool span, const char *name, const char *begin,
+			const char *end)
+{
+	struct qp_usdt_def *v = realloc(r->defs, (r->ndefs + 1) * sizeof(*v));
+
+	if (!v)
+		return 0;
+	r->defs = v;
+	memset(&v[r->ndefs], 0, sizeof(v[0]));
+	v[r->ndefs].id = (uint32_t)(r->ndefs + 1);
+	v[r->ndefs].span = span;
+	snprintf(v[r->ndefs].name, sizeof(v[0].name), "%s", name);
+	snprintf(v[r->ndefs].begin, sizeof(v[0].begin), "%s", begin ? begin : "");
+	snprintf(v[r->ndefs].end, sizeof(v[0].end), "%s", end ? end : "");
+	return v[r->ndefs++].id;
+}
+
+/* Attach one other-USDT request in every module of T that has the probe.
+ * Returns the number of files it was attached in, or -errno. */
+static int attach_extra_one(struct qp_registry *r, struct qp_target *t, struct qp_module **mods,
+			    char (*paths)[PATH_MAX + 32], size_t nmods, uint64_t epoch, uint32_t id,
+			    enum qp_usdt_role role, const char *spec, char *err, size_t errlen)
+{
+	char prov[64], name[72];
+	struct qp_usdt_req req = { .id = id, .role = role, .provider = prov, .name = name };
+	size_t i;
+	int ret, files = 0;
+
+	if (!split_probe(spec, prov, sizeof(prov), name, sizeof(name))) {
+		snprintf(err, errlen, "'%.80s' is not a USDT probe (want provider:name)", spec);
+		return -EINVAL;
+	}
+	for (i = 0; i < nmods; i++) {
+		ret = qp_scopes_attach_usdt(r->scopes, t->pid, paths[i], mods[i]->elf, epoch, &req,
+					    &t->links, &t->nlinks, err, errlen);
+		if (ret < 0)
+			return ret;
+		files += ret;
+	}
+	if (!files) {
+		snprintf(err, errlen, "probe %s:%s is not in the executable or libraries of process %d (%s)",
+			 prov, name, t->pid, t->comm);
+		return -ENOENT;
+	}
+	return files;
+}
+
+int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_extra *extra,
+			struct qp_target **out, int *status, char *err, size_t errlen)
 {
 	struct qp_target *t = NULL;
 	char path[PATH_MAX + 32], merr[256];
-	size_t i, j, files = 0;
+	char (*paths)[PATH_MAX + 32] = NULL;
+	struct qp_module **mods = NULL;
+	size_t i, j, files = 0, nmods = 0, extras = 0;
 	uint64_t epoch = qp_scopes_new_epoch(r->scopes);
 	int ret;
 
@@ -274,6 +345,24 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, 
 			qp_debug("pid %d: skipping %s: %s", pid, m->path, merr);
 			continue;
 		}
+		if (extra && (extra->nusdt || extra->nspans) && mod->elf->nnotes) {
+			/* kept for the other probes asked for, attached below */
+			void *np = realloc(paths, (nmods + 1) * sizeof(*paths));
+			void *nm = np ? realloc(mods, (nmods + 1) * sizeof(*mods)) : NULL;
+
+			if (np)
+				paths = np;
+			if (nm)
+				mods = nm;
+			if (!np || !nm) {
+				*status = 500;
+				snprintf(err, errlen, "out of memory");
+				ret = -ENOMEM;
+				goto fail;
+			}
+			snprintf(paths[nmods], sizeof(paths[0]), "%s", path);
+			mods[nmods++] = mod;
+		}
 		if (!mod->qprof_notes)
 			continue;
 		ret = qp_scopes_attach(r->scopes, pid, path, mod->elf, epoch, &t->links, &t->nlinks,
@@ -291,7 +380,36 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, 
 		t->probes += (unsigned int)mod->qprof_notes;
 		files++;
 	}
-	if (!files) {
+	for (i = 0; extra && i < extra->nusdt + extra->nspans; i++) {
+		bool span = i >= extra->nusdt;
+		size_t k = span ? i - extra->nusdt : i;
+		uint32_t id = span ? def_new(r, true, extra->span_names[k], extra->span_begin[k], extra->span_end[k])
+				   : def_new(r, false, extra->usdt[k], NULL, NULL);
+
+		if (!id) {
+			ret = -ENOMEM;
+			*status = 500;
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		if (span) {
+			/* end first, as for scopes: a lone end is counted, a lone begin would stay */
+			ret = attach_extra_one(r, t, mods, paths, nmods, epoch, id, QP_USDT_SPAN_END,
+					       extra->span_end[k], err, errlen);
+			if (ret >= 0)
+				ret = attach_extra_one(r, t, mods, paths, nmods, epoch, id, QP_USDT_SPAN_BEGIN,
+						       extra->span_begin[k], err, errlen);
+		} else {
+			ret = attach_extra_one(r, t, mods, paths, nmods, epoch, id, QP_USDT_COUNT,
+					       extra->usdt[k], err, errlen);
+		}
+		if (ret < 0) {
+			*status = ret == -EINVAL || ret == -ENOENT ? 400 : (!pid_alive(pid) ? 404 : 500);
+			goto fail;
+		}
+		extras++;
+	}
+	if (!files && !extras) {
 		*status = 400;
 		snprintf(err, errlen, "process %d (%s) has no qprof probes in its executable or libraries",
 			 pid, t->comm);
@@ -310,10 +428,15 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, 
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	qp_info("attached to pid %d (%s): %u probe sites in %zu file(s)", pid, t->comm, t->probes, files);
+	qp_info("attached to pid %d (%s): %u probe sites in %zu file(s), %zu other probe(s)/span(s)", pid,
+		t->comm, t->probes, files, extras);
+	free(paths);
+	free(mods);
 	*out = t;
 	return 0;
 fail:
+	free(paths);
+	free(mods);
 	target_free(t);
 	return ret;
 }

@@ -68,8 +68,27 @@ struct qp_binary {
 struct qp_cpu;
 struct qp_symbolizer;
 
+/* Other programs' USDT probes asked for with a target: counted probes
+ * ("usdt") and begin/end pairs measured like scopes ("spans"). */
+struct qp_usdt_def {
+	uint32_t id;		/* QPROF_COOKIE_ID of its links */
+	bool span;
+	char name[136];		/* "provider:name" for a probe, the span's name */
+	char begin[136], end[136]; /* spans: "provider:name" of each end */
+};
+
+/* What POST /api/targets may add besides the qprof probes. */
+struct qp_attach_extra {
+	size_t nusdt;
+	const char *const *usdt;		/* "provider:name" */
+	size_t nspans;
+	const char *const *span_names, *const *span_begin, *const *span_end;
+};
+
 struct qp_registry {
 	pthread_mutex_t lock;
+	struct qp_usdt_def *defs;
+	size_t ndefs;
 	struct qp_scopes *scopes;
 	struct qp_cpu *cpu;		/* NULL when CPU sampling is unavailable */
 	struct qp_symbolizer *sym;	/* guarded by lock too */
@@ -86,8 +105,10 @@ void qp_registry_destroy(struct qp_registry *r); /* detaches everything */
 
 /* Attach. On failure return -errno, an HTTP status in *status and a message
  * in err. Callers hold r->lock. */
-int qp_registry_add_pid(struct qp_registry *r, int pid, struct qp_target **out, int *status,
-			char *err, size_t errlen);
+int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_extra *extra,
+			struct qp_target **out, int *status, char *err, size_t errlen);
+/* The definition of a probe or span id, or NULL. */
+const struct qp_usdt_def *qp_registry_def(const struct qp_registry *r, uint32_t id);
 int qp_registry_add_binary(struct qp_registry *r, const char *path, struct qp_binary **out,
 			   int *status, char *err, size_t errlen);
 /* Detach PID and drop its data. -ENOENT when PID is not a target. */

@@ -51,8 +51,12 @@ try:
     err(d, "POST", "/api/targets", json.dumps({"binary": "/no/such/file"}), 400, "missing binary")
     err(d, "POST", "/api/targets", json.dumps({"binary": "relative/path"}), 400, "relative binary")
     err(d, "POST", "/api/targets", json.dumps({"binary": 7}), 400, "binary not a string")
-    err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": ["python:gc__start"]}), 501,
-        "usdt not available yet")
+    err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": ["python:gc__start"]}), 400,
+        "a usdt probe the process does not have")
+    err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": "app:x"}), 400, "usdt not an array")
+    err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": ["a:b"] * 65}), 400, "too many usdt")
+    err(d, "POST", "/api/targets", json.dumps({"binary": "/bin/true", "usdt": ["a:b"]}), 400,
+        "usdt with a binary target")
 
     # a real attach, then a duplicate
     st, body = d.post("/api/targets", {"pid": prog.pid})
