@@ -937,60 +937,56 @@ static const char *const not_yet[] = {
 	"/metrics", NULL,
 };
 
+typedef void (*route_fn)(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+
+static void target_delete_route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	target_delete(d, req, resp, req->url + strlen("/api/targets/"));
+}
+
+/* The routes of DESIGN.md: path (a trailing '*' matches one more path
+ * segment), the handler of each method, and the Allow header of a 405. */
+static const struct route {
+	const char *path;
+	route_fn get, post, del;
+	const char *allow;
+} routes[] = {
+	{ "/api/status", status_handler, NULL, NULL, "GET" },
+	{ "/api/targets", targets_list, targets_add, NULL, "GET, POST" },
+	{ "/api/targets/*", NULL, NULL, target_delete_route, "DELETE" },
+	{ "/api/scopes", scopes_handler, NULL, NULL, "GET" },
+	{ "/api/values", values_handler, NULL, NULL, "GET" },
+	{ "/api/logs", logs_handler, NULL, NULL, "GET" },
+	{ "/api/report", qp_report_http, NULL, NULL, "GET" },
+	{ "/api/cpu/folded", cpu_folded, NULL, NULL, "GET" },
+	{ "/api/cpu/flamegraph", cpu_flamegraph, NULL, NULL, "GET" },
+	{ "/pprof/profile", pprof_profile, NULL, NULL, "GET" },
+	{ "/debug/pprof/profile", pprof_profile, NULL, NULL, "GET" },
+	{ "/pprof/symbol", pprof_symbol, pprof_symbol, NULL, "GET, POST" },
+	{ "/debug/pprof/symbol", pprof_symbol, pprof_symbol, NULL, "GET, POST" },
+};
+
+static bool path_matches(const char *pattern, const char *url)
+{
+	size_t n = strlen(pattern);
+
+	if (pattern[n - 1] != '*')
+		return !strcmp(pattern, url);
+	return !strncmp(pattern, url, n - 1) && url[n - 1] && !strchr(url + n - 1, '/');
+}
+
 void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	const char *url = req->url, *m = req->method;
-	bool get = !strcmp(m, "GET"), post = !strcmp(m, "POST"), del = !strcmp(m, "DELETE");
+	const struct route *rt = NULL;
+	route_fn fn = NULL;
 	size_t i;
 
 	memset(resp, 0, sizeof(*resp));
-	if (!strcmp(url, "/api/status")) {
-		if (get)
-			return status_handler(d, req, resp);
-		resp->allow = "GET";
-	} else if (!strcmp(url, "/api/targets")) {
-		if (get)
-			return targets_list(d, req, resp);
-		if (post)
-			return targets_add(d, req, resp);
-		resp->allow = "GET, POST";
-	} else if (!strncmp(url, "/api/targets/", 13) && url[13] && !strchr(url + 13, '/')) {
-		if (del)
-			return target_delete(d, req, resp, url + 13);
-		resp->allow = "DELETE";
-	} else if (!strcmp(url, "/api/scopes")) {
-		if (get)
-			return scopes_handler(d, req, resp);
-		resp->allow = "GET";
-	} else if (!strcmp(url, "/api/values")) {
-		if (get)
-			return values_handler(d, req, resp);
-		resp->allow = "GET";
-	} else if (!strcmp(url, "/api/logs")) {
-		if (get)
-			return logs_handler(d, req, resp);
-		resp->allow = "GET";
-	} else if (!strcmp(url, "/api/report")) {
-		if (get)
-			return qp_report_http(d, req, resp);
-		resp->allow = "GET";
-	} else if (!strcmp(url, "/api/cpu/folded")) {
-		if (get)
-			return cpu_folded(d, req, resp);
-		resp->allow = "GET";
-	} else if (!strcmp(url, "/api/cpu/flamegraph")) {
-		if (get)
-			return cpu_flamegraph(d, req, resp);
-		resp->allow = "GET";
-	} else if (!strcmp(url, "/pprof/profile") || !strcmp(url, "/debug/pprof/profile")) {
-		if (get)
-			return pprof_profile(d, req, resp);
-		resp->allow = "GET";
-	} else if (!strcmp(url, "/pprof/symbol") || !strcmp(url, "/debug/pprof/symbol")) {
-		if (get || post)
-			return pprof_symbol(d, req, resp);
-		resp->allow = "GET, POST";
-	} else {
+	for (i = 0; i < QP_ARRAY_SIZE(routes) && !rt; i++)
+		if (path_matches(routes[i].path, url))
+			rt = &routes[i];
+	if (!rt) {
 		for (i = 0; not_yet[i]; i++) {
 			if (!strcmp(url, not_yet[i])) {
 				reply_error(resp, 501, "%s is not available yet in this version of qprofd",
@@ -1001,10 +997,16 @@ void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_res
 		reply_error(resp, 404, "no such route: %.200s", url);
 		return;
 	}
-	{
-		const char *allow = resp->allow;
-
-		reply_error(resp, 405, "method %.16s not allowed on %.200s (allowed: %s)", m, url, allow);
-		resp->allow = allow;
+	if (!strcmp(m, "GET"))
+		fn = rt->get;
+	else if (!strcmp(m, "POST"))
+		fn = rt->post;
+	else if (!strcmp(m, "DELETE"))
+		fn = rt->del;
+	if (fn) {
+		fn(d, req, resp);
+		return;
 	}
+	reply_error(resp, 405, "method %.16s not allowed on %.200s (allowed: %s)", m, url, rt->allow);
+	resp->allow = rt->allow;
 }

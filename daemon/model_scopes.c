@@ -145,6 +145,17 @@ static bool window_row(const struct qp_scope_row *now, const struct qp_scope_row
 	return true;
 }
 
+/* Marks and counted probes: a count, no durations, no parent. */
+static void write_no_durations(struct qp_json *j)
+{
+	static const char *const keys[] = { "total_ns", "mean_ns", "min_ns", "max_ns", "p50_ns",
+					    "p90_ns", "p99_ns", "p999_ns", "parent" };
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		qp_json_kv_null(j, keys[i]);
+}
+
 static void write_marks(struct qp_registry *r, const struct qp_marks_view *m, int pid, struct qp_json *j)
 {
 	uint64_t now_ms = qp_realtime_ns() / 1000000;
@@ -195,15 +206,7 @@ static void write_marks(struct qp_registry *r, const struct qp_marks_view *m, in
 		}
 		qp_json_kv_u64(j, "count", count);
 		qp_json_kv_double(j, "rate_per_s", secs > 0 ? (double)count / secs : 0);
-		qp_json_kv_null(j, "total_ns");
-		qp_json_kv_null(j, "mean_ns");
-		qp_json_kv_null(j, "min_ns");
-		qp_json_kv_null(j, "max_ns");
-		qp_json_kv_null(j, "p50_ns");
-		qp_json_kv_null(j, "p90_ns");
-		qp_json_kv_null(j, "p99_ns");
-		qp_json_kv_null(j, "p999_ns");
-		qp_json_kv_null(j, "parent");
+		write_no_durations(j);
 		qp_json_obj_end(j);
 	}
 }
@@ -238,15 +241,7 @@ static void write_probes(struct qp_registry *r, const struct qp_marks_view *m, i
 		qp_json_kv_null(j, "function");
 		qp_json_kv_u64(j, "count", count);
 		qp_json_kv_double(j, "rate_per_s", secs > 0 ? (double)count / secs : 0);
-		qp_json_kv_null(j, "total_ns");
-		qp_json_kv_null(j, "mean_ns");
-		qp_json_kv_null(j, "min_ns");
-		qp_json_kv_null(j, "max_ns");
-		qp_json_kv_null(j, "p50_ns");
-		qp_json_kv_null(j, "p90_ns");
-		qp_json_kv_null(j, "p99_ns");
-		qp_json_kv_null(j, "p999_ns");
-		qp_json_kv_null(j, "parent");
+		write_no_durations(j);
 		qp_json_obj_end(j);
 	}
 }
