@@ -7,6 +7,7 @@
  * skipped, never half-trusted. Paths may hold spaces; they run to the end of
  * the line. */
 #include "procfs.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -208,61 +209,17 @@ static int proc_errno(int e)
 	return e == ENOENT ? -ESRCH : -e;
 }
 
-/* Read all of /proc/PID/NAME into a NUL-terminated malloc'd buffer: /proc
- * files report size 0, so this reads until EOF with a growing buffer. */
+/* Read all of /proc/PID/NAME (see qp_read_file). */
 static int read_proc_file(int pid, const char *name, char **buf, size_t *len)
 {
 	char path[64];
-	size_t cap = 4096, n = 0;
-	char *b = NULL, *nb;
-	ssize_t r;
-	int fd, err;
+	int err;
 
 	if (pid <= 0)
 		return -EINVAL;
 	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return proc_errno(errno);
-	b = malloc(cap);
-	if (!b) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		if (cap - n < 2) {
-			if (cap >= QP_PROC_FILE_MAX) {
-				err = -EFBIG;
-				goto fail;
-			}
-			nb = realloc(b, cap * 2);
-			if (!nb) {
-				err = -ENOMEM;
-				goto fail;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		r = read(fd, b + n, cap - n - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = proc_errno(errno);
-			goto fail;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	return 0;
-fail:
-	close(fd);
-	free(b);
-	return err;
+	err = qp_read_file(path, QP_PROC_FILE_MAX, buf, len);
+	return err == -ENOENT ? -ESRCH : err;
 }
 
 int qp_maps_read(int pid, struct qp_maps *out)

@@ -768,53 +768,7 @@ static const struct fsym *file_lookup(const struct symfile *f, uint64_t off, uin
 
 static int read_text(const char *path, char **out, size_t *len)
 {
-	size_t cap = 65536, n = 0;
-	char *b, *nb;
-	ssize_t r;
-	int fd, err;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	b = malloc(cap);
-	if (!b) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (;;) {
-		if (cap - n < 2) {
-			if (cap >= SYM_MAX_TEXT) {
-				err = -EFBIG;
-				goto fail;
-			}
-			nb = realloc(b, cap * 2);
-			if (!nb) {
-				err = -ENOMEM;
-				goto fail;
-			}
-			b = nb;
-			cap *= 2;
-		}
-		r = read(fd, b + n, cap - n - 1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			goto fail;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	close(fd);
-	b[n] = '\0';
-	*out = b;
-	*len = n;
-	return 0;
-fail:
-	close(fd);
-	free(b);
-	return err;
+	return qp_read_file(path, SYM_MAX_TEXT, out, len);
 }
 
 static struct qp_sym_process *proc_find(struct qp_symbolizer *s, int pid)

@@ -8,6 +8,8 @@
 #include "util.h"
 
 #include <errno.h>
+#include <unistd.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -183,4 +185,55 @@ char *qp_fmt_count(char *buf, size_t len, uint64_t v)
 			break;
 	}
 	return buf;
+}
+
+int qp_read_file(const char *path, size_t max, char **buf, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *b, *nb;
+	ssize_t r;
+	int fd, err;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	b = malloc(cap);
+	if (!b) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (;;) {
+		if (cap - n < 2) {
+			if (cap >= max) {
+				err = -EFBIG;
+				goto fail;
+			}
+			nb = realloc(b, cap * 2);
+			if (!nb) {
+				err = -ENOMEM;
+				goto fail;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		r = read(fd, b + n, cap - n - 1);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			goto fail;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
+fail:
+	close(fd);
+	free(b);
+	return err;
 }

@@ -14,6 +14,10 @@
 /* Whole-string decimal parse within [min, max]. 0 or -EINVAL/-ERANGE. */
 int qp_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 int qp_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* Read all of PATH into a NUL-terminated malloc'd buffer, up to MAX bytes
+ * (-EFBIG beyond): /proc files report size 0, so it reads until EOF with a
+ * growing buffer. 0 or -errno. */
+int qp_read_file(const char *path, size_t max, char **buf, size_t *len);
 /* Monotonic / realtime clocks in ns. */
 uint64_t qp_now_ns(void);
 uint64_t qp_realtime_ns(void);
