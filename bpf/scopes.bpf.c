@@ -133,7 +133,7 @@ static __always_inline int do_enter(__u64 now, __u64 site, __u64 key, __u64 cook
 	st = stack_of(cookie, true);
 	if (!st) {
 		if (!(cookie & QPROF_COOKIE_BINARY))
-			count(QPROF_CNT_DROP_MAP_FULL, 1);
+			count(QPROF_CNT_DROP_NO_STACK, 1);
 		return 0;
 	}
 	d = st->depth;

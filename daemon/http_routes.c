@@ -149,6 +149,7 @@ static void status_handler(struct qprofd *d, const struct qp_request *req, struc
 	}
 	for (c = QPROF_CNT_DROP_NO_ENTER; c <= QPROF_CNT_DROP_MAP_FULL; c++)
 		dropped += snap.counters[c];
+	dropped += snap.counters[QPROF_CNT_DROP_NO_STACK];
 	/* events: scopes measured, summed from the aggregates (no per-event counter) */
 	for (i = 0; i < snap.n; i++)
 		events += snap.rows[i].stats.count;
@@ -197,6 +198,7 @@ static void status_handler(struct qprofd *d, const struct qp_request *req, struc
 	qp_json_kv_u64(&j, "too_deep", snap.counters[QPROF_CNT_DROP_TOO_DEEP]);
 	qp_json_kv_u64(&j, "thread_exit", snap.counters[QPROF_CNT_DROP_THREAD_EXIT]);
 	qp_json_kv_u64(&j, "map_full", snap.counters[QPROF_CNT_DROP_MAP_FULL]);
+	qp_json_kv_u64(&j, "stack_unavailable", snap.counters[QPROF_CNT_DROP_NO_STACK]);
 	qp_json_obj_end(&j);
 	qp_json_obj_end(&j);
 	qp_json_key(&j, "logs");

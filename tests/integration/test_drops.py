@@ -27,6 +27,7 @@ try:
     t.eq(why["too_deep"], 8, "enters past the depth limit (40 - 32)")
     t.eq(why["thread_exit"], 1, "scope open when its thread exited")
     t.eq(why["map_full"], 0, "no map full")
+    t.eq(why["stack_unavailable"], 0, "every thread stack available (no other tracer running)")
     t.eq(status["scopes"]["dropped"], 11, "dropped total")
     st, body = d.get(f"/api/scopes?pid={prog.pid}")
     counts = {}
