@@ -63,7 +63,11 @@ static void *drain(void *arg)
 		pthread_mutex_unlock(&l->lock);
 		if (stop)
 			break;
-		n = ring_buffer__poll(l->rb, 100);
+		/* the BPF side wakes us only when the buffer fills: drain on a
+		 * short timer too, so messages arrive within ~5 ms */
+		n = ring_buffer__poll(l->rb, 5);
+		if (n >= 0)
+			n = ring_buffer__consume(l->rb);
 		if (n < 0 && n != -EINTR) {
 			qp_warn("log ring buffer: %s", strerror(-n));
 			break;
