@@ -55,6 +55,12 @@ cli status
 echo
 cli scopes
 echo
+echo "demo: QPROF_VALUE statistics:"
+cli values
+echo
+echo "demo: the last QPROF_LOG messages:"
+cli logs | tail -3
+echo
 mkdir -p "$build/demo"
 svg=$build/demo/strategy-cpu.svg
 cli flamegraph --pid "$strategy_pid" -o "$svg"
