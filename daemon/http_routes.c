@@ -365,10 +365,6 @@ static void targets_add(struct qprofd *d, const struct qp_request *req, struct q
 	}
 	if (!parse_extra(root, &extra, resp))
 		goto out;
-	if ((extra.nusdt || extra.nspans) && json_object_get(root, "binary")) {
-		reply_error(resp, 400, "\"usdt\" and \"spans\" go with a \"pid\" target in this version");
-		goto out;
-	}
 	qp_json_init(&j);
 	pthread_mutex_lock(&d->reg.lock);
 	if ((v = json_object_get(root, "pid"))) {
@@ -395,7 +391,7 @@ static void targets_add(struct qprofd *d, const struct qp_request *req, struct q
 			reply_error(resp, 400, "\"binary\" must be a non-empty path string");
 			goto out;
 		}
-		ret = qp_registry_add_binary(&d->reg, json_string_value(v), &b, &status, err, sizeof(err));
+		ret = qp_registry_add_binary(&d->reg, json_string_value(v), &extra, &b, &status, err, sizeof(err));
 		if (!ret)
 			qp_binary_json(&d->reg, b, &j);
 	}

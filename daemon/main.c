@@ -271,7 +271,7 @@ int main(int argc, char **argv)
 		struct qp_binary *b;
 		int status;
 
-		if (qp_registry_add_binary(&d.reg, o.binaries[i], &b, &status, err, sizeof(err))) {
+		if (qp_registry_add_binary(&d.reg, o.binaries[i], NULL, &b, &status, err, sizeof(err))) {
 			fprintf(stderr, "qprofd: --binary %s: %s\n", o.binaries[i], err);
 			pthread_mutex_unlock(&d.reg.lock);
 			goto out;

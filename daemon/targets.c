@@ -516,12 +516,59 @@ static void binary_scan(struct qp_registry *r)
 	closedir(d);
 }
 
-int qp_registry_add_binary(struct qp_registry *r, const char *path, struct qp_binary **out,
-			   int *status, char *err, size_t errlen)
+/* The other probes of a --binary target: all in that one file. */
+static int attach_binary_extra(struct qp_registry *r, struct qp_binary *b, struct qp_module *mod,
+			       uint64_t epoch, const struct qp_attach_extra *x, int *status, char *err,
+			       size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; x && i < x->nusdt + x->nspans; i++) {
+		bool span = i >= x->nusdt;
+		size_t k = span ? i - x->nusdt : i;
+		const char *specs[2] = { span ? x->span_end[k] : x->usdt[k], span ? x->span_begin[k] : NULL };
+		enum qp_usdt_role roles[2] = { span ? QP_USDT_SPAN_END : QP_USDT_COUNT, QP_USDT_SPAN_BEGIN };
+		uint32_t id = span ? def_new(r, true, x->span_names[k], x->span_begin[k], x->span_end[k])
+				   : def_new(r, false, x->usdt[k], NULL, NULL);
+		int j, ret;
+
+		if (!id) {
+			*status = 500;
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		for (j = 0; j < 2 && specs[j]; j++) {
+			char prov[64], name[72];
+			struct qp_usdt_req req = { .id = id, .role = roles[j], .provider = prov, .name = name };
+
+			if (!split_probe(specs[j], prov, sizeof(prov), name, sizeof(name))) {
+				*status = 400;
+				snprintf(err, errlen, "'%.80s' is not a USDT probe (want provider:name)", specs[j]);
+				return -EINVAL;
+			}
+			ret = qp_scopes_attach_usdt(r->scopes, -1, b->path, mod->elf, epoch, &req, &b->links,
+						    &b->nlinks, err, errlen);
+			if (ret == 0) {
+				*status = 400;
+				snprintf(err, errlen, "probe %s:%s is not in %s", prov, name, b->path);
+				return -ENOENT;
+			}
+			if (ret < 0) {
+				*status = 500;
+				return ret;
+			}
+		}
+	}
+	return 0;
+}
+
+int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct qp_attach_extra *extra,
+			   struct qp_binary **out, int *status, char *err, size_t errlen)
 {
 	struct qp_binary *b, **v;
 	struct qp_module *mod;
 	char real[PATH_MAX];
+	uint64_t epoch;
 	size_t i;
 	int ret;
 
@@ -548,7 +595,7 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, struct qp_bi
 		*status = 400;
 		return -ENOEXEC;
 	}
-	if (!mod->qprof_notes) {
+	if (!mod->qprof_notes && !(extra && (extra->nusdt || extra->nspans))) {
 		*status = 400;
 		snprintf(err, errlen, "%s has no qprof probes", real);
 		return -ENOENT;
@@ -569,14 +616,18 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, struct qp_bi
 	b->ino = mod->ino;
 	b->probes = (unsigned int)mod->qprof_notes;
 	b->attached_ms = qp_realtime_ns() / 1000000;
-	ret = qp_scopes_attach(r->scopes, -1, real, mod->elf, qp_scopes_new_epoch(r->scopes),
-			       &b->links, &b->nlinks, err, errlen);
-	if (ret < 0 || !b->path) {
+	epoch = qp_scopes_new_epoch(r->scopes);
+	*status = 500;
+	ret = b->path ? qp_scopes_attach(r->scopes, -1, real, mod->elf, epoch, &b->links, &b->nlinks,
+					 err, errlen) : -ENOMEM;
+	if (ret >= 0)
+		ret = attach_binary_extra(r, b, mod, epoch, extra, status, err, errlen);
+	if (ret < 0) {
+		qp_scopes_detach_links(b->links, b->nlinks);
 		free(b->path);
 		free(b->links);
 		free(b);
-		*status = 500;
-		return ret < 0 ? ret : -ENOMEM;
+		return ret;
 	}
 	r->binaries[r->nbinaries++] = b;
 	qp_info("attached to every process running %s (%u probe sites)", real, b->probes);

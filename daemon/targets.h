@@ -109,8 +109,8 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 			struct qp_target **out, int *status, char *err, size_t errlen);
 /* The definition of a probe or span id, or NULL. */
 const struct qp_usdt_def *qp_registry_def(const struct qp_registry *r, uint32_t id);
-int qp_registry_add_binary(struct qp_registry *r, const char *path, struct qp_binary **out,
-			   int *status, char *err, size_t errlen);
+int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct qp_attach_extra *extra,
+			   struct qp_binary **out, int *status, char *err, size_t errlen);
 /* Detach PID and drop its data. -ENOENT when PID is not a target. */
 int qp_registry_remove_pid(struct qp_registry *r, int pid);
 struct qp_target *qp_registry_find(struct qp_registry *r, int pid);

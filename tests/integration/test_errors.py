@@ -56,7 +56,7 @@ try:
     err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": "app:x"}), 400, "usdt not an array")
     err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": ["a:b"] * 65}), 400, "too many usdt")
     err(d, "POST", "/api/targets", json.dumps({"binary": "/bin/true", "usdt": ["a:b"]}), 400,
-        "usdt with a binary target")
+        "binary target with a usdt probe it does not have")
 
     # a real attach, then a duplicate
     st, body = d.post("/api/targets", {"pid": prog.pid})

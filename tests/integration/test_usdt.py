@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from qptest import Daemon, Failures, Target, require_root  # noqa: E402
+from qptest import Daemon, Failures, Target, require_root, wait_for  # noqa: E402
 
 qprofd, _, cli, sdt_bin = sys.argv[1:5]
 require_root()
@@ -99,5 +99,25 @@ if "gc__start" in notes:
         pyprog.finish()
 else:
     print("note: this python3 has no gc__start probe; skipped that part", flush=True)
+
+# a --binary target with other probes: every process running the file
+st, body = d.post("/api/targets", {"binary": os.path.realpath(sdt_bin), "usdt": ["app:nope"]})
+t.eq(st, 400, "binary target with a probe the file does not have")
+st, body = d.post("/api/targets", {"binary": os.path.realpath(sdt_bin), "usdt": ["app:tick"],
+                                   "spans": [{"name": "req", "begin": "app:req__start",
+                                              "end": "app:req__done"}]})
+t.eq(st, 201, f"binary target with usdt and spans ({body})")
+late = Target([sdt_bin])
+try:
+    ok = wait_for(lambda: late.pid in [x["pid"] for x in d.get("/api/status")[1]["targets"]], timeout=10)
+    t.check(ok, "a process started later is adopted")
+    late.start()
+    late.result()
+    st, body = d.get(f"/api/scopes?pid={late.pid}")
+    rows = {(r["kind"], r["name"]): r for r in body.get("scopes", [])}
+    t.eq(rows.get(("probe", "app:tick"), {}).get("count"), 321, "binary target: app:tick counted")
+    t.eq(rows.get(("span", "req"), {}).get("count"), 500, "binary target: span measured")
+finally:
+    late.finish()
 t.eq(d.stop(), 0, "qprofd exits 0")
 sys.exit(t.done())
