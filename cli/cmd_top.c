@@ -1064,7 +1064,11 @@ static int run_live(struct cli_ctx *ctx, int64_t pid, int interval, struct round
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGQUIT, &sa, NULL);
 	screen_on = true;
-	write_all("\033[?1049h\033[?25l\033[H\033[2J", 23);
+	{
+		static const char enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
+
+		write_all(enter, sizeof(enter) - 1);
+	}
 
 	/* the collector inherits no signal: they all go to this thread */
 	{

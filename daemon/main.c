@@ -213,8 +213,11 @@ int main(int argc, char **argv)
 	if ((env = getenv("QPROF_SOCKET")) && *env)
 		o.socket = env;
 	ret = parse_args(argc, argv, &o);
-	if (ret)
+	if (ret) {
+		free(o.pids);
+		free(o.binaries);
 		return ret;
+	}
 	qp_log_set_level(QP_LOG_WARN + o.verbose);
 	libbpf_set_print(libbpf_print);
 
