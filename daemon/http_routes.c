@@ -11,6 +11,7 @@
 #include "collect_cpu.h"
 #include "collect_scopes.h"
 #include "export.h"
+#include "export_metrics.h"
 #include "model_cpu_build.h"
 #include "symbolize.h"
 #include "http.h"
@@ -930,9 +931,42 @@ static void pprof_symbol(struct qprofd *d, const struct qp_request *req, struct 
 	reply_buf(resp, &b, "text/plain", 0);
 }
 
+/* GET /metrics: Prometheus text, made from the API's own JSON answers. */
+static void metrics_handler(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { NULL };
+	struct qp_response parts[3];
+	json_t *docs[3] = { NULL, NULL, NULL };
+	struct qp_buf b;
+	int i, ret = -1;
+
+	if (!query_ok(req, resp, allowed))
+		return;
+	memset(parts, 0, sizeof(parts));
+	status_handler(d, req, &parts[0]);
+	scopes_handler(d, req, &parts[1]);
+	values_handler(d, req, &parts[2]);
+	for (i = 0; i < 3; i++)
+		if (parts[i].status == 200 && parts[i].body)
+			docs[i] = json_loadb(parts[i].body, parts[i].len, 0, NULL);
+	qp_buf_init(&b);
+	if (docs[0] && docs[1] && docs[2])
+		ret = qp_export_metrics(docs[0], docs[1], docs[2], &b);
+	for (i = 0; i < 3; i++) {
+		free(parts[i].body);
+		json_decref(docs[i]);
+	}
+	if (ret) {
+		qp_buf_free(&b);
+		reply_error(resp, 500, "cannot build the metrics");
+		return;
+	}
+	reply_buf(resp, &b, "text/plain; version=0.0.4", 0);
+}
+
 /* Routes of DESIGN.md that later versions fill in: say so plainly. */
 static const char *const not_yet[] = {
-	"/metrics", NULL,
+	NULL,
 };
 
 typedef void (*route_fn)(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
@@ -950,6 +984,7 @@ static const struct route {
 	const char *allow;
 } routes[] = {
 	{ "/api/status", status_handler, NULL, NULL, "GET" },
+	{ "/metrics", metrics_handler, NULL, NULL, "GET" },
 	{ "/api/targets", targets_list, targets_add, NULL, "GET, POST" },
 	{ "/api/targets/*", NULL, NULL, target_delete_route, "DELETE" },
 	{ "/api/scopes", scopes_handler, NULL, NULL, "GET" },

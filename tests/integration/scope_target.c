@@ -5,7 +5,7 @@
  * SIGUSR2 (or --exit) to exit.
  *
  *   --mode nested       2 threads x N iterations: outer{40us, inner{60us}},
- *                       a FUNC of 300 us every 10th, a BEGIN/END span of 20 us
+ *                       a FUNC of 300 us every 10th, a BEGIN/END span of 50 us
  *   --mode misbehave    exactly known faults: 1 exit without enter, 1 scope
  *                       skipped out of order, 8 enters past the depth limit,
  *                       1 scope open at thread exit
@@ -77,7 +77,7 @@ static void *nested_thread(void *arg)
 			slow_function(f);
 		t0 = now_ns();
 		QPROF_SCOPE_BEGIN("span");
-		busy(20000);
+		busy(50000);
 		QPROF_SCOPE_END("span");
 		f->span_n++;
 		f->span_sum += now_ns() - t0;

@@ -51,6 +51,15 @@ try:
     if marks:
         t.eq(marks[0]["p50_ns"], None, "a mark has no durations")
         t.check(marks[0]["rate_per_s"] > 0, "a mark has a rate")
+    st, hdrs, body = d.request("GET", "/metrics")
+    t.eq(st, 200, "/metrics answers")
+    t.check(hdrs.get("Content-Type", "").startswith("text/plain; version=0.0.4"), "Prometheus content type")
+    text = body.decode()
+    t.check(f'qprof_value{{pid="{prog.pid}",name="v",stat="max"}} 1000\n' in text, "metrics: value max")
+    t.check(f'qprof_value{{pid="{prog.pid}",name="v",stat="count"}} 1000\n' in text, "metrics: value count")
+    t.check(f'qprof_events_total{{pid="{prog.pid}",name="tick",parent="",kind="mark"}} 777\n' in text,
+            "metrics: mark count")
+    t.check("qprof_up 1\n" in text and "# TYPE qprof_scope_duration_seconds summary" in text, "metrics header")
     out = subprocess.run([cli, "--socket", d.sock, "values", "--pid", str(prog.pid)],
                          capture_output=True, text=True, timeout=60)
     t.eq(out.returncode, 0, "qprof-cli values")

@@ -97,6 +97,14 @@ try:
         t.check(name in out.stdout, f"qprof-cli scopes shows {name}")
     t.check("us" in out.stdout or "ms" in out.stdout, "qprof-cli scopes uses human units")
 
+    # Prometheus: the same figures
+    st, _, body = d.request("GET", "/metrics")
+    text = body.decode()
+    t.check(f'qprof_scope_duration_seconds_count{{pid="{prog.pid}",name="outer",parent=""}} {2 * ITERS}\n' in text,
+            "metrics: outer count")
+    t.check(f'qprof_scope_duration_seconds_count{{pid="{prog.pid}",name="inner",parent="outer"}} {2 * ITERS}\n'
+            in text, "metrics: inner count under outer")
+
     # a window with no activity: nothing in it
     st, body = d.get(f"/api/scopes?pid={prog.pid}&seconds=1")
     t.eq(st, 200, "window answers")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """qprof-cli top end to end: qprofd attached to scope_target --mode nested
 (2 threads of busy-wait scopes outer{40us, inner{60us}}, slow_function 300 us
-every 10th, span 20 us). One interval of `top --once` must name the busiest
+every 10th, span 50 us). One interval of `top --once` must name the busiest
 function and scope:
 
 - functions sort by SELF% first: the busy waits spend their time in the vDSO's
@@ -9,7 +9,7 @@ function and scope:
   __clock_gettime (the libc caller) holds most samples as TOTAL%;
 - scopes sort by total time inside the scope over the interval (the busiest
   scope = the most time spent in it): "outer" (about 100 us per iteration)
-  beats "inner" (60 us), "slow_function" (30 us) and "span" (20 us).
+  beats "inner" (60 us), "slow_function" (30 us) and "span" (50 us).
 
 Also: --json has the documented keys and the same order; without a TTY top
 prints one frame and says so; the live view on a pseudo-terminal shows figures
