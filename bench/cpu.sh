@@ -45,40 +45,10 @@ ATTACH_TIMEOUT=${ATTACH_TIMEOUT:-60}
 [ -x "$work" ] || { echo "missing $work: cmake --build $build --target benchmarks" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/qprof-cpu-bench.XXXXXX)
-started_pids=()
-cleanup() {
-	# only what this script started, by pid
-	for p in "${started_pids[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-forget() {
-	local keep=() p
-	for p in "${started_pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-	started_pids=("${keep[@]}")
-}
-
-summary=()
-say() { printf '%s\n' "$*"; }
-add_summary() { summary+=("$*"); }
-calc() { awk "BEGIN { printf \"%.3f\", $* }"; }
-goal() { awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN { ok = (op == "<=") ? (v <= l) : (op == "<") ? (v < l) : (v >= l); print ok ? "meets goal" : "MISSES goal" }'; }
+. "$here/lib.sh"
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.0f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 now_ns() { local t=$EPOCHREALTIME; echo "${t/./}000"; }
 
-wait_for_line() { # FILE REGEX TIMEOUT_S PID
-	local file=$1 re=$2 t=$3 pid=$4 i=0
-	while ! grep -qE "$re" "$file" 2>/dev/null; do
-		kill -0 "$pid" 2>/dev/null || return 1
-		i=$((i + 1))
-		[ "$i" -gt $((t * 20)) ] && return 1
-		sleep 0.05
-	done
-}
 
 # --- what can run ----------------------------------------------------------
 is_root=0

@@ -47,41 +47,12 @@ DRAIN_TIMEOUT=${DRAIN_TIMEOUT:-10}
 
 tmp=$(mktemp -d /tmp/qprof-logs-bench.XXXXXX)
 LOG_FILE=${LOG_FILE:-$tmp/x.log}
-started_pids=()
-cleanup() {
-	# only what this script started, by pid
-	for p in "${started_pids[@]}"; do
-		kill "$p" 2>/dev/null
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-forget() {
-	local keep=() p
-	for p in "${started_pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
-	started_pids=("${keep[@]}")
-}
-
-summary=()
-say() { printf '%s\n' "$*"; }
-add_summary() { summary+=("$*"); }
-calc() { awk "BEGIN { printf \"%.3f\", $* }"; }
+. "$here/lib.sh"
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # field NAME FILE: the value after NAME on log_loop's report line
 field() { awk -v k="$1" '/^log_loop mode/ { for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }' "$2"; }
 rate_name() { [ "$1" = 0 ] && echo "flat out" || echo "$1/s"; }
 
-wait_for_line() { # FILE REGEX TIMEOUT_S PID
-	local file=$1 re=$2 t=$3 pid=$4 i=0
-	while ! grep -qE "$re" "$file" 2>/dev/null; do
-		kill -0 "$pid" 2>/dev/null || return 1
-		i=$((i + 1))
-		[ "$i" -gt $((t * 20)) ] && return 1
-		sleep 0.05
-	done
-}
 
 # Why the attached parts cannot run, if they cannot.
 q_why=

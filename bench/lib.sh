@@ -1,0 +1,40 @@
+# bench/lib.sh - what the benchmark scripts share; sourced after they set
+# `tmp` (their temporary directory). Processes a script starts go into
+# started_pids and are stopped by pid at exit, with the directory removed.
+started_pids=()
+cleanup() {
+	# only what this script started, by pid
+	for p in "${started_pids[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# forget PID: it has been reaped, never signal it again
+forget() {
+	local keep=() p
+	for p in "${started_pids[@]}"; do [ "$p" = "$1" ] || keep+=("$p"); done
+	started_pids=("${keep[@]}")
+}
+
+summary=()
+say() { printf '%s\n' "$*"; }
+add_summary() { summary+=("$*"); }
+# calc EXPR: floating-point arithmetic through awk, 3 decimals
+calc() { awk "BEGIN { printf \"%.3f\", $* }"; }
+# goal VALUE OP LIMIT -> "meets goal" / "MISSES goal" (OP: <=, <, >=)
+goal() { awk -v v="$1" -v l="$3" -v op="$2" 'BEGIN { ok = (op == "<=") ? (v <= l) : (op == "<") ? (v < l) : (v >= l); print ok ? "meets goal" : "MISSES goal" }'; }
+
+# wait_for_line FILE REGEX TIMEOUT_S PID: until FILE has a line matching
+# REGEX; fails if PID dies or the time runs out.
+wait_for_line() {
+	local file=$1 re=$2 t=$3 pid=$4 i=0
+	while ! grep -qE "$re" "$file" 2>/dev/null; do
+		kill -0 "$pid" 2>/dev/null || return 1
+		i=$((i + 1))
+		[ "$i" -gt $((t * 20)) ] && return 1
+		sleep 0.05
+	done
+}
