@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -230,6 +231,10 @@ struct ksym {
 
 struct qp_symbolizer {
 	char *kallsyms, *debug_root, *proc_root;
+	/* the vDSO: the same image in every process of this kernel, parsed
+	 * from qprofd's own copy (getauxval(AT_SYSINFO_EHDR)) on first use */
+	bool vdso_tried;
+	struct symfile *vdso;
 	struct intern in;
 	struct symfile *files;
 	struct fileid *ids;
@@ -764,6 +769,59 @@ static const struct fsym *file_lookup(const struct symfile *f, uint64_t off, uin
 	return &f->syms[i];
 }
 
+/* ---- the vDSO ----------------------------------------------------------- */
+
+/* The vDSO image of this process, as a symfile (.dynsym names such as
+ * __vdso_clock_gettime). NULL when there is none or it does not parse. */
+static struct symfile *vdso_file(struct qp_symbolizer *s)
+{
+	const unsigned char *base;
+	const Elf64_Ehdr *eh;
+	struct symfile *f;
+	size_t size = 0;
+	Elf *elf;
+	int i;
+
+	if (s->vdso_tried)
+		return s->vdso;
+	s->vdso_tried = true;
+	base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return NULL;
+	eh = (const Elf64_Ehdr *)base;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum > 64)
+		return NULL;
+	/* the image ends with its section headers, after the loaded part */
+	for (i = 0; i < eh->e_phnum; i++) {
+		const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff) + i;
+
+		if (ph->p_type == PT_LOAD && ph->p_offset + ph->p_filesz > size)
+			size = ph->p_offset + ph->p_filesz;
+	}
+	if (eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize > size)
+		size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	if (!size || size > (1u << 20))
+		return NULL;
+	elf = elf_memory((char *)base, size);
+	if (!elf)
+		return NULL;
+	f = calloc(1, sizeof(*f));
+	if (f) {
+		elf_build_id(elf, f->build_id);
+		f->bid = intern(s, f->build_id);
+		f->path = intern(s, "[vdso]");
+		f->err = elf_segments(elf, f);
+		if (!f->err)
+			f->err = elf_symbols(elf, SHT_DYNSYM, f);
+		f->next = s->files;
+		s->files = f;
+		s->vdso = f;
+	}
+	elf_end(elf);
+	return s->vdso;
+}
+
 /* ---- processes -------------------------------------------------------- */
 
 static int read_text(const char *path, char **out, size_t *len)
@@ -920,6 +978,8 @@ int qp_sym_process_refresh(struct qp_symbolizer *s, int pid)
 		if (m->path[0] == '[') {
 			sm->kind = MAP_SPECIAL;
 			sm->module = intern(s, m->path);
+			if (!strcmp(m->path, "[vdso]"))
+				sm->file = vdso_file(s);
 			continue;
 		}
 		if (plen > sizeof(deleted_sfx) - 1 &&
