@@ -20,7 +20,7 @@ require_root()
 t = Failures("integration_scopes")
 ITERS = 1000
 
-prog = Target([target_bin, "--mode", "nested", "--iters", str(ITERS)])
+prog = Target([target_bin, "--mode", "nested", "--iters", str(ITERS), "--rt"])
 d = Daemon(qprofd, ["--pid", str(prog.pid)])
 
 
