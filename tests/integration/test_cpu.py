@@ -65,17 +65,18 @@ try:
     def fetch(key, path):
         results[key] = d.request("GET", path, timeout=60)
 
-    th = [threading.Thread(target=fetch, args=("a", f"/api/cpu/folded?pid={prog.pid}&seconds=4")),
+    th = [threading.Thread(target=fetch, args=("a", f"/api/cpu/folded?pid={prog.pid}&seconds=5")),
           threading.Thread(target=fetch, args=("b", f"/api/cpu/folded?pid={prog.pid}&seconds=2"))]
     for x in th:
         x.start()
     for x in th:
         x.join()
-    t.eq(results["a"][0], 200, "window of 4 s answered")
+    t.eq(results["a"][0], 200, "window of 5 s answered")
     t.eq(results["b"][0], 200, "concurrent window of 2 s answered")
     folded = results["a"][2].decode()
     counts, total = leaf_shares(folded)
-    t.check(total >= 2000, f"enough samples in 4 s at 999 Hz: {total}")
+    # 5000 on an idle CPU; a loaded machine gives the program less of it
+    t.check(total >= 1500, f"enough samples in 5 s at 999 Hz: {total}")
     for line in folded.splitlines()[:3]:
         t.check(line.startswith("cpu_target;"), f"folded line starts with comm: {line[:60]}")
     attributed = sum(counts.values())
@@ -85,7 +86,7 @@ try:
         t.check(abs(got - want) <= 0.03, f"{name} share {got:.3f}, want {want:.3f} +- 0.03")
     t.check("__libc_start_call_main" in folded, "folded names frames below the leaf")
     _, total_b = leaf_shares(results["b"][2].decode())
-    t.check(0.3 * total < total_b < 0.7 * total, f"2 s window has about half the 4 s one: {total_b} vs {total}")
+    t.check(0.25 * total < total_b < 0.55 * total, f"2 s window has about 2/5 of the 5 s one: {total_b} vs {total}")
 
     # scope=: only the stacks inside "heavy"
     st, hdrs, body = d.request("GET", f"/api/cpu/folded?pid={prog.pid}&scope=heavy")
