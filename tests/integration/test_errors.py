@@ -134,6 +134,28 @@ finally:
     code = d.stop()
     t.eq(code, 0, "qprofd exits 0")
 
+# --listen: loopback TCP besides the socket; anything else refused
+port_sock = socket.socket()
+port_sock.bind(("127.0.0.1", 0))
+port = port_sock.getsockname()[1]
+port_sock.close()
+d3 = Daemon(qprofd, ["--listen", f"127.0.0.1:{port}"])
+try:
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/api/status")
+    r = c.getresponse()
+    t.eq(r.status, 200, "--listen serves the API on loopback TCP")
+    t.check(b'"version"' in r.read(), "status over TCP")
+    c.close()
+finally:
+    t.eq(d3.stop(), 0, "daemon with --listen exits 0")
+for spec in ("0.0.0.0:1234", "10.0.0.1:1234", "127.0.0.1:0", "127.0.0.1", "localhost:80"):
+    p = subprocess.run([qprofd, "--socket", os.path.join(d.dir, "l.sock"), "--listen", spec],
+                       capture_output=True, text=True, timeout=30)
+    t.eq(p.returncode, 1, f"--listen {spec} refused")
+    t.check("--listen" in p.stderr, f"--listen {spec}: says why")
+
 # a stale socket file left by a dead daemon is replaced
 stale_dir = d.dir
 stale = os.path.join(stale_dir, "stale.sock")
