@@ -5,6 +5,7 @@ import atexit
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -14,6 +15,7 @@ import time
 
 SKIP = 77
 _started = []  # every process a test started: stopped by pid at exit, whatever happens
+_dirs = []     # temporary directories of the daemons: removed at exit
 
 
 @atexit.register
@@ -22,6 +24,8 @@ def _stop_all():
         if p.poll() is None:
             p.kill()
             p.wait()
+    for d in _dirs:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -67,6 +71,7 @@ class Daemon:
 
     def __init__(self, qprofd, args=(), sock=None):
         self.dir = tempfile.mkdtemp(prefix="qprof-test-")
+        _dirs.append(self.dir)
         self.sock = sock or os.path.join(self.dir, "qprofd.sock")
         self.log = open(os.path.join(self.dir, "qprofd.log"), "w+")
         self.proc = subprocess.Popen([qprofd, "--socket", self.sock, "-v", *args],
