@@ -9,6 +9,7 @@ pkgs=(
   systemtap-sdt-dev        # <sys/sdt.h>: the baseline probes in tests and bench
   bpftrace                 # the attached-cost baseline (bench/)
   valgrind                 # callgrind instruction counts (bench/)
+  libclang-rt-14-dev       # libFuzzer and sanitizer runtimes for the fuzz targets (tests/fuzz)
   python3                  # integration test drivers
   curl                     # talking to the unix socket by hand
   golang-go                # `go tool pprof` reads /pprof/profile in the CPU integration test
