@@ -104,9 +104,29 @@ static int print_status(const json_t *root)
 		printf(", %s samples, %s lost\n", num(a, sizeof(a), cpu, "samples"),
 		       num(b, sizeof(b), cpu, "lost"));
 	}
-	if (json_is_object(sc))
-		printf("scopes: %s sites, %s events, %s dropped\n", num(a, sizeof(a), sc, "sites"),
+	if (json_is_object(sc)) {
+		const json_t *why = json_object_get(sc, "dropped_by_reason"), *n;
+		const char *reason;
+		bool first = true;
+
+		printf("scopes: %s sites, %s events, %s dropped", num(a, sizeof(a), sc, "sites"),
 		       num(b, sizeof(b), sc, "events"), num(c, sizeof(c), sc, "dropped"));
+		/* the reasons that happened, e.g. (3 exit_without_enter, 1 thread_exit) */
+		json_object_foreach((json_t *)why, reason, n) {
+			if (!json_is_integer(n) || !json_integer_value(n))
+				continue;
+			printf("%s%lld %s", first ? " (" : ", ", (long long)json_integer_value(n), reason);
+			first = false;
+		}
+		printf("%s\n", first ? "" : ")");
+	}
+	{
+		const json_t *logs = json_object_get(root, "logs");
+
+		if (json_is_object(logs))
+			printf("logs: %s received, %s lost\n", num(a, sizeof(a), logs, "received"),
+			       num(b, sizeof(b), logs, "lost"));
+	}
 	putchar('\n');
 	if (!json_array_size(targets)) {
 		printf("no targets (add one with: %s attach --pid N)\n", CLI_PROG);
