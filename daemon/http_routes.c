@@ -169,6 +169,7 @@ static void status_handler(struct qprofd *d, const struct qp_request *req, struc
 	for (i = 0; i < d->reg.nbinaries; i++)
 		qp_binary_json(&d->reg, d->reg.binaries[i], &j);
 	qp_json_arr_end(&j);
+	qp_json_kv_u64(&j, "exited_targets_forgotten", d->reg.exited_forgotten);
 	pthread_mutex_unlock(&d->reg.lock);
 	qp_json_key(&j, "cpu");
 	qp_json_obj_begin(&j);

@@ -36,6 +36,7 @@ struct options {
 	size_t nbinaries;
 	unsigned int frequency;
 	unsigned int max_sites;
+	unsigned int max_exited;
 	bool all;
 	bool no_multi;
 	int verbose;
@@ -56,6 +57,8 @@ static void usage(FILE *f)
 		"  --frequency HZ      CPU sampling frequency per CPU, 1..10000 (default 99)\n"
 		"  --all               sample every process, not only the targets\n"
 		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
+		"  --max-exited N      exited targets kept with their data (default 1000;\n"
+		"                      the oldest are dropped, and counted, beyond)\n"
 		"  --report-dir DIR    where a target's report is written when it exits\n"
 		"                      (default " QPROF_REPORT_DIR ")\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
@@ -90,7 +93,7 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR };
+	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -101,6 +104,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
 		{ "report-dir", required_argument, NULL, OPT_REPORT_DIR },
+		{ "max-exited", required_argument, NULL, OPT_MAX_EXITED },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -153,6 +157,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_NO_MULTI:
 			o->no_multi = true;
 			break;
+		case OPT_MAX_EXITED:
+			if (parse_uint_opt("--max-exited", optarg, 0, 1 << 20, &v))
+				return 2;
+			o->max_exited = (unsigned int)v;
+			break;
 		case OPT_REPORT_DIR:
 			if (!optarg[0]) {
 				fprintf(stderr, "qprofd: --report-dir wants a directory\n");
@@ -200,7 +209,7 @@ bool qprofd_wait(struct qprofd *d, unsigned int seconds)
 int main(int argc, char **argv)
 {
 	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
-			     .report_dir = QPROF_REPORT_DIR };
+			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qprofd d = { 0 };
 	pthread_condattr_t ca;
@@ -323,6 +332,7 @@ int main(int argc, char **argv)
 				qp_report_write(&d, t);
 			}
 		}
+		qp_registry_trim(&d.reg, o.max_exited);
 		pthread_mutex_unlock(&d.reg.lock);
 	}
 	exit_code = 0;

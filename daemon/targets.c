@@ -636,37 +636,68 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct
 	return 0;
 }
 
+/* Drop target I with its data. A running process of a --binary target is
+ * remembered as detached, so that the binary does not adopt it again. */
+static void remove_at(struct qp_registry *r, size_t i)
+{
+	struct qp_target *t = r->targets[i];
+	int pid = t->pid;
+
+	if (t->binary >= 0 && t->state == QP_TARGET_RUNNING) {
+		struct qp_binary *b = r->binaries[t->binary];
+		int *v = realloc(b->detached, (b->ndetached + 1) * sizeof(*v));
+
+		if (v) {
+			b->detached = v;
+			b->detached[b->ndetached++] = pid;
+		}
+		qp_scopes_exclude(r->scopes, (uint32_t)pid, true);
+	}
+	memmove(&r->targets[i], &r->targets[i + 1], (r->ntargets - i - 1) * sizeof(*r->targets));
+	r->ntargets--;
+	target_free(t);
+	qp_scopes_forget(r->scopes, (uint32_t)pid);
+	if (r->cpu)
+		qp_cpu_remove_pid(r->cpu, (uint32_t)pid, true);
+	if (r->sym)
+		qp_sym_forget(r->sym, pid);
+}
+
 int qp_registry_remove_pid(struct qp_registry *r, int pid)
 {
 	size_t i;
 
 	for (i = 0; i < r->ntargets; i++) {
-		struct qp_target *t = r->targets[i];
-
-		if (t->pid != pid)
+		if (r->targets[i]->pid != pid)
 			continue;
-		if (t->binary >= 0) {
-			struct qp_binary *b = r->binaries[t->binary];
-			int *v = realloc(b->detached, (b->ndetached + 1) * sizeof(*v));
-
-			if (v) {
-				b->detached = v;
-				b->detached[b->ndetached++] = pid;
-			}
-			qp_scopes_exclude(r->scopes, (uint32_t)pid, true);
-		}
-		memmove(&r->targets[i], &r->targets[i + 1], (r->ntargets - i - 1) * sizeof(*r->targets));
-		r->ntargets--;
-		target_free(t);
-		qp_scopes_forget(r->scopes, (uint32_t)pid);
-		if (r->cpu)
-			qp_cpu_remove_pid(r->cpu, (uint32_t)pid, true);
-		if (r->sym)
-			qp_sym_forget(r->sym, pid);
+		remove_at(r, i);
 		qp_info("detached from pid %d", pid);
 		return 0;
 	}
 	return -ENOENT;
+}
+
+void qp_registry_trim(struct qp_registry *r, size_t max_exited)
+{
+	for (;;) {
+		size_t i, n = 0, oldest = SIZE_MAX;
+
+		for (i = 0; i < r->ntargets; i++) {
+			const struct qp_target *t = r->targets[i];
+
+			if (t->state != QP_TARGET_EXITED || t->report_pending)
+				continue;
+			n++;
+			if (oldest == SIZE_MAX || t->exited_ms < r->targets[oldest]->exited_ms)
+				oldest = i;
+		}
+		if (n <= max_exited || oldest == SIZE_MAX)
+			return;
+		qp_info("forgetting pid %d: more than %zu exited targets are kept", r->targets[oldest]->pid,
+			max_exited);
+		remove_at(r, oldest);
+		r->exited_forgotten++;
+	}
 }
 
 static void target_exited(struct qp_registry *r, struct qp_target *t)

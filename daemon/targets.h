@@ -98,6 +98,7 @@ struct qp_registry {
 	size_t nbinaries;
 	struct qp_module **modules;
 	size_t nmodules;
+	uint64_t exited_forgotten;	/* exited targets dropped by qp_registry_trim */
 };
 
 void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes);
@@ -114,6 +115,11 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct
 /* Detach PID and drop its data. -ENOENT when PID is not a target. */
 int qp_registry_remove_pid(struct qp_registry *r, int pid);
 struct qp_target *qp_registry_find(struct qp_registry *r, int pid);
+
+/* Keep at most MAX_EXITED exited targets (whose reports are written): the
+ * oldest go first, counted in exited_forgotten. A --binary target on a
+ * program started thousands of times must not grow without bound. */
+void qp_registry_trim(struct qp_registry *r, size_t max_exited);
 
 /* Periodic work, r->lock held: exits, discovery for --binary, fresh maps. */
 void qp_registry_poll(struct qp_registry *r, bool rescan);

@@ -74,6 +74,8 @@ class Daemon:
         _dirs.append(self.dir)
         self.sock = sock or os.path.join(self.dir, "qprofd.sock")
         self.log = open(os.path.join(self.dir, "qprofd.log"), "w+")
+        if "--report-dir" not in args:  # never the system's /var/lib/qprof
+            args = [*args, "--report-dir", os.path.join(self.dir, "reports")]
         self.proc = subprocess.Popen([qprofd, "--socket", self.sock, "-v", *args],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         _started.append(self.proc)

@@ -45,4 +45,29 @@ finally:
     if after:
         after.finish()
     t.eq(d.stop(), 0, "qprofd exits 0")
+
+# --max-exited: exited targets beyond the limit are dropped, oldest first, counted
+d = Daemon(qprofd, ["--binary", os.path.realpath(target_bin), "--max-exited", "1"])
+try:
+    progs = [Target([target_bin, "--mode", "idle", "--exit"]) for _ in range(3)]
+    pids = [p.pid for p in progs]
+    ok = wait_for(lambda: set(pids) <= {x["pid"] for x in d.get("/api/status")[1]["targets"]}, timeout=10)
+    t.check(ok, "three processes adopted")
+    for p in progs:
+        p.start()
+        p.proc.wait(timeout=30)
+
+    def settled():
+        st = d.get("/api/status")[1]
+        exited = [x["pid"] for x in st["targets"] if x["state"] == "exited"]
+        return (exited, st["exited_targets_forgotten"]) if len(exited) == 1 and not \
+            [x for x in st["targets"] if x["pid"] in pids and x["state"] == "running"] else None
+
+    got = wait_for(settled, timeout=15)
+    t.check(got is not None, f"one exited target kept: {d.get('/api/status')[1]['targets']}")
+    if got:
+        t.eq(got[1], 2, "two exited targets forgotten and counted")
+        t.check(got[0][0] in pids, "the kept one is one of them")
+finally:
+    t.eq(d.stop(), 0, "qprofd exits 0")
 sys.exit(t.done())
