@@ -36,12 +36,14 @@ if(_qp_nofuzz EQUAL 0)
     DEPENDS fx_markers_pie fx_cxx fx_sdt
     VERBATIM)
   add_custom_target(fuzz_corpus_elf ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_elf/stamp)
+  # new inputs go to the first directory: one in the build tree, never the sources
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_elf ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_parsers)
   add_test(NAME fuzz_elf_probes_smoke
     COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_elf_probes -runs=40000 -max_len=65536 -seed=1
-            -rss_limit_mb=2048 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_elf)
+            -rss_limit_mb=2048 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_elf ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_elf)
   add_test(NAME fuzz_parsers_smoke
     COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_parsers -runs=1000000 -seed=1
-            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_parsers)
+            ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_parsers ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_parsers)
   set_tests_properties(fuzz_elf_probes_smoke fuzz_parsers_smoke PROPERTIES TIMEOUT 300)
 else()
   message(STATUS "libFuzzer not available with ${BPF_CLANG}: fuzz targets not built")

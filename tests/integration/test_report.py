@@ -127,7 +127,9 @@ try:
         tot = [f["total"] for f in cpu["by_total"]]
         t.eq(tot, sorted(tot, reverse=True), "by_total sorted")
         names = {f["name"] for f in cpu["by_total"]}
-        t.check(names & {"nested_thread", "slow_function", "busy", "now_ns"},
+        # the busy waits spin in clock_gettime: in the vDSO, called from libc
+        # (whose missing frame pointer often hides nested_thread itself)
+        t.check(names & {"__vdso_clock_gettime", "__clock_gettime", "nested_thread", "slow_function"},
                 f"the busy functions are among the top ones: {sorted(names)[:10]}")
     else:
         t.check("no CPU profile" in summary, "the summary says there is no CPU profile")
