@@ -68,6 +68,11 @@ int cli_no_operands(const struct cli_ctx *ctx, int argc, char **argv);
  * CLI_USAGE, a good one 0. */
 int cli_parse_pid(const struct cli_ctx *ctx, const char *opt, const char *s, int64_t *pid);
 int cli_parse_seconds(const struct cli_ctx *ctx, const char *s, int64_t *sec);
+/* Check --pid and --seconds (either may be NULL) and append pid= and
+ * seconds= to the request TARGET (of size LEN). 0, CLI_USAGE or CLI_FAIL
+ * (message printed); *sec (may be NULL) gets the seconds, 0 when absent. */
+int cli_query_pid_seconds(const struct cli_ctx *ctx, const char *pid_arg, const char *sec_arg,
+			  char *target, size_t len, int64_t *sec);
 
 /* Call the daemon. 0 with RESP filled on a 2xx answer; otherwise the error
  * (connection, protocol or the daemon's {"error": ...}) has been printed, RESP

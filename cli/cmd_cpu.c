@@ -95,8 +95,8 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 	const char *pid_arg = NULL, *sec_arg = NULL, *scope = NULL, *out = NULL;
 	bool callgraph = false;
 	struct http_response resp;
-	char target[1024], num[24];
-	int64_t pid = 0, sec = 0;
+	char target[1024];
+	int64_t sec = 0;
 	int c, rc;
 
 	snprintf(target, sizeof(target), "%s", routes[kind]);
@@ -133,20 +133,9 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 		return cli_usage_error(ctx, "-o wants a file name");
 	if (scope && (!scope[0] || strlen(scope) > 256))
 		return cli_usage_error(ctx, "--scope wants a scope name of 1..256 bytes");
-	if (pid_arg && (rc = cli_parse_pid(ctx, "--pid", pid_arg, &pid)))
+	rc = cli_query_pid_seconds(ctx, pid_arg, sec_arg, target, sizeof(target), &sec);
+	if (rc)
 		return rc;
-	if (sec_arg && (rc = cli_parse_seconds(ctx, sec_arg, &sec)))
-		return rc;
-	if (pid_arg) {
-		snprintf(num, sizeof(num), "%lld", (long long)pid);
-		if (http_add_query(target, sizeof(target), "pid", num))
-			return cli_fail("request target too long");
-	}
-	if (sec_arg) {
-		snprintf(num, sizeof(num), "%lld", (long long)sec);
-		if (http_add_query(target, sizeof(target), "seconds", num))
-			return cli_fail("request target too long");
-	}
 	if (scope && http_add_query(target, sizeof(target), "scope", scope))
 		return cli_fail("request target too long");
 	if (callgraph && http_add_query(target, sizeof(target), "renderer", "callgraph"))

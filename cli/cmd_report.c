@@ -86,8 +86,7 @@ int cmd_report(struct cli_ctx *ctx, int argc, char **argv)
 	};
 	const char *pid_arg = NULL;
 	struct http_response resp;
-	char target[256], num[24];
-	int64_t pid = 0;
+	char target[256];
 	int c, rc;
 
 	while ((c = cli_getopt(argc, argv, opts)) != -1) {
@@ -102,15 +101,12 @@ int cmd_report(struct cli_ctx *ctx, int argc, char **argv)
 	rc = cli_no_operands(ctx, argc, argv);
 	if (rc)
 		return rc;
-	if (pid_arg && (rc = cli_parse_pid(ctx, "--pid", pid_arg, &pid)))
-		return rc;
 	snprintf(target, sizeof(target), "/api/report");
-	if (pid_arg) {
-		snprintf(num, sizeof(num), "%lld", (long long)pid);
-		if (http_add_query(target, sizeof(target), "pid", num) ||
-		    (ctx->json && http_add_query(target, sizeof(target), "format", "json")))
-			return cli_fail("request target too long");
-	}
+	rc = cli_query_pid_seconds(ctx, pid_arg, NULL, target, sizeof(target), NULL);
+	if (rc)
+		return rc;
+	if (pid_arg && ctx->json && http_add_query(target, sizeof(target), "format", "json"))
+		return cli_fail("request target too long");
 	rc = cli_api_call(ctx, "GET", target, NULL, CLI_HTTP_TIMEOUT_S, &resp);
 	if (rc)
 		return rc;

@@ -217,8 +217,8 @@ int cmd_scopes(struct cli_ctx *ctx, int argc, char **argv)
 	};
 	const char *pid_arg = NULL, *sec_arg = NULL;
 	struct http_response resp;
-	char target[128] = "/api/scopes", num[24];
-	int64_t pid = 0, sec = 0;
+	char target[128] = "/api/scopes";
+	int64_t sec = 0;
 	json_t *root;
 	int c, rc;
 
@@ -239,21 +239,9 @@ int cmd_scopes(struct cli_ctx *ctx, int argc, char **argv)
 	rc = cli_no_operands(ctx, argc, argv);
 	if (rc)
 		return rc;
-	if (pid_arg && (rc = cli_parse_pid(ctx, "--pid", pid_arg, &pid)))
+	rc = cli_query_pid_seconds(ctx, pid_arg, sec_arg, target, sizeof(target), &sec);
+	if (rc)
 		return rc;
-	if (sec_arg && (rc = cli_parse_seconds(ctx, sec_arg, &sec)))
-		return rc;
-	/* the values are checked numbers; the query is encoded all the same */
-	if (pid_arg) {
-		snprintf(num, sizeof(num), "%lld", (long long)pid);
-		if (http_add_query(target, sizeof(target), "pid", num))
-			return cli_fail("request target too long");
-	}
-	if (sec_arg) {
-		snprintf(num, sizeof(num), "%lld", (long long)sec);
-		if (http_add_query(target, sizeof(target), "seconds", num))
-			return cli_fail("request target too long");
-	}
 
 	if (sec && isatty(STDERR_FILENO))
 		fprintf(stderr, "collecting for %lld s...\n", (long long)sec);

@@ -55,11 +55,10 @@ int cmd_values(struct cli_ctx *ctx, int argc, char **argv)
 		{ "LAST", true }, { "NON-FINITE", true },
 	};
 	const char *pid_arg = NULL;
-	char target[128] = "/api/values", num[32];
+	char target[128] = "/api/values";
 	struct http_response resp;
 	const json_t *arr, *o;
 	struct table t;
-	int64_t pid = 0;
 	json_t *root;
 	size_t i;
 	int c, rc;
@@ -76,13 +75,9 @@ int cmd_values(struct cli_ctx *ctx, int argc, char **argv)
 	rc = cli_no_operands(ctx, argc, argv);
 	if (rc)
 		return rc;
-	if (pid_arg && (rc = cli_parse_pid(ctx, "--pid", pid_arg, &pid)))
+	rc = cli_query_pid_seconds(ctx, pid_arg, NULL, target, sizeof(target), NULL);
+	if (rc)
 		return rc;
-	if (pid_arg) {
-		snprintf(num, sizeof(num), "%lld", (long long)pid);
-		if (http_add_query(target, sizeof(target), "pid", num))
-			return cli_fail("request target too long");
-	}
 	rc = cli_api_call(ctx, "GET", target, NULL, CLI_HTTP_TIMEOUT_S, &resp);
 	if (rc)
 		return rc;
@@ -209,9 +204,9 @@ int cmd_logs(struct cli_ctx *ctx, int argc, char **argv)
 		{ 0 },
 	};
 	const char *pid_arg = NULL, *since_arg = NULL;
+	char base[128] = "/api/logs";
 	bool follow = false;
 	uint64_t since = 0;
-	int64_t pid = 0;
 	int c, rc;
 
 	optind = 1;
@@ -235,20 +230,18 @@ int cmd_logs(struct cli_ctx *ctx, int argc, char **argv)
 	rc = cli_no_operands(ctx, argc, argv);
 	if (rc)
 		return rc;
-	if (pid_arg && (rc = cli_parse_pid(ctx, "--pid", pid_arg, &pid)))
+	rc = cli_query_pid_seconds(ctx, pid_arg, NULL, base, sizeof(base), NULL);
+	if (rc)
 		return rc;
 	if (since_arg && qp_parse_u64(since_arg, UINT64_MAX, &since))
 		return cli_usage_error(ctx, "invalid --since '%s': want a sequence number", since_arg);
 	signal(SIGINT, on_int);
 	signal(SIGTERM, on_int);
 	do {
-		char target[128] = "/api/logs", num[32];
+		char target[sizeof(base)], num[32];
 		struct http_response resp;
 
-		if (pid_arg) {
-			snprintf(num, sizeof(num), "%lld", (long long)pid);
-			http_add_query(target, sizeof(target), "pid", num);
-		}
+		memcpy(target, base, sizeof(base));
 		snprintf(num, sizeof(num), "%llu", (unsigned long long)since);
 		http_add_query(target, sizeof(target), "since", num);
 		rc = cli_api_call(ctx, "GET", target, NULL, CLI_HTTP_TIMEOUT_S, &resp);

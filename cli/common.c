@@ -113,6 +113,33 @@ int cli_parse_seconds(const struct cli_ctx *ctx, const char *s, int64_t *sec)
 	return 0;
 }
 
+int cli_query_pid_seconds(const struct cli_ctx *ctx, const char *pid_arg, const char *sec_arg,
+			  char *target, size_t len, int64_t *sec)
+{
+	char num[24];
+	int64_t pid = 0, s = 0;
+	int rc;
+
+	if (pid_arg && (rc = cli_parse_pid(ctx, "--pid", pid_arg, &pid)))
+		return rc;
+	if (sec_arg && (rc = cli_parse_seconds(ctx, sec_arg, &s)))
+		return rc;
+	/* the values are checked numbers; the query is encoded all the same */
+	if (pid_arg) {
+		snprintf(num, sizeof(num), "%lld", (long long)pid);
+		if (http_add_query(target, len, "pid", num))
+			return cli_fail("request target too long");
+	}
+	if (sec_arg) {
+		snprintf(num, sizeof(num), "%lld", (long long)s);
+		if (http_add_query(target, len, "seconds", num))
+			return cli_fail("request target too long");
+	}
+	if (sec)
+		*sec = s;
+	return 0;
+}
+
 /* The daemon's text may hold anything: keep control characters off the
  * terminal. */
 static void print_clean(FILE *f, const char *s, size_t max)
