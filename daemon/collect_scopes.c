@@ -483,35 +483,43 @@ static int cmp_row(const void *a, const void *b)
 	return cmp_key(&((const struct qp_scope_row *)a)->key, &((const struct qp_scope_row *)b)->key);
 }
 
-/* All keys of the map (of PID when pid > 0). Keys deleted while we walk make
+/* All keys of a map whose keys start with the tgid (of PID when pid > 0),
+ * as an array of KSZ-byte keys. Keys deleted while we walk make
  * get_next_key restart from the beginning; a cap bounds that. */
-static int list_keys(int fd, int pid, struct scope_key **out, size_t *n)
+static int map_keys(int fd, size_t ksz, int pid, void **out, size_t *n)
 {
-	struct scope_key key, next, *v = NULL, *nv;
+	unsigned char key[64], next[64], *v = NULL, *nv;
 	size_t cap = 0, cnt = 0, steps = 0;
 	void *prev = NULL;
+	uint32_t tgid;
 
-	while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-		if (++steps > 1u << 22)
-			break;
-		if (pid <= 0 || next.tgid == (uint32_t)pid) {
+	if (ksz > sizeof(key))
+		return -EINVAL;
+	while (bpf_map_get_next_key(fd, prev, next) == 0 && ++steps <= (1u << 22)) {
+		memcpy(&tgid, next, sizeof(tgid));
+		if (pid <= 0 || tgid == (uint32_t)pid) {
 			if (cnt == cap) {
 				cap = cap ? cap * 2 : 64;
-				nv = realloc(v, cap * sizeof(*v));
+				nv = realloc(v, cap * ksz);
 				if (!nv) {
 					free(v);
 					return -ENOMEM;
 				}
 				v = nv;
 			}
-			v[cnt++] = next;
+			memcpy(v + cnt++ * ksz, next, ksz);
 		}
-		key = next;
-		prev = &key;
+		memcpy(key, next, ksz);
+		prev = key;
 	}
 	*out = v;
 	*n = cnt;
 	return 0;
+}
+
+static int list_keys(int fd, int pid, struct scope_key **out, size_t *n)
+{
+	return map_keys(fd, sizeof(**out), pid, (void **)out, n);
 }
 
 int qp_scopes_forget(struct qp_scopes *s, uint32_t pid)
@@ -650,32 +658,9 @@ static int cmp_bucket(const void *a, const void *b)
 	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
 }
 
-/* Every key of a (mark_key-keyed) map, filtered by pid. */
 static int list_mark_keys(int fd, int pid, struct mark_key **out, size_t *n)
 {
-	struct mark_key key, next, *v = NULL, *nv;
-	size_t cap = 0, cnt = 0, steps = 0;
-	void *prev = NULL;
-
-	while (bpf_map_get_next_key(fd, prev, &next) == 0 && ++steps < (1u << 22)) {
-		if (pid <= 0 || next.tgid == (uint32_t)pid) {
-			if (cnt == cap) {
-				cap = cap ? cap * 2 : 64;
-				nv = realloc(v, cap * sizeof(*v));
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
-				}
-				v = nv;
-			}
-			v[cnt++] = next;
-		}
-		key = next;
-		prev = &key;
-	}
-	*out = v;
-	*n = cnt;
-	return 0;
+	return map_keys(fd, sizeof(**out), pid, (void **)out, n);
 }
 
 int qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_t *n)
