@@ -88,38 +88,6 @@ rounds_for() { awk -v s="$1" -v n="$ns_per_round" 'BEGIN { printf "%d", s * 1e9 
 say "cpu_work: $ns_per_round ns per round (work_a/work_b/work_c = 5000/3000/2000 iterations), $(nproc) CPUs"
 
 # --- qprofd ------------------------------------------------------------------
-# start_qprofd PID HZ TAG: qprofd --pid PID, waits until the target is listed
-# with its probes and the CPU sampler runs. Sets q_pid and sock.
-start_qprofd() {
-	local pid=$1 hz=$2 tag=$3 st i
-	sock=$tmp/$tag.sock
-	"$QPROFD" --pid "$pid" --socket "$sock" --frequency "$hz" >"$tmp/$tag.qprofd" 2>&1 &
-	q_pid=$!
-	started_pids+=("$q_pid")
-	for ((i = 0; i < ATTACH_TIMEOUT * 10; i++)); do
-		kill -0 "$q_pid" 2>/dev/null || break
-		st=$(curl -s --max-time 5 --unix-socket "$sock" http://localhost/api/status 2>/dev/null)
-		if [ -n "$st" ]; then
-			if command -v jq >/dev/null; then
-				jq -e --argjson p "$pid" \
-					'([.targets[]? | select(.pid == $p and (.probes // 0) > 0)] | length > 0) and (.cpu.running == true)' \
-					<<<"$st" >/dev/null 2>&1 && return 0
-			else
-				st=$(tr -d ' \n' <<<"$st")
-				grep -q "\"pid\":$pid," <<<"$st" && grep -q '"running":true' <<<"$st" && return 0
-			fi
-		fi
-		sleep 0.1
-	done
-	say "  qprofd did not attach to pid $pid: $(tail -3 "$tmp/$tag.qprofd")"
-	stop_qprofd
-	return 1
-}
-stop_qprofd() {
-	kill -INT "$q_pid" 2>/dev/null
-	wait "$q_pid" 2>/dev/null
-	forget "$q_pid"
-}
 folded() { # PID OUTFILE: the lifetime profile of PID
 	curl -s --max-time 120 --unix-socket "$sock" -o "$2" -w '%{http_code}' "http://localhost/api/cpu/folded?pid=$1"
 }
@@ -224,7 +192,7 @@ else
 			if [ "$hz" = perf ]; then
 				start_perf "$work_pid" ov || { stop_work; p_why="perf record did not start"; continue; }
 			elif [ "$hz" != 0 ]; then
-				start_qprofd "$work_pid" "$hz" ov || { stop_work; ok=0; break; }
+				start_qprofd ov "$work_pid" --frequency "$hz" || { stop_work; ok=0; break; }
 			fi
 			touch "$tmp/go.ov"
 			wait "$work_pid"
@@ -290,7 +258,7 @@ if [ -n "$q_why" ] || [ -n "$p_why" ]; then
 	say "  skipped (${q_why:-$p_why})"
 	add_summary "accuracy: skipped (${q_why:-$p_why})"
 elif start_work "$(rounds_for "$ACC_SECONDS")" "$THREADS" acc --hold; then
-	if start_qprofd "$work_pid" 999 acc; then
+	if start_qprofd acc "$work_pid" --frequency 999; then
 		if start_perf "$work_pid" acc; then
 			touch "$tmp/go.acc"
 			wait_for_line "$tmp/acc.out" '^done' $((ACC_SECONDS * 10 + 60)) "$work_pid"
@@ -325,7 +293,7 @@ if [ -n "$q_why" ] || [ -n "$p_why" ]; then
 	say "  skipped (${q_why:-$p_why})"
 	add_summary "export: skipped (${q_why:-$p_why})"
 elif start_work "$(rounds_for "$EXPORT_SECONDS")" "$THREADS" ex --hold; then
-	if start_qprofd "$work_pid" 999 ex; then
+	if start_qprofd ex "$work_pid" --frequency 999; then
 		if start_perf "$work_pid" ex; then
 			touch "$tmp/go.ex"
 			wait_for_line "$tmp/ex.out" '^done' $((EXPORT_SECONDS * 10 + 60)) "$work_pid"

@@ -38,3 +38,27 @@ wait_for_line() {
 		sleep 0.05
 	done
 }
+
+# start_qprofd TAG PID [QPROFD_ARGS...]: qprofd --pid PID on $tmp/TAG.sock,
+# waiting for its "ready on" line, which it prints only once the target is
+# attached and every collector runs. Sets q_pid and sock; fails (and says
+# why) if qprofd exits or takes longer than ATTACH_TIMEOUT.
+start_qprofd() {
+	local tag=$1 pid=$2
+	shift 2
+	sock=$tmp/$tag.sock
+	"$QPROFD" --pid "$pid" --socket "$sock" "$@" >"$tmp/$tag.qprofd" 2>&1 &
+	q_pid=$!
+	started_pids+=("$q_pid")
+	if wait_for_line "$tmp/$tag.qprofd" '^qprofd: ready on' "${ATTACH_TIMEOUT:-60}" "$q_pid"; then
+		return 0
+	fi
+	say "  qprofd did not attach to pid $pid: $(tail -3 "$tmp/$tag.qprofd")"
+	stop_qprofd
+	return 1
+}
+stop_qprofd() {
+	kill -INT "$q_pid" 2>/dev/null
+	wait "$q_pid" 2>/dev/null
+	forget "$q_pid"
+}

@@ -101,38 +101,6 @@ logs_counts() {
 		echo "$(sed 's/.*"received":\([0-9]*\).*/\1/' <<<"$st") $(sed 's/.*"lost":\([0-9]*\).*/\1/' <<<"$st")"
 	fi
 }
-# start_qprofd PID TAG: qprofd --pid PID; waits until the target is listed
-# with its probes and the log collector runs. Sets q_pid and sock.
-start_qprofd() {
-	local pid=$1 tag=$2 st i
-	sock=$tmp/$tag.sock
-	"$QPROFD" --pid "$pid" --socket "$sock" >"$tmp/$tag.qprofd" 2>&1 &
-	q_pid=$!
-	started_pids+=("$q_pid")
-	for ((i = 0; i < ATTACH_TIMEOUT * 10; i++)); do
-		kill -0 "$q_pid" 2>/dev/null || break
-		st=$(status)
-		if [ -n "$st" ]; then
-			if command -v jq >/dev/null; then
-				jq -e --argjson p "$pid" \
-					'([.targets[]? | select(.pid == $p and (.probes // 0) > 0)] | length > 0) and (.logs.running == true)' \
-					<<<"$st" >/dev/null 2>&1 && return 0
-			else
-				st=$(tr -d ' \n' <<<"$st")
-				grep -q "\"pid\":$pid," <<<"$st" && grep -q '"logs":{"running":true' <<<"$st" && return 0
-			fi
-		fi
-		sleep 0.1
-	done
-	say "  qprofd did not attach to pid $pid: $(tail -3 "$tmp/$tag.qprofd")"
-	stop_qprofd
-	return 1
-}
-stop_qprofd() {
-	kill -INT "$q_pid" 2>/dev/null
-	wait "$q_pid" 2>/dev/null
-	forget "$q_pid"
-}
 # drain SENT: waits until received + lost reaches SENT, or nothing new for
 # 1 s, or DRAIN_TIMEOUT. Sets received, lost, drain_ms.
 drain() {
@@ -165,7 +133,7 @@ else
 		args=(log --seconds "$RATE_SECONDS")
 		[ "$r" != 0 ] && args+=(--rate "$r")
 		start_loop rate "${args[@]}" || continue
-		start_qprofd "$loop_pid" rate || { stop_loop; continue; }
+		start_qprofd rate "$loop_pid" || { stop_loop; continue; }
 		touch "$tmp/go.rate"
 		if ! wait_for_line "$tmp/rate.out" '^done' $((RATE_SECONDS + 60)) "$loop_pid"; then
 			say "  $(rate_name "$r"): log_loop did not finish: $(tail -3 "$tmp/rate.out")"
@@ -247,7 +215,7 @@ for ((k = 1; k <= REPS; k++)); do
 		stop_loop
 	fi
 	if [ -z "$q_why" ] && start_loop cost log --count "$N_COST"; then
-		if start_qprofd "$loop_pid" cost; then
+		if start_qprofd cost "$loop_pid"; then
 			touch "$tmp/go.cost"
 			if wait_for_line "$tmp/cost.out" '^done' 300 "$loop_pid"; then
 				v=$(field ns_per_msg "$tmp/cost.out")

@@ -174,29 +174,10 @@ elif [ $is_root = 0 ]; then
 elif ! command -v curl >/dev/null; then
 	say "  qprofd: skipped (curl is needed to see when it has attached)"
 else
-	sock=$tmp/qprofd.sock
 	api() { curl -s --max-time 5 --unix-socket "$sock" "http://localhost$1"; }
 	if start_loop scope_loop q; then
-		"$QPROFD" --pid "$loop_pid" --socket "$sock" >"$tmp/qprofd.out" 2>&1 &
-		q_pid=$!
-		started_pids+=("$q_pid")
-		# attached = the status lists our pid with at least one probe
 		attached=0
-		for ((i = 0; i < ATTACH_TIMEOUT * 10; i++)); do
-			kill -0 "$q_pid" 2>/dev/null || break
-			st=$(api /api/status 2>/dev/null)
-			if [ -n "$st" ]; then
-				if command -v jq >/dev/null; then
-					jq -e --argjson p "$loop_pid" \
-						'[.targets[]? | select(.pid == $p and (.probes // 0) > 0)] | length > 0' \
-						<<<"$st" >/dev/null 2>&1 && attached=1
-				else
-					tr -d ' \n' <<<"$st" | grep -q "\"pid\":$loop_pid," && attached=1
-				fi
-			fi
-			[ $attached = 1 ] && break
-			sleep 0.1
-		done
+		start_qprofd q "$loop_pid" && attached=1
 		if [ $attached = 1 ]; then
 			run_loop q
 			scope_att=$(ns_of "$tmp/q.out")
@@ -215,14 +196,11 @@ else
 				say "  warning: that is less than a probe hit can cost: did qprofd attach its probes?"
 			fi
 			add_summary "qprof: $q_cost ns per scope (enter+exit)"
+			stop_qprofd
 		else
-			say "  qprofd did not attach to pid $loop_pid: $(tail -3 "$tmp/qprofd.out")"
 			kill "$loop_pid" 2>/dev/null
 			wait "$loop_pid" 2>/dev/null
 		fi
-		kill -INT "$q_pid" 2>/dev/null
-		wait "$q_pid" 2>/dev/null
-		forget "$q_pid"
 	else
 		say "  scope_loop did not start"
 	fi
