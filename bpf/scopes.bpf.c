@@ -379,14 +379,14 @@ int usdt_count(struct pt_regs *ctx)
 SEC("usdt")
 int log_probe(struct pt_regs *ctx)
 {
-	__u64 site, msg, cookie, id = bpf_get_current_pid_tgid();
+	__u64 site, msg, len64, cookie, id = bpf_get_current_pid_tgid();
 	struct log_record *r;
-	long len = 0;
+	long len;
 	__u32 n;
 
-	if (qp_usdt_args2(ctx, &site, &msg, &cookie) || excluded_hit(cookie, id >> 32))
+	if (qp_usdt_args3(ctx, &site, &msg, &len64, &cookie) || excluded_hit(cookie, id >> 32))
 		return 0;
-	bpf_usdt_arg(ctx, 2, &len);
+	len = (long)(__s64)len64; /* a -4@ argument comes back sign-extended */
 	r = bpf_ringbuf_reserve(&logs, sizeof(*r), 0);
 	if (!r) {
 		count(QPROF_CNT_LOG_LOST, 1);

@@ -89,7 +89,37 @@ static __always_inline int qp_usdt_args2(struct pt_regs *ctx, __u64 *a0, __u64 *
 		return -1;
 	return 0;
 }
+
+/* The same with argument 3 (the length of a log message). */
+static __always_inline int qp_usdt_args3(struct pt_regs *ctx, __u64 *a0, __u64 *a1, __u64 *a2,
+					 __u64 *cookie)
+{
+	int id = (int)bpf_get_attach_cookie(ctx);
+	struct __bpf_usdt_spec *spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &id);
+
+	if (!spec || spec->arg_cnt < 3)
+		return -1;
+	*cookie = spec->usdt_cookie;
+	if (qp_arg(ctx, &spec->args[0], a0) || qp_arg(ctx, &spec->args[1], a1) ||
+	    qp_arg(ctx, &spec->args[2], a2))
+		return -1;
+	return 0;
+}
 #else
+static __always_inline int qp_usdt_args3(struct pt_regs *ctx, __u64 *a0, __u64 *a1, __u64 *a2,
+					 __u64 *cookie)
+{
+	long v0, v1, v2;
+
+	if (bpf_usdt_arg(ctx, 0, &v0) || bpf_usdt_arg(ctx, 1, &v1) || bpf_usdt_arg(ctx, 2, &v2))
+		return -1;
+	*a0 = v0;
+	*a1 = v1;
+	*a2 = v2;
+	*cookie = bpf_usdt_cookie(ctx);
+	return 0;
+}
+
 static __always_inline int qp_usdt_cookie(struct pt_regs *ctx, __u64 *cookie)
 {
 	*cookie = bpf_usdt_cookie(ctx);
