@@ -1,0 +1,238 @@
+/* http_cpu.c - the CPU profile routes: folded stacks, flame graphs, pprof
+ * and the gperftools symbol protocol. Kernel addresses go only to
+ * privileged clients (http_auth.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "collect_cpu.h"
+#include "collect_scopes.h"
+#include "export.h"
+#include "export_metrics.h"
+#include "model_cpu_build.h"
+#include "symbolize.h"
+#include "http.h"
+#include "http_query.h"
+#include "json_writer.h"
+#include "logs.h"
+#include "model_scopes.h"
+#include "model_values.h"
+#include "qprofd.h"
+#include "report.h"
+#include "util.h"
+#include "http_routes.h"
+
+static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
+			const char *const *allowed, struct qp_cpu_profile *prof)
+{
+	struct qp_cpu_snapshot base = { 0 }, now = { 0 };
+	struct qp_cpu_query q = { 0 };
+	const char *scope = req->query(req->arg, "scope");
+	unsigned int seconds;
+	int pid, ret;
+
+	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &seconds) ||
+	    !qp_req_pid(d, req, resp, &pid))
+		return false;
+	if (scope && (!scope[0] || strlen(scope) > 256)) {
+		qp_reply_error(resp, 400, "scope must be a scope name of 1..256 bytes");
+		return false;
+	}
+	if (!d->cpu) {
+		qp_reply_error(resp, 503, "CPU sampling is unavailable: %s", d->cpu_error);
+		return false;
+	}
+	if (seconds && qp_cpu_read(d->cpu, &base)) {
+		qp_reply_error(resp, 500, "cannot read the samples");
+		return false;
+	}
+	q.time_ns = qp_realtime_ns();
+	if (seconds && !qprofd_wait(d, seconds)) {
+		qp_cpu_snapshot_free(&base);
+		qp_reply_error(resp, 503, "qprofd is shutting down");
+		return false;
+	}
+	if (qp_cpu_read(d->cpu, &now)) {
+		qp_cpu_snapshot_free(&base);
+		qp_reply_error(resp, 500, "cannot read the samples");
+		return false;
+	}
+	q.pid = pid;
+	q.scope = scope;
+	q.period_ns = 1000000000ull / (d->frequency_hz ? d->frequency_hz : 99);
+	q.duration_ns = seconds ? (uint64_t)seconds * 1000000000ull : qp_now_ns() - d->start_ns;
+	if (!seconds)
+		q.time_ns = qp_realtime_ns() - q.duration_ns;
+	pthread_mutex_lock(&d->reg.lock);
+	ret = qp_cpu_build(d->cpu, d->reg.sym, &d->reg, &now, seconds ? &base : NULL, &q, prof);
+	pthread_mutex_unlock(&d->reg.lock);
+	qp_cpu_snapshot_free(&base);
+	qp_cpu_snapshot_free(&now);
+	if (ret) {
+		qp_reply_error(resp, 500, "cannot build the profile: %s", strerror(-ret));
+		return false;
+	}
+	if (!prof->nsamples)
+		snprintf(resp->note, sizeof(resp->note), "no samples%s%.200s%s", scope ? " inside scope '" : "",
+			 scope ? scope : "", scope ? "' (unknown scope, or never on CPU)" : "");
+	return true;
+}
+
+void qp_route_cpu_folded(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { "pid", "seconds", "scope", NULL };
+	struct qp_cpu_profile prof;
+	struct qp_buf b;
+
+	if (!cpu_profile(d, req, resp, allowed, &prof))
+		return;
+	qp_buf_init(&b);
+	qp_reply_buf(resp, &b, "text/plain; charset=utf-8", qp_export_folded(&prof, &b));
+	qp_cpu_profile_free(&prof);
+}
+
+void qp_route_cpu_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { "pid", "seconds", "scope", "renderer", "download", "color",
+					       NULL };
+	const char *renderer = req->query(req->arg, "renderer");
+	const char *color = req->query(req->arg, "color");
+	const char *download = req->query(req->arg, "download");
+	bool callgraph = false;
+	struct qp_cpu_profile prof;
+	struct qp_buf b, dot;
+	char err[256] = "";
+	int ret;
+
+	if (renderer && strcmp(renderer, "flamegraph") && strcmp(renderer, "callgraph")) {
+		qp_reply_error(resp, 400, "renderer must be flamegraph or callgraph");
+		return;
+	}
+	if (download && strcmp(download, "0") && strcmp(download, "1")) {
+		qp_reply_error(resp, 400, "download must be 0 or 1");
+		return;
+	}
+	if (color && strcmp(color, "kind") && strcmp(color, "module")) {
+		qp_reply_error(resp, 400, "color must be kind (kernel/user) or module");
+		return;
+	}
+	callgraph = renderer && !strcmp(renderer, "callgraph");
+	if (!cpu_profile(d, req, resp, allowed, &prof))
+		return;
+	qp_buf_init(&b);
+	if (!callgraph) {
+		struct qp_flame_opts o = { .title = prof.title,
+					   .color_by_module = color && !strcmp(color, "module") };
+
+		ret = qp_export_flamegraph(&prof, &o, &b);
+	} else {
+		qp_buf_init(&dot);
+		ret = qp_export_callgraph_dot(&prof, &dot);
+		if (!ret && !dot.failed)
+			ret = qp_render_dot_svg(dot.data, dot.len, &b, err, sizeof(err));
+		qp_buf_free(&dot);
+		if (ret == -ENOENT) {
+			qp_buf_free(&b);
+			qp_cpu_profile_free(&prof);
+			qp_reply_error(resp, 501, "renderer=callgraph needs graphviz's dot, which is not installed");
+			return;
+		}
+		if (ret && ret != -ENOMEM) {
+			qp_buf_free(&b);
+			qp_cpu_profile_free(&prof);
+			qp_reply_error(resp, 500, "dot failed: %s", err[0] ? err : strerror(-ret));
+			return;
+		}
+	}
+	qp_reply_buf(resp, &b, "image/svg+xml", ret);
+	if (download && !strcmp(download, "1") && resp->status == 200)
+		resp->disposition = callgraph ? "attachment; filename=\"callgraph.svg\""
+					      : "attachment; filename=\"cpu.svg\"";
+	qp_cpu_profile_free(&prof);
+}
+
+void qp_route_pprof_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { "pid", "seconds", "scope", NULL };
+	struct qp_cpu_profile prof;
+	struct qp_buf b;
+
+	if (!cpu_profile(d, req, resp, allowed, &prof))
+		return;
+	qp_buf_init(&b);
+	qp_reply_buf(resp, &b, "application/octet-stream", qp_export_pprof(&prof, &b));
+	if (resp->status == 200)
+		resp->disposition = "attachment; filename=\"profile.pb.gz\"";
+	qp_cpu_profile_free(&prof);
+}
+
+/* The gperftools symbol protocol: GET says symbols are available; POST
+ * "0xADDR+0xADDR..." answers "0xADDR\tname" per line. */
+void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { NULL };
+	const char *p, *end;
+	struct qp_buf b;
+	size_t count = 0;
+
+	if (!qp_req_keys_ok(req, resp, allowed))
+		return;
+	qp_buf_init(&b);
+	if (!strcmp(req->method, "GET")) {
+		qp_buf_puts(&b, "num_symbols: 1\n");
+		qp_reply_buf(resp, &b, "text/plain", 0);
+		return;
+	}
+	if (req->body_too_large) {
+		qp_reply_error(resp, 413, "symbol request larger than %d bytes", QP_HTTP_MAX_BODY);
+		return;
+	}
+	p = req->body ? req->body : "";
+	end = p + req->body_len;
+	pthread_mutex_lock(&d->reg.lock);
+	while (p < end) {
+		const char *q = p;
+		char tok[24];
+		uint64_t addr;
+		const char *name;
+		size_t n;
+
+		while (q < end && *q != '+' && *q != '\n' && *q != '\r')
+			q++;
+		n = (size_t)(q - p);
+		if (n) {
+			char *e;
+
+			if (n >= sizeof(tok)) {
+				pthread_mutex_unlock(&d->reg.lock);
+				qp_buf_free(&b);
+				qp_reply_error(resp, 400, "malformed address in the symbol request");
+				return;
+			}
+			memcpy(tok, p, n);
+			tok[n] = '\0';
+			errno = 0;
+			addr = strtoull(tok, &e, 16);
+			if (errno || *e || tok[0] == '-' || tok[0] == '+' || e == tok) {
+				pthread_mutex_unlock(&d->reg.lock);
+				qp_buf_free(&b);
+				qp_reply_error(resp, 400, "malformed address '%s' in the symbol request", tok);
+				return;
+			}
+			name = d->reg.sym ? qp_sym_any(d->reg.sym, addr) : NULL;
+			qp_buf_printf(&b, "0x%016llx\t%s\n", (unsigned long long)addr, name ? name : "??");
+			count++;
+		}
+		p = q + 1;
+	}
+	pthread_mutex_unlock(&d->reg.lock);
+	if (!count) {
+		qp_buf_free(&b);
+		qp_reply_error(resp, 400, "send addresses as 0xADDR+0xADDR...");
+		return;
+	}
+	qp_reply_buf(resp, &b, "text/plain", 0);
+}
+

@@ -1,0 +1,284 @@
+/* http_data.c - the routes of measured scopes, values and logs:
+ * /api/scopes (also windowed), /api/values and /api/logs (NDJSON, streamed
+ * with follow=1). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "collect_cpu.h"
+#include "collect_scopes.h"
+#include "export.h"
+#include "export_metrics.h"
+#include "model_cpu_build.h"
+#include "symbolize.h"
+#include "http.h"
+#include "http_query.h"
+#include "json_writer.h"
+#include "logs.h"
+#include "model_scopes.h"
+#include "model_values.h"
+#include "qprofd.h"
+#include "report.h"
+#include "util.h"
+#include "http_routes.h"
+
+void qp_route_scopes(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { "pid", "seconds", NULL };
+	struct qp_scope_snapshot base = { 0 }, now = { 0 };
+	struct qp_mark_row *mbase = NULL, *mnow = NULL;
+	struct qp_probe_row *pbase = NULL, *pnow = NULL;
+	size_t nmbase = 0, nmnow = 0, npbase = 0, npnow = 0;
+	struct qp_marks_view mv = { 0 };
+	unsigned int seconds;
+	struct qp_json j;
+	int pid;
+
+	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &seconds) ||
+	    !qp_req_pid(d, req, resp, &pid))
+		return;
+	if (seconds) {
+		if (qp_scopes_read(d->scopes, pid, &base) || qp_marks_read(d->scopes, pid, &mbase, &nmbase) ||
+		    qp_probe_counts_read(d->scopes, pid, &pbase, &npbase)) {
+			qp_scope_snapshot_free(&base);
+			qp_reply_error(resp, 500, "cannot read the BPF maps");
+			return;
+		}
+		if (!qprofd_wait(d, seconds)) {
+			qp_scope_snapshot_free(&base);
+			free(mbase);
+			free(pbase);
+			qp_reply_error(resp, 503, "qprofd is shutting down");
+			return;
+		}
+	}
+	if (qp_scopes_read(d->scopes, pid, &now) || qp_marks_read(d->scopes, pid, &mnow, &nmnow) ||
+	    qp_probe_counts_read(d->scopes, pid, &pnow, &npnow)) {
+		qp_scope_snapshot_free(&base);
+		qp_scope_snapshot_free(&now);
+		free(mbase);
+		free(mnow);
+		free(pbase);
+		qp_reply_error(resp, 500, "cannot read the BPF maps");
+		return;
+	}
+	mv.now = mnow;
+	mv.nnow = nmnow;
+	mv.pnow = pnow;
+	mv.npnow = npnow;
+	if (seconds) {
+		mv.base = mbase;
+		mv.nbase = nmbase;
+		mv.pbase = pbase;
+		mv.npbase = npbase;
+		mv.window_s = seconds;
+	}
+	qp_json_init(&j);
+	pthread_mutex_lock(&d->reg.lock);
+	qp_model_scopes_json(&d->reg, &now, seconds ? &base : NULL, &mv, pid, &j);
+	pthread_mutex_unlock(&d->reg.lock);
+	qp_scope_snapshot_free(&base);
+	qp_scope_snapshot_free(&now);
+	free(mbase);
+	free(mnow);
+	free(pbase);
+	free(pnow);
+	qp_reply_json(resp, 200, &j);
+}
+
+void qp_route_values(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { "pid", NULL };
+	struct qp_value_row *rows = NULL;
+	struct qp_json j;
+	size_t n = 0;
+	int pid;
+
+	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_pid(d, req, resp, &pid))
+		return;
+	if (qp_values_read(d->scopes, pid, &rows, &n)) {
+		qp_reply_error(resp, 500, "cannot read the BPF maps");
+		return;
+	}
+	qp_json_init(&j);
+	pthread_mutex_lock(&d->reg.lock);
+	qp_model_values_json(&d->reg, rows, n, &j);
+	pthread_mutex_unlock(&d->reg.lock);
+	qp_values_free(rows, n);
+	qp_reply_json(resp, 200, &j);
+}
+
+/* GET /api/logs: NDJSON, one message per line, oldest first; with
+ * follow=1 the answer stays open and streams new messages. A gap in the
+ * sequence (messages lost in the kernel or evicted before this reader got
+ * them) is reported in the stream as {"lost": N}. */
+struct log_stream {
+	struct qprofd *d;
+	uint64_t since;
+	uint64_t kernel_lost;	/* kernel losses already reported */
+	int pid;
+	bool follow;
+	struct qp_buf pending;	/* formatted, not yet handed to MHD */
+	size_t off;
+	struct qp_log_entry batch[64];
+};
+
+static uint64_t kernel_log_losses(struct qprofd *d)
+{
+	return qp_scopes_counter(d->scopes, QPROF_CNT_LOG_LOST);
+}
+
+static void format_logs(struct log_stream *ls, size_t n, uint64_t gap)
+{
+	struct qprofd *d = ls->d;
+	size_t i;
+
+	if (gap) {
+		qp_buf_printf(&ls->pending, "{\"lost\": %llu}\n", (unsigned long long)gap);
+	}
+	pthread_mutex_lock(&d->reg.lock);
+	for (i = 0; i < n; i++) {
+		const struct qp_log_entry *e = &ls->batch[i];
+		struct qp_target *t = qp_registry_find(&d->reg, (int)e->pid);
+		const struct qp_site_info *site = t ? qp_target_site(&d->reg, t, e->site) : NULL;
+		struct qp_json j;
+		size_t len;
+		char *line;
+
+		qp_json_init(&j);
+		qp_json_obj_begin(&j);
+		qp_json_kv_u64(&j, "seq", e->seq);
+		qp_json_kv_u64(&j, "ts_ns", e->ts_ns);
+		qp_json_kv_u64(&j, "pid", e->pid);
+		qp_json_kv_u64(&j, "tid", e->tid);
+		qp_json_kv_str(&j, "file", site ? site->file : NULL);
+		if (site)
+			qp_json_kv_u64(&j, "line", site->line);
+		else
+			qp_json_kv_null(&j, "line");
+		qp_json_kv_str(&j, "function", site ? site->function : NULL);
+		qp_json_kv_str(&j, "message", e->msg);
+		qp_json_kv_bool(&j, "truncated", e->len >= QPROF_LOG_MSG);
+		qp_json_obj_end(&j);
+		line = qp_json_finish(&j, &len);
+		if (line) {
+			qp_buf_add(&ls->pending, line, len);
+			qp_buf_add(&ls->pending, "\n", 1);
+			free(line);
+		}
+	}
+	pthread_mutex_unlock(&d->reg.lock);
+}
+
+static bool daemon_stopping(struct qprofd *d)
+{
+	bool s;
+
+	pthread_mutex_lock(&d->wait_lock);
+	s = d->stopping;
+	pthread_mutex_unlock(&d->wait_lock);
+	return s;
+}
+
+static ssize_t log_stream_read(void *state, char *buf, size_t max)
+{
+	struct log_stream *ls = state;
+	uint64_t last, kl;
+	size_t n;
+
+	for (;;) {
+		if (ls->off < ls->pending.len) {
+			size_t k = ls->pending.len - ls->off;
+
+			if (k > max)
+				k = max;
+			memcpy(buf, ls->pending.data + ls->off, k);
+			ls->off += k;
+			return (ssize_t)k;
+		}
+		qp_buf_free(&ls->pending);
+		ls->off = 0;
+		if (daemon_stopping(ls->d))
+			return QP_STREAM_END;
+		n = qp_logs_get(ls->d->logs, ls->since, ls->pid, ls->batch, QP_ARRAY_SIZE(ls->batch), &last);
+		kl = kernel_log_losses(ls->d);
+		if (n || last > ls->since || kl > ls->kernel_lost) {
+			uint64_t gap = 0;
+
+			/* sequence numbers skipped: evicted before this reader saw them */
+			if (n && ls->batch[0].seq > ls->since + 1 && ls->pid <= 0)
+				gap = ls->batch[0].seq - ls->since - 1;
+			gap += kl - ls->kernel_lost;
+			ls->kernel_lost = kl;
+			ls->since = last;
+			format_logs(ls, n, gap);
+			if (ls->pending.failed)
+				return QP_STREAM_ERROR;
+			if (ls->pending.len)
+				continue;
+		}
+		if (!ls->follow)
+			return QP_STREAM_END;
+		if (!qp_logs_wait(ls->d->logs, ls->since, 1000))
+			return QP_STREAM_END;
+		if (!qp_logs_get(ls->d->logs, ls->since, ls->pid, ls->batch, 0, &last) && last == ls->since &&
+		    kernel_log_losses(ls->d) == ls->kernel_lost)
+			return 0; /* nothing new yet; MHD calls again */
+	}
+}
+
+static void log_stream_done(void *state)
+{
+	struct log_stream *ls = state;
+
+	qp_buf_free(&ls->pending);
+	free(ls);
+}
+
+void qp_route_logs(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { "pid", "since", "follow", NULL };
+	const char *since = req->query(req->arg, "since");
+	const char *follow = req->query(req->arg, "follow");
+	struct log_stream *ls;
+	uint64_t sv = 0;
+	int pid;
+
+	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_pid(d, req, resp, &pid))
+		return;
+	if (since && qp_parse_u64(since, UINT64_MAX, &sv)) {
+		qp_reply_error(resp, 400, "since must be a sequence number (0 or more)");
+		return;
+	}
+	if (follow && strcmp(follow, "0") && strcmp(follow, "1")) {
+		qp_reply_error(resp, 400, "follow must be 0 or 1");
+		return;
+	}
+	if (!d->logs) {
+		qp_reply_error(resp, 503, "log collection is unavailable");
+		return;
+	}
+	ls = calloc(1, sizeof(*ls));
+	if (!ls) {
+		qp_reply_error(resp, 500, "out of memory");
+		return;
+	}
+	ls->d = d;
+	ls->since = sv;
+	ls->pid = pid;
+	ls->follow = follow && !strcmp(follow, "1");
+	/* kernel losses from before this request are history, not news */
+	ls->kernel_lost = sv ? kernel_log_losses(d) : 0;
+	qp_buf_init(&ls->pending);
+	resp->status = 200;
+	resp->content_type = "application/x-ndjson";
+	resp->read = log_stream_read;
+	resp->done = log_stream_done;
+	resp->state = ls;
+}
+
+/* A CPU profile for pid=, seconds=, scope=: the difference of two
+ * snapshots for a window (several requests share the one sample stream),
+ * everything since attach without seconds. false when resp holds an error. */
