@@ -1,6 +1,10 @@
 /* http.c - the libmicrohttpd side of qprofd: sockets, per-connection state
- * (the request body, bounded), handing each request to the router in
- * http_routes.c and sending its answer. Nothing here knows a route. */
+ * (the request body, bounded), the admission of each request (http_auth.h)
+ * and its log line, the limits on connections and long polls, handing each
+ * request to the router in http_routes.c and sending its answer. Nothing
+ * here knows a route. The deadline on receiving a request is in
+ * http_conn.c. */
+#define _GNU_SOURCE /* struct ucred */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
@@ -14,6 +18,8 @@
 #include <unistd.h>
 #include <microhttpd.h>
 #include "http.h"
+#include "http_auth.h"
+#include "http_conn.h"
 #include "log.h"
 #include "qprofd.h"
 #include "util.h"
@@ -22,12 +28,21 @@ struct qp_http {
 	struct MHD_Daemon *mhd;
 	struct qprofd *d;
 	int fd;
+	struct qp_http_policy policy;
+	struct qp_conns *conns;		/* open connections, deadlines, long polls */
 };
 
+/* One request: its body (bounded) and, decided when its headers arrived,
+ * whether it may go on. */
 struct conn {
 	char *body;
 	size_t len;
 	bool too_large;
+	int deny;		/* 0, or the HTTP status that refuses it */
+	bool token_ok;
+	char peer[96];		/* "uid 1000 pid 4242" or "127.0.0.1:50312" */
+	bool privileged;
+	char why[320];
 };
 
 static int mkdir_parent(const char *path)
@@ -156,13 +171,19 @@ static void query_keys(void *arg, void (*fn)(void *, const char *), void *arg2)
 	MHD_get_connection_values(arg, MHD_GET_ARGUMENT_KIND, key_it, &k);
 }
 
+static const char *header_get(void *arg, const char *name)
+{
+	return MHD_lookup_connection_value(arg, MHD_HEADER_KIND, name);
+}
+
 /* A streamed answer (follow=1): MHD calls stream_read from the connection's
  * thread, which may block a little; stream_free runs when the stream ends or
- * the client hangs up. */
+ * the client hangs up, and gives the long-poll slot back. */
 struct stream {
 	ssize_t (*read)(void *state, char *buf, size_t max);
 	void (*done)(void *state);
 	void *state;
+	struct qp_conns *conns;	/* holds a long-poll slot there, when not NULL */
 };
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -182,7 +203,158 @@ static void stream_free(void *cls)
 	struct stream *st = cls;
 
 	st->done(st->state);
+	if (st->conns)
+		qp_conns_long_end(st->conns);
 	free(st);
+}
+
+static struct qp_conn_slot *conn_slot(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* Who is asking: SO_PEERCRED on the unix socket, the address over TCP. */
+static void peer_of(struct qp_http *h, struct MHD_Connection *c, struct conn *cn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	int fd = ci ? ci->connect_fd : -1;
+
+	snprintf(cn->peer, sizeof(cn->peer), "an unknown peer");
+	if (fd < 0)
+		return;
+	if (!h->policy.tcp) {
+		struct ucred uc;
+		socklen_t len = sizeof(uc);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) || len != sizeof(uc))
+			return;
+		snprintf(cn->peer, sizeof(cn->peer), "uid %u gid %u pid %d", (unsigned int)uc.uid,
+			 (unsigned int)uc.gid, (int)uc.pid);
+		cn->privileged = uc.uid == 0;
+	} else {
+		struct sockaddr_in sa;
+		socklen_t len = sizeof(sa);
+		char a[INET_ADDRSTRLEN];
+
+		if (getpeername(fd, (struct sockaddr *)&sa, &len) || sa.sin_family != AF_INET ||
+		    !inet_ntop(AF_INET, &sa.sin_addr, a, sizeof(a)))
+			return;
+		snprintf(cn->peer, sizeof(cn->peer), "%s:%u", a, (unsigned int)ntohs(sa.sin_port));
+	}
+}
+
+/* Headers are in: decide whether this request may go on. */
+static void admit(struct qp_http *h, struct MHD_Connection *c, struct conn *cn, const char *url,
+		  const char *method)
+{
+	struct qp_http_headers hd = {
+		.host = header_get(c, "Host"),
+		.origin = header_get(c, "Origin"),
+		.sec_fetch_site = header_get(c, "Sec-Fetch-Site"),
+		.authorization = header_get(c, "Authorization"),
+		.content_type = header_get(c, "Content-Type"),
+	};
+
+	peer_of(h, c, cn);
+	if (qp_conn_over_limit(conn_slot(c))) {
+		cn->deny = 503;
+		snprintf(cn->why, sizeof(cn->why), "too many connections (more than %d open): retry later",
+			 QP_HTTP_MAX_CONNECTIONS);
+		qp_conns_count_refused_full(h->conns);
+		return;
+	}
+	cn->deny = qp_http_admit(&h->policy, method, url, &hd, &cn->token_ok, cn->why, sizeof(cn->why));
+}
+
+/* seconds= or follow=1: the answer takes as long as the client asks. */
+static bool long_poll(struct MHD_Connection *c)
+{
+	const char *follow = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "follow");
+
+	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seconds") ||
+	       (follow && strcmp(follow, "0"));
+}
+
+static void error_response(struct qp_response *resp, int status, const char *msg)
+{
+	size_t n = strlen(msg) * 2 + 32;	/* every byte escaped at worst */
+	char *b = malloc(n);
+	size_t k = 0;
+
+	memset(resp, 0, sizeof(*resp));
+	resp->status = status;
+	if (!b)
+		return;
+	k = (size_t)snprintf(b, n, "{\"error\": \"");
+	for (; *msg && k + 8 < n; msg++) {
+		if (*msg == '"' || *msg == '\\')
+			b[k++] = '\\';
+		b[k++] = (unsigned char)*msg < 0x20 ? ' ' : *msg;
+	}
+	k += (size_t)snprintf(b + k, n - k, "\"}\n");
+	resp->body = b;
+	resp->len = k;
+}
+
+static enum MHD_Result send_response(struct MHD_Connection *c, struct qp_response *resp)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+	char retry[16];
+
+	if (!r) {
+		free(resp->body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/json");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	if (resp->allow)
+		MHD_add_response_header(r, "Allow", resp->allow);
+	if (resp->disposition)
+		MHD_add_response_header(r, "Content-Disposition", resp->disposition);
+	if (resp->note[0])
+		MHD_add_response_header(r, "X-Qprof-Note", resp->note);
+	if (resp->seconds[0])
+		MHD_add_response_header(r, "X-Qprof-Seconds", resp->seconds);
+	if (resp->status == 503) {
+		snprintf(retry, sizeof(retry), "%d", QP_HTTP_RETRY_AFTER_S);
+		MHD_add_response_header(r, "Retry-After", retry);
+	}
+	if (resp->status == 401)
+		MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"qprofd\"");
+	ret = MHD_queue_response(c, (unsigned int)resp->status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result send_stream(struct MHD_Connection *c, struct qp_response *resp, struct qp_conns *slot)
+{
+	struct stream *st = malloc(sizeof(*st));
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!st) {
+		resp->done(resp->state);
+		if (slot)
+			qp_conns_long_end(slot);
+		return MHD_NO;
+	}
+	st->read = resp->read;
+	st->done = resp->done;
+	st->state = resp->state;
+	st->conns = slot;
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st, stream_free);
+	if (!r) {
+		stream_free(st);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type", resp->content_type ? resp->content_type : "application/x-ndjson");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	ret = MHD_queue_response(c, (unsigned int)resp->status, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -193,19 +365,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct conn *cn = *con_cls;
 	struct qp_response resp = { 0 };
 	struct qp_request req;
-	struct MHD_Response *r;
-	enum MHD_Result ret;
+	bool mutating, slot = false;
 
 	if (!cn) {
 		cn = calloc(1, sizeof(*cn));
 		if (!cn)
 			return MHD_NO;
 		*con_cls = cn;
+		admit(h, c, cn, url, method);
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		/* keep reading an oversized body, but only to answer 413 */
-		if (!cn->too_large && cn->len + *upload_size <= QP_HTTP_MAX_BODY) {
+		/* keep reading an oversized or refused body, but only to answer */
+		if (!cn->deny && !cn->too_large && cn->len + *upload_size <= QP_HTTP_MAX_BODY) {
 			char *nb = realloc(cn->body, cn->len + *upload_size + 1);
 
 			if (!nb)
@@ -220,62 +392,49 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	req = (struct qp_request){
-		.method = method, .url = url, .body = cn->body, .body_len = cn->len,
-		.body_too_large = cn->too_large, .query = query_get, .query_keys = query_keys, .arg = c,
-	};
-	qp_http_route(h->d, &req, &resp);
-	if (resp.read) {
-		struct stream *st = malloc(sizeof(*st));
+	qp_conns_request_in(h->conns, conn_slot(c));
+	mutating = qp_http_mutating(method, url);
+	if (cn->deny) {
+		error_response(&resp, cn->deny, cn->why);
+	} else if (long_poll(c) && !(slot = qp_conns_long_begin(h->conns))) {
+		char why[128];
 
-		if (!st) {
-			resp.done(resp.state);
-			return MHD_NO;
+		snprintf(why, sizeof(why), "too many long polls (seconds= or follow=1): %d are running; retry later",
+			 QP_HTTP_MAX_LONG_POLLS);
+		error_response(&resp, 503, why);
+	} else {
+		req = (struct qp_request){
+			.method = method, .url = url, .body = cn->body, .body_len = cn->len,
+			.body_too_large = cn->too_large, .query = query_get, .query_keys = query_keys,
+			.arg = c, .header = header_get, .privileged = cn->privileged,
+		};
+		qp_http_route(h->d, &req, &resp);
+		if (slot && !resp.read) {
+			qp_conns_long_end(h->conns);
+			slot = false;
 		}
-		st->read = resp.read;
-		st->done = resp.done;
-		st->state = resp.state;
-		r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st,
-						      stream_free);
-		if (!r) {
-			stream_free(st);
-			return MHD_NO;
-		}
-		MHD_add_response_header(r, "Content-Type", resp.content_type ? resp.content_type
-									  : "application/x-ndjson");
-		MHD_add_response_header(r, "Cache-Control", "no-store");
-		ret = MHD_queue_response(c, (unsigned int)resp.status, r);
-		MHD_destroy_response(r);
-		return ret;
 	}
-	if (resp.status >= 500)
-		qp_warn("%s %s -> %d %.*s", method, url, resp.status, (int)(resp.len < 300 ? resp.len : 300),
-			resp.body ? resp.body : "");
+	if (mutating)
+		qp_info("%s %.200s from %s%s -> %d", method, url, cn->peer,
+			!h->policy.tcp ? "" : !h->policy.token ? " (no token configured)"
+			: cn->token_ok ? " (token matched)" : " (no matching token)", resp.status);
+	else if (resp.status >= 500)
+		qp_warn("%s %.200s from %s -> %d %.*s", method, url, cn->peer, resp.status,
+			(int)(resp.len < 300 ? resp.len : 300), resp.body ? resp.body : "");
 	else
-		qp_debug("%s %s -> %d", method, url, resp.status);
-	r = MHD_create_response_from_buffer(resp.len, resp.body, MHD_RESPMEM_MUST_FREE);
-	if (!r) {
-		free(resp.body);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, "Content-Type", resp.content_type ? resp.content_type : "application/json");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	if (resp.allow)
-		MHD_add_response_header(r, "Allow", resp.allow);
-	if (resp.disposition)
-		MHD_add_response_header(r, "Content-Disposition", resp.disposition);
-	if (resp.note[0])
-		MHD_add_response_header(r, "X-Qprof-Note", resp.note);
-	ret = MHD_queue_response(c, (unsigned int)resp.status, r);
-	MHD_destroy_response(r);
-	return ret;
+		qp_debug("%s %.200s from %s -> %d", method, url, cn->peer, resp.status);
+	if (resp.read)
+		return send_stream(c, &resp, slot ? h->conns : NULL);
+	return send_response(c, &resp);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct qp_http *h = cls;
 	struct conn *cn = *con_cls;
 
+	qp_conns_request_done(h->conns, conn_slot(c));
 	if (!cn)
 		return;
 	free(cn->body);
@@ -283,7 +442,23 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	*con_cls = NULL;
 }
 
-int qp_http_start(struct qprofd *d, int fd, struct qp_http **out, char *err, size_t errlen)
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct qp_http *h = cls;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		*socket_context = ci ? qp_conns_open(h->conns, ci->connect_fd) : NULL;
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		qp_conns_close(h->conns, *socket_context);
+		*socket_context = NULL;
+	}
+}
+
+int qp_http_start(struct qprofd *d, int fd, const struct qp_http_policy *policy, struct qp_http **out,
+		  char *err, size_t errlen)
 {
 	struct qp_http *h = calloc(1, sizeof(*h));
 
@@ -291,17 +466,26 @@ int qp_http_start(struct qprofd *d, int fd, struct qp_http **out, char *err, siz
 		return -ENOMEM;
 	h->d = d;
 	h->fd = fd;
+	h->policy = *policy;
+	h->conns = qp_conns_new(policy->tcp ? "tcp" : "unix", QP_HTTP_REQUEST_DEADLINE_S);
+	if (!h->conns) {
+		snprintf(err, errlen, "cannot start the connection watchdog");
+		free(h);
+		return -ENOMEM;
+	}
 	h->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
 					  MHD_USE_POLL | MHD_USE_ITC,
 				  0, NULL, NULL, on_request, h,
 				  MHD_OPTION_LISTEN_SOCKET, fd,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)128,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)QP_HTTP_HARD_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
 				  MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, errlen, "libmicrohttpd could not start");
+		qp_conns_free(h->conns);
 		free(h);
 		return -EIO;
 	}
@@ -313,7 +497,8 @@ void qp_http_stop(struct qp_http *h)
 {
 	if (!h)
 		return;
-	MHD_stop_daemon(h->mhd);
+	MHD_stop_daemon(h->mhd);	/* closes every connection: their slots go */
+	qp_conns_free(h->conns);
 	close(h->fd);
 	free(h);
 }

@@ -18,7 +18,11 @@ int qp_http_listen_unix(const char *path, char *err, size_t errlen);
 /* Parse "127.0.0.1:PORT" (loopback only) and bind it. fd or -errno. */
 int qp_http_listen_tcp(const char *spec, char *err, size_t errlen);
 
-int qp_http_start(struct qprofd *d, int fd, struct qp_http **out, char *err, size_t errlen);
+struct qp_http_policy;
+/* Serve the API on FD under POLICY (http_auth.h; copied, its token must
+ * outlive the server). */
+int qp_http_start(struct qprofd *d, int fd, const struct qp_http_policy *policy, struct qp_http **out,
+		  char *err, size_t errlen);
 void qp_http_stop(struct qp_http *h); /* accepts NULL */
 
 /* The router, for the server and for tests: METHOD URL with query getter. */
@@ -33,6 +37,11 @@ struct qp_request {
 	/* calls fn(arg2, key) for every query key; used to reject unknown ones */
 	void (*query_keys)(void *arg, void (*fn)(void *arg2, const char *key), void *arg2);
 	void *arg;
+	/* value of request header NAME or NULL; NULL getter: no headers */
+	const char *(*header)(void *arg, const char *name);
+	/* a root peer on the unix socket: sees kernel addresses, may name any
+	 * ELF file. False for TCP clients (and by default). */
+	bool privileged;
 };
 
 struct qp_response {
@@ -43,6 +52,7 @@ struct qp_response {
 	const char *allow;	/* for 405 */
 	const char *disposition; /* Content-Disposition, e.g. attachment; filename="cpu.svg" */
 	char note[256];		/* X-Qprof-Note: why a profile is empty, when it is */
+	char seconds[64];	/* X-Qprof-Seconds: "300 (clamped from 301)", when clamped */
 	/* A streamed body instead of `body`: read() fills BUF with up to MAX
 	 * bytes and returns how many, 0 for "nothing yet" (after waiting a
 	 * little), QP_STREAM_END or QP_STREAM_ERROR; done() frees the state, also

@@ -22,6 +22,7 @@
 #include "qprofd.h"
 #include "report.h"
 #include "util.h"
+#include "http_auth.h"
 #include "http_routes.h"
 
 static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
@@ -74,6 +75,9 @@ static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct q
 		qp_reply_error(resp, 500, "cannot build the profile: %s", strerror(-ret));
 		return false;
 	}
+	/* KASLR: kernel addresses only for root on the unix socket */
+	if (!req->privileged)
+		qp_cpu_profile_hide_kernel(prof);
 	if (!prof->nsamples)
 		snprintf(resp->note, sizeof(resp->note), "no samples%s%.200s%s", scope ? " inside scope '" : "",
 			 scope ? scope : "", scope ? "' (unknown scope, or never on CPU)" : "");
@@ -169,7 +173,8 @@ void qp_route_pprof_profile(struct qprofd *d, const struct qp_request *req, stru
 }
 
 /* The gperftools symbol protocol: GET says symbols are available; POST
- * "0xADDR+0xADDR..." answers "0xADDR\tname" per line. */
+ * "0xADDR+0xADDR..." answers "0xADDR\tname" per line ("??" when unknown,
+ * and for a kernel address asked by an unprivileged client). */
 void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { NULL };
@@ -221,7 +226,10 @@ void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struc
 				qp_reply_error(resp, 400, "malformed address '%s' in the symbol request", tok);
 				return;
 			}
-			name = d->reg.sym ? qp_sym_any(d->reg.sym, addr) : NULL;
+			/* a kernel address is not looked up for an unprivileged
+			 * client: its answer would tell where the kernel is */
+			name = d->reg.sym && (req->privileged || !qp_addr_is_kernel(addr))
+				       ? qp_sym_any(d->reg.sym, addr) : NULL;
 			qp_buf_printf(&b, "0x%016llx\t%s\n", (unsigned long long)addr, name ? name : "??");
 			count++;
 		}

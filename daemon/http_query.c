@@ -15,21 +15,30 @@ static void set_err(char *err, size_t errlen, const char *msg)
 		snprintf(err, errlen, "%s", msg);
 }
 
-int qp_query_seconds(const char *s, unsigned int *out, char *err, size_t errlen)
+int qp_query_seconds_ex(const char *s, unsigned int *out, int64_t *asked, char *err, size_t errlen)
 {
 	int64_t v;
 
 	*out = 0;
+	if (asked)
+		*asked = 0;
 	if (!s)
 		return 0;
 	/* any int64 is a number here; only then is it clamped */
 	if (qp_parse_i64(s, INT64_MIN, INT64_MAX, &v)) {
 		if (err && errlen)
-			snprintf(err, errlen, "seconds must be an integer (1..%d)", QP_QUERY_MAX_SECONDS);
+			snprintf(err, errlen, "seconds must be an integer (clamped to 1..%d)", QP_QUERY_MAX_SECONDS);
 		return -EINVAL;
 	}
 	*out = v < 1 ? 1 : v > QP_QUERY_MAX_SECONDS ? QP_QUERY_MAX_SECONDS : (unsigned int)v;
+	if (asked)
+		*asked = v;
 	return 0;
+}
+
+int qp_query_seconds(const char *s, unsigned int *out, char *err, size_t errlen)
+{
+	return qp_query_seconds_ex(s, out, NULL, err, errlen);
 }
 
 int qp_query_pid(const char *s, int *out, char *err, size_t errlen)

@@ -7,14 +7,20 @@
 #ifndef QPROF_HTTP_QUERY_H
 #define QPROF_HTTP_QUERY_H
 #include <stddef.h>
+#include <stdint.h>
 
-/* seconds= is clamped to 1..QP_QUERY_MAX_SECONDS (DESIGN.md "HTTP API"). */
+/* seconds= is clamped to 1..QP_QUERY_MAX_SECONDS (DESIGN.md "HTTP API");
+ * the answer then says so in the header X-Qprof-Seconds: "300 (clamped
+ * from 301)". */
 #define QP_QUERY_MAX_SECONDS 300
 
 /* seconds=: absent (NULL) -> *out = 0 (everything since attach); an integer
  * -> clamped to 1..300; anything else (or an integer beyond int64) -> -EINVAL
- * and "seconds must be an integer (1..300)" in err. */
+ * and "seconds must be an integer (clamped to 1..300)" in err. */
 int qp_query_seconds(const char *s, unsigned int *out, char *err, size_t errlen);
+/* The same, and *asked = the integer as given (0 when absent), so that the
+ * caller can tell a clamped value from an exact one. */
+int qp_query_seconds_ex(const char *s, unsigned int *out, int64_t *asked, char *err, size_t errlen);
 
 /* pid=: absent (NULL) -> *out = 0; an integer in 1..INT32_MAX -> *out;
  * anything else -> -EINVAL and "pid must be a positive integer" in err.

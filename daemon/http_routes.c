@@ -127,11 +127,14 @@ bool qp_req_pid(struct qprofd *d, const struct qp_request *req, struct qp_respon
 bool qp_req_seconds(const struct qp_request *req, struct qp_response *resp, unsigned int *sec)
 {
 	char msg[128];
+	int64_t asked;
 
-	if (qp_query_seconds(req->query(req->arg, "seconds"), sec, msg, sizeof(msg))) {
+	if (qp_query_seconds_ex(req->query(req->arg, "seconds"), sec, &asked, msg, sizeof(msg))) {
 		qp_reply_error(resp, 400, "%s", msg);
 		return false;
 	}
+	if (*sec && asked != (int64_t)*sec)
+		snprintf(resp->seconds, sizeof(resp->seconds), "%u (clamped from %lld)", *sec, (long long)asked);
 	return true;
 }
 

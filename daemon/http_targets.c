@@ -162,6 +162,7 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	}
 	if (!parse_extra(root, &extra, resp))
 		goto out;
+	extra.privileged = req->privileged;
 	qp_json_init(&j);
 	pthread_mutex_lock(&d->reg.lock);
 	if ((v = json_object_get(root, "pid"))) {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -17,6 +18,7 @@
 #include "collect_scopes.h"
 #include "symbolize.h"
 #include "http.h"
+#include "http_auth.h"
 #include "log.h"
 #include "logs.h"
 #include "qprofd.h"
@@ -29,6 +31,7 @@
 struct options {
 	const char *socket;
 	const char *listen;
+	const char *token_file;
 	const char *report_dir;
 	int *pids;
 	size_t npids;
@@ -53,7 +56,10 @@ static void usage(FILE *f)
 		"  --binary PATH       attach to every process, present and future, that runs\n"
 		"                      this executable or maps this library (repeatable)\n"
 		"  --socket PATH       unix socket to serve on (default " DEFAULT_SOCKET ")\n"
-		"  --listen ADDR:PORT  also serve on a loopback TCP address, e.g. 127.0.0.1:6464\n"
+		"  --listen ADDR:PORT  also serve on a loopback TCP address, e.g. 127.0.0.1:6464:\n"
+		"                      GET routes only, unless --token-file is given\n"
+		"  --token-file PATH   the bearer token that POST/DELETE need over --listen\n"
+		"                      (a root-owned file, mode 0600, or 0640 group qprof)\n"
 		"  --frequency HZ      CPU sampling frequency per CPU, 1..10000 (default 99)\n"
 		"  --all               sample every process, not only the targets\n"
 		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
@@ -63,7 +69,7 @@ static void usage(FILE *f)
 		"                      (default " QPROF_REPORT_DIR ")\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
-		"  -v, --verbose       more logging (-vv: debug)\n"
+		"  -v, --verbose       debug logging (default: errors, warnings, info)\n"
 		"  -h, --help          this text\n"
 		"  --version           print the version\n"
 		"\n"
@@ -93,7 +99,7 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED };
+	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -105,6 +111,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
 		{ "report-dir", required_argument, NULL, OPT_REPORT_DIR },
 		{ "max-exited", required_argument, NULL, OPT_MAX_EXITED },
+		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -162,6 +169,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return 2;
 			o->max_exited = (unsigned int)v;
 			break;
+		case OPT_TOKEN:
+			o->token_file = optarg;
+			break;
 		case OPT_REPORT_DIR:
 			if (!optarg[0]) {
 				fprintf(stderr, "qprofd: --report-dir wants a directory\n");
@@ -187,7 +197,24 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "qprofd: unexpected argument '%s'\nTry 'qprofd --help'.\n", argv[optind]);
 		return 2;
 	}
+	if (o->token_file && !o->listen) {
+		fprintf(stderr, "qprofd: --token-file is for --listen (the unix socket checks the peer itself)\n");
+		return 2;
+	}
 	return 0;
+}
+
+/* Each connection holds two descriptors (the server's and the watchdog's
+ * dup, http_conn.h): room for the connection limits beside BPF's own. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= 8192)
+		return;
+	rl.rlim_cur = rl.rlim_max < 8192 ? rl.rlim_max : 8192;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		qp_warn("cannot raise the descriptor limit: %s", strerror(errno));
 }
 
 bool qprofd_wait(struct qprofd *d, unsigned int seconds)
@@ -211,11 +238,14 @@ int main(int argc, char **argv)
 	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR };
 	struct qp_http *http = NULL, *http_tcp = NULL;
+	struct qp_http_policy pol_unix, pol_tcp;
 	struct qprofd d = { 0 };
+	char *token = NULL;
+	int fd_unix = -1, fd_tcp = -1;
 	pthread_condattr_t ca;
 	char err[512] = "";
 	sigset_t sigs;
-	int ret, fd, tick = 0, exit_code = 1;
+	int ret, tick = 0, exit_code = 1;
 	size_t i;
 	const char *env;
 
@@ -227,8 +257,30 @@ int main(int argc, char **argv)
 		free(o.binaries);
 		return ret;
 	}
-	qp_log_set_level(QP_LOG_WARN + o.verbose);
+	/* info by default: every attach and detach, with who asked, is logged */
+	qp_log_set_level(QP_LOG_INFO + o.verbose);
 	libbpf_set_print(libbpf_print);
+	if (o.token_file && qp_token_load(o.token_file, &token, err, sizeof(err))) {
+		fprintf(stderr, "qprofd: %s\n", err);
+		exit_code = 2;
+		goto out_free;
+	}
+	qp_http_policy_unix(&pol_unix);
+	raise_fd_limit();
+	/* The sockets before anything else: a live daemon on the socket is
+	 * refused before any target is touched. */
+	fd_unix = qp_http_listen_unix(o.socket, err, sizeof(err));
+	if (fd_unix < 0) {
+		fprintf(stderr, "qprofd: %s\n", err[0] ? err : strerror(-fd_unix));
+		goto out_free;
+	}
+	if (o.listen) {
+		fd_tcp = qp_http_listen_tcp(o.listen, err, sizeof(err));
+		if (fd_tcp < 0 || qp_http_policy_tcp(&pol_tcp, o.listen, token)) {
+			fprintf(stderr, "qprofd: %s\n", fd_tcp < 0 ? err : "--listen address too long");
+			goto out_free;
+		}
+	}
 
 	/* signals are taken by the main loop only: block them before threads */
 	sigemptyset(&sigs);
@@ -291,27 +343,20 @@ int main(int argc, char **argv)
 	}
 	pthread_mutex_unlock(&d.reg.lock);
 
-	fd = qp_http_listen_unix(o.socket, err, sizeof(err));
-	if (fd < 0) {
-		fprintf(stderr, "qprofd: %s\n", err[0] ? err : strerror(-fd));
-		goto out;
-	}
-	if (qp_http_start(&d, fd, &http, err, sizeof(err))) {
+	if (qp_http_start(&d, fd_unix, &pol_unix, &http, err, sizeof(err))) {
 		fprintf(stderr, "qprofd: %s\n", err);
-		close(fd);
-		unlink(o.socket);
 		goto out;
 	}
+	fd_unix = -1;	/* the server's now */
 	if (o.listen) {
-		fd = qp_http_listen_tcp(o.listen, err, sizeof(err));
-		if (fd < 0 || qp_http_start(&d, fd, &http_tcp, err, sizeof(err))) {
+		if (qp_http_start(&d, fd_tcp, &pol_tcp, &http_tcp, err, sizeof(err))) {
 			fprintf(stderr, "qprofd: %s\n", err);
-			if (fd >= 0)
-				close(fd);
 			goto out_http;
 		}
+		fd_tcp = -1;
 	}
-	qp_info("serving on %s%s%s", o.socket, o.listen ? " and " : "", o.listen ? o.listen : "");
+	qp_info("serving on %s%s%s%s", o.socket, o.listen ? " and " : "", o.listen ? o.listen : "",
+		!o.listen ? "" : token ? " (POST/DELETE over TCP with the token)" : " (GET only over TCP: no --token-file)");
 	fprintf(stderr, "qprofd: ready on %s (%zu target(s))\n", o.socket, d.reg.ntargets);
 
 	for (;;) {
@@ -343,7 +388,6 @@ out_http:
 	pthread_mutex_unlock(&d.wait_lock);
 	qp_http_stop(http_tcp);
 	qp_http_stop(http);
-	unlink(o.socket);
 out:
 	qp_logs_stop(d.logs);
 	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
@@ -355,6 +399,13 @@ out:
 	if (!exit_code)
 		fprintf(stderr, "qprofd: stopped, everything detached\n");
 out_free:
+	if (fd_tcp >= 0)
+		close(fd_tcp);
+	if (fd_unix >= 0)
+		close(fd_unix);
+	if (http || fd_unix >= 0)
+		unlink(o.socket);
+	free(token);
 	free(o.pids);
 	free(o.binaries);
 	return exit_code;

@@ -83,6 +83,7 @@ struct qp_attach_extra {
 	const char *const *usdt;		/* "provider:name" */
 	size_t nspans;
 	const char *const *span_names, *const *span_begin, *const *span_end;
+	bool privileged;	/* root client on the unix socket: may name any ELF file */
 };
 
 struct qp_registry {

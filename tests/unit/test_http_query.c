@@ -9,7 +9,7 @@
 #include "http_query.h"
 #include "testlib.h"
 
-#define SEC_ERR "seconds must be an integer (1..300)"
+#define SEC_ERR "seconds must be an integer (clamped to 1..300)"
 #define PID_ERR "pid must be a positive integer"
 
 static void seconds_ok(const char *s, unsigned int want, int line)
