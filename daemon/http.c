@@ -289,9 +289,12 @@ static void error_response(struct qp_response *resp, int status, const char *msg
 		return;
 	k = (size_t)snprintf(b, n, "{\"error\": \"");
 	for (; *msg && k + 8 < n; msg++) {
-		if (*msg == '"' || *msg == '\\')
+		unsigned char ch = (unsigned char)*msg;
+
+		if (ch == '"' || ch == '\\')
 			b[k++] = '\\';
-		b[k++] = (unsigned char)*msg < 0x20 ? ' ' : *msg;
+		/* header bytes echoed in the reason: keep the JSON valid ASCII */
+		b[k++] = ch < 0x20 ? ' ' : ch >= 0x7f ? '?' : (char)ch;
 	}
 	k += (size_t)snprintf(b + k, n - k, "\"}\n");
 	resp->body = b;
@@ -357,6 +360,16 @@ static enum MHD_Result send_stream(struct MHD_Connection *c, struct qp_response 
 	return ret;
 }
 
+/* S cut to fit OUT, anything but printable ASCII as '?'. */
+static void printable(const char *s, char *out, size_t n)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < n; i++)
+		out[i] = (unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f ? '?' : s[i];
+	out[i] = '\0';
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
@@ -365,6 +378,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct conn *cn = *con_cls;
 	struct qp_response resp = { 0 };
 	struct qp_request req;
+	char safe_url[256];
 	bool mutating, slot = false;
 
 	if (!cn) {
@@ -414,6 +428,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			slot = false;
 		}
 	}
+	printable(url, safe_url, sizeof(safe_url));
+	url = safe_url;	/* the log gets no control bytes from a client */
 	if (mutating)
 		qp_info("%s %.200s from %s%s -> %d", method, url, cn->peer,
 			!h->policy.tcp ? "" : !h->policy.token ? " (no token configured)"
