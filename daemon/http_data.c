@@ -7,21 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "collect_cpu.h"
 #include "collect_scopes.h"
-#include "export.h"
-#include "export_metrics.h"
 #include "model_cpu_build.h"
-#include "symbolize.h"
-#include "http.h"
-#include "http_query.h"
-#include "json_writer.h"
 #include "logs.h"
 #include "model_scopes.h"
 #include "model_values.h"
 #include "qprofd.h"
-#include "report.h"
-#include "util.h"
 #include "http_routes.h"
 
 void qp_route_scopes(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)

@@ -11,19 +11,13 @@
 #include <jansson.h>
 #include "collect_cpu.h"
 #include "collect_scopes.h"
-#include "export.h"
 #include "export_metrics.h"
 #include "model_cpu_build.h"
-#include "symbolize.h"
-#include "http.h"
 #include "http_query.h"
-#include "json_writer.h"
 #include "logs.h"
 #include "model_scopes.h"
-#include "model_values.h"
 #include "qprofd.h"
 #include "report.h"
-#include "util.h"
 #include "http_routes.h"
 
 void qp_reply_json(struct qp_response *resp, int status, struct qp_json *j)
