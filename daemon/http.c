@@ -379,7 +379,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct qp_response resp = { 0 };
 	struct qp_request req;
 	char safe_url[256];
-	bool mutating, slot = false;
+	bool mutating, slot = false, limited = false;
 
 	if (!cn) {
 		cn = calloc(1, sizeof(*cn));
@@ -410,12 +410,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	mutating = qp_http_mutating(method, url);
 	if (cn->deny) {
 		error_response(&resp, cn->deny, cn->why);
+		limited = cn->deny == 503;
 	} else if (long_poll(c) && !(slot = qp_conns_long_begin(h->conns))) {
 		char why[128];
 
 		snprintf(why, sizeof(why), "too many long polls (seconds= or follow=1): %d are running; retry later",
 			 QP_HTTP_MAX_LONG_POLLS);
 		error_response(&resp, 503, why);
+		limited = true;
 	} else {
 		req = (struct qp_request){
 			.method = method, .url = url, .body = cn->body, .body_len = cn->len,
@@ -430,15 +432,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	printable(url, safe_url, sizeof(safe_url));
 	url = safe_url;	/* the log gets no control bytes from a client */
-	if (mutating)
+	if (mutating) {
 		qp_info("%s %.200s from %s%s -> %d", method, url, cn->peer,
 			!h->policy.tcp ? "" : !h->policy.token ? " (no token configured)"
 			: cn->token_ok ? " (token matched)" : " (no matching token)", resp.status);
-	else if (resp.status >= 500)
-		qp_warn("%s %.200s from %s -> %d %.*s", method, url, cn->peer, resp.status,
-			(int)(resp.len < 300 ? resp.len : 300), resp.body ? resp.body : "");
-	else
+	} else if (resp.status >= 500 && !limited) {
+		size_t n = resp.len < 300 ? resp.len : 300;
+
+		while (n && resp.body[n - 1] == '\n')
+			n--;
+		qp_warn("%s %.200s from %s -> %d %.*s", method, url, cn->peer, resp.status, (int)n,
+			resp.body ? resp.body : "");
+	} else {	/* refusals for the limits are logged, counted, by http_conn.c */
 		qp_debug("%s %.200s from %s -> %d", method, url, cn->peer, resp.status);
+	}
 	if (resp.read)
 		return send_stream(c, &resp, slot ? h->conns : NULL);
 	return send_response(c, &resp);
