@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 #include "model_cpu.h"
+#include "util.h"
 
 void qp_http_policy_unix(struct qp_http_policy *p)
 {
@@ -21,20 +22,23 @@ void qp_http_policy_unix(struct qp_http_policy *p)
 int qp_http_policy_tcp(struct qp_http_policy *p, const char *listen, const char *token)
 {
 	const char *colon = listen ? strrchr(listen, ':') : NULL;
-	const char *port;
+	int64_t port;
+	int hlen;
 
 	memset(p, 0, sizeof(*p));
-	if (!colon || !colon[1] || strlen(listen) >= sizeof(p->hosts[0]))
+	if (!colon || qp_parse_i64(colon + 1, 1, 65535, &port) || colon - listen > 64)
 		return -EINVAL;
-	port = colon + 1;
+	hlen = (int)(colon - listen);
 	p->tcp = true;
 	p->token = token;
 	p->ntoken = token ? strlen(token) : 0;
-	snprintf(p->hosts[p->nhosts++], sizeof(p->hosts[0]), "127.0.0.1:%s", port);
-	snprintf(p->hosts[p->nhosts++], sizeof(p->hosts[0]), "localhost:%s", port);
-	snprintf(p->hosts[p->nhosts++], sizeof(p->hosts[0]), "[::1]:%s", port);
-	if (strcasecmp(listen, p->hosts[0]))
-		snprintf(p->hosts[p->nhosts++], sizeof(p->hosts[0]), "%s", listen);
+	/* the port as a client writes it: "06464" on the command line is 6464 */
+	snprintf(p->hosts[p->nhosts++], sizeof(p->hosts[0]), "127.0.0.1:%d", (int)port);
+	snprintf(p->hosts[p->nhosts++], sizeof(p->hosts[0]), "localhost:%d", (int)port);
+	snprintf(p->hosts[p->nhosts++], sizeof(p->hosts[0]), "[::1]:%d", (int)port);
+	snprintf(p->hosts[p->nhosts], sizeof(p->hosts[0]), "%.*s:%d", hlen, listen, (int)port);
+	if (strcasecmp(p->hosts[p->nhosts], p->hosts[0]))
+		p->nhosts++;
 	return 0;
 }
 

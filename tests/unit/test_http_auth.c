@@ -147,6 +147,15 @@ static void test_tcp_token(void)
 	/* malformed listen specs */
 	CHECK_INT(qp_http_policy_tcp(&p, "127.0.0.1", NULL), -EINVAL);
 	CHECK_INT(qp_http_policy_tcp(&p, "127.0.0.1:", NULL), -EINVAL);
+	CHECK_INT(qp_http_policy_tcp(&p, "127.0.0.1:70000", NULL), -EINVAL);
+	/* a port written with a leading zero is the port clients send */
+	CHECK_INT(qp_http_policy_tcp(&p, "127.0.0.3:06464", NULL), 0);
+	CHECK_INT(p.nhosts, 4);
+	CHECK_STR(p.hosts[0], "127.0.0.1:6464");
+	CHECK_STR(p.hosts[3], "127.0.0.3:6464");
+	h = ok;
+	h.host = "127.0.0.3:6464";
+	CHECK_INT(admit(&p, "GET", "/api/status", h, &tok, msg), 0);
 }
 
 static void test_unix(void)
