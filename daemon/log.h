@@ -1,5 +1,5 @@
 /* log.h - qprofd's leveled logger: errors, warnings and info by default
- * (main.c), debug with -v; libbpf's own messages routed through it. The
+ * (main.c), debug with -vv; libbpf's own messages routed through it. The
  * level is set once in main() before any thread starts. */
 #ifndef QPROF_LOG_H
 #define QPROF_LOG_H

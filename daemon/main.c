@@ -69,7 +69,7 @@ static void usage(FILE *f)
 		"                      (default " QPROF_REPORT_DIR ")\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
-		"  -v, --verbose       debug logging (default: errors, warnings, info)\n"
+		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
 		"  -h, --help          this text\n"
 		"  --version           print the version\n"
 		"\n"
@@ -257,8 +257,9 @@ int main(int argc, char **argv)
 		free(o.binaries);
 		return ret;
 	}
-	/* info by default: every attach and detach, with who asked, is logged */
-	qp_log_set_level(QP_LOG_INFO + o.verbose);
+	/* info by default: every attach and detach, with who asked, is logged;
+	 * -v (info before) changes nothing, -vv adds debug as it did */
+	qp_log_set_level(o.verbose >= 2 ? QP_LOG_DEBUG : QP_LOG_INFO);
 	libbpf_set_print(libbpf_print);
 	if (o.token_file && qp_token_load(o.token_file, &token, err, sizeof(err))) {
 		fprintf(stderr, "qprofd: %s\n", err);
