@@ -15,6 +15,9 @@
 #include "http_auth.h"
 #include "http_routes.h"
 
+/* A CPU profile for pid=, seconds=, scope=: the difference of two
+ * snapshots for a window (several requests share the one sample stream),
+ * everything since attach without seconds. false when resp holds an error. */
 static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
 			const char *const *allowed, struct qp_cpu_profile *prof)
 {

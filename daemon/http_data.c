@@ -269,7 +269,3 @@ void qp_route_logs(struct qprofd *d, const struct qp_request *req, struct qp_res
 	resp->done = log_stream_done;
 	resp->state = ls;
 }
-
-/* A CPU profile for pid=, seconds=, scope=: the difference of two
- * snapshots for a window (several requests share the one sample stream),
- * everything since attach without seconds. false when resp holds an error. */

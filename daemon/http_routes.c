@@ -117,7 +117,8 @@ bool qp_req_pid(struct qprofd *d, const struct qp_request *req, struct qp_respon
 	return true;
 }
 
-/* seconds=: absent -> 0 (everything since attach); else 1..300, clamped. */
+/* seconds=: absent -> 0 (everything since attach); else 1..300, clamped,
+ * and the answer's X-Qprof-Seconds says when it was. */
 bool qp_req_seconds(const struct qp_request *req, struct qp_response *resp, unsigned int *sec)
 {
 	char msg[128];
