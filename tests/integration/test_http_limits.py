@@ -2,6 +2,8 @@
 """How much anyone may take of qprofd (issue 7, items 6 and 9), through the
 real socket with a bounded client:
 
+- 16 follow=1 streams fill the long-poll slots too, and give them back when
+  their clients hang up;
 - 150 connections trickling their headers a byte at a time and 40 long
   polls (seconds=15) at once: GET /api/status still answers (within 2 s, a
   generous bound stated as such), exactly 16 long polls run and the other 24
@@ -154,6 +156,24 @@ try:
             f"503 says why in JSON: {refused[0][3][:120] if refused else b''!r}")
     st, _, _ = d.request("GET", "/api/scopes?seconds=1")
     t.eq(st, 200, "long-poll slots given back")
+    # follow=1 streams hold slots too, until their clients hang up
+    follows = [request(d.sock, "/api/logs?follow=1") for _ in range(LONG_CAP)]
+    heads = []
+    for s in follows:
+        s.settimeout(30)
+        heads.append(s.recv(15))
+    t.eq(heads, [b"HTTP/1.1 200 OK"] * LONG_CAP, f"{LONG_CAP} follow=1 streams open")
+    st, hdrs, body = d.request("GET", "/api/scopes?seconds=1")
+    t.eq(st, 503, "a window while 16 streams follow: 503")
+    for s in follows:
+        s.close()
+    st = 0
+    for _ in range(50):  # the daemon notices the hang-ups within a second or so
+        st, _, _ = d.request("GET", "/api/scopes?seconds=1")
+        if st == 200:
+            break
+        time.sleep(0.2)
+    t.eq(st, 200, "slots of closed streams given back")
     log = d.logtext()
     t.check("sent no complete request within 10 s" in log, "closing overdue connections is logged")
     t.check("long poll refused with 503" in log, "refused long polls are logged")
