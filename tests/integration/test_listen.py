@@ -10,6 +10,7 @@ only (/pprof/symbol, pprof locations).
 
 usage: test_listen.py QPROFD SCOPE_TARGET QPROF_CLI"""
 import gzip
+import http.client
 import json
 import os
 import pwd
@@ -212,12 +213,13 @@ try:
         t.eq(kaddr, [], "no kernel address in folded stacks over TCP")
         root_k = [a for a in location_addresses(prof_root) if a >= KERNEL]
         t.check(len(root_k) > 0, f"root's pprof has kernel addresses ({len(root_k)})")
-        p = subprocess.run(["curl", "-s", "-o", os.path.join(d.dir, "tcp.pb.gz"), "-w", "%{http_code}",
-                            f"http://127.0.0.1:{port}/pprof/profile"], capture_output=True, text=True,
-                           timeout=60)
-        t.eq(p.stdout, "200", "pprof over TCP")
-        with open(os.path.join(d.dir, "tcp.pb.gz"), "rb") as f:
-            tcp_addrs = location_addresses(f.read())
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)  # root, but over TCP
+        c.request("GET", "/pprof/profile")
+        resp = c.getresponse()
+        prof_tcp = resp.read()
+        c.close()
+        t.eq(resp.status, 200, "pprof over TCP")
+        tcp_addrs = location_addresses(prof_tcp)
         t.check(len(tcp_addrs) > 0, "pprof over TCP has locations")
         t.eq([a for a in tcp_addrs if a >= KERNEL], [], "no kernel address in pprof over TCP")
         t.check(tcp_addrs.count(0) > 0, "kernel locations over TCP have address 0")
