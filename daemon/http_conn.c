@@ -37,6 +37,10 @@ struct qp_conns {
 	struct qp_conns_stats st;
 };
 
+/* Every listener's accounting, for qp_conns_totals. */
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct qp_conns *all[4];
+
 /* A power of two: log the 1st, 2nd, 4th, ... so a flood does not flood the log. */
 static bool worth_logging(uint64_t n)
 {
@@ -84,6 +88,7 @@ struct qp_conns *qp_conns_new(const char *name, unsigned int deadline_s)
 {
 	struct qp_conns *cs = calloc(1, sizeof(*cs));
 	pthread_condattr_t ca;
+	size_t i;
 
 	if (!cs)
 		return NULL;
@@ -100,15 +105,29 @@ struct qp_conns *qp_conns_new(const char *name, unsigned int deadline_s)
 		free(cs);
 		return NULL;
 	}
+	pthread_mutex_lock(&all_lock);
+	for (i = 0; i < QP_ARRAY_SIZE(all); i++) {
+		if (!all[i]) {
+			all[i] = cs;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&all_lock);
 	return cs;
 }
 
 void qp_conns_free(struct qp_conns *cs)
 {
 	struct qp_conn_slot *s, *n;
+	size_t i;
 
 	if (!cs)
 		return;
+	pthread_mutex_lock(&all_lock);
+	for (i = 0; i < QP_ARRAY_SIZE(all); i++)
+		if (all[i] == cs)
+			all[i] = NULL;
+	pthread_mutex_unlock(&all_lock);
 	pthread_mutex_lock(&cs->lock);
 	cs->stop = true;
 	pthread_cond_broadcast(&cs->wake);
@@ -231,4 +250,24 @@ void qp_conns_stats(struct qp_conns *cs, struct qp_conns_stats *out)
 	pthread_mutex_lock(&cs->lock);
 	*out = cs->st;
 	pthread_mutex_unlock(&cs->lock);
+}
+
+void qp_conns_totals(struct qp_conns_stats *out)
+{
+	struct qp_conns_stats st;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&all_lock);
+	for (i = 0; i < QP_ARRAY_SIZE(all); i++) {
+		if (!all[i])
+			continue;
+		qp_conns_stats(all[i], &st);
+		out->open += st.open;
+		out->long_polls += st.long_polls;
+		out->closed_overdue += st.closed_overdue;
+		out->refused_long += st.refused_long;
+		out->refused_full += st.refused_full;
+	}
+	pthread_mutex_unlock(&all_lock);
 }

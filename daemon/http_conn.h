@@ -46,6 +46,9 @@ struct qp_conns_stats {
 	uint64_t open, long_polls, closed_overdue, refused_long, refused_full;
 };
 void qp_conns_stats(struct qp_conns *cs, struct qp_conns_stats *out);
+/* The sum over every listener of this process (zeros when none runs), for
+ * /api/status. */
+void qp_conns_totals(struct qp_conns_stats *out);
 /* Count a request refused for the connection limit (logged now and then). */
 void qp_conns_count_refused_full(struct qp_conns *cs);
 #endif

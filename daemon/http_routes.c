@@ -12,6 +12,7 @@
 #include "collect_cpu.h"
 #include "collect_scopes.h"
 #include "export_metrics.h"
+#include "http_conn.h"
 #include "model_cpu_build.h"
 #include "http_query.h"
 #include "logs.h"
@@ -246,6 +247,20 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	qp_json_obj_begin(&j);
 	qp_json_kv_u64(&j, "lost", snap.counters[QPROF_CNT_MARK_LOST]);
 	qp_json_obj_end(&j);
+	{
+		struct qp_conns_stats hs;
+
+		/* the limits of http_conn.h, summed over the socket and --listen */
+		qp_conns_totals(&hs);
+		qp_json_key(&j, "http");
+		qp_json_obj_begin(&j);
+		qp_json_kv_u64(&j, "connections", hs.open);
+		qp_json_kv_u64(&j, "long_polls", hs.long_polls);
+		qp_json_kv_u64(&j, "closed_overdue", hs.closed_overdue);
+		qp_json_kv_u64(&j, "refused_long_polls", hs.refused_long);
+		qp_json_kv_u64(&j, "refused_connections", hs.refused_full);
+		qp_json_obj_end(&j);
+	}
 	qp_json_obj_end(&j);
 	qp_scope_snapshot_free(&snap);
 	qp_reply_json(resp, 200, &j);

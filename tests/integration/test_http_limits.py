@@ -156,6 +156,10 @@ try:
             f"503 says why in JSON: {refused[0][3][:120] if refused else b''!r}")
     st, _, _ = d.request("GET", "/api/scopes?seconds=1")
     t.eq(st, 200, "long-poll slots given back")
+    st, body = d.get("/api/status")
+    h = body.get("http", {})
+    t.eq((h.get("closed_overdue"), h.get("refused_long_polls"), h.get("long_polls")),
+         (TRICKLE, LONG - LONG_CAP, 0), "status counts the closed and the refused")
     # follow=1 streams hold slots too, until their clients hang up
     follows = [request(d.sock, "/api/logs?follow=1") for _ in range(LONG_CAP)]
     heads = []
@@ -188,14 +192,17 @@ try:
     t.check(b"too many connections" in body, f"503 says why: {body[:100]!r}")
     for s in idle:
         s.close()
-    ok = False
+    ok, refusals = False, 1
     for _ in range(100):  # the daemon notices the closed connections
-        st, _ = d.get("/api/status")
+        st, body = d.get("/api/status")
         if st == 200:
             ok = True
             break
+        refusals += 1
         time.sleep(0.1)
     t.check(ok, "status answers again once the connections are gone")
+    if ok:
+        t.eq(body["http"]["refused_connections"], refusals, "status counts the refused connections")
     t.eq(d.stop(), 0, "daemon exits 0")
 finally:
     d.stop()
