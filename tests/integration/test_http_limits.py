@@ -121,6 +121,7 @@ try:
     took = time.monotonic() - q0
     t.eq(st, 200, "status answers under slowloris + long polls")
     t.check(took < 2.0, f"status within 2 s (generous bound): {took:.3f} s")
+    print(f"status under {TRICKLE} trickling + {LONG} long polls: {took * 1000:.1f} ms", flush=True)
     # trickle one byte per connection every 0.5 s until the daemon closes them
     while time.monotonic() - t0 < 25 and any(c["closed"] is None for c in trickle):
         for c in trickle:
