@@ -19,7 +19,8 @@
 #define SPEC_IDS 1024		/* BPF_USDT_MAX_SPEC_CNT in scopes.bpf.c */
 /* Kernel memory reserved up front for scope aggregates (the preallocated
  * map scope_stats: 8.5 KiB per entry per possible CPU); never fewer than
- * PREALLOC_MIN entries. The rest of --max-sites is allocated on demand. */
+ * PREALLOC_MIN entries, and QPROF_PREALLOC_SITES in the environment sets the
+ * number. The rest of --max-sites is allocated on demand. */
 #define PREALLOC_BYTES (32u << 20)
 #define PREALLOC_MIN 16u
 #define ATTACH_UPROBE_MULTI 48	/* BPF_TRACE_UPROBE_MULTI (kernel >= 6.6) */
@@ -48,6 +49,7 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 	struct qp_scopes *s;
 	size_t per_entry;
 	unsigned int pre;
+	const char *env;
 	int ret;
 
 	*out = NULL;
@@ -64,6 +66,20 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 	pre = PREALLOC_BYTES / per_entry;
 	if (pre < PREALLOC_MIN)
 		pre = PREALLOC_MIN;
+	env = getenv("QPROF_PREALLOC_SITES");
+	if (env && *env) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(env, &end, 10);
+		if (errno || *end || v < 1 || v > (1ul << 18)) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "QPROF_PREALLOC_SITES must be 1..262144, not '%s'", env);
+			goto fail;
+		}
+		pre = (unsigned int)v;
+	}
 	if (pre > max_sites)
 		pre = max_sites;
 	/* uprobe-multi links first: about 30 ns cheaper per probe hit than a
