@@ -20,6 +20,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+#define EEXIST 17
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -27,15 +29,29 @@ struct {
 	__type(value, struct thread_stack);
 } thread_stacks SEC(".maps");
 
-/* Not preallocated: 8.5 KiB per entry per CPU would be reserved up front
- * (4096 entries on 64 CPUs: 2.2 GiB); entries are made at a site's first hit. */
+/* Aggregates per (process, site, parent): 8.5 KiB per entry per CPU. They
+ * go first into a preallocated map, where making an entry takes an element
+ * from a free list and cannot fail for want of memory. A map that allocates
+ * at each new entry loses hits under load: its per-CPU memory comes from an
+ * atomic pool that only a kworker refills, and with the target's threads
+ * spinning on every CPU that pool stays empty (-ENOMEM) for milliseconds to
+ * seconds. The daemon sizes this map to a memory budget; entries past it go
+ * to scope_stats_more, which allocates (4096 entries on 64 CPUs would be
+ * 2.2 GiB reserved). Both sized by the daemon. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);	/* (process, site, parent); resized by the daemon */
+	__uint(max_entries, 1024);
 	__type(key, struct scope_key);
 	__type(value, struct scope_stats);
 } scope_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 4096);
+	__type(key, struct scope_key);
+	__type(value, struct scope_stats);
+} scope_stats_more SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -161,24 +177,39 @@ int scope_enter(struct pt_regs *ctx)
 	return do_enter(now, site, key, cookie);
 }
 
+/* The aggregate of K, made at its first hit: in the preallocated map while
+ * it has room, else in scope_stats_more. NULL when neither can take it. */
+static __always_inline struct scope_stats *stats_of(struct scope_key *k)
+{
+	struct scope_stats *s, *zs;
+	__u32 z = 0;
+	long err;
+
+	s = bpf_map_lookup_elem(&scope_stats, k);
+	if (s)
+		return s;
+	s = bpf_map_lookup_elem(&scope_stats_more, k);
+	if (s)
+		return s;
+	zs = bpf_map_lookup_elem(&zero, &z);
+	if (!zs)
+		return NULL;
+	err = bpf_map_update_elem(&scope_stats, k, zs, BPF_NOEXIST);
+	if (!err || err == -EEXIST)	/* -EEXIST: another CPU made it just now */
+		return bpf_map_lookup_elem(&scope_stats, k);
+	bpf_map_update_elem(&scope_stats_more, k, zs, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&scope_stats_more, k);
+}
+
 static __always_inline void record(__u32 tgid, __u64 site, __u64 parent, __u64 dur)
 {
 	struct scope_key k = { .tgid = tgid, .site = site, .parent = parent };
-	struct scope_stats *s = bpf_map_lookup_elem(&scope_stats, &k);
+	struct scope_stats *s = stats_of(&k);
 	__u32 idx;
 
 	if (!s) {
-		__u32 z = 0;
-		struct scope_stats *zs = bpf_map_lookup_elem(&zero, &z);
-
-		if (!zs)
-			return;
-		bpf_map_update_elem(&scope_stats, &k, zs, BPF_NOEXIST);
-		s = bpf_map_lookup_elem(&scope_stats, &k);
-		if (!s) {
-			count(QPROF_CNT_DROP_MAP_FULL, 1);
-			return;
-		}
+		count(QPROF_CNT_DROP_MAP_FULL, 1);
+		return;
 	}
 	if (s->count == 0 || dur < s->min_ns)
 		s->min_ns = dur;

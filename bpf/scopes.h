@@ -115,10 +115,11 @@ enum scope_counter {
 	QPROF_CNT_DROP_OUT_OF_ORDER,	/* open scopes skipped by an exit further down */
 	QPROF_CNT_DROP_TOO_DEEP,	/* enters beyond QPROF_MAX_DEPTH */
 	QPROF_CNT_DROP_THREAD_EXIT,	/* scopes still open when their thread exited */
-	QPROF_CNT_DROP_MAP_FULL,	/* no room for a thread stack or a site entry */
+	QPROF_CNT_DROP_MAP_FULL,	/* no aggregate for a site: --max-sites used up, or
+					 * no memory past the preallocated ones */
 	QPROF_CNT_LOG_LOST,		/* log records the ring buffer had no room for */
-	QPROF_CNT_DROP_NO_STACK,	/* the thread's stack could not be had: task storage
-					 * busy (another tracer on that CPU) or no memory */
+	QPROF_CNT_DROP_NO_STACK,	/* a thread's first stack could not be made: task
+					 * storage busy on that CPU, or no memory */
 	QPROF_CNT_VALUE_LOST,		/* values whose histogram bucket found no room */
 	QPROF_CNT_MARK_LOST,		/* marks whose entry found no room */
 	QPROF_CNT__MAX,

@@ -17,6 +17,12 @@
 #include "usdt_spec.h"
 
 #define SPEC_IDS 1024		/* BPF_USDT_MAX_SPEC_CNT in scopes.bpf.c */
+/* Kernel memory reserved up front for scope aggregates (the preallocated
+ * map scope_stats: 8.5 KiB per entry per possible CPU); never fewer than
+ * PREALLOC_MIN entries, and QPROF_PREALLOC_SITES in the environment sets the
+ * number. The rest of --max-sites is allocated on demand. */
+#define PREALLOC_BYTES (32u << 20)
+#define PREALLOC_MIN 16u
 #define ATTACH_UPROBE_MULTI 48	/* BPF_TRACE_UPROBE_MULTI (kernel >= 6.6) */
 
 struct qp_scopes {
@@ -41,6 +47,9 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		   size_t errlen)
 {
 	struct qp_scopes *s;
+	size_t per_entry;
+	unsigned int pre;
+	const char *env;
 	int ret;
 
 	*out = NULL;
@@ -53,6 +62,26 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		ret = s->ncpus ? s->ncpus : -EINVAL;
 		goto fail;
 	}
+	per_entry = ((sizeof(struct scope_stats) + 7) & ~(size_t)7) * (size_t)s->ncpus;
+	pre = PREALLOC_BYTES / per_entry;
+	if (pre < PREALLOC_MIN)
+		pre = PREALLOC_MIN;
+	env = getenv("QPROF_PREALLOC_SITES");
+	if (env && *env) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(env, &end, 10);
+		if (errno || *end || v < 1 || v > (1ul << 18)) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "QPROF_PREALLOC_SITES must be 1..262144, not '%s'", env);
+			goto fail;
+		}
+		pre = (unsigned int)v;
+	}
+	if (pre > max_sites)
+		pre = max_sites;
 	/* uprobe-multi links first: about 30 ns cheaper per probe hit than a
 	 * perf-event uprobe each; an older kernel refuses the attach type */
 	for (int attempt = allow_multi ? 0 : 1; attempt < 2; attempt++) {
@@ -63,7 +92,9 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 			snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 			goto fail;
 		}
-		bpf_map__set_max_entries(s->skel->maps.scope_stats, max_sites);
+		bpf_map__set_max_entries(s->skel->maps.scope_stats, pre);
+		bpf_map__set_max_entries(s->skel->maps.scope_stats_more,
+					 max_sites > pre ? max_sites - pre : 1);
 		if (s->multi) {
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_enter, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_exit, ATTACH_UPROBE_MULTI);
@@ -90,6 +121,8 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		snprintf(err, errlen, "libbpf's USDT spec layout is not the one qprofd writes");
 		goto fail;
 	}
+	qp_info("scope aggregates: %u preallocated (%zu KiB), %u more allocated on demand", pre,
+		pre * per_entry >> 10, max_sites > pre ? max_sites - pre : 0);
 	s->skel->links.thread_exit = bpf_program__attach(s->skel->progs.thread_exit);
 	if (!s->skel->links.thread_exit) {
 		ret = -errno;
@@ -524,71 +557,119 @@ static int list_keys(int fd, int pid, struct scope_key **out, size_t *n)
 
 int qp_scopes_forget(struct qp_scopes *s, uint32_t pid)
 {
-	int fd = bpf_map__fd(s->skel->maps.scope_stats);
-	struct scope_key *keys = NULL;
-	size_t n = 0, i;
-	int ret;
+	int fds[2] = { bpf_map__fd(s->skel->maps.scope_stats),
+		       bpf_map__fd(s->skel->maps.scope_stats_more) };
+	struct scope_key *keys;
+	size_t n, i;
+	int ret, m;
 
 	/* its thread stacks need no cleaning: a later attach has a newer epoch */
-	ret = list_keys(fd, (int)pid, &keys, &n);
+	for (m = 0; m < 2; m++) {
+		keys = NULL;
+		n = 0;
+		ret = list_keys(fds[m], (int)pid, &keys, &n);
+		if (ret)
+			return ret;
+		for (i = 0; i < n; i++)
+			bpf_map_delete_elem(fds[m], &keys[i]);
+		free(keys);
+	}
+	return 0;
+}
+
+static void add_stats(struct scope_stats *to, const struct scope_stats *p)
+{
+	unsigned int b;
+
+	if (!p->count)
+		return;
+	if (!to->count || p->min_ns < to->min_ns)
+		to->min_ns = p->min_ns;
+	if (p->max_ns > to->max_ns)
+		to->max_ns = p->max_ns;
+	to->count += p->count;
+	to->sum_ns += p->sum_ns;
+	for (b = 0; b < QPROF_HIST_BUCKETS; b++)
+		to->hist[b] += p->hist[b];
+}
+
+/* Append to *ROWS (N of them) the aggregates of PID in map FD, summed over
+ * CPUs; PERCPU holds one lookup's values. */
+static int read_map_rows(struct qp_scopes *s, int fd, int pid, void *percpu,
+			 struct qp_scope_row **rows, size_t *n)
+{
+	size_t vsz = (sizeof(struct scope_stats) + 7) & ~(size_t)7;
+	struct scope_key *keys = NULL;
+	struct qp_scope_row *v;
+	size_t nk = 0, i;
+	int ret, cpu;
+
+	ret = list_keys(fd, pid, &keys, &nk);
 	if (ret)
 		return ret;
-	for (i = 0; i < n; i++)
-		bpf_map_delete_elem(fd, &keys[i]);
+	v = realloc(*rows, (*n + nk + 1) * sizeof(*v));
+	if (!v) {
+		free(keys);
+		return -ENOMEM;
+	}
+	*rows = v;
+	for (i = 0; i < nk; i++) {
+		struct qp_scope_row *r = &v[*n];
+
+		if (bpf_map_lookup_elem(fd, &keys[i], percpu))
+			continue; /* deleted meanwhile */
+		memset(r, 0, sizeof(*r));
+		r->key = keys[i];
+		for (cpu = 0; cpu < s->ncpus; cpu++)
+			add_stats(&r->stats, (const void *)((const char *)percpu + vsz * cpu));
+		if (r->stats.count)
+			(*n)++;
+	}
 	free(keys);
 	return 0;
 }
 
 int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out)
 {
-	int fd = bpf_map__fd(s->skel->maps.scope_stats);
+	int fds[2] = { bpf_map__fd(s->skel->maps.scope_stats),
+		       bpf_map__fd(s->skel->maps.scope_stats_more) };
 	int cfd = bpf_map__fd(s->skel->maps.counters);
 	size_t vsz = (sizeof(struct scope_stats) + 7) & ~(size_t)7;
-	struct scope_stats *percpu;
-	struct scope_key *keys = NULL;
-	size_t n = 0, i, kept = 0;
+	void *percpu;
+	size_t n = 0, i, kept;
 	__u64 cnt[256];
 	__u32 c;
-	int ret, cpu;
+	int ret, cpu, m;
 
 	memset(out, 0, sizeof(*out));
 	percpu = malloc(vsz * s->ncpus);
 	if (!percpu)
 		return -ENOMEM;
-	ret = list_keys(fd, pid, &keys, &n);
-	if (ret)
-		goto done;
-	out->rows = calloc(n ? n : 1, sizeof(*out->rows));
-	if (!out->rows) {
-		ret = -ENOMEM;
-		goto done;
+	for (m = 0; m < 2; m++) {
+		ret = read_map_rows(s, fds[m], pid, percpu, &out->rows, &n);
+		if (ret)
+			goto done;
 	}
-	for (i = 0; i < n; i++) {
-		struct qp_scope_row *r = &out->rows[kept];
-
-		if (bpf_map_lookup_elem(fd, &keys[i], percpu))
-			continue; /* deleted meanwhile */
-		r->key = keys[i];
-		for (cpu = 0; cpu < s->ncpus; cpu++) {
-			const struct scope_stats *p = (const void *)((const char *)percpu + vsz * cpu);
-			unsigned int b;
-
-			if (!p->count)
-				continue;
-			if (!r->stats.count || p->min_ns < r->stats.min_ns)
-				r->stats.min_ns = p->min_ns;
-			if (p->max_ns > r->stats.max_ns)
-				r->stats.max_ns = p->max_ns;
-			r->stats.count += p->count;
-			r->stats.sum_ns += p->sum_ns;
-			for (b = 0; b < QPROF_HIST_BUCKETS; b++)
-				r->stats.hist[b] += p->hist[b];
+	if (!out->rows) {
+		out->rows = calloc(1, sizeof(*out->rows));
+		if (!out->rows) {
+			ret = -ENOMEM;
+			goto done;
 		}
-		if (r->stats.count)
-			kept++;
+	}
+	qsort(out->rows, n, sizeof(*out->rows), cmp_row);
+	/* a key in both maps (made in the second while the first was full,
+	 * then room freed by a detach): one row */
+	for (i = 0, kept = 0; i < n; i++) {
+		if (kept && !cmp_key(&out->rows[kept - 1].key, &out->rows[i].key)) {
+			add_stats(&out->rows[kept - 1].stats, &out->rows[i].stats);
+			continue;
+		}
+		if (kept != i)
+			out->rows[kept] = out->rows[i];
+		kept++;
 	}
 	out->n = kept;
-	qsort(out->rows, kept, sizeof(*out->rows), cmp_row);
 	for (c = 0; c < QPROF_CNT__MAX && s->ncpus <= 256; c++) {
 		if (bpf_map_lookup_elem(cfd, &c, cnt))
 			continue;
@@ -597,7 +678,6 @@ int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out)
 	}
 	ret = 0;
 done:
-	free(keys);
 	free(percpu);
 	if (ret)
 		qp_scope_snapshot_free(out);

@@ -13,6 +13,16 @@ foreach(t scopes errors drops binary attach_race report top listen http_limits)
   set_tests_properties(integration_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 endforeach()
 
+# Many aggregates made at once on spinning CPUs: none lost (the preallocated map).
+add_executable(keys_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/keys_target.c)
+target_include_directories(keys_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(keys_target PRIVATE -O2 -g)
+target_link_libraries(keys_target Threads::Threads)
+add_test(NAME integration_scope_keys
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_scope_keys.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:keys_target>)
+set_tests_properties(integration_scope_keys PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
 # CPU profiling: a program whose time splits 1:2:3 between three functions.
 add_executable(cpu_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/cpu_target.c)
 target_include_directories(cpu_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
