@@ -15,6 +15,7 @@
 #include "http_conn.h"
 #include "model_cpu_build.h"
 #include "http_query.h"
+#include "lifecycle.h"
 #include "logs.h"
 #include "model_scopes.h"
 #include "qprofd.h"
@@ -193,6 +194,7 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 		qp_binary_json(&d->reg, d->reg.binaries[i], &j);
 	qp_json_arr_end(&j);
 	qp_json_kv_u64(&j, "exited_targets_forgotten", d->reg.exited_forgotten);
+	qp_lifecycle_json(d->reg.lc, &j);
 	pthread_mutex_unlock(&d->reg.lock);
 	qp_json_key(&j, "cpu");
 	qp_json_obj_begin(&j);

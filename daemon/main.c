@@ -19,6 +19,7 @@
 #include "symbolize.h"
 #include "http.h"
 #include "http_auth.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "logs.h"
 #include "qprofd.h"
@@ -239,6 +240,7 @@ int main(int argc, char **argv)
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qp_http_policy pol_unix, pol_tcp;
+	struct qp_lifecycle *lc = NULL;
 	struct qprofd d = { 0 };
 	char *token = NULL;
 	int fd_unix = -1, fd_tcp = -1;
@@ -288,6 +290,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGRTMIN);	/* the lifecycle thread: an exec is waiting */
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -312,6 +315,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "qprofd: out of memory\n");
 		goto out;
 	}
+	/* before any target: their forks and execs are watched from the start */
+	if (qp_lifecycle_open(&lc, pthread_self(), SIGRTMIN, err, sizeof(err)))
+		qp_warn("fork and exec of targets are not watched: %s. A target that forks may lose "
+			"children to optimized uprobe sites", err);
+	d.reg.lc = lc;
 	d.sample_all = o.all;
 	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), o.frequency, o.all,
 			  d.cpu_error, sizeof(d.cpu_error));
@@ -364,12 +372,19 @@ int main(int argc, char **argv)
 		struct timespec ts = { 0, POLL_MS * 1000000L };
 		int sig = sigtimedwait(&sigs, NULL, &ts);
 
-		if (sig > 0) {
+		if (sig > 0 && sig != SIGRTMIN) {
 			qp_info("signal %d: shutting down", sig);
 			break;
 		}
 		pthread_mutex_lock(&d.reg.lock);
+		qp_lifecycle_handle_execs(&d);
+		if (sig == SIGRTMIN) {
+			pthread_mutex_unlock(&d.reg.lock);
+			continue;
+		}
 		qp_registry_poll(&d.reg, ++tick % 4 == 0);
+		if (tick % 4 == 0)
+			qp_lifecycle_check_exes(lc);
 		for (i = 0; i < d.reg.ntargets; i++) {
 			struct qp_target *t = d.reg.targets[i];
 
@@ -396,6 +411,7 @@ out:
 	qp_symbolizer_free(d.reg.sym);
 	d.reg.sym = NULL;
 	qp_registry_destroy(&d.reg);
+	qp_lifecycle_close(lc);	/* after the uprobes: it resumes any child still stopped */
 	qp_scopes_close(d.scopes);
 	if (!exit_code)
 		fprintf(stderr, "qprofd: stopped, everything detached\n");

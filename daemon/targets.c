@@ -18,6 +18,7 @@
 #include "collect_scopes.h"
 #include "symbolize.h"
 #include "json_writer.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "targets.h"
 #include "util.h"
@@ -55,6 +56,7 @@ void qp_registry_destroy(struct qp_registry *r)
 {
 	size_t i;
 
+	qp_lifecycle_forget_files(r->lc);	/* before the --binary uprobes go */
 	for (i = 0; i < r->ntargets; i++)
 		target_free(r->targets[i]);
 	for (i = 0; i < r->nbinaries; i++) {
@@ -209,6 +211,7 @@ static int registry_push(struct qp_registry *r, struct qp_target *t)
 		return -ENOMEM;
 	r->targets = v;
 	r->targets[r->ntargets++] = t;
+	qp_lifecycle_watch(r->lc, t->pid, true);	/* its forks and execs */
 	if (r->cpu && qp_cpu_add_pid(r->cpu, (uint32_t)t->pid))
 		qp_warn("pid %d: cannot add it to the CPU sampler", t->pid);
 	if (r->sym)
@@ -630,6 +633,7 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct
 		return ret;
 	}
 	r->binaries[r->nbinaries++] = b;
+	qp_lifecycle_watch_file(r->lc, b->dev, b->ino, true);
 	qp_info("attached to every process running %s (%u probe sites)", real, b->probes);
 	binary_scan(r);
 	*out = b;
@@ -655,6 +659,7 @@ static void remove_at(struct qp_registry *r, size_t i)
 	}
 	memmove(&r->targets[i], &r->targets[i + 1], (r->ntargets - i - 1) * sizeof(*r->targets));
 	r->ntargets--;
+	qp_lifecycle_watch(r->lc, pid, false);
 	target_free(t);
 	qp_scopes_forget(r->scopes, (uint32_t)pid);
 	if (r->cpu)
@@ -700,8 +705,9 @@ void qp_registry_trim(struct qp_registry *r, size_t max_exited)
 	}
 }
 
-static void target_exited(struct qp_registry *r, struct qp_target *t)
+void qp_target_exited(struct qp_registry *r, struct qp_target *t)
 {
+	qp_lifecycle_watch(r->lc, t->pid, false);
 	if (r->cpu)
 		qp_cpu_remove_pid(r->cpu, (uint32_t)t->pid, false); /* keep its samples */
 	t->state = QP_TARGET_EXITED;
@@ -737,7 +743,7 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			gone = qp_proc_starttime(t->pid, &st) || st != t->starttime;
 		}
 		if (gone) {
-			target_exited(r, t);
+			qp_target_exited(r, t);
 		} else if (rescan) {
 			struct qp_maps m;
 
@@ -752,6 +758,59 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 	}
 	if (rescan)
 		binary_scan(r);
+}
+
+static int maps_copy(const struct qp_maps *from, struct qp_maps *to)
+{
+	size_t i;
+
+	to->v = calloc(from->n ? from->n : 1, sizeof(*to->v));
+	if (!to->v)
+		return -ENOMEM;
+	for (to->n = 0; to->n < from->n; to->n++) {
+		to->v[to->n] = from->v[to->n];
+		to->v[to->n].path = strdup(from->v[to->n].path);
+		if (!to->v[to->n].path) {
+			for (i = 0; i < to->n; i++)
+				free(to->v[i].path);
+			free(to->v);
+			memset(to, 0, sizeof(*to));
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
+{
+	struct qp_target *p = qp_registry_find(r, parent), *t;
+
+	if (!p || p->binary < 0 || qp_registry_find(r, pid) ||
+	    binary_detached(r->binaries[p->binary], pid))
+		return;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return;
+	t->pid = pid;
+	t->pidfd = -1;
+	t->binary = p->binary;
+	t->probes = p->probes;
+	/* an exited child has no mappings left to read: fork gave it the parent's */
+	if ((qp_maps_read(pid, &t->maps) || !t->maps.n) && (qp_maps_free(&t->maps), maps_copy(&p->maps, &t->maps))) {
+		free(t);
+		return;
+	}
+	if (qp_proc_comm(pid, t->comm, sizeof(t->comm)))
+		snprintf(t->comm, sizeof(t->comm), "%s", p->comm);
+	snprintf(t->exe, sizeof(t->exe), "%s", p->exe);
+	qp_proc_starttime(pid, &t->starttime);
+	t->attached_ms = qp_realtime_ns() / 1000000;
+	t->state = QP_TARGET_RUNNING;
+	if (registry_push(r, t)) {
+		target_free(t);
+		return;
+	}
+	qp_info("pid %d, forked by %d, runs %s: now a target", pid, parent, r->binaries[t->binary]->path);
 }
 
 void qp_registry_adopt(struct qp_registry *r, int pid)

@@ -16,6 +16,7 @@
 struct qp_scopes;
 struct qp_json;
 struct qp_scope_link;
+struct qp_lifecycle;
 
 /* One ELF file, parsed once and kept until shutdown (sites point into it). */
 struct qp_module {
@@ -93,6 +94,7 @@ struct qp_registry {
 	struct qp_scopes *scopes;
 	struct qp_cpu *cpu;		/* NULL when CPU sampling is unavailable */
 	struct qp_symbolizer *sym;	/* guarded by lock too */
+	struct qp_lifecycle *lc;	/* forks and execs; NULL when unavailable */
 	struct qp_target **targets;
 	size_t ntargets;
 	struct qp_binary **binaries;
@@ -122,11 +124,19 @@ struct qp_target *qp_registry_find(struct qp_registry *r, int pid);
  * program started thousands of times must not grow without bound. */
 void qp_registry_trim(struct qp_registry *r, size_t max_exited);
 
+/* T is gone (exit, or exec of a new image): detach its probes, keep its
+ * data, mark it exited with its report pending. */
+void qp_target_exited(struct qp_registry *r, struct qp_target *t);
+
 /* Periodic work, r->lock held: exits, discovery for --binary, fresh maps. */
 void qp_registry_poll(struct qp_registry *r, bool rescan);
 /* Make sure every pid in PIDS (from the BPF maps) is a known target when a
  * --binary attachment produced it. */
 void qp_registry_adopt(struct qp_registry *r, int pid);
+
+/* PID was forked by PARENT: a target at once when PARENT is a --binary
+ * target, with the parent's mappings if its own are gone (it exited). */
+void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent);
 
 /* Site descriptor at runtime address ADDR in target T, or NULL. */
 const struct qp_site_info *qp_target_site(struct qp_registry *r, struct qp_target *t, uint64_t addr);

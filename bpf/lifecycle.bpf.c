@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+/* lifecycle.bpf.c - fork and exec of the processes qprofd watches.
+ *
+ * Fork: kernel 6.x turns a uprobe on a nop5 into a call to a per-mm
+ * trampoline after its first hit. fork copies the patched text into the
+ * child but not the trampoline mapping, so the child would die at the first
+ * optimized site it runs. sched_process_fork runs before the child is first
+ * woken: when the parent has uprobe trampolines, the child gets SIGSTOP here,
+ * so it stops before its first user instruction, and the daemon repairs its
+ * sites and sends SIGCONT. Children of watched processes are watched too.
+ *
+ * Exec: the daemon learns at once that a watched process (or one starting a
+ * --binary file) replaced its image. A target is stopped there too, before
+ * the new image runs, until the daemon has closed the old image's figures
+ * and attached to the new one. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "lifecycle.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define SIGSTOP 19
+
+extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
+				u64 value) __ksym;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} lc_watch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct lc_file);
+	__type(value, __u32);
+} lc_files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} lc_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, QPROF_LCNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} lc_counters SEC(".maps");
+
+static __always_inline void lcount(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&lc_counters, &which);
+
+	if (c)
+		(*c)++;
+}
+
+static __always_inline void emit(const struct lc_event *e)
+{
+	/* a fork record wakes the daemon at once: a child waits for it */
+	if (bpf_ringbuf_output(&lc_events, (void *)e, sizeof(*e), BPF_RB_FORCE_WAKEUP))
+		lcount(QPROF_LCNT_LOST);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(lc_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct lc_event e = { .kind = QPROF_LC_FORK };
+	__u32 ptgid = parent->tgid, ctgid = child->tgid, desc = QPROF_LC_DESCENDANT;
+	__u32 *w;
+	struct mm_struct *mm;
+
+	if (ptgid == ctgid)
+		return 0;	/* a new thread */
+	w = bpf_map_lookup_elem(&lc_watch, &ptgid);
+	if (!w)
+		return 0;
+	mm = parent->mm;
+	if (!mm || child->mm == mm) {
+		/* vfork, posix_spawn: the child runs on the parent's mm, trampolines included */
+		lcount(QPROF_LCNT_SHARED_MM);
+		return 0;
+	}
+	lcount(QPROF_LCNT_FORKS);
+	e.watched = *w;
+	if (bpf_map_update_elem(&lc_watch, &ctgid, &desc, BPF_NOEXIST) == -7 /* E2BIG */)
+		lcount(QPROF_LCNT_WATCH_FULL);
+	if (BPF_CORE_READ(mm, uprobes_state.head_tramps.first)) {
+		int ret = bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0);
+
+		if (ret) {
+			e.signal_err = ret;
+			lcount(QPROF_LCNT_SIGNAL_FAILED);
+		} else {
+			e.stopped = 1;
+			lcount(QPROF_LCNT_STOPPED);
+		}
+	}
+	e.pid = ptgid;
+	e.child = ctgid;
+	e.ts_ns = bpf_ktime_get_ns();
+	emit(&e);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(lc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	struct lc_event e = { .kind = QPROF_LC_EXEC };
+	struct lc_file f;
+	struct inode *ino;
+	__u32 tgid = p->tgid, *w, *b, watched = 0, binary = 0;
+
+	ino = BPF_CORE_READ(bprm, file, f_inode);
+	f.dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	f.ino = BPF_CORE_READ(ino, i_ino);
+	w = bpf_map_lookup_elem(&lc_watch, &tgid);
+	if (w)
+		watched = *w;
+	b = bpf_map_lookup_elem(&lc_files, &f);
+	if (b)
+		binary = 1;
+	if (!watched && !binary)
+		return 0;
+	lcount(QPROF_LCNT_EXECS);
+	e.pid = tgid;
+	e.watched = watched;
+	e.binary = binary;
+	e.dev = f.dev;
+	e.ino = f.ino;
+	e.ts_ns = bpf_ktime_get_ns();
+	if (watched == QPROF_LC_TARGET) {
+		/* stopped before the new image's first instruction, so that the
+		 * daemon closes the old image's figures before new ones come */
+		if (!bpf_send_signal_task(p, SIGSTOP, PIDTYPE_TGID, 0))
+			e.stopped = 1;
+	}
+	if (watched == QPROF_LC_DESCENDANT && !binary) {
+		bpf_map_delete_elem(&lc_watch, &tgid); /* a fresh mm: nothing of ours left in it */
+	} else if (binary && !watched) {
+		__u32 t = QPROF_LC_TARGET;
+
+		/* watched from its first instruction, before the daemon adopts it */
+		bpf_map_update_elem(&lc_watch, &tgid, &t, BPF_ANY);
+	}
+	emit(&e);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(lc_exit, struct task_struct *p, bool group_dead)
+{
+	__u32 tgid = p->tgid, *w;
+
+	if (!group_dead)
+		return 0;
+	w = bpf_map_lookup_elem(&lc_watch, &tgid);
+	if (w && *w == QPROF_LC_DESCENDANT)
+		bpf_map_delete_elem(&lc_watch, &tgid);
+	return 0;
+}

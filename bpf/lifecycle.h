@@ -1,0 +1,47 @@
+/* lifecycle.h - the contract between bpf/lifecycle.bpf.c and qprofd's
+ * lifecycle watcher (daemon/lifecycle.c): which processes are watched, the
+ * --binary files whose new processes are watched from their exec on, and
+ * the fork and exec records sent to the daemon. */
+#ifndef QPROF_LIFECYCLE_H
+#define QPROF_LIFECYCLE_H
+
+/* lc_watch values: why a tgid is watched */
+#define QPROF_LC_TARGET		1	/* a target of qprofd (set by the daemon) */
+#define QPROF_LC_DESCENDANT	2	/* forked from a watched process (set by BPF) */
+
+/* Key of lc_files: a file as the kernel names it. dev is the kernel's
+ * encoding, (major << 20) | minor, not the one of stat(2). */
+struct lc_file {
+	__u64 dev;
+	__u64 ino;
+};
+
+enum lc_kind {
+	QPROF_LC_FORK = 1,	/* a watched process forked a child with its own mm */
+	QPROF_LC_EXEC = 2,	/* a watched process, or one running a --binary file, exec'd */
+};
+
+struct lc_event {
+	__u32 kind;		/* enum lc_kind */
+	__u32 pid;		/* the parent (fork) or the process (exec), a tgid */
+	__u32 child;		/* fork: the child's tgid */
+	__u32 stopped;		/* 1 when SIGSTOP was sent: to the child (fork), the target (exec) */
+	__s32 signal_err;	/* fork: bpf_send_signal_task's return when it failed */
+	__u32 watched;		/* lc_watch value of pid before the event, 0 = none */
+	__u32 binary;		/* exec: 1 when the new file is in lc_files */
+	__u32 pad;
+	__u64 ts_ns;		/* CLOCK_MONOTONIC */
+	__u64 dev, ino;		/* exec: the new executable (kernel dev encoding) */
+};
+
+enum lc_counter {
+	QPROF_LCNT_FORKS = 0,	/* forks of watched processes (own mm) */
+	QPROF_LCNT_STOPPED,	/* children stopped because the parent had uprobe trampolines */
+	QPROF_LCNT_SIGNAL_FAILED, /* SIGSTOP could not be sent */
+	QPROF_LCNT_SHARED_MM,	/* vfork / CLONE_VM children of watched processes: left alone */
+	QPROF_LCNT_EXECS,	/* execs reported */
+	QPROF_LCNT_LOST,	/* records the ring buffer had no room for */
+	QPROF_LCNT_WATCH_FULL,	/* descendants not watched: lc_watch full */
+	QPROF_LCNT__MAX,
+};
+#endif

@@ -1,0 +1,55 @@
+/* lifecycle.h - fork and exec of targets (bpf/lifecycle.bpf.c's user side).
+ * A thread takes the kernel's fork records at once: a child stopped because
+ * its parent had optimized uprobe sites gets those sites rewritten through
+ * /proc/CHILD/mem, then SIGCONT. Exec records (and exe changes seen in
+ * /proc, the safety net) are queued for the poll loop, which closes the old
+ * image with a report and attaches to the new one (lifecycle_exec.c). */
+#ifndef QPROF_LIFECYCLE_H_DAEMON
+#define QPROF_LIFECYCLE_H_DAEMON
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <sys/types.h>
+
+struct qp_lifecycle;
+struct qp_json;
+struct qprofd;
+
+struct qp_lc_exec {
+	int pid;
+	int parent;		/* a fork of a process that may be a --binary target: 0 for an exec */
+	bool stopped;		/* SIGSTOP was sent at the exec: resume after handling */
+	bool adopt;		/* a new process started a --binary file */
+	uint64_t ts_ns;		/* CLOCK_MONOTONIC of the exec, 0 when seen in /proc */
+};
+
+/* Load and attach the BPF side and start the thread. WAKE (may be 0) is
+ * sent to the thread MAIN when an exec is queued, to wake the poll loop. */
+int qp_lifecycle_open(struct qp_lifecycle **out, pthread_t main, int wake, char *err, size_t errlen);
+/* Stop the thread, resume every child still stopped, unload. Accepts NULL. */
+void qp_lifecycle_close(struct qp_lifecycle *lc);
+
+/* Watch PID (a target) or stop watching it. Accepts lc == NULL. */
+void qp_lifecycle_watch(struct qp_lifecycle *lc, int pid, bool on);
+/* A --binary file: its new processes are watched from their exec, and the
+ * sites of a forked child in that file are rewritten to int3 (so the child
+ * stays probed) rather than to the original nop. */
+void qp_lifecycle_watch_file(struct qp_lifecycle *lc, dev_t dev, ino_t ino, bool on);
+/* Before the --binary uprobes go: from now on children get the original nop. */
+void qp_lifecycle_forget_files(struct qp_lifecycle *lc);
+
+/* The safety net: queue an exec for every watched pid whose /proc/PID/exe
+ * is no longer the file it was when watched. */
+void qp_lifecycle_check_exes(struct qp_lifecycle *lc);
+/* Take up to MAX queued execs; returns how many. */
+size_t qp_lifecycle_take_execs(struct qp_lifecycle *lc, struct qp_lc_exec *v, size_t max);
+/* After an exec was handled: note the new exe of PID, SIGCONT it if STOPPED. */
+void qp_lifecycle_exec_done(struct qp_lifecycle *lc, const struct qp_lc_exec *e);
+
+/* "lifecycle": {...} counters for /api/status. */
+void qp_lifecycle_json(struct qp_lifecycle *lc, struct qp_json *j);
+
+/* lifecycle_exec.c: handle the queued execs, registry lock held. */
+void qp_lifecycle_handle_execs(struct qprofd *d);
+#endif

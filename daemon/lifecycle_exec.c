@@ -1,0 +1,68 @@
+/* lifecycle_exec.c - what the poll loop does when a target exec'd: the old
+ * image's figures are closed as a report (names resolved against the old
+ * mappings, which the target record still holds), the record and its data
+ * go, and the process is attached again as a new target when its new image
+ * has qprof probes: state running, the new exe, a fresh attach time, and
+ * report_dir pointing at the pre-exec report. A process stopped by the BPF
+ * side at its exec is resumed whatever happens here. Also: the children of
+ * --binary targets are adopted as soon as they are forked. */
+#include <stdio.h>
+#include <string.h>
+#include "lifecycle.h"
+#include "log.h"
+#include "qprofd.h"
+#include "report.h"
+
+static void handle_one(struct qprofd *d, const struct qp_lc_exec *e)
+{
+	struct qp_registry *r = &d->reg;
+	struct qp_target *t = qp_registry_find(r, e->pid), *nt = NULL;
+	char dir[sizeof(t->report_dir)] = "", err[512], old_exe[sizeof(t->exe)];
+	int status;
+	bool by_binary;
+
+	if (e->parent) {
+		qp_registry_adopt_child(r, e->pid, e->parent);
+		return;
+	}
+	if (!t) {
+		if (e->adopt)
+			qp_registry_adopt(r, e->pid);	/* a new process of a --binary file: now */
+		return;
+	}
+	if (t->state != QP_TARGET_RUNNING)
+		return;
+	by_binary = t->binary >= 0;
+	snprintf(old_exe, sizeof(old_exe), "%s", t->exe);
+	qp_target_exited(r, t);
+	t->report_pending = false;
+	qp_report_write(d, t);
+	snprintf(dir, sizeof(dir), "%s", t->report_dir);
+	qp_registry_remove_pid(r, e->pid);
+	if (by_binary)
+		qp_registry_adopt(r, e->pid);
+	else if (qp_registry_add_pid(r, e->pid, NULL, &nt, &status, err, sizeof(err)))
+		qp_info("pid %d exec'd: not attached again: %s", e->pid, err);
+	nt = qp_registry_find(r, e->pid);
+	if (nt) {
+		snprintf(nt->report_dir, sizeof(nt->report_dir), "%s", dir);
+		qp_info("pid %d exec'd %s (was %s): old image reported to %s, attached again", e->pid,
+			nt->exe, old_exe, dir[0] ? dir : "(no report)");
+	} else {
+		qp_info("pid %d exec'd (was %s): old image reported to %s; the new image is no target",
+			e->pid, old_exe, dir[0] ? dir : "(no report)");
+	}
+}
+
+void qp_lifecycle_handle_execs(struct qprofd *d)
+{
+	struct qp_lc_exec v[64];
+	size_t n, i;
+
+	while ((n = qp_lifecycle_take_execs(d->reg.lc, v, 64))) {
+		for (i = 0; i < n; i++) {
+			handle_one(d, &v[i]);
+			qp_lifecycle_exec_done(d->reg.lc, &v[i]);
+		}
+	}
+}

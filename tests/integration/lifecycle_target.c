@@ -1,0 +1,148 @@
+/* lifecycle_target.c - a program that forks or execs while profiled, for the
+ * fork and exec tests. It prints its pid, waits for SIGUSR1, then:
+ *
+ *   --mode fork N M     runs scope "work" 1000 times (so the kernel optimizes
+ *                       the sites), forks N children at once, each runs "work"
+ *                       M times and exits 0; prints how many exited 0 and the
+ *                       statuses of the others
+ *   --mode vfork N M    the same with vfork (the child shares the parent's mm)
+ *   --mode exec N M     runs "before_exec" N times, then execs itself with
+ *                       --mode after M, which runs "after_exec" M times
+ *
+ * then prints its figures as JSON and waits for SIGUSR2 (or exits with --exit).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <qprof/qprof.h>
+
+static volatile sig_atomic_t go, leave;
+static void on_usr1(int s) { go = 1; }
+static void on_usr2(int s) { leave = 1; }
+
+static __attribute__((noinline)) void work(int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		QPROF_SCOPE("work");
+		__asm__ __volatile__("" ::: "memory");
+	}
+}
+
+static __attribute__((noinline)) void run_named(int n, int after)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (after) {
+			QPROF_SCOPE("after_exec");
+			__asm__ __volatile__("" ::: "memory");
+		} else {
+			QPROF_SCOPE("before_exec");
+			__asm__ __volatile__("" ::: "memory");
+		}
+	}
+}
+
+static int forker(int n, int m, int use_vfork)
+{
+	pid_t *pids = calloc((size_t)n, sizeof(*pids));
+	int i, ok = 0, bad = 0, first_bad = 0;
+
+	if (!pids)
+		return 1;
+	work(1000);
+	for (i = 0; i < n; i++) {
+		pid_t p = use_vfork ? vfork() : fork();
+
+		if (p == 0) {
+			work(m);
+			_exit(0);
+		}
+		pids[i] = p;
+	}
+	for (i = 0; i < n; i++) {
+		int st = 0;
+
+		if (pids[i] < 0) {
+			bad++;
+			continue;
+		}
+		while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR)
+			;
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+			ok++;
+		} else {
+			if (!bad)
+				first_bad = st;
+			bad++;
+		}
+	}
+	printf("{\"children\": %d, \"exit_0\": %d, \"failed\": %d, \"first_failed_status\": %d}\n",
+	       n, ok, bad, first_bad);
+	free(pids);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode = "fork";
+	int n = 0, m = 0, exit_now = 0, i;
+	char nb[32], mb[32];
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
+			mode = argv[++i];
+		else if (!strcmp(argv[i], "-n") && i + 1 < argc)
+			n = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-m") && i + 1 < argc)
+			m = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--exit"))
+			exit_now = 1;
+		else {
+			fprintf(stderr, "usage: %s --mode fork|vfork|exec|after -n N -m M [--exit]\n", argv[0]);
+			return 2;
+		}
+	}
+	signal(SIGUSR1, on_usr1);
+	signal(SIGUSR2, on_usr2);
+	if (!strcmp(mode, "after")) {
+		/* the new image: runs at once, the test already said go */
+		run_named(m, 1);
+		printf("{\"after_exec\": %d, \"pid\": %d}\n", m, (int)getpid());
+		fflush(stdout);
+		while (!leave && !exit_now)
+			usleep(1000);
+		return 0;
+	}
+	printf("{\"pid\": %d}\n", (int)getpid());
+	fflush(stdout);
+	while (!go)
+		usleep(1000);
+	if (!strcmp(mode, "fork") || !strcmp(mode, "vfork")) {
+		if (forker(n, m, !strcmp(mode, "vfork")))
+			return 1;
+	} else if (!strcmp(mode, "exec")) {
+		run_named(n, 0);
+		printf("{\"before_exec\": %d}\n", n);
+		fflush(stdout);
+		snprintf(nb, sizeof(nb), "%d", n);
+		snprintf(mb, sizeof(mb), "%d", m);
+		execl("/proc/self/exe", argv[0], "--mode", "after", "-n", nb, "-m", mb,
+		      exit_now ? "--exit" : NULL, NULL);
+		perror("execl");
+		return 1;
+	} else {
+		fprintf(stderr, "unknown mode %s\n", mode);
+		return 2;
+	}
+	fflush(stdout);
+	while (!leave && !exit_now)
+		usleep(1000);
+	return 0;
+}
