@@ -72,7 +72,7 @@ struct qp_lifecycle {
 	uint64_t execs_dropped;
 	/* figures for /api/status */
 	uint64_t resumed, repaired_nop, repaired_int3, repair_failed, stall_max_ns, stall_sum_ns;
-	uint64_t execs_seen, execs_by_proc;
+	uint64_t execs_seen, execs_by_proc, binary_starts;
 };
 
 static uint64_t kdev(dev_t d)
@@ -291,7 +291,10 @@ static int on_event(void *ctx, void *data, size_t size)
 					.adopt = e->binary && e->watched != QPROF_LC_TARGET,
 					.ts_ns = e->ts_ns };
 
-		lc->execs_seen++;
+		if (e->watched == QPROF_LC_TARGET)
+			lc->execs_seen++;
+		else
+			lc->binary_starts++;
 		if (e->watched == QPROF_LC_TARGET || e->binary)
 			queue_exec(lc, &x);
 	}
@@ -569,6 +572,7 @@ void qp_lifecycle_json(struct qp_lifecycle *lc, struct qp_json *j)
 	qp_json_kv_u64(j, "child_stall_max_ns", lc->stall_max_ns);
 	qp_json_kv_u64(j, "child_stall_mean_ns", lc->resumed ? lc->stall_sum_ns / lc->resumed : 0);
 	qp_json_kv_u64(j, "execs", lc->execs_seen);
+	qp_json_kv_u64(j, "binary_starts", lc->binary_starts);
 	qp_json_kv_u64(j, "execs_seen_in_proc", lc->execs_by_proc);
 	qp_json_kv_u64(j, "execs_dropped", lc->execs_dropped);
 	pthread_mutex_unlock(&lc->lock);

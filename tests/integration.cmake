@@ -58,3 +58,14 @@ add_test(NAME integration_usdt
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
           $<TARGET_FILE:sdt_target>)
 set_tests_properties(integration_usdt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Fork and exec of targets: children of a target whose sites the kernel
+# optimized, and a target that execs itself, by --pid and by --binary.
+add_executable(lifecycle_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/lifecycle_target.c)
+target_include_directories(lifecycle_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(lifecycle_target PRIVATE -O2 -g)
+add_test(NAME integration_lifecycle
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lifecycle.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
+          $<TARGET_FILE:lifecycle_target>)
+set_tests_properties(integration_lifecycle PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -49,23 +49,11 @@ static __attribute__((noinline)) void run_named(int n, int after)
 	}
 }
 
-static int forker(int n, int m, int use_vfork)
+/* Wait for the N children; print how many exited 0. */
+static __attribute__((noinline)) void reap(const pid_t *pids, int n)
 {
-	pid_t *pids = calloc((size_t)n, sizeof(*pids));
 	int i, ok = 0, bad = 0, first_bad = 0;
 
-	if (!pids)
-		return 1;
-	work(1000);
-	for (i = 0; i < n; i++) {
-		pid_t p = use_vfork ? vfork() : fork();
-
-		if (p == 0) {
-			work(m);
-			_exit(0);
-		}
-		pids[i] = p;
-	}
 	for (i = 0; i < n; i++) {
 		int st = 0;
 
@@ -85,6 +73,26 @@ static int forker(int n, int m, int use_vfork)
 	}
 	printf("{\"children\": %d, \"exit_0\": %d, \"failed\": %d, \"first_failed_status\": %d}\n",
 	       n, ok, bad, first_bad);
+}
+
+static int forker(int n, int m, int use_vfork)
+{
+	pid_t *pids = calloc((size_t)n, sizeof(*pids));
+	int i;
+
+	if (!pids)
+		return 1;
+	work(1000);
+	for (i = 0; i < n; i++) {
+		pid_t p = use_vfork ? vfork() : fork();
+
+		if (p == 0) {
+			work(m);
+			_exit(0);
+		}
+		pids[i] = p;
+	}
+	reap(pids, n);
 	free(pids);
 	return 0;
 }
@@ -93,7 +101,8 @@ int main(int argc, char **argv)
 {
 	const char *mode = "fork";
 	int n = 0, m = 0, exit_now = 0, i;
-	char nb[32], mb[32];
+	char nb[32], mb[32], self[4096];
+	ssize_t len;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
@@ -133,8 +142,12 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		snprintf(nb, sizeof(nb), "%d", n);
 		snprintf(mb, sizeof(mb), "%d", m);
-		execl("/proc/self/exe", argv[0], "--mode", "after", "-n", nb, "-m", mb,
-		      exit_now ? "--exit" : NULL, NULL);
+		/* the file itself, not /proc/self/exe, so that comm stays the program's name */
+		len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (len <= 0)
+			return 1;
+		self[len] = '\0';
+		execl(self, argv[0], "--mode", "after", "-n", nb, "-m", mb, exit_now ? "--exit" : NULL, NULL);
 		perror("execl");
 		return 1;
 	} else {

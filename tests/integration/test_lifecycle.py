@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Fork and exec of targets (issue 7, items 2 and 3).
+
+Fork: kernel 6.18 turns a hit uprobe on a nop5 into a call to a per-mm
+trampoline that fork does not copy; without qprofd's repair every child that
+runs a marked site dies of SIGSEGV (reproduced: 20 of 20 children, status 11).
+Here 200 children of a --pid target and 50 of a --binary target must all exit
+0, the --binary children counted exactly. vfork children share the mm and are
+left alone.
+
+Exec: a target that runs "before_exec" N times then execs itself and runs
+"after_exec" M times: the report of the first image says N, the live data of
+the second says M, names resolved, state running with a fresh attach time.
+
+usage: test_lifecycle.py QPROFD SCOPE_TARGET QPROF_CLI LIFECYCLE_TARGET"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qptest import Daemon, Failures, Target, require_root, wait_for  # noqa: E402
+
+qprofd, _, cli, lt = sys.argv[1:5]
+lt = os.path.realpath(lt)
+require_root()
+t = Failures("integration_lifecycle")
+
+
+def lifecycle(d):
+    return d.get("/api/status")[1]["lifecycle"]
+
+
+def counts_by_pid(d, name):
+    st, body = d.get("/api/scopes")
+    c = {}
+    for r in body["scopes"]:
+        if r["name"] == name:
+            c[r["pid"]] = c.get(r["pid"], 0) + r["count"]
+    return c
+
+
+def fork_pid(mode, n, m):
+    prog = Target([lt, "--mode", mode, "-n", str(n), "-m", str(m)])
+    d = Daemon(qprofd, ["--pid", str(prog.pid)])
+    try:
+        prog.start()
+        res = prog.result()
+        t.eq(res["exit_0"], n, f"{mode}, --pid: children that exited 0 (first failure status "
+             f"{res['first_failed_status']})")
+        lc = lifecycle(d)
+        print(f"{mode} --pid: {lc}", flush=True)
+        if mode == "fork":
+            t.eq(lc["forks"], n, "forks seen")
+            t.eq(lc["children_stopped"], n, "children stopped (the parent's sites were optimized)")
+            t.eq(lc["children_resumed"], n, "children resumed")
+            t.eq(lc["sites_restored_nop"], 2 * n, "two optimized sites restored to nop5 per child")
+            t.eq(lc["sites_restored_int3"], 0, "no int3: the children of a --pid target are no targets")
+        else:
+            t.eq(lc["shared_mm_children"], n, "vfork children share the mm: seen")
+            t.eq(lc["children_stopped"], 0, "vfork children never stopped")
+        t.eq(lc["site_rewrites_failed"], 0, "no failed rewrite")
+        t.eq(lc["stop_failed"], 0, "no failed SIGSTOP")
+        t.eq(counts_by_pid(d, "work"), {prog.pid: 1000}, "only the target's own 1000 scopes")
+    finally:
+        prog.finish()
+        t.eq(d.stop(), 0, "qprofd exits 0")
+
+
+def fork_binary(n, m):
+    d = Daemon(qprofd, ["--binary", lt])
+    prog = Target([lt, "--mode", "fork", "-n", str(n), "-m", str(m)])
+    try:
+        ok = wait_for(lambda: prog.pid in [x["pid"] for x in d.get("/api/status")[1]["targets"]], timeout=10)
+        t.check(ok, "the forking program is a target of its binary")
+        prog.start()
+        res = prog.result()
+        t.eq(res["exit_0"], n, f"fork, --binary: children that exited 0 (first failure status "
+             f"{res['first_failed_status']})")
+        lc = lifecycle(d)
+        print(f"fork --binary: {lc}", flush=True)
+        t.eq(lc["children_stopped"], n, "children stopped")
+        t.eq(lc["sites_restored_int3"], 2 * n, "two optimized sites per child back to int3 (still probed)")
+        t.eq(lc["site_rewrites_failed"], 0, "no failed rewrite")
+
+        def all_in():
+            st = d.get("/api/status")[1]
+            kids = [x for x in st["targets"] if x["pid"] != prog.pid]
+            return kids if len(kids) == n else None
+
+        kids = wait_for(all_in, timeout=20)
+        t.check(kids is not None, "every child became a target of the binary")
+        if kids:
+            t.eq({x["attached_by"] for x in kids}, {"binary"}, "children attached by binary")
+        c = counts_by_pid(d, "work")
+        st = d.get("/api/status")[1]["scopes"]
+        lost = st["dropped"]
+        print(f"fork --binary: {len(c)} pids counted, {sum(c.values())} scopes, dropped {st['dropped_by_reason']}",
+              flush=True)
+        t.eq(len(c), n + 1, "scopes of the parent and of every child")
+        t.check(all(v <= 1000 for v in c.values()), "no process counted more than it ran")
+        # every scope run is counted, or counted as dropped (the kernel's
+        # per-CPU allocator can refuse a new aggregate in a burst of new processes)
+        t.eq(sum(c.values()) + lost, 1000 * (n + 1), "scopes counted + dropped = scopes run")
+    finally:
+        prog.finish()
+        t.eq(d.stop(), 0, "qprofd exits 0")
+
+
+def exec_case(by_binary, n, m):
+    what = "--binary" if by_binary else "--pid"
+    if by_binary:
+        d = Daemon(qprofd, ["--binary", lt])
+        prog = Target([lt, "--mode", "exec", "-n", str(n), "-m", str(m)])
+        wait_for(lambda: prog.pid in [x["pid"] for x in d.get("/api/status")[1]["targets"]], timeout=10)
+    else:
+        prog = Target([lt, "--mode", "exec", "-n", str(n), "-m", str(m)])
+        d = Daemon(qprofd, ["--pid", str(prog.pid)])
+    try:
+        before = [x for x in d.get("/api/status")[1]["targets"] if x["pid"] == prog.pid]
+        t.eq(len(before), 1, f"exec {what}: the program is a target")
+        prog.start()
+        t.eq(prog.result(), {"before_exec": n}, "first image ran")
+        t.eq(prog.result(), {"after_exec": m, "pid": prog.pid}, "second image ran")
+        now = [x for x in d.get("/api/status")[1]["targets"] if x["pid"] == prog.pid]
+        t.eq(len(now), 1, f"exec {what}: still one target for the pid")
+        if before and now:
+            t.eq(now[0]["state"], "running", "state after exec")
+            t.eq(now[0]["exe"], lt, "exe after exec")
+            t.eq(now[0]["attached_by"], "binary" if by_binary else "pid", "attached_by kept")
+            t.check(now[0]["attached_ms"] > before[0]["attached_ms"], "a fresh attach time")
+        st, body = d.get(f"/api/scopes?pid={prog.pid}")
+        rows = [(r["name"], r["count"], r["site_kind"]) for r in body["scopes"]]
+        t.eq(rows, [("after_exec", m, "scope")], f"exec {what}: live data is the second image's")
+        st, rep = d.get(f"/api/report?pid={prog.pid}&format=json")
+        t.eq(st, 200, f"exec {what}: a report of the first image")
+        if st == 200:
+            got = [(r["name"], r["count"], r["kind"]) for r in rep["scopes"]["by_total"]]
+            t.eq(got, [("before_exec", n, "scope")], "the report holds the first image, names resolved")
+            if before:
+                t.eq(rep["attached_ms"], before[0]["attached_ms"], "the report's attach time is the first image's")
+        t.eq(lifecycle(d)["execs"], 1, "one exec seen")
+        prog.finish()
+        ok = wait_for(lambda: [x for x in d.get("/api/status")[1]["targets"]
+                               if x["pid"] == prog.pid and x["state"] == "exited"], timeout=10)
+        t.check(ok, "the second image's exit is seen")
+
+        def second_report():
+            s, r = d.get(f"/api/report?pid={prog.pid}&format=json")
+            return r if s == 200 and r.get("exited_ms") and r["scopes"]["by_total"] and \
+                r["scopes"]["by_total"][0]["name"] == "after_exec" else None
+
+        r2 = wait_for(second_report, timeout=10)
+        t.check(r2 is not None, "a report of the second image once it exits")
+        if r2:
+            t.eq([(x["name"], x["count"]) for x in r2["scopes"]["by_total"]], [("after_exec", m)],
+                 "the second report holds only the second image")
+    finally:
+        prog.kill()
+        t.eq(d.stop(), 0, "qprofd exits 0")
+
+
+fork_pid("fork", 200, 1000)
+fork_pid("vfork", 50, 1000)
+fork_binary(50, 1000)
+exec_case(False, 300, 500)
+exec_case(True, 300, 500)
+sys.exit(t.done())
