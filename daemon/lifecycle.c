@@ -72,7 +72,7 @@ struct qp_lifecycle {
 	uint64_t execs_dropped;
 	/* figures for /api/status */
 	uint64_t resumed, repaired_nop, repaired_int3, repair_failed, stall_max_ns, stall_sum_ns;
-	uint64_t execs_seen, execs_by_proc, binary_starts;
+	uint64_t execs_seen, execs_by_proc, binary_starts, exec_stall_max_ns;
 };
 
 static uint64_t kdev(dev_t d)
@@ -527,8 +527,10 @@ void qp_lifecycle_exec_done(struct qp_lifecycle *lc, const struct qp_lc_exec *e)
 		uint64_t stall = qp_now_ns() - e->ts_ns;
 
 		pthread_mutex_lock(&lc->lock);
-		qp_debug("pid %d resumed %llu us after its exec", e->pid, (unsigned long long)(stall / 1000));
+		if (stall > lc->exec_stall_max_ns)
+			lc->exec_stall_max_ns = stall;
 		pthread_mutex_unlock(&lc->lock);
+		qp_debug("pid %d resumed %llu us after its exec", e->pid, (unsigned long long)(stall / 1000));
 	}
 }
 
@@ -572,6 +574,7 @@ void qp_lifecycle_json(struct qp_lifecycle *lc, struct qp_json *j)
 	qp_json_kv_u64(j, "child_stall_max_ns", lc->stall_max_ns);
 	qp_json_kv_u64(j, "child_stall_mean_ns", lc->resumed ? lc->stall_sum_ns / lc->resumed : 0);
 	qp_json_kv_u64(j, "execs", lc->execs_seen);
+	qp_json_kv_u64(j, "exec_stall_max_ns", lc->exec_stall_max_ns);
 	qp_json_kv_u64(j, "binary_starts", lc->binary_starts);
 	qp_json_kv_u64(j, "execs_seen_in_proc", lc->execs_by_proc);
 	qp_json_kv_u64(j, "execs_dropped", lc->execs_dropped);

@@ -248,6 +248,7 @@ int main(int argc, char **argv)
 	char err[512] = "";
 	sigset_t sigs;
 	int ret, tick = 0, exit_code = 1;
+	uint64_t next_poll;
 	size_t i;
 	const char *env;
 
@@ -368,8 +369,10 @@ int main(int argc, char **argv)
 		!o.listen ? "" : token ? " (POST/DELETE over TCP with the token)" : " (GET only over TCP: no --token-file)");
 	fprintf(stderr, "qprofd: ready on %s (%zu target(s))\n", o.socket, d.reg.ntargets);
 
+	next_poll = qp_now_ns() + POLL_MS * 1000000ull;
 	for (;;) {
-		struct timespec ts = { 0, POLL_MS * 1000000L };
+		uint64_t now = qp_now_ns(), left = next_poll > now ? next_poll - now : 0;
+		struct timespec ts = { (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
 		int sig = sigtimedwait(&sigs, NULL, &ts);
 
 		if (sig > 0 && sig != SIGRTMIN) {
@@ -377,11 +380,12 @@ int main(int argc, char **argv)
 			break;
 		}
 		pthread_mutex_lock(&d.reg.lock);
-		qp_lifecycle_handle_execs(&d);
-		if (sig == SIGRTMIN) {
+		qp_lifecycle_handle_execs(&d);	/* woken by SIGRTMIN: at once */
+		if (qp_now_ns() < next_poll) {
 			pthread_mutex_unlock(&d.reg.lock);
 			continue;
 		}
+		next_poll = qp_now_ns() + POLL_MS * 1000000ull;
 		qp_registry_poll(&d.reg, ++tick % 4 == 0);
 		if (tick % 4 == 0)
 			qp_lifecycle_check_exes(lc);
