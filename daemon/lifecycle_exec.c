@@ -25,9 +25,11 @@ static void handle_one(struct qprofd *d, const struct qp_lc_exec *e)
 		qp_registry_adopt_child(r, e->pid, e->parent);
 		return;
 	}
-	if (!t) {
-		if (e->adopt)
-			qp_registry_adopt(r, e->pid);	/* a new process of a --binary file: now */
+	if (e->adopt || !t) {
+		/* a new process of a --binary file: adopted now, unless the /proc
+		 * rescan was first; it is no exec of a target's image */
+		if (e->adopt && !t)
+			qp_registry_adopt(r, e->pid);
 		return;
 	}
 	if (t->state != QP_TARGET_RUNNING)

@@ -69,3 +69,8 @@ add_test(NAME integration_lifecycle
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
           $<TARGET_FILE:lifecycle_target>)
 set_tests_properties(integration_lifecycle PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+add_test(NAME integration_lifecycle_perf_uprobes
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lifecycle.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
+          $<TARGET_FILE:lifecycle_target> all --no-uprobe-multi)
+set_tests_properties(integration_lifecycle_perf_uprobes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
