@@ -10,6 +10,7 @@
  * SIGCONT. The thread needs no registry lock: files and sites are its own. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,12 +169,39 @@ static bool is_binary_file(const struct qp_lifecycle *lc, dev_t dev, ino_t ino)
 	return false;
 }
 
+/* Open the file of mapping M of PID read-only into PATH/FD: through
+ * map_files (the very file, even deleted or in another mount namespace; it
+ * needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else by its path, as seen
+ * by qprofd or through the process's root, when the inode matches. */
+static int open_mapped(int pid, const struct qp_map *m, char *path, size_t len)
+{
+	struct stat st;
+	int fd, i;
+
+	for (i = 0; i < 3; i++) {
+		if (i == 0)
+			snprintf(path, len, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+				 (unsigned long long)m->end);
+		else if (i == 1)
+			snprintf(path, len, "%s", m->path);
+		else
+			snprintf(path, len, "/proc/%d/root%s", pid, m->path);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == m->inode)
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
 /* Rewrite the optimized sites of stopped child PID. lc->lock held (so that
  * --binary files cannot go while int3 is written). */
 static void repair_child(struct qp_lifecycle *lc, int pid)
 {
 	struct qp_maps maps;
-	char path[96];
+	char path[PATH_MAX + 64];
 	size_t i, k;
 	int mem;
 
@@ -195,10 +223,7 @@ static void repair_child(struct qp_lifecycle *lc, int pid)
 
 		if (m->path[0] != '/' || !strchr(m->perms, 'x') || !m->inode)
 			continue;
-		/* map_files opens the very file mapped: deleted, or in another mount namespace */
-		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
-			 (unsigned long long)m->start, (unsigned long long)m->end);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		fd = open_mapped(pid, m, path, sizeof(path));
 		if (fd < 0)
 			continue;
 		mod = module_get(lc, fd, path);
