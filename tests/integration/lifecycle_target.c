@@ -6,6 +6,11 @@
  *                       M times and exits 0; prints how many exited 0 and the
  *                       statuses of the others
  *   --mode vfork N M    the same with vfork (the child shares the parent's mm)
+ *   --mode grandchild N M  as fork, but each child first runs "before_exec"
+ *                       M times (sites the parent never ran: the kernel
+ *                       optimizes them in the child's own mm), then forks a
+ *                       grandchild that runs them M times; the child exits
+ *                       with the grandchild's status
  *   --mode exec N M     runs "before_exec" N times, then execs itself with
  *                       --mode after M, which runs "after_exec" M times
  *
@@ -75,7 +80,7 @@ static __attribute__((noinline)) void reap(const pid_t *pids, int n)
 	       n, ok, bad, first_bad);
 }
 
-static int forker(int n, int m, int use_vfork)
+static int forker(int n, int m, int use_vfork, int grand)
 {
 	pid_t *pids = calloc((size_t)n, sizeof(*pids));
 	int i;
@@ -86,6 +91,20 @@ static int forker(int n, int m, int use_vfork)
 	for (i = 0; i < n; i++) {
 		pid_t p = use_vfork ? vfork() : fork();
 
+		if (p == 0 && grand) {
+			int st = 0;
+			pid_t g;
+
+			run_named(m, 0);
+			g = fork();
+			if (g == 0) {
+				run_named(m, 0);
+				_exit(0);
+			}
+			if (g < 0 || waitpid(g, &st, 0) != g)
+				_exit(3);
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 4);
+		}
 		if (p == 0) {
 			work(m);
 			_exit(0);
@@ -114,7 +133,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--exit"))
 			exit_now = 1;
 		else {
-			fprintf(stderr, "usage: %s --mode fork|vfork|exec|after -n N -m M [--exit]\n", argv[0]);
+			fprintf(stderr, "usage: %s --mode fork|vfork|grandchild|exec|after -n N -m M [--exit]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -133,8 +152,8 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	while (!go)
 		usleep(1000);
-	if (!strcmp(mode, "fork") || !strcmp(mode, "vfork")) {
-		if (forker(n, m, !strcmp(mode, "vfork")))
+	if (!strcmp(mode, "fork") || !strcmp(mode, "vfork") || !strcmp(mode, "grandchild")) {
+		if (forker(n, m, !strcmp(mode, "vfork"), !strcmp(mode, "grandchild")))
 			return 1;
 	} else if (!strcmp(mode, "exec")) {
 		run_named(n, 0);

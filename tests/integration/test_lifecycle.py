@@ -56,6 +56,12 @@ def fork_pid(mode, n, m):
             t.eq(lc.get("children_resumed"), n, "children resumed")
             t.eq(lc.get("sites_restored_nop"), 2 * n, "two optimized sites restored to nop5 per child")
             t.eq(lc.get("sites_restored_int3"), 0, "no int3: the children of a --pid target are no targets")
+        elif mode == "grandchild":
+            # each child's own sites get optimized in its own mm: its fork is
+            # protected too (the children of watched processes are watched)
+            t.eq(lc.get("forks"), 2 * n, "forks seen: children and grandchildren")
+            t.eq(lc.get("children_stopped"), 2 * n, "children and grandchildren stopped")
+            t.eq(lc.get("children_resumed"), 2 * n, "children and grandchildren resumed")
         else:
             t.eq(lc.get("shared_mm_children"), n, "vfork children share the mm: seen")
             t.eq(lc.get("children_stopped"), 0, "vfork children never stopped")
@@ -173,6 +179,7 @@ def exec_case(by_binary, n, m):
 if only in ("all", "fork"):
     fork_pid("fork", 200, 1000)
     fork_pid("vfork", 50, 1000)
+    fork_pid("grandchild", 20, 100)
     fork_binary(50, 1000)
 if only in ("all", "exec"):
     exec_case(False, 300, 500)
