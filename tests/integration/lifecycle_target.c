@@ -13,6 +13,8 @@
  *                       with the grandchild's status
  *   --mode exec N M     runs "before_exec" N times, then execs itself with
  *                       --mode after M, which runs "after_exec" M times
+ *   --mode exec_sleep N runs "before_exec" N times, then execs /bin/sleep 30
+ *                       (a program without markers)
  *
  * then prints its figures as JSON and waits for SIGUSR2 (or exits with --exit).
  */
@@ -133,7 +135,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--exit"))
 			exit_now = 1;
 		else {
-			fprintf(stderr, "usage: %s --mode fork|vfork|grandchild|exec|after -n N -m M [--exit]\n", argv[0]);
+			fprintf(stderr, "usage: %s --mode fork|vfork|grandchild|exec|exec_sleep|after -n N -m M [--exit]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -155,6 +157,13 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "fork") || !strcmp(mode, "vfork") || !strcmp(mode, "grandchild")) {
 		if (forker(n, m, !strcmp(mode, "vfork"), !strcmp(mode, "grandchild")))
 			return 1;
+	} else if (!strcmp(mode, "exec_sleep")) {
+		run_named(n, 0);
+		printf("{\"before_exec\": %d}\n", n);
+		fflush(stdout);
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		perror("execl");
+		return 1;
 	} else if (!strcmp(mode, "exec")) {
 		run_named(n, 0);
 		printf("{\"before_exec\": %d}\n", n);

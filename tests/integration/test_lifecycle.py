@@ -21,6 +21,38 @@ from qptest import Daemon, Failures, Target, require_root, wait_for  # noqa: E40
 
 qprofd, _, cli, lt = sys.argv[1:5]
 lt = os.path.realpath(lt)
+def exec_unmarked(n):
+    """exec of a program without markers: the old image is reported, the
+    process runs on, no longer a target."""
+    prog = Target([lt, "--mode", "exec_sleep", "-n", str(n)])
+    d = Daemon(qprofd, ["--pid", str(prog.pid), *extra])
+    try:
+        prog.start()
+        t.eq(prog.result(), {"before_exec": n}, "first image ran")
+
+        def reported():
+            s, r = d.get(f"/api/report?pid={prog.pid}&format=json")
+            return r if s == 200 else None
+
+        rep = wait_for(reported, timeout=10)
+        t.check(rep is not None, "exec of an unmarked program: a report of the first image")
+        if rep:
+            dropped = d.get("/api/status")[1]["scopes"]["dropped_by_reason"]["map_full"]
+            got = [(r["name"], r["count"]) for r in rep["scopes"]["by_total"]]
+            t.eq(got[0][0] if got else None, "before_exec", "the report names the first image's scope")
+            t.eq(sum(c for _, c in got) + dropped, n, "the report counts the first image's scopes")
+        st = d.get("/api/status")[1]
+        t.eq([x["pid"] for x in st["targets"] if x["state"] == "running"], [],
+             "the process running an unmarked program is no target")
+        t.eq(prog.proc.poll(), None, "the process runs on (resumed after its exec)")
+        with open(f"/proc/{prog.pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        t.check(state in ("S", "R"), f"not left stopped: state {state}")
+    finally:
+        prog.kill()
+        t.eq(d.stop(), 0, "qprofd exits 0")
+
+
 only = sys.argv[5] if len(sys.argv) > 5 else "all"  # one half, e.g. against another qprofd
 extra = sys.argv[6:]  # more qprofd arguments
 require_root()
@@ -184,4 +216,5 @@ if only in ("all", "fork"):
 if only in ("all", "exec"):
     exec_case(False, 300, 500)
     exec_case(True, 300, 500)
+    exec_unmarked(300)
 sys.exit(t.done())
