@@ -92,8 +92,11 @@ def fork_pid(mode, n, m):
             # each child's own sites get optimized in its own mm: its fork is
             # protected too (the children of watched processes are watched)
             t.eq(lc.get("forks"), 2 * n, "forks seen: children and grandchildren")
-            t.eq(lc.get("children_stopped"), 2 * n, "children and grandchildren stopped")
-            t.eq(lc.get("children_resumed"), 2 * n, "children and grandchildren resumed")
+            # with uprobe-multi links the kernel optimizes the child's hits though
+            # the link filters them out; a perf-event uprobe removes its int3
+            # from a process it filters out, so nothing gets optimized there
+            t.eq(lc.get("children_stopped"), n if "--no-uprobe-multi" in extra else 2 * n, "children (and grandchildren) stopped")
+            t.eq(lc.get("children_resumed"), lc.get("children_stopped"), "every stopped one resumed")
         else:
             t.eq(lc.get("shared_mm_children"), n, "vfork children share the mm: seen")
             t.eq(lc.get("children_stopped"), 0, "vfork children never stopped")
