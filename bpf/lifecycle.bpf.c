@@ -60,26 +60,35 @@ static __always_inline void lcount(__u32 which)
 		(*c)++;
 }
 
-static __always_inline void emit(const struct lc_event *e)
+/* The record is reserved before any SIGSTOP: a process is stopped only when
+ * the daemon is sure to hear of it (a stop nobody answers would hang it). */
+static __always_inline struct lc_event *reserve(__u32 kind)
 {
-	/* a fork record wakes the daemon at once: a child waits for it */
-	if (bpf_ringbuf_output(&lc_events, (void *)e, sizeof(*e), BPF_RB_FORCE_WAKEUP))
+	struct lc_event *e = bpf_ringbuf_reserve(&lc_events, sizeof(*e), 0);
+
+	if (!e) {
 		lcount(QPROF_LCNT_LOST);
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->kind = kind;
+	return e;
 }
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(lc_fork, struct task_struct *parent, struct task_struct *child)
 {
-	struct lc_event e = { .kind = QPROF_LC_FORK };
 	__u32 ptgid = parent->tgid, ctgid = child->tgid, desc = QPROF_LC_DESCENDANT;
-	__u32 *w;
+	struct lc_event *e;
 	struct mm_struct *mm;
+	__u32 *w, watched;
 
 	if (ptgid == ctgid)
 		return 0;	/* a new thread */
 	w = bpf_map_lookup_elem(&lc_watch, &ptgid);
 	if (!w)
 		return 0;
+	watched = *w;
 	mm = parent->mm;
 	if (!mm || child->mm == mm) {
 		/* vfork, posix_spawn: the child runs on the parent's mm, trampolines included */
@@ -87,34 +96,38 @@ int BPF_PROG(lc_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	}
 	lcount(QPROF_LCNT_FORKS);
-	e.watched = *w;
 	if (bpf_map_update_elem(&lc_watch, &ctgid, &desc, BPF_NOEXIST) == -7 /* E2BIG */)
 		lcount(QPROF_LCNT_WATCH_FULL);
+	e = reserve(QPROF_LC_FORK);
+	if (!e)
+		return 0;
+	e->watched = watched;
+	e->pid = ptgid;
+	e->child = ctgid;
+	e->ts_ns = bpf_ktime_get_ns();
 	if (BPF_CORE_READ(mm, uprobes_state.head_tramps.first)) {
 		int ret = bpf_send_signal_task(child, SIGSTOP, PIDTYPE_TGID, 0);
 
 		if (ret) {
-			e.signal_err = ret;
+			e->signal_err = ret;
 			lcount(QPROF_LCNT_SIGNAL_FAILED);
 		} else {
-			e.stopped = 1;
+			e->stopped = 1;
 			lcount(QPROF_LCNT_STOPPED);
 		}
 	}
-	e.pid = ptgid;
-	e.child = ctgid;
-	e.ts_ns = bpf_ktime_get_ns();
-	emit(&e);
+	/* wakes the daemon at once: a child may be waiting */
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(lc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	struct lc_event e = { .kind = QPROF_LC_EXEC };
+	__u32 tgid = p->tgid, *w, *b, watched = 0, binary = 0;
+	struct lc_event *e;
 	struct lc_file f;
 	struct inode *ino;
-	__u32 tgid = p->tgid, *w, *b, watched = 0, binary = 0;
 
 	ino = BPF_CORE_READ(bprm, file, f_inode);
 	f.dev = BPF_CORE_READ(ino, i_sb, s_dev);
@@ -127,28 +140,31 @@ int BPF_PROG(lc_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 		binary = 1;
 	if (!watched && !binary)
 		return 0;
-	lcount(QPROF_LCNT_EXECS);
-	e.pid = tgid;
-	e.watched = watched;
-	e.binary = binary;
-	e.dev = f.dev;
-	e.ino = f.ino;
-	e.ts_ns = bpf_ktime_get_ns();
-	if (watched == QPROF_LC_TARGET) {
-		/* stopped before the new image's first instruction, so that the
-		 * daemon closes the old image's figures before new ones come */
-		if (!bpf_send_signal_task(p, SIGSTOP, PIDTYPE_TGID, 0))
-			e.stopped = 1;
-	}
 	if (watched == QPROF_LC_DESCENDANT && !binary) {
 		bpf_map_delete_elem(&lc_watch, &tgid); /* a fresh mm: nothing of ours left in it */
-	} else if (binary && !watched) {
+		return 0;
+	}
+	if (binary && !watched) {
 		__u32 t = QPROF_LC_TARGET;
 
 		/* watched from its first instruction, before the daemon adopts it */
 		bpf_map_update_elem(&lc_watch, &tgid, &t, BPF_ANY);
 	}
-	emit(&e);
+	lcount(QPROF_LCNT_EXECS);
+	e = reserve(QPROF_LC_EXEC);
+	if (!e)
+		return 0;
+	e->pid = tgid;
+	e->watched = watched;
+	e->binary = binary;
+	e->dev = f.dev;
+	e->ino = f.ino;
+	e->ts_ns = bpf_ktime_get_ns();
+	/* a target stops before the new image's first instruction, so that the
+	 * daemon closes the old image's figures before new ones come */
+	if (watched == QPROF_LC_TARGET && !bpf_send_signal_task(p, SIGSTOP, PIDTYPE_TGID, 0))
+		e->stopped = 1;
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

@@ -40,7 +40,7 @@ enum lc_counter {
 	QPROF_LCNT_SIGNAL_FAILED, /* SIGSTOP could not be sent */
 	QPROF_LCNT_SHARED_MM,	/* vfork / CLONE_VM children of watched processes: left alone */
 	QPROF_LCNT_EXECS,	/* execs reported */
-	QPROF_LCNT_LOST,	/* records the ring buffer had no room for */
+	QPROF_LCNT_LOST,	/* no room for a record: then no SIGSTOP either (nobody would resume it) */
 	QPROF_LCNT_WATCH_FULL,	/* descendants not watched: lc_watch full */
 	QPROF_LCNT__MAX,
 };
