@@ -1,13 +1,8 @@
-/* lifecycle.c - see lifecycle.h. The fork side: the kernel optimizes a
- * uprobe on a nop5 into "call <trampoline>" in the mm that hit it; fork
- * copies that text into the child without the trampoline mapping. The BPF
- * side stops such a child before its first instruction; here every USDT site
- * of the files it maps whose file bytes are a nop5 is read through
- * /proc/CHILD/mem, and a site that holds a call (only the kernel writes one
- * there) is rewritten: to "int3 + the nop's last 4 bytes" in a --binary file
- * (the kernel then handles it as a plain uprobe hit in the child, which stays
- * probed), to the original nop5 elsewhere (the child is no target). Then
- * SIGCONT. The thread needs no registry lock: files and sites are its own. */
+/* lifecycle.c - see lifecycle.h. The BPF side stops a child forked by a
+ * watched process that has uprobe trampolines; this thread repairs it
+ * (lifecycle_fork.c) and sends SIGCONT at once. Exec records, and the /proc
+ * safety net, are queued for the poll loop (lifecycle_exec.c). The thread
+ * needs no registry lock: the files, sites and pids it uses are its own. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -22,29 +17,14 @@
 #include <bpf/bpf.h>
 #include "lifecycle.skel.h"
 #include "lifecycle.h"
-#include "elf_probes.h"
+#include "lifecycle_fork.h"
 #include "json_writer.h"
 #include "log.h"
 #include "procfs.h"
 #include "util.h"
 #include "../bpf/lifecycle.h"
 
-#define LC_MAX_MODULES 64
 #define LC_MAX_EXECS 1024
-
-static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-
-/* A file a forked child maps: the file offsets of its USDT sites that are
- * nop5 on disk (the only ones the kernel optimizes). */
-struct lc_module {
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime;
-	uint64_t *offs;
-	size_t n;
-	uint64_t last_use;
-};
 
 struct lc_watched {
 	int pid;
@@ -63,16 +43,15 @@ struct qp_lifecycle {
 	bool stopping;
 	struct { dev_t dev; ino_t ino; } *files;
 	size_t nfiles;
-	struct lc_module mods[LC_MAX_MODULES];
-	size_t nmods;
-	uint64_t use_clock;
+	struct lc_sites *sites;
 	struct lc_watched *watched;
 	size_t nwatched;
 	struct qp_lc_exec execs[LC_MAX_EXECS];
 	size_t nexecs;
 	uint64_t execs_dropped;
 	/* figures for /api/status */
-	uint64_t resumed, repaired_nop, repaired_int3, repair_failed, stall_max_ns, stall_sum_ns;
+	struct lc_repair rep;
+	uint64_t resumed, stall_max_ns, stall_sum_ns;
 	uint64_t execs_seen, execs_by_proc, binary_starts, exec_stall_max_ns;
 };
 
@@ -81,182 +60,15 @@ static uint64_t kdev(dev_t d)
 	return ((uint64_t)major(d) << 20) | minor(d);
 }
 
-static void module_clear(struct lc_module *m)
+static bool is_binary_file(dev_t dev, ino_t ino, void *arg)
 {
-	free(m->offs);
-	memset(m, 0, sizeof(*m));
-}
-
-/* Offsets of the nop5 USDT sites of the file open as FD (path PATH). */
-static int module_scan(struct lc_module *m, int fd, const char *path)
-{
-	struct qp_elf_probes *elf;
-	char err[256];
-	size_t i, j;
-	int ret;
-
-	ret = qp_elf_probes_open(path, &elf, err, sizeof(err));
-	if (ret)
-		return ret;	/* not ELF, no notes: nothing of ours */
-	m->offs = calloc(elf->nnotes ? elf->nnotes : 1, sizeof(*m->offs));
-	if (!m->offs) {
-		qp_elf_probes_free(elf);
-		return -ENOMEM;
-	}
-	for (i = 0; i < elf->nnotes; i++) {
-		uint64_t pc = elf->notes[i].pc;
-		unsigned char b[5];
-
-		for (j = 0; j < elf->nsegs; j++) {
-			const struct qp_elf_segment *g = &elf->segs[j];
-
-			if (pc >= g->vaddr && pc - g->vaddr < g->filesz) {
-				uint64_t off = pc - g->vaddr + g->offset;
-
-				if (pread(fd, b, 5, (off_t)off) == 5 && !memcmp(b, nop5, 5))
-					m->offs[m->n++] = off;
-				break;
-			}
-		}
-	}
-	qp_elf_probes_free(elf);
-	return 0;
-}
-
-/* The cached module of the file open as FD, scanned on first use. lc->lock held. */
-static struct lc_module *module_get(struct qp_lifecycle *lc, int fd, const char *path)
-{
-	struct lc_module *m = NULL;
-	struct stat st;
-	size_t i;
-
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
-		return NULL;
-	for (i = 0; i < lc->nmods; i++) {
-		m = &lc->mods[i];
-		if (m->dev == st.st_dev && m->ino == st.st_ino && m->size == st.st_size &&
-		    m->mtime.tv_sec == st.st_mtim.tv_sec && m->mtime.tv_nsec == st.st_mtim.tv_nsec) {
-			m->last_use = ++lc->use_clock;
-			return m;
-		}
-	}
-	if (lc->nmods < LC_MAX_MODULES) {
-		m = &lc->mods[lc->nmods++];
-	} else {
-		m = &lc->mods[0];	/* the least recently used goes */
-		for (i = 1; i < lc->nmods; i++)
-			if (lc->mods[i].last_use < m->last_use)
-				m = &lc->mods[i];
-		module_clear(m);
-	}
-	m->dev = st.st_dev;
-	m->ino = st.st_ino;
-	m->size = st.st_size;
-	m->mtime = st.st_mtim;
-	m->last_use = ++lc->use_clock;
-	if (module_scan(m, fd, path))
-		m->n = 0;	/* remembered as a file without sites */
-	return m;
-}
-
-static bool is_binary_file(const struct qp_lifecycle *lc, dev_t dev, ino_t ino)
-{
+	const struct qp_lifecycle *lc = arg;
 	size_t i;
 
 	for (i = 0; i < lc->nfiles; i++)
 		if (lc->files[i].dev == dev && lc->files[i].ino == ino)
 			return true;
 	return false;
-}
-
-/* Open the file of mapping M of PID read-only into PATH/FD: through
- * map_files (the very file, even deleted or in another mount namespace; it
- * needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE), else by its path, as seen
- * by qprofd or through the process's root, when the inode matches. */
-static int open_mapped(int pid, const struct qp_map *m, char *path, size_t len)
-{
-	struct stat st;
-	int fd, i;
-
-	for (i = 0; i < 3; i++) {
-		if (i == 0)
-			snprintf(path, len, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
-				 (unsigned long long)m->end);
-		else if (i == 1)
-			snprintf(path, len, "%s", m->path);
-		else
-			snprintf(path, len, "/proc/%d/root%s", pid, m->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0)
-			continue;
-		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == m->inode)
-			return fd;
-		close(fd);
-	}
-	return -1;
-}
-
-/* Rewrite the optimized sites of stopped child PID. lc->lock held (so that
- * --binary files cannot go while int3 is written). */
-static void repair_child(struct qp_lifecycle *lc, int pid)
-{
-	struct qp_maps maps;
-	char path[PATH_MAX + 64];
-	size_t i, k;
-	int mem;
-
-	if (qp_maps_read(pid, &maps))
-		return;		/* gone already */
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-	mem = open(path, O_RDWR | O_CLOEXEC);
-	if (mem < 0) {
-		if (errno != ENOENT && errno != ESRCH)
-			lc->repair_failed++;
-		qp_maps_free(&maps);
-		return;
-	}
-	for (i = 0; i < maps.n; i++) {
-		const struct qp_map *m = &maps.v[i];
-		struct lc_module *mod;
-		bool binary;
-		int fd;
-
-		if (m->path[0] != '/' || !strchr(m->perms, 'x') || !m->inode)
-			continue;
-		fd = open_mapped(pid, m, path, sizeof(path));
-		if (fd < 0)
-			continue;
-		mod = module_get(lc, fd, path);
-		close(fd);
-		if (!mod || !mod->n)
-			continue;
-		binary = is_binary_file(lc, mod->dev, mod->ino);
-		for (k = 0; k < mod->n; k++) {
-			uint64_t off = mod->offs[k], addr;
-			unsigned char b[5], fix[5];
-
-			if (off < m->offset || off - m->offset + 5 > m->end - m->start)
-				continue;
-			addr = m->start + (off - m->offset);
-			if (pread(mem, b, 5, (off_t)addr) != 5 || b[0] != 0xe8)
-				continue;	/* nop5 or int3: the kernel copes with both */
-			memcpy(fix, nop5, 5);
-			if (binary)
-				fix[0] = 0xcc;
-			if (pwrite(mem, fix, 5, (off_t)addr) != 5) {
-				lc->repair_failed++;
-				qp_warn("pid %d: cannot rewrite the uprobe site at 0x%llx: %s", pid,
-					(unsigned long long)addr, strerror(errno));
-				continue;
-			}
-			if (binary)
-				lc->repaired_int3++;
-			else
-				lc->repaired_nop++;
-		}
-	}
-	close(mem);
-	qp_maps_free(&maps);
 }
 
 static void queue_exec(struct qp_lifecycle *lc, const struct qp_lc_exec *e)
@@ -291,7 +103,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (e->kind == QPROF_LC_FORK && e->stopped) {
 		uint64_t stall;
 
-		repair_child(lc, (int)e->child);
+		/* under lc->lock: --binary files cannot go while int3 is written */
+		lc_sites_repair(lc->sites, (int)e->child, is_binary_file, lc, &lc->rep);
 		if (kill((pid_t)e->child, SIGCONT) && errno != ESRCH)
 			qp_warn("pid %u: SIGCONT: %s", e->child, strerror(errno));
 		stall = qp_now_ns() - e->ts_ns;
@@ -360,6 +173,12 @@ int qp_lifecycle_open(struct qp_lifecycle **out, pthread_t main, int wake, char 
 	pthread_mutex_init(&lc->lock, NULL);
 	lc->main = main;
 	lc->wake = wake;
+	lc->sites = lc_sites_new();
+	if (!lc->sites) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
 	lc->skel = lifecycle__open_and_load();
 	if (!lc->skel) {
 		ret = -errno;
@@ -412,8 +231,7 @@ void qp_lifecycle_close(struct qp_lifecycle *lc)
 			kill(lc->execs[i].pid, SIGCONT);
 	ring_buffer__free(lc->rb);
 	lifecycle__destroy(lc->skel);
-	for (i = 0; i < lc->nmods; i++)
-		module_clear(&lc->mods[i]);
+	lc_sites_free(lc->sites);
 	free(lc->files);
 	free(lc->watched);
 	pthread_mutex_destroy(&lc->lock);
@@ -593,9 +411,9 @@ void qp_lifecycle_json(struct qp_lifecycle *lc, struct qp_json *j)
 	qp_json_kv_u64(j, "descendants_unwatched", counter(lc, QPROF_LCNT_WATCH_FULL));
 	pthread_mutex_lock(&lc->lock);
 	qp_json_kv_u64(j, "children_resumed", lc->resumed);
-	qp_json_kv_u64(j, "sites_restored_nop", lc->repaired_nop);
-	qp_json_kv_u64(j, "sites_restored_int3", lc->repaired_int3);
-	qp_json_kv_u64(j, "site_rewrites_failed", lc->repair_failed);
+	qp_json_kv_u64(j, "sites_restored_nop", lc->rep.nop);
+	qp_json_kv_u64(j, "sites_restored_int3", lc->rep.int3);
+	qp_json_kv_u64(j, "site_rewrites_failed", lc->rep.failed);
 	qp_json_kv_u64(j, "child_stall_max_ns", lc->stall_max_ns);
 	qp_json_kv_u64(j, "child_stall_mean_ns", lc->resumed ? lc->stall_sum_ns / lc->resumed : 0);
 	qp_json_kv_u64(j, "execs", lc->execs_seen);

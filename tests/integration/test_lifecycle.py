@@ -95,7 +95,8 @@ def fork_pid(mode, n, m):
             # with uprobe-multi links the kernel optimizes the child's hits though
             # the link filters them out; a perf-event uprobe removes its int3
             # from a process it filters out, so nothing gets optimized there
-            t.eq(lc.get("children_stopped"), n if "--no-uprobe-multi" in extra else 2 * n, "children (and grandchildren) stopped")
+            want = n if "--no-uprobe-multi" in extra else 2 * n
+            t.eq(lc.get("children_stopped"), want, "children (and grandchildren) stopped")
             t.eq(lc.get("children_resumed"), lc.get("children_stopped"), "every stopped one resumed")
         else:
             t.eq(lc.get("shared_mm_children"), n, "vfork children share the mm: seen")
@@ -121,7 +122,7 @@ def fork_binary(n, m):
         lc = lifecycle(d)
         print(f"fork --binary: {lc}", flush=True)
         t.eq(lc.get("children_stopped"), n, "children stopped")
-        t.eq(lc.get("sites_restored_int3"), 2 * n, "two optimized sites per child back to int3 (still probed)")
+        t.eq(lc.get("sites_restored_int3"), 2 * n, "two optimized sites per child: int3 (still probed)")
         t.eq(lc.get("site_rewrites_failed"), 0, "no failed rewrite")
 
         def all_in():
@@ -136,8 +137,8 @@ def fork_binary(n, m):
         c = counts_by_pid(d, "work")
         st = d.get("/api/status")[1]["scopes"]
         lost = st["dropped"]
-        print(f"fork --binary: {len(c)} pids counted, {sum(c.values())} scopes, dropped {st['dropped_by_reason']}",
-              flush=True)
+        print(f"fork --binary: {len(c)} pids counted, {sum(c.values())} scopes, "
+              f"dropped {st['dropped_by_reason']}", flush=True)
         t.eq(len(c), n + 1, "scopes of the parent and of every child")
         t.check(all(v <= 1000 for v in c.values()), "no process counted more than it ran")
         # every scope run is counted, or counted as dropped (the kernel's
@@ -187,7 +188,8 @@ def exec_case(by_binary, n, m):
             t.check(old <= n and live <= m, f"no image counted more than it ran: {old}/{n}, {live}/{m}")
             t.eq(old + live + dropped, n + m, "first image + second image + dropped = scopes run")
             if before:
-                t.eq(rep["attached_ms"], before[0]["attached_ms"], "the report's attach time is the first image's")
+                t.eq(rep["attached_ms"], before[0]["attached_ms"],
+                     "the report's attach time is the first image's")
         lc = lifecycle(d)
         print(f"exec {what}: {lc}", flush=True)
         t.eq(lc.get("execs"), 1, "one exec seen")
