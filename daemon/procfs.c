@@ -166,6 +166,23 @@ fail:
 	return err;
 }
 
+int qp_maps_copy(const struct qp_maps *from, struct qp_maps *to)
+{
+	memset(to, 0, sizeof(*to));
+	to->v = calloc(from->n ? from->n : 1, sizeof(*to->v));
+	if (!to->v)
+		return -ENOMEM;
+	for (; to->n < from->n; to->n++) {
+		to->v[to->n] = from->v[to->n];
+		to->v[to->n].path = strdup(from->v[to->n].path);
+		if (!to->v[to->n].path) {
+			qp_maps_free(to);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 void qp_maps_free(struct qp_maps *m)
 {
 	size_t i;

@@ -760,27 +760,6 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 		binary_scan(r);
 }
 
-static int maps_copy(const struct qp_maps *from, struct qp_maps *to)
-{
-	size_t i;
-
-	to->v = calloc(from->n ? from->n : 1, sizeof(*to->v));
-	if (!to->v)
-		return -ENOMEM;
-	for (to->n = 0; to->n < from->n; to->n++) {
-		to->v[to->n] = from->v[to->n];
-		to->v[to->n].path = strdup(from->v[to->n].path);
-		if (!to->v[to->n].path) {
-			for (i = 0; i < to->n; i++)
-				free(to->v[i].path);
-			free(to->v);
-			memset(to, 0, sizeof(*to));
-			return -ENOMEM;
-		}
-	}
-	return 0;
-}
-
 void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 {
 	struct qp_target *p = qp_registry_find(r, parent), *t;
@@ -796,9 +775,12 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 	t->binary = p->binary;
 	t->probes = p->probes;
 	/* an exited child has no mappings left to read: fork gave it the parent's */
-	if ((qp_maps_read(pid, &t->maps) || !t->maps.n) && (qp_maps_free(&t->maps), maps_copy(&p->maps, &t->maps))) {
-		free(t);
-		return;
+	if (qp_maps_read(pid, &t->maps) || !t->maps.n) {
+		qp_maps_free(&t->maps);
+		if (qp_maps_copy(&p->maps, &t->maps)) {
+			free(t);
+			return;
+		}
 	}
 	if (qp_proc_comm(pid, t->comm, sizeof(t->comm)))
 		snprintf(t->comm, sizeof(t->comm), "%s", p->comm);

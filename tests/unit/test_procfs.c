@@ -72,6 +72,30 @@ out:
 	qp_maps_free(&m); /* twice is fine */
 }
 
+/* A forked child that exited is adopted with its parent's mappings. */
+static void test_maps_copy(void)
+{
+	struct qp_maps m = { 0 }, c, e = { 0 };
+	size_t i;
+
+	CHECK_INT(qp_maps_parse(maps_text, strlen(maps_text), &m), 0);
+	CHECK_INT(qp_maps_copy(&m, &c), 0);
+	CHECK_INT(c.n, m.n);
+	for (i = 0; i < c.n && i < m.n; i++) {
+		CHECK(c.v[i].start == m.v[i].start && c.v[i].end == m.v[i].end);
+		CHECK(c.v[i].offset == m.v[i].offset && c.v[i].inode == m.v[i].inode);
+		CHECK_STR(c.v[i].perms, m.v[i].perms);
+		CHECK_STR(c.v[i].path, m.v[i].path);
+		CHECK(c.v[i].path != m.v[i].path);	/* its own strings */
+	}
+	qp_maps_free(&m);
+	CHECK(qp_maps_find(&c, 0x55d0c0a02000ull) == &c.v[1]);	/* still valid */
+	qp_maps_free(&c);
+	CHECK_INT(qp_maps_copy(&e, &c), 0);	/* empty */
+	CHECK_INT(c.n, 0);
+	qp_maps_free(&c);
+}
+
 static void test_maps_edge(void)
 {
 	static const char unsorted[] = "3000-4000 r-xp 00000000 00:00 0 /b\n"
@@ -190,6 +214,7 @@ static void test_self(void)
 int main(void)
 {
 	test_maps_parse();
+	test_maps_copy();
 	test_maps_edge();
 	test_stat();
 	test_self();
