@@ -25,6 +25,13 @@ char LICENSE[] SEC("license") = "GPL";
 
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				u64 value) __ksym;
+extern int bpf_iter_task_vma_new(struct bpf_iter_task_vma *it, struct task_struct *task,
+				 __u64 addr) __ksym;
+extern struct vm_area_struct *bpf_iter_task_vma_next(struct bpf_iter_task_vma *it) __ksym;
+extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
+
+/* Number of --binary files in lc_files (set by the daemon). */
+__u32 nfiles = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -75,6 +82,33 @@ static __always_inline struct lc_event *reserve(__u32 kind)
 	return e;
 }
 
+/* Does TASK map a --binary file? For a process that maps a --binary
+ * library, not adopted yet: the daemon's /proc rescan comes within a second. */
+static __always_inline bool maps_binary_file(struct task_struct *task)
+{
+	struct bpf_iter_task_vma it;
+	struct vm_area_struct *vma;
+	bool found = false;
+
+	bpf_iter_task_vma_new(&it, task, 0);
+	while ((vma = bpf_iter_task_vma_next(&it))) {
+		struct lc_file f;
+		struct inode *ino;
+
+		if (!vma->vm_file)
+			continue;
+		ino = BPF_CORE_READ(vma, vm_file, f_inode);
+		f.dev = BPF_CORE_READ(ino, i_sb, s_dev);
+		f.ino = BPF_CORE_READ(ino, i_ino);
+		if (bpf_map_lookup_elem(&lc_files, &f)) {
+			found = true;
+			break;
+		}
+	}
+	bpf_iter_task_vma_destroy(&it);
+	return found;
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(lc_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -86,10 +120,17 @@ int BPF_PROG(lc_fork, struct task_struct *parent, struct task_struct *child)
 	if (ptgid == ctgid)
 		return 0;	/* a new thread */
 	w = bpf_map_lookup_elem(&lc_watch, &ptgid);
-	if (!w)
-		return 0;
-	watched = *w;
 	mm = parent->mm;
+	if (w) {
+		watched = *w;
+	} else {
+		/* not watched: only a process that maps a --binary file and has
+		 * trampolines, not yet adopted, matters */
+		if (!nfiles || !mm || !BPF_CORE_READ(mm, uprobes_state.head_tramps.first) ||
+		    !maps_binary_file(parent))
+			return 0;
+		watched = QPROF_LC_DESCENDANT;
+	}
 	if (!mm || child->mm == mm) {
 		/* vfork, posix_spawn: the child runs on the parent's mm, trampolines included */
 		lcount(QPROF_LCNT_SHARED_MM);

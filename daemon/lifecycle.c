@@ -302,6 +302,7 @@ void qp_lifecycle_watch_file(struct qp_lifecycle *lc, dev_t dev, ino_t ino, bool
 		lc->files[i] = lc->files[--lc->nfiles];
 		bpf_map_delete_elem(bpf_map__fd(lc->skel->maps.lc_files), &key);
 	}
+	lc->skel->bss->nfiles = (__u32)lc->nfiles;
 	pthread_mutex_unlock(&lc->lock);
 }
 
@@ -311,6 +312,7 @@ void qp_lifecycle_forget_files(struct qp_lifecycle *lc)
 		return;
 	pthread_mutex_lock(&lc->lock);
 	lc->nfiles = 0;
+	lc->skel->bss->nfiles = 0;
 	pthread_mutex_unlock(&lc->lock);
 }
 

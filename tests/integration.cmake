@@ -61,16 +61,22 @@ set_tests_properties(integration_usdt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300
 
 # Fork and exec of targets: children of a target whose sites the kernel
 # optimized, and a target that execs itself, by --pid and by --binary.
+add_library(lifecycle_lib SHARED ${CMAKE_CURRENT_SOURCE_DIR}/integration/lifecycle_lib.c)
+target_include_directories(lifecycle_lib PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(lifecycle_lib PRIVATE -O2 -g)
 add_executable(lifecycle_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/lifecycle_target.c)
 target_include_directories(lifecycle_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(lifecycle_target PRIVATE -O2 -g)
+target_link_libraries(lifecycle_target lifecycle_lib)
 add_test(NAME integration_lifecycle
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lifecycle.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
-          $<TARGET_FILE:lifecycle_target>)
+          $<TARGET_FILE:lifecycle_target> all)
 set_tests_properties(integration_lifecycle PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 add_test(NAME integration_lifecycle_perf_uprobes
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lifecycle.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
           $<TARGET_FILE:lifecycle_target> all --no-uprobe-multi)
+set_tests_properties(integration_lifecycle integration_lifecycle_perf_uprobes PROPERTIES
+  ENVIRONMENT "QPROF_TEST_LIFECYCLE_LIB=$<TARGET_FILE:lifecycle_lib>")
 set_tests_properties(integration_lifecycle_perf_uprobes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

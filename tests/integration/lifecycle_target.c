@@ -11,6 +11,8 @@
  *                       optimizes them in the child's own mm), then forks a
  *                       grandchild that runs them M times; the child exits
  *                       with the grandchild's status
+ *   --mode libfork N M  as fork, with the scope "lib_work" of
+ *                       liblifecycle_lib.so instead of "work"
  *   --mode exec N M     runs "before_exec" N times, then execs itself with
  *                       --mode after M, which runs "after_exec" M times
  *   --mode exec_sleep N runs "before_exec" N times, then execs /bin/sleep 30
@@ -26,6 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <qprof/qprof.h>
+
+void lc_lib_work(int n);	/* lifecycle_lib.c */
 
 static volatile sig_atomic_t go, leave;
 static void on_usr1(int s) { go = 1; }
@@ -82,14 +86,17 @@ static __attribute__((noinline)) void reap(const pid_t *pids, int n)
 	       n, ok, bad, first_bad);
 }
 
-static int forker(int n, int m, int use_vfork, int grand)
+static int forker(int n, int m, int use_vfork, int grand, int lib)
 {
 	pid_t *pids = calloc((size_t)n, sizeof(*pids));
 	int i;
 
 	if (!pids)
 		return 1;
-	work(1000);
+	if (lib)
+		lc_lib_work(1000);
+	else
+		work(1000);
 	for (i = 0; i < n; i++) {
 		pid_t p = use_vfork ? vfork() : fork();
 
@@ -108,7 +115,10 @@ static int forker(int n, int m, int use_vfork, int grand)
 			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 4);
 		}
 		if (p == 0) {
-			work(m);
+			if (lib)
+				lc_lib_work(m);
+			else
+				work(m);
 			_exit(0);
 		}
 		pids[i] = p;
@@ -135,7 +145,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--exit"))
 			exit_now = 1;
 		else {
-			fprintf(stderr, "usage: %s --mode fork|vfork|grandchild|exec|exec_sleep|after -n N -m M [--exit]\n", argv[0]);
+			fprintf(stderr, "usage: %s --mode fork|vfork|grandchild|libfork|exec|exec_sleep|after -n N -m M [--exit]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -154,8 +164,9 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	while (!go)
 		usleep(1000);
-	if (!strcmp(mode, "fork") || !strcmp(mode, "vfork") || !strcmp(mode, "grandchild")) {
-		if (forker(n, m, !strcmp(mode, "vfork"), !strcmp(mode, "grandchild")))
+	if (!strcmp(mode, "fork") || !strcmp(mode, "vfork") || !strcmp(mode, "grandchild") ||
+	    !strcmp(mode, "libfork")) {
+		if (forker(n, m, !strcmp(mode, "vfork"), !strcmp(mode, "grandchild"), !strcmp(mode, "libfork")))
 			return 1;
 	} else if (!strcmp(mode, "exec_sleep")) {
 		run_named(n, 0);

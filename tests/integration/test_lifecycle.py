@@ -149,6 +149,28 @@ def fork_binary(n, m):
         t.eq(d.stop(), 0, "qprofd exits 0")
 
 
+def fork_binary_lib(n, m):
+    """--binary on a library: the process that maps it is adopted by the
+    /proc rescan only, so it forks before it is a target. The BPF side finds
+    the library among its mappings and protects the children all the same."""
+    lib = os.path.realpath(os.environ["QPROF_TEST_LIFECYCLE_LIB"])
+    d = Daemon(qprofd, ["--binary", lib, *extra])
+    prog = Target([lt, "--mode", "libfork", "-n", str(n), "-m", str(m)])
+    try:
+        prog.start()
+        res = prog.result()
+        t.eq(res["exit_0"], n, f"fork, --binary library: children that exited 0 (first failure status "
+             f"{res['first_failed_status']})")
+        lc = lifecycle(d)
+        print(f"fork --binary library: {lc}", flush=True)
+        t.eq(lc.get("children_stopped"), n, "children stopped")
+        t.eq(lc.get("sites_restored_int3"), 2 * n, "two optimized library sites per child: int3")
+        t.eq(lc.get("site_rewrites_failed"), 0, "no failed rewrite")
+    finally:
+        prog.finish()
+        t.eq(d.stop(), 0, "qprofd exits 0")
+
+
 def exec_case(by_binary, n, m):
     what = "--binary" if by_binary else "--pid"
     if by_binary:
@@ -218,6 +240,7 @@ if only in ("all", "fork"):
     fork_pid("vfork", 50, 1000)
     fork_pid("grandchild", 20, 100)
     fork_binary(50, 1000)
+    fork_binary_lib(20, 1000)
 if only in ("all", "exec"):
     exec_case(False, 300, 500)
     exec_case(True, 300, 500)
