@@ -7,17 +7,51 @@
  * side at its exec is resumed whatever happens here. Also: the children of
  * --binary targets are adopted as soon as they are forked. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "lifecycle.h"
 #include "log.h"
+#include "procfs.h"
 #include "qprofd.h"
 #include "report.h"
+
+/* The files the old image mapped executable and the new one does not map
+ * (yet): its libraries, which the new image's loader maps only once it
+ * runs. Paths copied into OUT, freed with qp_maps_free. */
+static void old_files(const struct qp_maps *old, const struct qp_maps *now, struct qp_maps *out)
+{
+	size_t i, j;
+
+	memset(out, 0, sizeof(*out));
+	out->v = calloc(old->n ? old->n : 1, sizeof(*out->v));
+	if (!out->v)
+		return;
+	for (i = 0; i < old->n; i++) {
+		const struct qp_map *m = &old->v[i];
+		bool seen = false;
+
+		if (m->path[0] != '/' || !strchr(m->perms, 'x') || strstr(m->path, " (deleted)"))
+			continue;
+		for (j = 0; j < now->n && !seen; j++)
+			seen = now->v[j].inode == m->inode && !strcmp(now->v[j].path, m->path);
+		for (j = 0; j < out->n && !seen; j++)
+			seen = out->v[j].inode == m->inode && !strcmp(out->v[j].path, m->path);
+		if (seen)
+			continue;
+		out->v[out->n] = *m;
+		out->v[out->n].path = strdup(m->path);
+		if (out->v[out->n].path)
+			out->n++;
+	}
+}
 
 static void handle_one(struct qprofd *d, const struct qp_lc_exec *e)
 {
 	struct qp_registry *r = &d->reg;
 	struct qp_target *t = qp_registry_find(r, e->pid), *nt = NULL;
 	char dir[sizeof(t->report_dir)] = "", err[512], old_exe[sizeof(t->exe)];
+	struct qp_maps now = { 0 }, libs = { 0 };
+	size_t i;
 	int status;
 	bool by_binary;
 
@@ -36,6 +70,9 @@ static void handle_one(struct qprofd *d, const struct qp_lc_exec *e)
 		return;
 	by_binary = t->binary >= 0;
 	snprintf(old_exe, sizeof(old_exe), "%s", t->exe);
+	if (!by_binary && !qp_maps_read(e->pid, &now))
+		old_files(&t->maps, &now, &libs);
+	qp_maps_free(&now);
 	qp_target_exited(r, t);
 	t->report_pending = false;
 	qp_report_write(d, t);
@@ -46,6 +83,11 @@ static void handle_one(struct qprofd *d, const struct qp_lc_exec *e)
 	else if (qp_registry_add_pid(r, e->pid, NULL, &nt, &status, err, sizeof(err)))
 		qp_info("pid %d exec'd: not attached again: %s", e->pid, err);
 	nt = qp_registry_find(r, e->pid);
+	/* the old image's libraries with probes, if the new one maps them again
+	 * (an exec of the same program): probed from the moment they are mapped */
+	for (i = 0; nt && !by_binary && i < libs.n; i++)
+		qp_target_attach_file(r, nt, libs.v[i].path, libs.v[i].inode);
+	qp_maps_free(&libs);
 	if (nt) {
 		snprintf(nt->report_dir, sizeof(nt->report_dir), "%s", dir);
 		qp_info("pid %d exec'd %s (was %s): old image reported to %s, attached again", e->pid,

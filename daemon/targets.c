@@ -760,6 +760,25 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 		binary_scan(r);
 }
 
+int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char *path, uint64_t ino)
+{
+	struct qp_module *mod;
+	char err[256];
+	int ret;
+
+	mod = module_get(r, path, (ino_t)ino, err, sizeof(err));
+	if (!mod || !mod->qprof_notes)
+		return 0;
+	ret = qp_scopes_attach(r->scopes, t->pid, path, mod->elf, qp_scopes_new_epoch(r->scopes), &t->links,
+			       &t->nlinks, err, sizeof(err));
+	if (ret < 0) {
+		qp_warn("pid %d: cannot attach to %s: %s", t->pid, path, err);
+		return ret;
+	}
+	t->probes += (unsigned int)mod->qprof_notes;
+	return 1;
+}
+
 void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 {
 	struct qp_target *p = qp_registry_find(r, parent), *t;

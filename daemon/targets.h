@@ -134,6 +134,11 @@ void qp_registry_poll(struct qp_registry *r, bool rescan);
  * --binary attachment produced it. */
 void qp_registry_adopt(struct qp_registry *r, int pid);
 
+/* Attach T's pid to the qprof probes of the file at PATH (inode INO) even
+ * if it does not map it yet (the kernel probes it when it is mapped): 1 when
+ * attached, 0 when the file has no qprof probes or is gone, or -errno. */
+int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char *path, uint64_t ino);
+
 /* PID was forked by PARENT: a target at once when PARENT is a --binary
  * target, with the parent's mappings if its own are gone (it exited). */
 void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent);

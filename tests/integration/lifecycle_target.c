@@ -14,7 +14,8 @@
  *   --mode libfork N M  as fork, with the scope "lib_work" of
  *                       liblifecycle_lib.so instead of "work"
  *   --mode exec N M     runs "before_exec" N times, then execs itself with
- *                       --mode after M, which runs "after_exec" M times
+ *                       --mode after M, which runs "after_exec" M times, then
+ *                       "lib_work" of liblifecycle_lib.so M times
  *   --mode exec_sleep N runs "before_exec" N times, then execs /bin/sleep 30
  *                       (a program without markers)
  *
@@ -154,6 +155,7 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "after")) {
 		/* the new image: runs at once, the test already said go */
 		run_named(m, 1);
+		lc_lib_work(m);
 		printf("{\"after_exec\": %d, \"pid\": %d}\n", m, (int)getpid());
 		fflush(stdout);
 		while (!leave && !exit_now)
