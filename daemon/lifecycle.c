@@ -76,7 +76,8 @@ static void queue_exec(struct qp_lifecycle *lc, const struct qp_lc_exec *e)
 	size_t i;
 
 	for (i = 0; i < lc->nexecs; i++) {
-		if (lc->execs[i].pid == e->pid) {
+		/* the same kind of record (adopt a forked child, or an exec) only */
+		if (lc->execs[i].pid == e->pid && lc->execs[i].parent == e->parent) {
 			lc->execs[i].stopped |= e->stopped;
 			return;
 		}
