@@ -1,8 +1,8 @@
 # Fuzz targets (libFuzzer). The project builds with the default C compiler;
 # these are built by clang (the one that compiles the BPF objects) with
 # -fsanitize=fuzzer,address,undefined. ctest runs each for a fixed number of
-# inputs from a seed corpus as a smoke test; run them longer by hand:
-#   build/tests/fuzz_elf_probes -max_total_time=600 build/tests/fuzz_corpus_elf
+# inputs from a seed corpus as a smoke test; tests/fuzz/run_long.sh runs each
+# for 10 M inputs (figures in README.md, "Fuzzing").
 set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/daemon/elf_probes.c ${PROJECT_SOURCE_DIR}/daemon/procfs.c
   ${PROJECT_SOURCE_DIR}/daemon/usdt_spec.c ${PROJECT_SOURCE_DIR}/daemon/http_query.c
   ${PROJECT_SOURCE_DIR}/daemon/util.c)
@@ -13,7 +13,44 @@ file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/fuzz_probe.c
   "#include <stdint.h>\n#include <stddef.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { return 0; }\n")
 execute_process(COMMAND ${BPF_CLANG} -fsanitize=fuzzer ${CMAKE_CURRENT_BINARY_DIR}/fuzz_probe.c
   -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_probe RESULT_VARIABLE _qp_nofuzz OUTPUT_QUIET ERROR_QUIET)
+# fuzz_http_routes: the router and its handlers with their model, without
+# libmicrohttpd (http.c) and without loading BPF; the link swaps the BPF map
+# readers and the attach calls for the fuzzer's own (see the file).
+set(QP_FUZZ_HTTP_SRC ${QP_FUZZ_SRC})
+foreach(s json_writer.c value_math.c percentile.c buf.c model_cpu.c symbolize.c export_folded.c
+    export_flamegraph.c export_callgraph.c export_pprof.c http_routes.c targets.c collect_scopes.c
+    collect_cpu.c model_cpu_build.c report.c export_metrics.c model_scopes.c model_values.c logs.c log.c)
+  list(APPEND QP_FUZZ_HTTP_SRC ${PROJECT_SOURCE_DIR}/daemon/${s})
+endforeach()
+set(QP_FUZZ_HTTP_WRAP)
+foreach(w qp_scopes_read qp_marks_read qp_probe_counts_read qp_values_read qp_scopes_counter
+    qp_registry_add_pid qp_registry_add_binary)
+  list(APPEND QP_FUZZ_HTTP_WRAP -Wl,--wrap=${w})
+endforeach()
+set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/daemon/symbolize.c)
 if(_qp_nofuzz EQUAL 0)
+  add_custom_command(
+    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes
+    COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
+            -I${PROJECT_SOURCE_DIR}/daemon -I${PROJECT_SOURCE_DIR}/bpf -I${PROJECT_SOURCE_DIR}/include
+            -I${BPF_GEN_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_http_routes.c ${QP_FUZZ_HTTP_SRC}
+            ${QP_FUZZ_HTTP_WRAP} -lbpf -ljansson -lelf -lz -lpthread -lm -lstdc++
+            -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_http_routes.c ${QP_FUZZ_HTTP_SRC} scopes_skel_gen
+            profile_skel_gen
+    COMMENT "libFuzzer target fuzz_http_routes"
+    VERBATIM)
+  add_custom_target(fuzz_http_routes_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes)
+  add_custom_command(
+    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
+    COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
+            -I${PROJECT_SOURCE_DIR}/daemon -I${PROJECT_SOURCE_DIR}/bpf -I${PROJECT_SOURCE_DIR}/include
+            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_symbolize.c ${QP_FUZZ_SYM_SRC}
+            -lelf -lz -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_symbolize.c ${QP_FUZZ_SYM_SRC}
+    COMMENT "libFuzzer target fuzz_symbolize"
+    VERBATIM)
+  add_custom_target(fuzz_symbolize_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize)
   foreach(f fuzz_elf_probes fuzz_parsers)
     add_custom_command(
       OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${f}
@@ -36,15 +73,34 @@ if(_qp_nofuzz EQUAL 0)
     DEPENDS fx_markers_pie fx_cxx fx_sdt
     VERBATIM)
   add_custom_target(fuzz_corpus_elf ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_elf/stamp)
+  # symbolizer seeds: the symfix programs, plain and each stripped one
+  # followed by its debug file (build-id and .gnu_debuglink variants)
+  set(_sym_seeds ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_sym)
+  add_custom_command(
+    OUTPUT ${_sym_seeds}/stamp
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/sym_seeds.sh ${_sym_seeds} ${SF_OUT} ${SF_DEBUGROOT}
+            $<TARGET_FILE:sf_pie> $<TARGET_FILE:sf_nopie> $<TARGET_FILE:sf_cxx> $<TARGET_FILE:sf_lib>
+    DEPENDS sf_split sf_pie sf_nopie sf_cxx sf_lib ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/sym_seeds.sh
+    VERBATIM)
+  add_custom_target(fuzz_corpus_sym ALL DEPENDS ${_sym_seeds}/stamp)
   # new inputs go to the first directory: one in the build tree, never the sources
-  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_elf ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_parsers)
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_elf ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_parsers
+    ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_http ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_sym)
   add_test(NAME fuzz_elf_probes_smoke
     COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_elf_probes -runs=40000 -max_len=65536 -seed=1
             -rss_limit_mb=2048 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_elf ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_elf)
   add_test(NAME fuzz_parsers_smoke
     COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_parsers -runs=1000000 -seed=1
             ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_parsers ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_parsers)
-  set_tests_properties(fuzz_elf_probes_smoke fuzz_parsers_smoke PROPERTIES TIMEOUT 300)
+  add_test(NAME fuzz_http_routes_smoke
+    COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes -runs=200000 -seed=1 -max_len=4096
+            ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_http ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_http)
+  add_test(NAME fuzz_symbolize_smoke
+    COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize -runs=20000 -seed=1 -max_len=131072
+            -rss_limit_mb=2048 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_sym ${_sym_seeds}
+            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_symbolize)
+  set_tests_properties(fuzz_elf_probes_smoke fuzz_parsers_smoke fuzz_http_routes_smoke
+    fuzz_symbolize_smoke PROPERTIES TIMEOUT 300)
 else()
   message(STATUS "libFuzzer not available with ${BPF_CLANG}: fuzz targets not built")
 endif()

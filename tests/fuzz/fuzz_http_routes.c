@@ -1,0 +1,310 @@
+/* fuzz_http_routes.c - libFuzzer target for qprofd's HTTP API as a request
+ * reaches it: the bytes are a method, a URL with its query string and a
+ * body, decoded the way libmicrohttpd hands them to qp_http_route (query
+ * split on '&' and '=', %XX and '+' decoded, first value of a repeated key).
+ * The daemon state is a real registry with no targets and a report
+ * directory in /tmp; no BPF is loaded and no libmicrohttpd runs. The link
+ * replaces (-Wl,--wrap) the few functions that would touch the kernel or
+ * another process: the BPF map readers answer an empty collector, and an
+ * attach request is refused after the router has checked it, so that a
+ * fuzzed {"pid": N} never attaches to a process of this machine. A windowed
+ * request (seconds=N) does not sleep: qprofd_wait returns at once.
+ *
+ * Input: byte 0 picks the method (GET, POST, DELETE, PUT, HEAD, ...), the
+ * URL runs to the first '\n', the rest is the body. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collect_scopes.h"
+#include "http.h"
+#include "qprofd.h"
+#include "targets.h"
+
+#define MAX_URL 4096
+#define MAX_ARGS 64
+
+/* ---- what the link redirects: no kernel, no other process --------------- */
+
+int __wrap_qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out)
+{
+	memset(out, 0, sizeof(*out));
+	return 0;
+}
+
+int __wrap_qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_t *n)
+{
+	*rows = NULL;
+	*n = 0;
+	return 0;
+}
+
+int __wrap_qp_probe_counts_read(struct qp_scopes *s, int pid, struct qp_probe_row **rows, size_t *n)
+{
+	*rows = NULL;
+	*n = 0;
+	return 0;
+}
+
+int __wrap_qp_values_read(struct qp_scopes *s, int pid, struct qp_value_row **rows, size_t *n)
+{
+	*rows = NULL;
+	*n = 0;
+	return 0;
+}
+
+uint64_t __wrap_qp_scopes_counter(struct qp_scopes *s, unsigned int which)
+{
+	return 0;
+}
+
+int __wrap_qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_extra *extra,
+			       struct qp_target **out, int *status, char *err, size_t errlen)
+{
+	*status = 403;
+	snprintf(err, errlen, "the fuzzer attaches nothing (pid %d)", pid);
+	return -EPERM;
+}
+
+int __wrap_qp_registry_add_binary(struct qp_registry *r, const char *path,
+				  const struct qp_attach_extra *extra, struct qp_binary **out,
+				  int *status, char *err, size_t errlen)
+{
+	*status = 403;
+	snprintf(err, errlen, "the fuzzer attaches nothing (%.200s)", path);
+	return -EPERM;
+}
+
+/* main.c's, without the wait: a window of N seconds passes at once. */
+bool qprofd_wait(struct qprofd *d, unsigned int seconds)
+{
+	return true;
+}
+
+/* ---- the request, decoded like libmicrohttpd does ------------------------ */
+
+struct fuzz_req {
+	char url[MAX_URL + 1];
+	char *keys[MAX_ARGS], *vals[MAX_ARGS];
+	size_t nargs;
+};
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* In place: '+' is a space, %XX a byte (a bad escape stays as it is). The
+ * string ends at a decoded NUL, as it would for MHD's C strings. */
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++) {
+		if (*s == '+') {
+			*w++ = ' ';
+		} else if (*s == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
+			*w++ = (char)(hexval(s[1]) << 4 | hexval(s[2]));
+			s += 2;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = '\0';
+}
+
+static void parse_query(struct fuzz_req *r, char *q)
+{
+	while (q && *q && r->nargs < MAX_ARGS) {
+		char *amp = strchr(q, '&'), *eq;
+
+		if (amp)
+			*amp = '\0';
+		eq = strchr(q, '=');
+		if (eq)
+			*eq = '\0';
+		unescape(q);
+		r->keys[r->nargs] = q;
+		r->vals[r->nargs] = eq ? eq + 1 : NULL;
+		if (eq)
+			unescape(eq + 1);
+		/* MHD: "?a" is key a with no value; an empty key is skipped */
+		if (*q)
+			r->nargs++;
+		q = amp ? amp + 1 : NULL;
+	}
+}
+
+static const char *query_get(void *arg, const char *name)
+{
+	struct fuzz_req *r = arg;
+	size_t i;
+
+	for (i = 0; i < r->nargs; i++)
+		if (!strcmp(r->keys[i], name))
+			return r->vals[i];
+	return NULL;
+}
+
+static void query_keys(void *arg, void (*fn)(void *, const char *), void *arg2)
+{
+	struct fuzz_req *r = arg;
+	size_t i;
+
+	for (i = 0; i < r->nargs; i++)
+		fn(arg2, r->keys[i]);
+}
+
+/* ---- the daemon ---------------------------------------------------------- */
+
+static struct qprofd daemon_state;
+static char report_dir[64];
+static char report_sub[160];
+
+/* One exit report on disk, for process 77, so that GET /api/report?pid=77
+ * reads files the way it does in the daemon. */
+static void write_report(const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", report_sub, name);
+	f = fopen(path, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f)) {
+		perror(path);
+		abort();
+	}
+}
+
+static void daemon_init(void)
+{
+	static char *fmt = "/tmp/qprof-fuzz-http.XXXXXX";
+
+	snprintf(report_dir, sizeof(report_dir), "%s", fmt);
+	if (!mkdtemp(report_dir)) {
+		perror("mkdtemp");
+		abort();
+	}
+	snprintf(report_sub, sizeof(report_sub), "%s/77-strategy-20261130T120000", report_dir);
+	if (mkdir(report_sub, 0700)) {
+		perror("mkdir");
+		abort();
+	}
+	write_report("report.json", "{\"pid\": 77}\n");
+	write_report("summary.txt", "process 77 (strategy)\n");
+	qp_registry_init(&daemon_state.reg, NULL);
+	daemon_state.report_dir = report_dir;
+	daemon_state.frequency_hz = 99;
+	daemon_state.start_ns = 1;
+	snprintf(daemon_state.cpu_error, sizeof(daemon_state.cpu_error), "not in the fuzzer");
+	pthread_mutex_init(&daemon_state.wait_lock, NULL);
+	pthread_cond_init(&daemon_state.wait_cond, NULL);
+	/* a log stream ends when it has nothing more instead of waiting */
+	daemon_state.stopping = true;
+}
+
+static void cleanup(void)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/report.json", report_sub);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/summary.txt", report_sub);
+	unlink(path);
+	rmdir(report_sub);
+	rmdir(report_dir);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	daemon_init();
+	atexit(cleanup);
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const char *const methods[] = { "GET", "POST", "DELETE", "PUT", "HEAD", "OPTIONS", "get", "" };
+	struct qp_request req = { 0 };
+	struct qp_response resp;
+	struct fuzz_req *r;
+	const uint8_t *nl;
+	size_t ulen;
+	char *body = NULL, *q;
+
+	if (size < 1)
+		return 0;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return 0;
+	req.method = methods[data[0] % (sizeof(methods) / sizeof(methods[0]))];
+	data++;
+	size--;
+	nl = memchr(data, '\n', size);
+	ulen = nl ? (size_t)(nl - data) : size;
+	if (ulen > MAX_URL)
+		ulen = MAX_URL;
+	memcpy(r->url, data, ulen);
+	r->url[ulen] = '\0';	/* a NUL inside ends the URL, as in MHD */
+	if (nl) {
+		size_t blen = size - (size_t)(nl + 1 - data);
+
+		/* the server hands over at most QP_HTTP_MAX_BODY bytes, flagged */
+		req.body_too_large = blen > QP_HTTP_MAX_BODY;
+		if (blen > QP_HTTP_MAX_BODY)
+			blen = QP_HTTP_MAX_BODY;
+		body = malloc(blen + 1);
+		if (!body) {
+			free(r);
+			return 0;
+		}
+		memcpy(body, nl + 1, blen);
+		body[blen] = '\0';
+		req.body = body;
+		req.body_len = blen;
+	}
+	q = strchr(r->url, '?');
+	if (q)
+		*q++ = '\0';
+	/* MHD unescapes the path as well */
+	unescape(r->url);
+	parse_query(r, q);
+	req.url = r->url;
+	req.query = query_get;
+	req.query_keys = query_keys;
+	req.arg = r;
+
+	qp_http_route(&daemon_state, &req, &resp);
+	if (resp.status < 100 || resp.status > 599)
+		abort();	/* every answer carries a real HTTP status */
+	if (resp.read) {
+		char buf[4096];
+		int i;
+
+		/* drain a stream the way MHD does, a bounded number of calls */
+		for (i = 0; i < 1000; i++) {
+			ssize_t n = resp.read(resp.state, buf, sizeof(buf));
+
+			if (n == QP_STREAM_END || n == QP_STREAM_ERROR || n == 0)
+				break;
+			if (n < 0 || (size_t)n > sizeof(buf))
+				abort();
+		}
+	}
+	if (resp.done)
+		resp.done(resp.state);
+	free(resp.body);
+	free(body);
+	free(r);
+	return 0;
+}
