@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# bench/soak.sh - the soak of issue 7: a workload running nested qprof scopes
+# flat out on several threads (bench/soak_work.c), qprofd --pid on it, every
+# route of the API polled in a loop, qprofd's RSS sampled; at the end the
+# event rate, the RSS drift and every counter, with the workload's own counts
+# set against qprofd's, and PASS or FAIL.
+#
+#   bench/soak.sh [BUILD_DIR]              (default: build; needs root and BPF)
+#
+# Environment:
+#   SOAK_SECONDS=S     how long the workload runs under qprofd (default 1800)
+#   SOAK_THREADS=N     workload threads (default 2: one per core here)
+#   SOAK_WARMUP=S      RSS reference: the first sample at or after S s (default 120)
+#   SOAK_RSS_EVERY=S   seconds between RSS samples (default 10)
+#   SOAK_RSS_TOL=P     allowed RSS drift from the reference, % (default 5)
+#   SOAK_MIN_RATE=R    scope events/s to reach; 0: print the rate, no goal
+#                      (default 1000000)
+#   QPROFD=PATH        qprofd to test (default BUILD_DIR/daemon/qprofd)
+#
+# PASS needs all of: every poll answered 200; after the warm-up every RSS
+# sample within +-SOAK_RSS_TOL % of the reference; for scopes, values, marks
+# and logs, qprofd measured no more than the workload did and measured plus
+# counted-as-lost is at least what the workload did (nothing lost silently);
+# the rate at least SOAK_MIN_RATE. Exit 0 PASS, 1 FAIL, 2 bad setup, 77 no BPF.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+build=${1:-$root/build}
+build=$(cd "$build" 2>/dev/null && pwd) || { echo "no build directory '${1:-$root/build}'" >&2; exit 2; }
+QPROFD=${QPROFD:-$build/daemon/qprofd}
+WORK=$build/bench/soak_work
+SOAK_SECONDS=${SOAK_SECONDS:-1800}
+SOAK_THREADS=${SOAK_THREADS:-2}
+SOAK_WARMUP=${SOAK_WARMUP:-120}
+SOAK_RSS_EVERY=${SOAK_RSS_EVERY:-10}
+SOAK_RSS_TOL=${SOAK_RSS_TOL:-5}
+SOAK_MIN_RATE=${SOAK_MIN_RATE:-1000000}
+
+for t in "$QPROFD" "$WORK"; do
+	[ -x "$t" ] || { echo "missing $t: cmake --build $build" >&2; exit 2; }
+done
+for c in curl jq; do
+	command -v "$c" >/dev/null || { echo "soak.sh needs $c (apt-get install $c)" >&2; exit 2; }
+done
+[ "$(id -u)" = 0 ] || { echo "soak.sh needs root (BPF)"; exit 77; }
+
+tmp=$(mktemp -d /tmp/qprof-soak.XXXXXX)
+. "$here/lib.sh"
+
+fail=0
+verdict() { # NAME OK(0/1) TEXT
+	if [ "$2" = 1 ]; then
+		say "  PASS $1: $3"
+	else
+		say "  FAIL $1: $3"
+		fail=1
+	fi
+}
+
+# api ROUTE [OUT]: GET over the socket; prints the HTTP status
+api() {
+	curl -s --max-time 60 --unix-socket "$sock" -o "${2:-/dev/null}" -w '%{http_code}' "http://qprofd$1"
+}
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$q_pid/status" 2>/dev/null; }
+
+# --- the workload, waiting for its start file ---------------------------------
+"$WORK" "$SOAK_THREADS" --start-file "$tmp/start" --stop-file "$tmp/stop" >"$tmp/work.out" 2>&1 &
+w_pid=$!
+started_pids+=("$w_pid")
+wait_for_line "$tmp/work.out" '^ready ' 30 "$w_pid" || { say "soak_work did not start"; exit 2; }
+
+ATTACH_TIMEOUT=${ATTACH_TIMEOUT:-60}
+if ! start_qprofd soak "$w_pid" --report-dir "$tmp/reports"; then
+	grep -q 'BPF' "$tmp/soak.qprofd" && exit 77
+	exit 2
+fi
+say "soak: $SOAK_THREADS workload threads (pid $w_pid), qprofd pid $q_pid, $SOAK_SECONDS s," \
+	"RSS every $SOAK_RSS_EVERY s"
+
+events() { api /api/status "$tmp/st.json" >/dev/null && jq -r '.scopes.events' "$tmp/st.json"; }
+ev0=$(events)
+t0=$(date +%s.%N)
+touch "$tmp/start"
+
+routes=(/api/status /api/scopes "/api/scopes?pid=$w_pid" /api/values "/api/logs?since=0" /api/cpu/folded
+	/pprof/profile /api/cpu/flamegraph /metrics /api/report /api/targets)
+polls=0
+bad=0
+rss=()
+next_rss=0
+start_s=$(date +%s)
+end_s=$((start_s + SOAK_SECONDS))
+while :; do
+	now=$(date +%s)
+	if [ "$now" -ge "$next_rss" ]; then
+		r=$(rss_kb)
+		[ -n "$r" ] || { say "qprofd (pid $q_pid) is gone"; exit 1; }
+		rss+=("$((now - start_s)) $r")
+		next_rss=$((now + SOAK_RSS_EVERY))
+	fi
+	[ "$now" -ge "$end_s" ] && break
+	for r in "${routes[@]}"; do
+		code=$(api "$r")
+		polls=$((polls + 1))
+		if [ "$code" != 200 ]; then
+			bad=$((bad + 1))
+			[ "$bad" -le 5 ] && say "  poll $r answered $code"
+		fi
+	done
+done
+ev1=$(events)
+t1=$(date +%s.%N)
+rate=$(calc "($ev1 - $ev0) / ($t1 - $t0)")
+
+# --- stop the workload, then read every counter ----------------------------------
+touch "$tmp/stop"
+wait_for_line "$tmp/work.out" '^soak_work scopes' 60 "$w_pid" || { say "soak_work did not stop"; exit 1; }
+sleep 2	# the log consumer drains the ring buffer
+read -r _ _ w_scopes _ w_values _ w_marks _ w_logs < <(grep '^soak_work scopes' "$tmp/work.out")
+api /api/status "$tmp/status.json" >/dev/null
+api "/api/scopes?pid=$w_pid" "$tmp/scopes.json" >/dev/null
+api "/api/values?pid=$w_pid" "$tmp/values.json" >/dev/null
+st() { jq -r "$1" "$tmp/status.json"; }
+q_scopes=$(jq '[.scopes[] | select(.kind == "scope") | .count] | add // 0' "$tmp/scopes.json")
+q_marks=$(jq '[.scopes[] | select(.kind == "mark") | .count] | add // 0' "$tmp/scopes.json")
+q_values=$(jq '[.values[] | .count] | add // 0' "$tmp/values.json")
+q_logs=$(st .logs.received)
+d_noenter=$(st .scopes.dropped_by_reason.exit_without_enter)
+d_order=$(st .scopes.dropped_by_reason.out_of_order)
+d_deep=$(st .scopes.dropped_by_reason.too_deep)
+d_texit=$(st .scopes.dropped_by_reason.thread_exit)
+d_full=$(st .scopes.dropped_by_reason.map_full)
+d_stack=$(st .scopes.dropped_by_reason.stack_unavailable)
+l_logs=$(st .logs.lost)
+l_values=$(st .values.lost)
+l_marks=$(st .marks.lost)
+cpu_samples=$(st .cpu.samples)
+cpu_lost=$(st .cpu.lost)
+scope_drops=$((d_noenter + d_order + d_deep + d_texit + d_full))
+
+say ""
+say "== figures"
+say "  scope events/s (qprofd's status, polled window): $(printf '%.0f' "$rate")"
+say "  polls: $polls requests, $bad not answered 200"
+ref="" ref_t=""
+min="" max="" first="" last=""
+for s in "${rss[@]}"; do
+	set -- $s
+	[ -z "$first" ] && first=$2
+	last=$2
+	if [ -z "$ref" ] && [ "$1" -ge "$SOAK_WARMUP" ]; then ref=$2; ref_t=$1; fi
+	if [ -n "$ref" ]; then
+		{ [ -z "$min" ] || [ "$2" -lt "$min" ]; } && min=$2
+		{ [ -z "$max" ] || [ "$2" -gt "$max" ]; } && max=$2
+	fi
+done
+say "  RSS samples: ${#rss[@]}; first ${first} kB, reference (at ${ref_t:-?} s) ${ref:-?} kB," \
+	"after it min ${min:-?} max ${max:-?}, last ${last} kB"
+printf '%s\n' "${rss[@]}" >"$tmp/rss.txt"
+[ -n "${SOAK_RSS_LOG:-}" ] && cp "$tmp/rss.txt" "$SOAK_RSS_LOG"
+say "  workload: scopes $w_scopes values $w_values marks $w_marks logs $w_logs"
+say "  qprofd:   scopes $q_scopes values $q_values marks $q_marks logs $q_logs"
+say "  scope drops: exit_without_enter $d_noenter, out_of_order $d_order, too_deep $d_deep," \
+	"thread_exit $d_texit, map_full $d_full"
+say "  lost: logs $l_logs, values $l_values, marks $l_marks; CPU samples $cpu_samples," \
+	"lost $cpu_lost, stacks unavailable $d_stack"
+
+say ""
+say "== verdict"
+verdict polls "$([ "$bad" = 0 ] && echo 1 || echo 0)" "$bad of $polls polls not answered 200"
+if [ -n "$ref" ]; then
+	up=$(calc "100 * ($max - $ref) / $ref")
+	down=$(calc "100 * ($ref - $min) / $ref")
+	ok=$(awk -v u="$up" -v d="$down" -v t="$SOAK_RSS_TOL" 'BEGIN { print (u <= t && d <= t) ? 1 : 0 }')
+	verdict rss "$ok" "drift after warm-up +$up % / -$down % (limit +-$SOAK_RSS_TOL %)"
+else
+	verdict rss 0 "no RSS sample after the $SOAK_WARMUP s warm-up"
+fi
+# measured <= done, and measured + counted losses >= done
+account() { # NAME DONE MEASURED LOST
+	local ok=0
+	[ "$3" -le "$2" ] && [ $(($3 + $4)) -ge "$2" ] && ok=1
+	verdict "$1" "$ok" "done $2, measured $3, counted lost $4, not accounted for $(($2 - $3 - $4 > 0 ? $2 - $3 - $4 : 0))"
+}
+account scopes "$w_scopes" "$q_scopes" "$scope_drops"
+account values "$w_values" "$q_values" "$l_values"
+account marks "$w_marks" "$q_marks" "$l_marks"
+account logs "$w_logs" "$q_logs" "$l_logs"
+if [ "$SOAK_MIN_RATE" -gt 0 ]; then
+	verdict rate "$(awk -v r="$rate" -v g="$SOAK_MIN_RATE" 'BEGIN { print r >= g ? 1 : 0 }')" \
+		"$(printf '%.0f' "$rate") scope events/s (goal >= $SOAK_MIN_RATE)"
+else
+	say "  (rate not judged: SOAK_MIN_RATE=0)"
+fi
+kill "$w_pid" 2>/dev/null
+wait "$w_pid" 2>/dev/null
+forget "$w_pid"
+stop_qprofd
+if [ "$fail" = 0 ]; then say "soak: PASS"; exit 0; fi
+say "soak: FAIL"
+exit 1
