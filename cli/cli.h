@@ -48,10 +48,12 @@ enum { CLI_OPT_HELP = 'h', CLI_OPT_JSON = 0x100, CLI_OPT_SOCKET, CLI_OPT_CMD_BAS
 /* Resolve the socket path: --socket, QPROF_SOCKET, the default. */
 const char *cli_socket(const struct cli_ctx *ctx);
 
-/* "qprof-cli CMD: <message>" + a hint to --help, on stderr. Returns CLI_USAGE. */
+/* "qprof-cli CMD: <message>" + a hint to --help, on stderr. Returns CLI_USAGE.
+ * With --json (once parsed): {"error": "<message>"} on stdout instead. */
 __printf(2, 3) int cli_usage_error(const struct cli_ctx *ctx, const char *fmt, ...);
-/* "qprof-cli: <message>" on stderr. Returns CLI_FAIL. */
-__printf(1, 2) int cli_fail(const char *fmt, ...);
+/* "qprof-cli: <message>" on stderr, or {"error": "<message>"} on stdout with
+ * --json (CTX may be NULL: plain text). Returns CLI_FAIL. */
+__printf(2, 3) int cli_fail(const struct cli_ctx *ctx, const char *fmt, ...);
 
 /* Handle an option getopt_long returned that the command did not: common
  * options, unknown options, missing values. Returns -1 when handled and the
@@ -75,12 +77,13 @@ int cli_query_pid_seconds(const struct cli_ctx *ctx, const char *pid_arg, const 
 			  char *target, size_t len, int64_t *sec);
 
 /* Call the daemon. 0 with RESP filled on a 2xx answer; otherwise the error
- * (connection, protocol or the daemon's {"error": ...}) has been printed, RESP
- * is empty and the exit code CLI_FAIL is returned. */
+ * (connection, protocol or the daemon's {"error": ...}) has been printed
+ * (as {"error": ..., "http_status": N} on stdout with --json), RESP is empty
+ * and the exit code CLI_FAIL is returned. */
 int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *target,
 		 const char *body, int timeout_s, struct http_response *resp);
 /* Parse a 2xx body as a JSON object; NULL after printing why not. */
-json_t *cli_api_json(const struct http_response *resp);
+json_t *cli_api_json(const struct cli_ctx *ctx, const struct http_response *resp);
 /* --json: the daemon's answer byte for byte, with a final newline. */
 void cli_print_body(const struct http_response *resp);
 
@@ -90,7 +93,7 @@ bool cli_json_u64(const json_t *obj, const char *key, uint64_t *out);
 const char *cli_json_str(const json_t *obj, const char *key);	/* NULL if absent */
 
 /* Human table of targets (status, attach); ARR is a JSON array of targets. */
-int cli_print_targets(const json_t *arr);
+int cli_print_targets(const struct cli_ctx *ctx, const json_t *arr);
 
 int cmd_status(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_attach(struct cli_ctx *ctx, int argc, char **argv);

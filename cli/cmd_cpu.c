@@ -1,7 +1,10 @@
 /* cmd_cpu.c - the CPU profile commands: folded (stdout or -o), flamegraph
- * -o FILE.svg (--callgraph for the call graph), pprof -o FILE.pb.gz. Each is
- * one GET of the daemon; files are written beside their target and renamed
- * into place, so a failed run never leaves half a file. */
+ * -o FILE.svg (--callgraph for the call graph), pprof -o FILE.pb.gz; "-o -"
+ * is standard output. Each is one GET of the daemon; files are written
+ * beside their target and renamed into place, so a failed run never leaves
+ * half a file. An empty profile (the daemon's X-Qprof-Note: no samples, or
+ * none inside --scope) is a failure: the note on stderr, nothing written,
+ * exit 1. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -22,19 +25,26 @@ static const char folded_help[] =
 	"  --pid N       only process N\n"
 	"  --seconds S   collect the next S seconds\n"
 	"  --scope NAME  only the samples taken inside qprof scope NAME\n"
-	"  -o FILE       write to FILE instead of standard output\n";
+	"  -o FILE       write to FILE instead of standard output (\"-\": standard output)\n"
+	"\n"
+	"No samples (none yet, or none inside --scope NAME, for instance an unknown\n"
+	"scope): the daemon's reason on stderr, nothing written, exit status 1.\n";
 static const char flame_help[] =
 	"Usage: qprof-cli flamegraph -o FILE.svg [--pid N] [--seconds S] [--scope NAME] [--callgraph]\n"
 	"\n"
 	"A self-contained SVG flame graph of the CPU samples: open it in a browser,\n"
 	"hover for names and shares, click to zoom, Ctrl-F to search. --callgraph\n"
-	"draws a call graph instead (needs graphviz's dot on the daemon's machine).\n";
+	"draws a call graph instead (needs graphviz's dot on the daemon's machine).\n"
+	"-o - writes the SVG to standard output. No samples: exit status 1, nothing\n"
+	"written (see folded --help).\n";
 static const char pprof_help[] =
 	"Usage: qprof-cli pprof -o FILE.pb.gz [--pid N] [--seconds S] [--scope NAME]\n"
 	"\n"
-	"The CPU samples as a gzipped pprof profile: go tool pprof -top FILE.pb.gz\n";
+	"The CPU samples as a gzipped pprof profile: go tool pprof -top FILE.pb.gz\n"
+	"-o - writes it to standard output. No samples: exit status 1, nothing\n"
+	"written (see folded --help).\n";
 
-static int write_file(const char *path, const char *data, size_t len)
+static int write_file(const struct cli_ctx *ctx, const char *path, const char *data, size_t len)
 {
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 16);
@@ -42,14 +52,14 @@ static int write_file(const char *path, const char *data, size_t len)
 	int fd;
 
 	if (!tmp)
-		return cli_fail("out of memory");
+		return cli_fail(ctx, "out of memory");
 	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
 	fd = mkstemp(tmp);
 	if (fd < 0) {
 		int e = errno;
 
 		free(tmp);
-		return cli_fail("cannot write %s: %s", path, strerror(e));
+		return cli_fail(ctx, "cannot write %s: %s", path, strerror(e));
 	}
 	while (off < len) {
 		ssize_t n = write(fd, data + off, len - off);
@@ -62,7 +72,7 @@ static int write_file(const char *path, const char *data, size_t len)
 			close(fd);
 			unlink(tmp);
 			free(tmp);
-			return cli_fail("cannot write %s: %s", path, strerror(e));
+			return cli_fail(ctx, "cannot write %s: %s", path, strerror(e));
 		}
 		off += (size_t)n;
 	}
@@ -72,7 +82,7 @@ static int write_file(const char *path, const char *data, size_t len)
 
 		unlink(tmp);
 		free(tmp);
-		return cli_fail("cannot write %s: %s", path, strerror(e));
+		return cli_fail(ctx, "cannot write %s: %s", path, strerror(e));
 	}
 	free(tmp);
 	return CLI_OK;
@@ -137,21 +147,33 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 	if (rc)
 		return rc;
 	if (scope && http_add_query(target, sizeof(target), "scope", scope))
-		return cli_fail("request target too long");
+		return cli_fail(ctx, "request target too long");
 	if (callgraph && http_add_query(target, sizeof(target), "renderer", "callgraph"))
-		return cli_fail("request target too long");
+		return cli_fail(ctx, "request target too long");
 	if (sec && isatty(STDERR_FILENO))
 		fprintf(stderr, "collecting for %lld s...\n", (long long)sec);
 	rc = cli_api_call(ctx, "GET", target, NULL, (int)sec + 2 * CLI_HTTP_TIMEOUT_S, &resp);
 	if (rc)
 		return rc;
-	if (out) {
-		rc = write_file(out, resp.body, resp.body_len);
+	if (resp.note[0]) {
+		char note[sizeof(resp.note)];
+		size_t i;
+
+		/* the daemon's words, kept off the terminal's control codes */
+		for (i = 0; resp.note[i]; i++)
+			note[i] = (unsigned char)resp.note[i] < 0x20 || resp.note[i] == 0x7f ? '?'
+											   : resp.note[i];
+		note[i] = '\0';
+		http_response_free(&resp);
+		return cli_fail(ctx, "empty profile: %s", note);
+	}
+	if (out && strcmp(out, "-")) {
+		rc = write_file(ctx, out, resp.body, resp.body_len);
 		if (!rc)
 			fprintf(stderr, "wrote %s (%zu bytes)\n", out, resp.body_len);
 	} else {
 		fwrite(resp.body, 1, resp.body_len, stdout);
-		rc = fflush(stdout) ? cli_fail("cannot write to standard output") : CLI_OK;
+		rc = fflush(stdout) ? cli_fail(ctx, "cannot write to standard output") : CLI_OK;
 	}
 	http_response_free(&resp);
 	return rc;

@@ -112,7 +112,7 @@ static int view_build(const struct qp_elf_probes *p, struct probes_view *v)
 	return 0;
 }
 
-static int print_json(const struct qp_elf_probes *p, const struct probes_view *v)
+static int print_json(const struct cli_ctx *ctx, const struct qp_elf_probes *p, const struct probes_view *v)
 {
 	struct qp_json j;
 	char *out;
@@ -160,13 +160,13 @@ static int print_json(const struct qp_elf_probes *p, const struct probes_view *v
 	qp_json_obj_end(&j);
 	out = qp_json_finish(&j, NULL);
 	if (!out)
-		return cli_fail("out of memory");
+		return cli_fail(ctx, "out of memory");
 	printf("%s\n", out);
 	free(out);
 	return CLI_OK;
 }
 
-static int print_human(const char *path, const struct qp_elf_probes *p,
+static int print_human(const struct cli_ctx *ctx, const char *path, const struct qp_elf_probes *p,
 		       const struct probes_view *v)
 {
 	static const struct table_col site_cols[] = {
@@ -218,7 +218,7 @@ static int print_human(const char *path, const struct qp_elf_probes *p,
 		rc |= table_print(&t, stdout);
 		table_free(&t);
 	}
-	return rc ? cli_fail("out of memory") : CLI_OK;
+	return rc ? cli_fail(ctx, "out of memory") : CLI_OK;
 }
 
 int cmd_probes(struct cli_ctx *ctx, int argc, char **argv)
@@ -244,13 +244,13 @@ int cmd_probes(struct cli_ctx *ctx, int argc, char **argv)
 	err[0] = '\0';
 	rc = qp_elf_probes_open(path, &p, err, sizeof(err));
 	if (rc < 0)
-		return cli_fail("cannot read probes of %s: %s", path,
+		return cli_fail(ctx, "cannot read probes of %s: %s", path,
 				err[0] ? err : strerror(-rc));
 	if (view_build(p, &v)) {
 		qp_elf_probes_free(p);
-		return cli_fail("out of memory");
+		return cli_fail(ctx, "out of memory");
 	}
-	rc = ctx->json ? print_json(p, &v) : print_human(path, p, &v);
+	rc = ctx->json ? print_json(ctx, p, &v) : print_human(ctx, path, p, &v);
 	view_free(&v);
 	qp_elf_probes_free(p);
 	return rc;

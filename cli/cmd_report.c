@@ -33,9 +33,9 @@ static void fmt_ms(char *buf, size_t len, uint64_t ms)
 		snprintf(buf, len, "-");
 }
 
-static int print_list(const struct http_response *resp)
+static int print_list(const struct cli_ctx *ctx, const struct http_response *resp)
 {
-	json_t *root = cli_api_json(resp), *arr;
+	json_t *root = cli_api_json(ctx, resp), *arr;
 	static const struct table_col cols[] = {
 		{ "PID", true }, { "COMM", false }, { "EXITED", false }, { "DIRECTORY", false },
 	};
@@ -49,7 +49,7 @@ static int print_list(const struct http_response *resp)
 	arr = json_object_get(root, "reports");
 	if (!json_is_array(arr)) {
 		json_decref(root);
-		return cli_fail("qprofd's answer has no reports array");
+		return cli_fail(ctx, "qprofd's answer has no reports array");
 	}
 	if (!json_array_size(arr)) {
 		printf("no reports yet (one is written when a target exits)\n");
@@ -70,7 +70,7 @@ static int print_list(const struct http_response *resp)
 		table_cell(&t, when);
 		table_cell(&t, cli_json_str(r, "dir"));
 	}
-	rc = table_print(&t, stdout) ? cli_fail("out of memory") : CLI_OK;
+	rc = table_print(&t, stdout) ? cli_fail(ctx, "out of memory") : CLI_OK;
 	table_free(&t);
 	json_decref(root);
 	return rc;
@@ -106,7 +106,7 @@ int cmd_report(struct cli_ctx *ctx, int argc, char **argv)
 	if (rc)
 		return rc;
 	if (pid_arg && ctx->json && http_add_query(target, sizeof(target), "format", "json"))
-		return cli_fail("request target too long");
+		return cli_fail(ctx, "request target too long");
 	rc = cli_api_call(ctx, "GET", target, NULL, CLI_HTTP_TIMEOUT_S, &resp);
 	if (rc)
 		return rc;
@@ -114,10 +114,10 @@ int cmd_report(struct cli_ctx *ctx, int argc, char **argv)
 		cli_print_body(&resp);
 		rc = CLI_OK;
 	} else {
-		rc = print_list(&resp);
+		rc = print_list(ctx, &resp);
 	}
 	http_response_free(&resp);
 	if (!rc && fflush(stdout))
-		rc = cli_fail("cannot write to standard output");
+		rc = cli_fail(ctx, "cannot write to standard output");
 	return rc;
 }

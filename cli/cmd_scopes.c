@@ -150,7 +150,7 @@ static void print_group(struct table *t, struct scope_row *rows, size_t lo, size
 			emit_tree(t, rows, lo, hi, i, stack);
 }
 
-static int print_scopes(const json_t *root)
+static int print_scopes(const struct cli_ctx *ctx, const json_t *root)
 {
 	static const struct table_col cols[] = {
 		{ "PID", true }, { "KIND", false }, { "NAME", false }, { "COUNT", true },
@@ -165,7 +165,7 @@ static int print_scopes(const json_t *root)
 	int rc, k;
 
 	if (!json_is_array(arr))
-		return cli_fail("qprofd's answer has no \"scopes\" array");
+		return cli_fail(ctx, "qprofd's answer has no \"scopes\" array");
 	n = json_array_size(arr);
 	if (!n) {
 		printf("no scopes recorded\n");
@@ -176,7 +176,7 @@ static int print_scopes(const json_t *root)
 	if (!rows || !stack) {
 		free(rows);
 		free(stack);
-		return cli_fail("out of memory");
+		return cli_fail(ctx, "out of memory");
 	}
 	json_array_foreach(arr, i, o) {
 		struct scope_row *r = &rows[i];
@@ -203,7 +203,7 @@ static int print_scopes(const json_t *root)
 	table_free(&t);
 	free(rows);
 	free(stack);
-	return rc ? cli_fail("out of memory") : CLI_OK;
+	return rc ? cli_fail(ctx, "out of memory") : CLI_OK;
 }
 
 int cmd_scopes(struct cli_ctx *ctx, int argc, char **argv)
@@ -253,11 +253,11 @@ int cmd_scopes(struct cli_ctx *ctx, int argc, char **argv)
 		http_response_free(&resp);
 		return CLI_OK;
 	}
-	root = cli_api_json(&resp);
+	root = cli_api_json(ctx, &resp);
 	http_response_free(&resp);
 	if (!root)
 		return CLI_FAIL;
-	rc = print_scopes(root);
+	rc = print_scopes(ctx, root);
 	json_decref(root);
 	return rc;
 }

@@ -46,7 +46,7 @@ static void cell_attached(struct table *t, const json_t *o)
 	table_cell(t, fmt_age(buf, sizeof(buf), ms));
 }
 
-int cli_print_targets(const json_t *arr)
+int cli_print_targets(const struct cli_ctx *ctx, const json_t *arr)
 {
 	static const struct table_col cols[] = {
 		{ "PID", true }, { "COMM", false }, { "STATE", false },
@@ -70,7 +70,7 @@ int cli_print_targets(const json_t *arr)
 	}
 	rc = table_print(&t, stdout);
 	table_free(&t);
-	return rc ? cli_fail("out of memory") : CLI_OK;
+	return rc ? cli_fail(ctx, "out of memory") : CLI_OK;
 }
 
 static const char *num(char *buf, size_t len, const json_t *o, const char *key)
@@ -82,7 +82,7 @@ static const char *num(char *buf, size_t len, const json_t *o, const char *key)
 	return qp_fmt_count(buf, len, v);
 }
 
-static int print_status(const json_t *root)
+static int print_status(const struct cli_ctx *ctx, const json_t *root)
 {
 	const json_t *cpu = json_object_get(root, "cpu");
 	const json_t *sc = json_object_get(root, "scopes");
@@ -132,7 +132,7 @@ static int print_status(const json_t *root)
 		printf("no targets (add one with: %s attach --pid N)\n", CLI_PROG);
 		return CLI_OK;
 	}
-	return cli_print_targets(targets);
+	return cli_print_targets(ctx, targets);
 }
 
 int cmd_status(struct cli_ctx *ctx, int argc, char **argv)
@@ -158,11 +158,11 @@ int cmd_status(struct cli_ctx *ctx, int argc, char **argv)
 		http_response_free(&resp);
 		return CLI_OK;
 	}
-	root = cli_api_json(&resp);
+	root = cli_api_json(ctx, &resp);
 	http_response_free(&resp);
 	if (!root)
 		return CLI_FAIL;
-	rc = print_status(root);
+	rc = print_status(ctx, root);
 	json_decref(root);
 	return rc;
 }

@@ -124,9 +124,9 @@ static char *attach_body(int64_t pid, const char *binary, const char *const *usd
 	return qp_json_finish(&j, NULL);
 }
 
-static int print_target(const struct http_response *resp)
+static int print_target(const struct cli_ctx *ctx, const struct http_response *resp)
 {
-	json_t *root = cli_api_json(resp), *arr;
+	json_t *root = cli_api_json(ctx, resp), *arr;
 	int rc;
 
 	if (!root)
@@ -136,7 +136,7 @@ static int print_target(const struct http_response *resp)
 		arr = json_pack("[O]", json_object_get(root, "target"));
 	else
 		arr = json_pack("[O]", root);
-	rc = arr ? cli_print_targets(arr) : cli_fail("out of memory");
+	rc = arr ? cli_print_targets(ctx, arr) : cli_fail(ctx, "out of memory");
 	json_decref(arr);
 	json_decref(root);
 	return rc;
@@ -201,7 +201,7 @@ int cmd_attach(struct cli_ctx *ctx, int argc, char **argv)
 			}
 			ns = realloc(spans, (nspans + 1) * sizeof(*spans));
 			if (!ns) {
-				rc = cli_fail("out of memory");
+				rc = cli_fail(ctx, "out of memory");
 				break;
 			}
 			spans = ns;
@@ -230,14 +230,14 @@ int cmd_attach(struct cli_ctx *ctx, int argc, char **argv)
 		/* the daemon has another working directory */
 		abs = realpath(binary, NULL);
 		if (!abs) {
-			rc = cli_fail("cannot resolve %s: %s", binary, strerror(errno));
+			rc = cli_fail(ctx, "cannot resolve %s: %s", binary, strerror(errno));
 			goto out;
 		}
 		binary = abs;
 	}
 	body = attach_body(pid, binary, usdt, nusdt, spans, nspans);
 	if (!body) {
-		rc = cli_fail("out of memory");
+		rc = cli_fail(ctx, "out of memory");
 		goto out;
 	}
 	rc = cli_api_call(ctx, "POST", "/api/targets", body, CLI_HTTP_TIMEOUT_S, &resp);
@@ -246,7 +246,7 @@ int cmd_attach(struct cli_ctx *ctx, int argc, char **argv)
 	if (ctx->json)
 		cli_print_body(&resp);
 	else
-		rc = print_target(&resp);
+		rc = print_target(ctx, &resp);
 	http_response_free(&resp);
 out:
 	free(body);

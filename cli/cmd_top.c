@@ -882,9 +882,9 @@ static int run_once(struct cli_ctx *ctx, int64_t pid, int interval)
 		fprintf(stderr, "collecting for %d s...\n", interval);
 	r = collect(cli_socket(ctx), pid, interval);
 	if (!r)
-		return cli_fail("out of memory");
+		return cli_fail(ctx, "out of memory");
 	if (r->err[0]) {
-		rc = cli_fail("%s", r->err);
+		rc = cli_fail(ctx, "%s", r->err);
 	} else if (ctx->json) {
 		json_t *root;
 		char *text;
@@ -895,7 +895,7 @@ static int run_once(struct cli_ctx *ctx, int64_t pid, int interval)
 		if (text)
 			printf("%s\n", text);
 		else
-			rc = cli_fail("out of memory");
+			rc = cli_fail(ctx, "out of memory");
 		free(text);
 		json_decref(root);
 	} else {
@@ -904,13 +904,13 @@ static int run_once(struct cli_ctx *ctx, int64_t pid, int interval)
 		sort_round(r, FS_SELF, SS_BUSY);
 		draw_frame(&s, r, pid, interval, 0, FS_SELF, SS_BUSY, NULL);
 		if (s.oom)
-			rc = cli_fail("out of memory");
+			rc = cli_fail(ctx, "out of memory");
 		else
 			fwrite(s.buf, 1, s.len, stdout);
 		free(s.buf);
 	}
 	if (!rc && fflush(stdout))
-		rc = cli_fail("cannot write to standard output");
+		rc = cli_fail(ctx, "cannot write to standard output");
 	round_free(r);
 	return rc;
 }
@@ -1040,7 +1040,7 @@ static int run_live(struct cli_ctx *ctx, int64_t pid, int interval, struct round
 	int i;
 
 	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) || pipe2(lv.wake, O_CLOEXEC | O_NONBLOCK))
-		return cli_fail("pipe: %s", strerror(errno));
+		return cli_fail(ctx, "pipe: %s", strerror(errno));
 	pthread_mutex_init(&lv.lock, NULL);
 	if (keys && tcgetattr(STDIN_FILENO, &saved_tio) == 0) {
 		struct termios raw = saved_tio;
@@ -1080,7 +1080,7 @@ static int run_live(struct cli_ctx *ctx, int64_t pid, int interval, struct round
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (i) {
 			restore_terminal();
-			return cli_fail("cannot start a thread: %s", strerror(i));
+			return cli_fail(ctx, "cannot start a thread: %s", strerror(i));
 		}
 		pthread_detach(th);
 	}
@@ -1231,7 +1231,7 @@ int cmd_top(struct cli_ctx *ctx, int argc, char **argv)
 	rc = cli_api_call(ctx, "GET", "/api/status", NULL, CLI_HTTP_TIMEOUT_S, &resp);
 	if (rc)
 		return rc;
-	root = cli_api_json(&resp);
+	root = cli_api_json(ctx, &resp);
 	http_response_free(&resp);
 	if (!root)
 		return CLI_FAIL;
@@ -1239,7 +1239,7 @@ int cmd_top(struct cli_ctx *ctx, int argc, char **argv)
 	if (!first || take_status(first, root)) {
 		json_decref(root);
 		round_free(first);
-		return cli_fail("out of memory");
+		return cli_fail(ctx, "out of memory");
 	}
 	json_decref(root);
 	if (pid) {
@@ -1249,7 +1249,7 @@ int cmd_top(struct cli_ctx *ctx, int argc, char **argv)
 			;
 		if (i == first->ntargets) {
 			round_free(first);
-			return cli_fail("pid %lld is not a target of qprofd (see qprof-cli status)",
+			return cli_fail(ctx, "pid %lld is not a target of qprofd (see qprof-cli status)",
 					(long long)pid);
 		}
 	}

@@ -86,14 +86,14 @@ int cmd_values(struct cli_ctx *ctx, int argc, char **argv)
 		http_response_free(&resp);
 		return CLI_OK;
 	}
-	root = cli_api_json(&resp);
+	root = cli_api_json(ctx, &resp);
 	http_response_free(&resp);
 	if (!root)
 		return CLI_FAIL;
 	arr = json_object_get(root, "values");
 	if (!json_is_array(arr)) {
 		json_decref(root);
-		return cli_fail("qprofd's answer has no \"values\" array");
+		return cli_fail(ctx, "qprofd's answer has no \"values\" array");
 	}
 	if (!json_array_size(arr)) {
 		printf("no values recorded\n");
@@ -133,7 +133,7 @@ int cmd_values(struct cli_ctx *ctx, int argc, char **argv)
 	rc = table_print(&t, stdout);
 	table_free(&t);
 	json_decref(root);
-	return rc ? cli_fail("out of memory") : CLI_OK;
+	return rc ? cli_fail(ctx, "out of memory") : CLI_OK;
 }
 
 static volatile sig_atomic_t interrupted;

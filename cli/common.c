@@ -20,28 +20,72 @@ const char *cli_socket(const struct cli_ctx *ctx)
 	return env && *env ? env : CLI_DEFAULT_SOCKET;
 }
 
+/* --json: one object {"error": MSG} (and "http_status" for the daemon's
+ * errors) on stdout, where a script reads the answer, as bpftool -j does.
+ * MSG is escaped by jansson; bytes that are not UTF-8 become '?'. */
+static void json_error(const char *msg, int http_status)
+{
+	json_t *o, *m;
+	char *clean = NULL;
+
+	m = json_string(msg);
+	if (!m) {
+		size_t i, n = strlen(msg);
+
+		clean = malloc(n + 1);
+		if (clean) {
+			for (i = 0; i < n; i++)
+				clean[i] = (unsigned char)msg[i] >= 0x80 ? '?' : msg[i];
+			clean[n] = '\0';
+			m = json_string(clean);
+		}
+	}
+	o = json_object();
+	if (o && m && !json_object_set_new(o, "error", m)) {
+		m = NULL;
+		if (http_status)
+			json_object_set_new(o, "http_status", json_integer(http_status));
+		json_dumpf(o, stdout, JSON_COMPACT);
+		fputc('\n', stdout);
+		fflush(stdout);
+	} else {
+		fputs("{\"error\":\"out of memory\"}\n", stdout);
+	}
+	json_decref(m);
+	json_decref(o);
+	free(clean);
+}
+
 int cli_usage_error(const struct cli_ctx *ctx, const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fprintf(stderr, "%s%s%s: ", CLI_PROG, ctx->cmd ? " " : "", ctx->cmd ? ctx->cmd : "");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (ctx->json) {
+		json_error(msg, 0);
+		return CLI_USAGE;
+	}
+	fprintf(stderr, "%s%s%s: %s", CLI_PROG, ctx->cmd ? " " : "", ctx->cmd ? ctx->cmd : "", msg);
 	fprintf(stderr, "\nTry '%s%s%s --help'.\n", CLI_PROG, ctx->cmd ? " " : "",
 		ctx->cmd ? ctx->cmd : "");
 	return CLI_USAGE;
 }
 
-int cli_fail(const char *fmt, ...)
+int cli_fail(const struct cli_ctx *ctx, const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fprintf(stderr, "%s: ", CLI_PROG);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (ctx && ctx->json)
+		json_error(msg, 0);
+	else
+		fprintf(stderr, "%s: %s\n", CLI_PROG, msg);
 	return CLI_FAIL;
 }
 
@@ -128,12 +172,12 @@ int cli_query_pid_seconds(const struct cli_ctx *ctx, const char *pid_arg, const 
 	if (pid_arg) {
 		snprintf(num, sizeof(num), "%lld", (long long)pid);
 		if (http_add_query(target, len, "pid", num))
-			return cli_fail("request target too long");
+			return cli_fail(ctx, "request target too long");
 	}
 	if (sec_arg) {
 		snprintf(num, sizeof(num), "%lld", (long long)s);
 		if (http_add_query(target, len, "seconds", num))
-			return cli_fail("request target too long");
+			return cli_fail(ctx, "request target too long");
 	}
 	if (sec)
 		*sec = s;
@@ -154,21 +198,24 @@ static int http_failure(const struct cli_ctx *ctx, const struct http_response *r
 {
 	json_t *root = NULL;
 	const char *msg = NULL;
+	char text[4200];
 
 	if (resp->body && resp->body_len)
 		root = json_loadb(resp->body, resp->body_len, 0, NULL);
 	if (root)
 		msg = json_string_value(json_object_get(root, "error"));
-	fprintf(stderr, "%s: ", CLI_PROG);
-	if (msg) {
-		print_clean(stderr, msg, 4096);
-		fprintf(stderr, " (HTTP %d)\n", resp->status);
+	if (msg)
+		snprintf(text, sizeof(text), "%.4096s", msg);
+	else
+		snprintf(text, sizeof(text), "qprofd answered HTTP %d%s%s", resp->status,
+			 resp->reason[0] ? " " : "", resp->reason);
+	if (ctx->json) {
+		json_error(text, resp->status);
 	} else {
-		fprintf(stderr, "qprofd answered HTTP %d", resp->status);
-		if (resp->reason[0]) {
-			fputc(' ', stderr);
-			print_clean(stderr, resp->reason, sizeof(resp->reason));
-		}
+		fprintf(stderr, "%s: ", CLI_PROG);
+		print_clean(stderr, text, sizeof(text));
+		if (msg)
+			fprintf(stderr, " (HTTP %d)", resp->status);
 		fputc('\n', stderr);
 	}
 	json_decref(root);
@@ -185,9 +232,9 @@ int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *targ
 	rc = http_request(path, method, target, "application/json", body,
 			  body ? strlen(body) : 0, timeout_s, resp, err, sizeof(err));
 	if (rc == HTTP_ERR_CONNECT)
-		return cli_fail("cannot connect to qprofd at %s: %s (is qprofd running?)", path, err);
+		return cli_fail(ctx, "cannot connect to qprofd at %s: %s (is qprofd running?)", path, err);
 	if (rc)
-		return cli_fail("bad answer from qprofd at %s: %s", path, err);
+		return cli_fail(ctx, "bad answer from qprofd at %s: %s", path, err);
 	if (resp->status < 200 || resp->status > 299) {
 		rc = http_failure(ctx, resp);
 		http_response_free(resp);
@@ -196,19 +243,19 @@ int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *targ
 	return 0;
 }
 
-json_t *cli_api_json(const struct http_response *resp)
+json_t *cli_api_json(const struct cli_ctx *ctx, const struct http_response *resp)
 {
 	json_error_t jerr;
 	json_t *root;
 
 	root = json_loadb(resp->body, resp->body_len, 0, &jerr);
 	if (!root) {
-		cli_fail("qprofd sent invalid JSON: %s (line %d)", jerr.text, jerr.line);
+		cli_fail(ctx, "qprofd sent invalid JSON: %s (line %d)", jerr.text, jerr.line);
 		return NULL;
 	}
 	if (!json_is_object(root)) {
 		json_decref(root);
-		cli_fail("qprofd sent JSON that is not an object");
+		cli_fail(ctx, "qprofd sent JSON that is not an object");
 		return NULL;
 	}
 	return root;

@@ -223,6 +223,7 @@ static int parse_head(struct conn *c, char *p, size_t len, struct head *h,
 	uint64_t v;
 
 	memset(h, 0, sizeof(*h));
+	resp->note[0] = '\0';	/* an interim 1xx head's note is not the answer's */
 	eol = memchr(line, '\n', (size_t)(end - line));
 	/* "HTTP/1.x SSS reason" */
 	if (!eol || eol - line < 12 || memcmp(line, "HTTP/1.", 7) != 0 ||
@@ -279,6 +280,8 @@ static int parse_head(struct conn *c, char *p, size_t len, struct head *h,
 				     strncasecmp(e - 7, "chunked", 7) == 0;
 		} else if (name_is(line, colon, "Content-Type")) {
 			copy_field(resp->content_type, sizeof(resp->content_type), s, e);
+		} else if (name_is(line, colon, "X-Qprof-Note")) {
+			copy_field(resp->note, sizeof(resp->note), s, e);
 		}
 	}
 	resp->status = h->status;

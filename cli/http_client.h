@@ -21,6 +21,7 @@ struct http_response {
 	int status;
 	char reason[64];
 	char content_type[128];
+	char note[256];		/* X-Qprof-Note: why a profile is empty, "" when it is not */
 	char *body;		/* NUL-terminated (the NUL is not counted) */
 	size_t body_len;
 };

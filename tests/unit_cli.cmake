@@ -22,3 +22,13 @@ foreach(mode args http probes)
     COMMAND test_cli $<TARGET_FILE:qprof-cli> ${mode} $<TARGET_FILE:cli_probes_fixture>)
   set_tests_properties(unit_cli_${mode} PROPERTIES TIMEOUT 120)
 endforeach()
+
+# Where answers and errors go: --json errors, "-o -", the empty-profile note.
+add_executable(test_cli_output unit/test_cli_output.c)
+target_include_directories(test_cli_output PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_cli_output PRIVATE Threads::Threads)
+add_dependencies(test_cli_output qprof-cli)
+foreach(mode json stdout note)
+  add_test(NAME unit_cli_${mode} COMMAND test_cli_output $<TARGET_FILE:qprof-cli> ${mode})
+  set_tests_properties(unit_cli_${mode} PROPERTIES TIMEOUT 120)
+endforeach()
