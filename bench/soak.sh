@@ -9,7 +9,8 @@
 #
 # Environment:
 #   SOAK_SECONDS=S     how long the workload runs under qprofd (default 1800)
-#   SOAK_THREADS=N     workload threads (default 2: one per core here)
+#   SOAK_THREADS=N     workload threads (default 4: an attached scope costs about
+#                      0.85 us, so 1 M events/s needs most of both cores here)
 #   SOAK_WARMUP=S      RSS reference: the first sample at or after S s (default 120)
 #   SOAK_RSS_EVERY=S   seconds between RSS samples (default 10)
 #   SOAK_RSS_TOL=P     allowed RSS drift from the reference, % (default 5)
@@ -31,7 +32,7 @@ build=$(cd "$build" 2>/dev/null && pwd) || { echo "no build directory '${1:-$roo
 QPROFD=${QPROFD:-$build/daemon/qprofd}
 WORK=$build/bench/soak_work
 SOAK_SECONDS=${SOAK_SECONDS:-1800}
-SOAK_THREADS=${SOAK_THREADS:-2}
+SOAK_THREADS=${SOAK_THREADS:-4}
 SOAK_WARMUP=${SOAK_WARMUP:-120}
 SOAK_RSS_EVERY=${SOAK_RSS_EVERY:-10}
 SOAK_RSS_TOL=${SOAK_RSS_TOL:-5}
@@ -141,7 +142,8 @@ scope_drops=$((d_noenter + d_order + d_deep + d_texit + d_full))
 
 say ""
 say "== figures"
-say "  scope events/s (qprofd's status, polled window): $(printf '%.0f' "$rate")"
+say "  scope events/s (qprofd's status, polled window): $(printf '%.0f' "$rate");" \
+	"workload's own count over its whole run: $(printf '%.0f' "$(calc "$w_scopes / ($t1 - $t0)")")"
 say "  polls: $polls requests, $bad not answered 200"
 ref="" ref_t=""
 min="" max="" first="" last=""
@@ -164,7 +166,8 @@ say "  qprofd:   scopes $q_scopes values $q_values marks $q_marks logs $q_logs"
 say "  scope drops: exit_without_enter $d_noenter, out_of_order $d_order, too_deep $d_deep," \
 	"thread_exit $d_texit, map_full $d_full"
 say "  lost: logs $l_logs, values $l_values, marks $l_marks; CPU samples $cpu_samples," \
-	"lost $cpu_lost, stacks unavailable $d_stack"
+	"lost $cpu_lost ($(calc "100 * $cpu_lost / ($cpu_samples > 0 ? $cpu_samples : 1)") %)," \
+	"stacks unavailable $d_stack"
 
 say ""
 say "== verdict"
