@@ -96,7 +96,7 @@ if(_qp_nofuzz EQUAL 0)
     COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes -runs=200000 -seed=1 -max_len=4096
             ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_http ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_http)
   add_test(NAME fuzz_symbolize_smoke
-    COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize -runs=20000 -seed=1 -max_len=131072
+    COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize -runs=10000 -seed=1 -max_len=65536
             -rss_limit_mb=2048 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_sym ${_sym_seeds}
             ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_symbolize)
   set_tests_properties(fuzz_elf_probes_smoke fuzz_parsers_smoke fuzz_http_routes_smoke
