@@ -16,6 +16,7 @@
 #   SOAK_RSS_TOL=P     allowed RSS drift from the reference, % (default 5)
 #   SOAK_MIN_RATE=R    scope events/s to reach; 0: print the rate, no goal
 #                      (default 1000000)
+#   SOAK_LOG=FILE      keep the timeline (every RSS sample with the counters)
 #   QPROFD=PATH        qprofd to test (default BUILD_DIR/daemon/qprofd)
 #
 # PASS needs all of: every poll answered 200; after the warm-up every RSS
@@ -98,6 +99,12 @@ while :; do
 		r=$(rss_kb)
 		[ -n "$r" ] || { say "qprofd (pid $q_pid) is gone"; exit 1; }
 		rss+=("$((now - start_s)) $r")
+		# the counters beside it: events, CPU samples and losses over time
+		if api /api/status "$tmp/tick.json" >/dev/null; then
+			jq -r --arg t "$((now - start_s))" --arg r "$r" \
+				'"\($t) \($r) \(.scopes.events) \(.cpu.samples) \(.cpu.lost) \(.scopes.dropped)"' \
+				"$tmp/tick.json" >>"$tmp/timeline.txt"
+		fi
 		next_rss=$((now + SOAK_RSS_EVERY))
 	fi
 	[ "$now" -ge "$end_s" ] && break
@@ -159,8 +166,19 @@ for s in "${rss[@]}"; do
 done
 say "  RSS samples: ${#rss[@]}; first ${first} kB, reference (at ${ref_t:-?} s) ${ref:-?} kB," \
 	"after it min ${min:-?} max ${max:-?}, last ${last} kB"
-printf '%s\n' "${rss[@]}" >"$tmp/rss.txt"
-[ -n "${SOAK_RSS_LOG:-}" ] && cp "$tmp/rss.txt" "$SOAK_RSS_LOG"
+# CPU samples lost in the first and in the second half of the run: a share
+# that grows says the loss is not steady
+awk -v half="$((SOAK_SECONDS / 2))" '
+	{ t[NR] = $1; s[NR] = $4; l[NR] = $5; if ($1 <= half) m = NR }
+	END {
+		if (NR < 3 || !m || m == NR) exit
+		ds1 = s[m] - s[1]; dl1 = l[m] - l[1]; ds2 = s[NR] - s[m]; dl2 = l[NR] - l[m]
+		printf "  CPU samples lost, first half %.3f %% (%d of %d), second half %.3f %% (%d of %d)\n",
+			ds1 ? 100 * dl1 / ds1 : 0, dl1, ds1, ds2 ? 100 * dl2 / ds2 : 0, dl2, ds2
+	}' "$tmp/timeline.txt"
+# SOAK_LOG=FILE keeps the timeline: seconds, RSS kB, scope events, CPU
+# samples, CPU lost, scope drops
+[ -n "${SOAK_LOG:-}" ] && cp "$tmp/timeline.txt" "$SOAK_LOG"
 say "  workload: scopes $w_scopes values $w_values marks $w_marks logs $w_logs"
 say "  qprofd:   scopes $q_scopes values $q_values marks $q_marks logs $q_logs"
 say "  scope drops: exit_without_enter $d_noenter, out_of_order $d_order, too_deep $d_deep," \
