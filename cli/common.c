@@ -41,17 +41,17 @@ static void json_error(const char *msg, int http_status)
 		}
 	}
 	o = json_object();
-	if (o && m && !json_object_set_new(o, "error", m)) {
-		m = NULL;
-		if (http_status)
-			json_object_set_new(o, "http_status", json_integer(http_status));
+	/* json_object_set_new takes M, also when it fails */
+	if (o && m && !json_object_set_new(o, "error", m) &&
+	    (!http_status || !json_object_set_new(o, "http_status", json_integer(http_status)))) {
 		json_dumpf(o, stdout, JSON_COMPACT);
 		fputc('\n', stdout);
-		fflush(stdout);
 	} else {
+		if (!o)
+			json_decref(m);
 		fputs("{\"error\":\"out of memory\"}\n", stdout);
 	}
-	json_decref(m);
+	fflush(stdout);
 	json_decref(o);
 	free(clean);
 }

@@ -95,6 +95,11 @@ static void test_json(void)
 	CHECK_STR(r.out, "{\"error\":\"qprofd answered HTTP 500 Internal Server Error\","
 			 "\"http_status\":500}\n");
 	CHECK_STR(r.err, "");
+	/* a reason phrase that is not UTF-8 still makes valid JSON */
+	run_fake(&r, &f, (const char *const[]){ "HTTP/1.1 502 B\xff\xfe" "d\r\n\r\n", NULL },
+		 (const char *[]){ "--json", "status", NULL });
+	CHECK_INT(r.code, 1);
+	CHECK_STR(r.out, "{\"error\":\"qprofd answered HTTP 502 B??d\",\"http_status\":502}\n");
 	/* not HTTP at all */
 	run_fake(&r, &f, (const char *const[]){ "hello there\r\n\r\n", NULL },
 		 (const char *[]){ "--json", "values", NULL });
