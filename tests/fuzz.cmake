@@ -16,11 +16,25 @@ execute_process(COMMAND ${BPF_CLANG} -fsanitize=fuzzer ${CMAKE_CURRENT_BINARY_DI
 # fuzz_http_routes: the router and its handlers with their model, without
 # libmicrohttpd (http.c) and without loading BPF; the link swaps the BPF map
 # readers and the attach calls for the fuzzer's own (see the file).
-set(QP_FUZZ_HTTP_SRC ${QP_FUZZ_SRC})
-foreach(s json_writer.c value_math.c percentile.c buf.c model_cpu.c symbolize.c export_folded.c
-    export_flamegraph.c export_callgraph.c export_pprof.c http_routes.c targets.c collect_scopes.c
-    collect_cpu.c model_cpu_build.c report.c export_metrics.c model_scopes.c model_values.c logs.c log.c)
-  list(APPEND QP_FUZZ_HTTP_SRC ${PROJECT_SOURCE_DIR}/daemon/${s})
+# Its sources: qprofd's and qprof_common's, less main.c and http.c, read from
+# the targets so that a new daemon file needs no edit here.
+get_target_property(_qp_common_src qprof_common SOURCES)
+get_target_property(_qp_daemon_src qprofd SOURCES)
+set(QP_FUZZ_HTTP_SRC)
+foreach(s ${_qp_common_src})
+  if(NOT IS_ABSOLUTE ${s})
+    set(s ${PROJECT_SOURCE_DIR}/${s})
+  endif()
+  list(APPEND QP_FUZZ_HTTP_SRC ${s})
+endforeach()
+foreach(s ${_qp_daemon_src})
+  if(NOT IS_ABSOLUTE ${s})
+    set(s ${PROJECT_SOURCE_DIR}/daemon/${s})
+  endif()
+  get_filename_component(_n ${s} NAME)
+  if(NOT _n STREQUAL "main.c" AND NOT _n STREQUAL "http.c")
+    list(APPEND QP_FUZZ_HTTP_SRC ${s})
+  endif()
 endforeach()
 set(QP_FUZZ_HTTP_WRAP)
 foreach(w qp_scopes_read qp_marks_read qp_probe_counts_read qp_values_read qp_scopes_counter
