@@ -40,6 +40,8 @@ for f in $names; do
 	secs=$((end - start))
 	[ "$secs" -gt 0 ] || secs=1
 	done_runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$work/fuzz-0.log" | tail -n 1)
+	# stopped early (a finding, or interrupted): the last input count printed
+	[ -n "$done_runs" ] || done_runs=$(sed -n 's/^#\([0-9]*\)[[:space:]].*/\1/p' "$work/fuzz-0.log" | tail -n 1)
 	[ -n "$done_runs" ] || done_runs=0
 	if [ "$rc" -eq 0 ] && [ "$done_runs" -ge "$runs" ]; then
 		verdict=PASS
