@@ -209,7 +209,7 @@ account values "$w_values" "$q_values" "$l_values"
 account marks "$w_marks" "$q_marks" "$l_marks"
 account logs "$w_logs" "$q_logs" "$l_logs"
 if [ "$SOAK_MIN_RATE" -gt 0 ]; then
-	verdict rate "$(awk -v r="$rate" -v g="$SOAK_MIN_RATE" 'BEGIN { print r >= g ? 1 : 0 }')" \
+	verdict rate "$(awk -v r="$rate" -v g="$SOAK_MIN_RATE" 'BEGIN { print (r >= g) ? 1 : 0 }')" \
 		"$(printf '%.0f' "$rate") scope events/s (goal >= $SOAK_MIN_RATE)"
 else
 	say "  (rate not judged: SOAK_MIN_RATE=0)"
