@@ -10,10 +10,14 @@
  * fuzzed {"pid": N} never attaches to a process of this machine. A windowed
  * request (seconds=N) does not sleep: qprofd_wait returns at once.
  *
- * Input: byte 0 picks the method (GET, POST, DELETE, PUT, HEAD, ...), the
- * URL runs to the first '\n', the rest is the body. */
+ * Input: byte 0 picks the method (bits 0-2: GET, POST, DELETE, PUT, HEAD,
+ * ...), whether the peer is privileged (bit 3: root on the unix socket) and
+ * whether header lines follow the URL (bit 4: "Name: value" lines up to an
+ * empty line); the URL runs to the first '\n', the rest is the body. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,11 +91,60 @@ bool qprofd_wait(struct qprofd *d, unsigned int seconds)
 
 /* ---- the request, decoded like libmicrohttpd does ------------------------ */
 
+#define MAX_HEADERS 16
+
 struct fuzz_req {
 	char url[MAX_URL + 1];
 	char *keys[MAX_ARGS], *vals[MAX_ARGS];
 	size_t nargs;
+	char heads[MAX_URL + 1];
+	char *hname[MAX_HEADERS], *hval[MAX_HEADERS];
+	size_t nheads;
 };
+
+/* Header names compare without case, as in MHD; the first one wins. */
+static const char *header_get(void *arg, const char *name)
+{
+	struct fuzz_req *r = arg;
+	size_t i;
+
+	for (i = 0; i < r->nheads; i++)
+		if (!strcasecmp(r->hname[i], name))
+			return r->hval[i];
+	return NULL;
+}
+
+/* "Name: value" lines of DATA up to an empty line; returns the bytes used. */
+static size_t parse_headers(struct fuzz_req *r, const uint8_t *data, size_t size)
+{
+	const uint8_t *end;
+	size_t used = 0;
+	char *line;
+
+	/* the header block ends at "\n\n"; without one there are no headers */
+	for (end = data; end + 1 < data + size; end++)
+		if (end[0] == '\n' && end[1] == '\n')
+			break;
+	if (end + 1 >= data + size)
+		return 0;
+	used = (size_t)(end - data) + 2;
+	if ((size_t)(end - data) > MAX_URL)
+		return used;
+	memcpy(r->heads, data, (size_t)(end - data));
+	r->heads[end - data] = '\0';
+	for (line = strtok(r->heads, "\n"); line && r->nheads < MAX_HEADERS; line = strtok(NULL, "\n")) {
+		char *colon = strchr(line, ':');
+
+		if (!colon || colon == line)
+			continue;	/* MHD refuses such a line; it never reaches a handler */
+		*colon++ = '\0';
+		while (*colon == ' ' || *colon == '\t')
+			colon++;
+		r->hname[r->nheads] = line;
+		r->hval[r->nheads++] = colon;
+	}
+	return used;
+}
 
 static int hexval(int c)
 {
@@ -240,6 +293,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fuzz_req *r;
 	const uint8_t *nl;
 	size_t ulen;
+	bool with_headers;
 	char *body = NULL, *q;
 
 	if (size < 1)
@@ -247,7 +301,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return 0;
-	req.method = methods[data[0] % (sizeof(methods) / sizeof(methods[0]))];
+	req.method = methods[data[0] & 7];
+	req.privileged = data[0] & 8;
+	with_headers = data[0] & 16;
 	data++;
 	size--;
 	nl = memchr(data, '\n', size);
@@ -256,6 +312,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ulen = MAX_URL;
 	memcpy(r->url, data, ulen);
 	r->url[ulen] = '\0';	/* a NUL inside ends the URL, as in MHD */
+	if (nl && with_headers) {
+		size_t rest = size - (size_t)(nl + 1 - data);
+		size_t used = parse_headers(r, nl + 1, rest);
+
+		if (used) {
+			/* the body follows the empty line: make NL point before it */
+			nl += used;
+		}
+		req.header = header_get;
+	}
 	if (nl) {
 		size_t blen = size - (size_t)(nl + 1 - data);
 
