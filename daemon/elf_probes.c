@@ -270,7 +270,7 @@ static void set_build_id(struct qp_ctx *c, const unsigned char *desc, size_t des
 	c->p->build_id[2 * descsz] = '\0';
 }
 
-static int parse_notes(struct qp_ctx *c, Elf_Scn *scn)
+static int parse_notes(struct qp_ctx *c, Elf_Scn *scn, uint64_t sh_offset)
 {
 	size_t off = 0, next, name_off, desc_off;
 	Elf_Data *d;
@@ -299,6 +299,8 @@ static int parse_notes(struct qp_ctx *c, Elf_Scn *scn)
 		} else if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof(ELF_NOTE_GNU) &&
 			   memcmp(name, ELF_NOTE_GNU, sizeof(ELF_NOTE_GNU)) == 0 && nh.n_descsz) {
 			set_build_id(c, desc, nh.n_descsz);
+			c->p->build_id_off = sh_offset + desc_off;
+			c->p->build_id_len = (uint32_t)(strlen(c->p->build_id) / 2);
 		}
 	}
 	return 0;
@@ -333,7 +335,7 @@ static int scan_sections(struct qp_ctx *c)
 				.addr = sh.sh_addr, .size = sh.sh_size, .scn = scn };
 		}
 		if (sh.sh_type == SHT_NOTE) {
-			err = parse_notes(c, scn);
+			err = parse_notes(c, scn, sh.sh_offset);
 			if (err)
 				return err;
 		} else if (sh.sh_type == SHT_RELA && (sh.sh_flags & SHF_ALLOC)) {
@@ -343,7 +345,10 @@ static int scan_sections(struct qp_ctx *c)
 		}
 		if (strcmp(name, ".qprof_refs") == 0 && sh.sh_type != SHT_NOBITS)
 			c->sites_scn = scn;
-		else if (strcmp(name, ".stapsdt.base") == 0) {
+		else if (strcmp(name, ".probes") == 0 && (sh.sh_flags & SHF_ALLOC)) {
+			c->p->probes_addr = sh.sh_addr;
+			c->p->probes_size = sh.sh_size;
+		} else if (strcmp(name, ".stapsdt.base") == 0) {
 			c->have_base = true;
 			c->base_addr = sh.sh_addr;
 		}
@@ -627,33 +632,33 @@ static int parse_sites(struct qp_ctx *c)
 	return 0;
 }
 
-static int open_fd(struct qp_ctx *c, const char *path)
-{
-	struct stat st;
-
-	c->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (c->fd < 0) {
-		int e = errno;
-
-		if (e == ENOENT || e == ENOTDIR)
-			return fail(c, -ENOENT, "no such file");
-		if (e == EACCES || e == EPERM)
-			return fail(c, -e, "permission denied");
-		return fail(c, -e, "cannot open: %s", strerror(e));
-	}
-	if (fstat(c->fd, &st))
-		return fail(c, -errno, "cannot stat: %s", strerror(errno));
-	if (S_ISDIR(st.st_mode))
-		return fail(c, -EISDIR, "is a directory");
-	if (!S_ISREG(st.st_mode))
-		return fail(c, -EINVAL, "not a regular file");
-	c->fsize = (uint64_t)st.st_size;
-	return 0;
-}
-
 int qp_elf_probes_open(const char *path, struct qp_elf_probes **out, char *err, size_t errlen)
 {
-	struct qp_ctx c = { .err = err, .errlen = errlen, .fd = -1 };
+	int fd = -1, ret;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (out)
+		*out = NULL;
+	if (!out || !path || !*path) {
+		if (err && errlen)
+			snprintf(err, errlen, "empty path");
+		return -EINVAL;
+	}
+	ret = qp_open_regular(path, &fd, err, errlen);
+	if (ret)
+		return ret;
+	ret = qp_elf_probes_fdopen(fd, path, out, err, errlen);
+	close(fd);
+	return ret;
+}
+
+int qp_elf_probes_fdopen(int fd, const char *path, struct qp_elf_probes **out, char *err,
+			 size_t errlen)
+{
+	struct qp_ctx c = { .err = err, .errlen = errlen, .fd = fd };
+	struct qp_file_id after;
+	struct stat st;
 	int ret;
 
 	if (err && errlen)
@@ -661,16 +666,29 @@ int qp_elf_probes_open(const char *path, struct qp_elf_probes **out, char *err, 
 	if (!out)
 		return fail(&c, -EINVAL, "no output");
 	*out = NULL;
-	if (!path || !*path)
+	if (!path)
 		return fail(&c, -EINVAL, "empty path");
 	c.p = calloc(1, sizeof(*c.p));
 	if (!c.p || !(c.p->path = strdup(path))) {
 		ret = fail(&c, -ENOMEM, "out of memory");
 		goto out;
 	}
-	ret = open_fd(&c, path);
-	if (!ret)
-		ret = check_header(&c);
+	if (fstat(fd, &st)) {
+		ret = fail(&c, -errno, "cannot stat: %s", strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = fail(&c, S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL,
+			   S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+		goto out;
+	}
+	if ((uint64_t)st.st_size > QP_ELF_MAX_SIZE) {
+		ret = fail(&c, -EFBIG, "larger than %llu bytes", (unsigned long long)QP_ELF_MAX_SIZE);
+		goto out;
+	}
+	qp_file_id_of(&st, &c.p->id);
+	c.fsize = (uint64_t)st.st_size;
+	ret = check_header(&c);
 	if (ret)
 		goto out;
 	if (elf_version(EV_CURRENT) == EV_NONE) {
@@ -705,14 +723,17 @@ int qp_elf_probes_open(const char *path, struct qp_elf_probes **out, char *err, 
 		ret = parse_sites(&c);
 	if (!ret)
 		adjust_notes(&c);
+	if (!ret)
+		qp_elf_check_sites(c.p, fd);
+	/* a file written while we read it: what we read is no version of it */
+	if (!ret && (fstat(fd, &st) || (qp_file_id_of(&st, &after), !qp_file_id_eq(&after, &c.p->id))))
+		ret = fail(&c, -EAGAIN, "the file changed while it was being read");
 out:
 	free(c.secs);
 	free(c.relas);
 	free(c.rels);
 	if (c.elf)
 		elf_end(c.elf);
-	if (c.fd >= 0)
-		close(c.fd);
 	if (ret) {
 		qp_elf_probes_free(c.p);
 		return ret;
