@@ -1,0 +1,554 @@
+/* binaries.c - --binary targets: attach to every process, present and
+ * future, that maps one file (cookie QPROF_COOKIE_BINARY), adopt those
+ * processes, and follow the file through deploys. Each version of the file
+ * (inode and content) has its own links: a rename-style deploy (new inode)
+ * gets new links while processes still running the old inode keep theirs;
+ * a rewrite in place (same inode) loses its links before anyone opens the
+ * new content (watch.c) and gets links at the new offsets on the next poll.
+ * A process attached by --pid is never also counted by a binary's links. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "collect_scopes.h"
+#include "json_writer.h"
+#include "log.h"
+#include "targets_priv.h"
+#include "util.h"
+
+/* PATH without a trailing " (deleted)" equals P. */
+static bool same_path(const char *path, const char *p)
+{
+	size_t n = strlen(p);
+
+	return !strncmp(path, p, n) && (!path[n] || !strcmp(path + n, " (deleted)"));
+}
+
+bool qp_maps_hold(const struct qp_maps *maps, const struct qp_binary *b)
+{
+	size_t i, k;
+
+	for (i = 0; i < maps->n; i++) {
+		const struct qp_map *m = &maps->v[i];
+
+		if (!same_path(m->path, b->path))
+			continue;
+		if (m->inode == b->cur.ino)
+			return true;
+		for (k = 0; k < b->nold; k++)
+			if (m->inode == b->old[k].ino)
+				return true;
+	}
+	return false;
+}
+
+static bool binary_detached(const struct qp_binary *b, int pid)
+{
+	size_t i;
+
+	for (i = 0; i < b->ndetached; i++)
+		if (b->detached[i] == pid)
+			return true;
+	return false;
+}
+
+int qp_binary_covering(const struct qp_registry *r, int pid, const struct qp_maps *maps)
+{
+	size_t bi;
+
+	for (bi = 0; bi < r->nbinaries; bi++)
+		if (!binary_detached(r->binaries[bi], pid) && qp_maps_hold(maps, r->binaries[bi]))
+			return (int)bi;
+	return -1;
+}
+
+/* Make PID a target of binary BI if it maps it and is not known yet. */
+void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_maps *known)
+{
+	struct qp_binary *b = r->binaries[bi];
+	struct qp_target *t;
+
+	if (qp_registry_find(r, pid) || binary_detached(b, pid))
+		return;
+	if (qp_target_new(pid, &t))
+		return;
+	if (known == NULL && !qp_maps_hold(&t->maps, b)) {
+		qp_target_free(r, t);
+		return;
+	}
+	t->binary = (int)bi;
+	t->probes = b->probes;
+	if (qp_registry_push(r, t)) {
+		qp_target_free(r, t);
+		return;
+	}
+	qp_info("pid %d (%s) runs %s: now a target", pid, t->comm, b->path);
+}
+
+void qp_binary_scan(struct qp_registry *r)
+{
+	DIR *d;
+	struct dirent *de;
+	struct qp_maps maps;
+	size_t bi;
+
+	if (!r->nbinaries)
+		return;
+	d = opendir("/proc");
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		int64_t pid;
+
+		if (qp_parse_i64(de->d_name, 1, INT32_MAX, &pid))
+			continue;
+		if (qp_registry_find(r, (int)pid) || pid == getpid())
+			continue;
+		if (qp_maps_read((int)pid, &maps))
+			continue;
+		for (bi = 0; bi < r->nbinaries; bi++) {
+			if (qp_maps_hold(&maps, r->binaries[bi])) {
+				qp_binary_adopt(r, bi, (int)pid, &maps);
+				break;
+			}
+		}
+		qp_maps_free(&maps);
+	}
+	closedir(d);
+}
+
+void qp_binary_gen_unlink(struct qp_binary_gen *g)
+{
+	qp_scopes_detach_links(g->links, g->nlinks);
+	free(g->links);
+	g->links = NULL;
+	g->nlinks = 0;
+}
+
+static void gen_free(struct qp_registry *r, struct qp_binary_gen *g)
+{
+	qp_binary_gen_unlink(g);
+	qp_module_put(r, g->mod);
+	g->mod = NULL;
+	if (g->fd >= 0) {
+		qp_watch_remove(r, g->fd);
+		close(g->fd);
+	}
+	g->fd = -1;
+}
+
+void qp_binary_free(struct qp_registry *r, struct qp_binary *b)
+{
+	size_t k;
+
+	gen_free(r, &b->cur);
+	for (k = 0; k < b->nold; k++)
+		gen_free(r, &b->old[k]);
+	free(b->old);
+	free(b->extra_ids);
+	free(b->detached);
+	free(b->path);
+	free(b);
+}
+
+/* Attach B's probes (qprof's and its other probes and spans) to version G,
+ * whose file is open at G->fd: through /proc/self/fd, so the kernel places
+ * them on that very inode whatever the path names by now. */
+static int gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_binary_gen *g,
+		      int *status, char *err, size_t errlen)
+{
+	char path[64];
+	uint64_t epoch = qp_scopes_new_epoch(r->scopes);
+	size_t i;
+	int j, ret;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", g->fd);
+	*status = 422;
+	ret = qp_scopes_attach(r->scopes, -1, path, g->mod->elf, epoch, &g->links, &g->nlinks, err, errlen);
+	for (i = 0; ret >= 0 && i < b->nextra; i++) {
+		const struct qp_usdt_def *def = qp_registry_def(r, b->extra_ids[i]);
+		const char *specs[2] = { def->span ? def->end : def->name, def->span ? def->begin : NULL };
+		enum qp_usdt_role roles[2] = { def->span ? QP_USDT_SPAN_END : QP_USDT_COUNT, QP_USDT_SPAN_BEGIN };
+
+		for (j = 0; ret >= 0 && j < 2 && specs[j]; j++) {
+			char prov[64], name[72];
+			struct qp_usdt_req req = { .id = def->id, .role = roles[j], .provider = prov, .name = name };
+
+			if (!qp_split_probe(specs[j], prov, sizeof(prov), name, sizeof(name))) {
+				*status = 400;
+				snprintf(err, errlen, "'%.80s' is not a USDT probe (want provider:name)", specs[j]);
+				ret = -EINVAL;
+				break;
+			}
+			ret = qp_scopes_attach_usdt(r->scopes, -1, path, g->mod->elf, epoch, &req, &g->links,
+						    &g->nlinks, err, errlen);
+			if (ret == 0) {
+				*status = 400;
+				snprintf(err, errlen, "probe %s:%s is not in %s", prov, name, b->path);
+				ret = -ENOENT;
+			}
+		}
+	}
+	if (ret < 0) {
+		if (*status == 422)
+			*status = qp_attach_status(ret);
+		qp_binary_gen_unlink(g);
+		return ret;
+	}
+	return 0;
+}
+
+/* The file at B's path is a new version (another inode, or the same one
+ * rewritten): give it links. FD is open on it; taken over. */
+static void binary_new_version(struct qp_registry *r, struct qp_binary *b, int fd, bool same_inode)
+{
+	struct qp_binary_gen g = { .fd = fd };
+	char err[512];
+	struct stat st;
+	int ret, status;
+
+	if (fstat(fd, &st)) {
+		close(fd);
+		return;
+	}
+	g.dev = (uint64_t)st.st_dev;
+	g.ino = (uint64_t)st.st_ino;
+	g.mod = qp_module_get_fd(r, fd, b->path, &ret, err, sizeof(err));
+	if (!g.mod) {
+		/* half written, or no ELF: try again on the next poll */
+		qp_debug("%s: new version not readable yet: %s", b->path, err);
+		close(fd);
+		b->stale = true;
+		return;
+	}
+	if (same_inode || !b->cur.mod) {
+		gen_free(r, &b->cur);
+	} else {
+		struct qp_binary_gen *v = realloc(b->old, (b->nold + 1) * sizeof(*v));
+
+		if (!v) {
+			gen_free(r, &g);
+			return;
+		}
+		b->old = v;
+		b->old[b->nold++] = b->cur;	/* its processes still run it */
+	}
+	memset(&b->cur, 0, sizeof(b->cur));
+	b->cur.fd = -1;
+	if (gen_attach(r, b, &g, &status, err, sizeof(err)))	/* kept unprobed, watched */
+		qp_warn("%s: the new version cannot be probed: %s", b->path, err);
+	if (qp_watch_add(r, fd))
+		qp_debug("%s: no fanotify mark on the new version", b->path);
+	b->cur = g;
+	b->dev = st.st_dev;
+	b->ino = st.st_ino;
+	b->probes = (unsigned int)g.mod->qprof_notes;
+	b->sites_refused = (unsigned int)g.mod->elf->nbad_notes;
+	b->replaced++;
+	b->stale = false;
+	qp_info("%s: new version (%s): %u probe sites attached", b->path,
+		same_inode ? "rewritten in place" : "new inode", g.nlinks ? b->probes : 0);
+}
+
+/* Does any running target of B map inode INO? */
+static bool gen_in_use(const struct qp_registry *r, const struct qp_binary *b, uint64_t ino)
+{
+	size_t i, k;
+
+	for (i = 0; i < r->ntargets; i++) {
+		const struct qp_target *t = r->targets[i];
+
+		if (t->state != QP_TARGET_RUNNING || t->binary < 0 || r->binaries[t->binary] != b)
+			continue;
+		for (k = 0; k < t->maps.n; k++)
+			if (t->maps.v[k].inode == ino && same_path(t->maps.v[k].path, b->path))
+				return true;
+	}
+	return false;
+}
+
+void qp_binaries_refresh(struct qp_registry *r, bool rescan)
+{
+	size_t bi, k;
+
+	for (bi = 0; bi < r->nbinaries; bi++) {
+		struct qp_binary *b = r->binaries[bi];
+		char err[256];
+		struct stat st;
+		int fd;
+
+		if (!b->stale && !rescan)
+			continue;
+		if (qp_open_regular(b->path, &fd, err, sizeof(err)))
+			continue;	/* between the steps of a deploy: look again later */
+		if (fstat(fd, &st)) {
+			close(fd);
+			continue;
+		}
+		if ((uint64_t)st.st_ino == b->cur.ino && (uint64_t)st.st_dev == b->cur.dev && !b->stale &&
+		    (!b->cur.mod || qp_elf_same_file(b->cur.mod->elf, fd) == 1)) {
+			close(fd);
+		} else {
+			binary_new_version(r, b, fd, (uint64_t)st.st_ino == b->cur.ino &&
+							     (uint64_t)st.st_dev == b->cur.dev);
+		}
+		for (k = 0; rescan && k < b->nold; k++) {
+			if (gen_in_use(r, b, b->old[k].ino))
+				continue;
+			gen_free(r, &b->old[k]);
+			b->old[k--] = b->old[--b->nold];
+		}
+	}
+}
+
+void qp_binary_json(const struct qp_registry *r, const struct qp_binary *b, struct qp_json *j)
+{
+	size_t i;
+
+	qp_json_obj_begin(j);
+	qp_json_kv_str(j, "binary", b->path);
+	qp_json_kv_u64(j, "probes", b->probes);
+	qp_json_kv_u64(j, "attached_ms", b->attached_ms);
+	qp_json_kv_str(j, "state", b->cur.nlinks ? "attached" : b->stale ? "changed" : "unprobed");
+	qp_json_kv_u64(j, "versions_replaced", b->replaced);
+	qp_json_kv_u64(j, "old_versions_running", b->nold);
+	qp_json_kv_u64(j, "sites_refused", b->sites_refused);
+	qp_json_key(j, "pids");
+	qp_json_arr_begin(j);
+	for (i = 0; i < r->ntargets; i++)
+		if (r->targets[i]->binary >= 0 && r->binaries[r->targets[i]->binary] == b)
+			qp_json_i64(j, r->targets[i]->pid);
+	qp_json_arr_end(j);
+	qp_json_obj_end(j);
+}
+
+/* Does any process map the file (DEV, INO)? What an unprivileged client
+ * may name. */
+static bool mapped_by_any_process(uint64_t dev, uint64_t ino)
+{
+	struct qp_maps maps;
+	struct dirent *de;
+	bool found = false;
+	size_t i;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		int64_t pid;
+
+		if (qp_parse_i64(de->d_name, 1, INT32_MAX, &pid) || qp_maps_read((int)pid, &maps))
+			continue;
+		for (i = 0; i < maps.n && !found; i++)
+			found = maps.v[i].inode == ino && maps.v[i].dev == dev && maps.v[i].path[0] == '/';
+		qp_maps_free(&maps);
+	}
+	closedir(d);
+	return found;
+}
+
+/* Exclude from B's links every --pid target that maps B: their own links
+ * count them. Returns how many. */
+static size_t exclude_pid_targets(struct qp_registry *r, const struct qp_binary *b, bool on)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->ntargets; i++) {
+		struct qp_target *t = r->targets[i];
+
+		if (t->binary >= 0 || t->state != QP_TARGET_RUNNING || !qp_maps_hold(&t->maps, b))
+			continue;
+		if (on == t->excludes_binary)
+			continue;
+		if (!on && qp_binary_covering(r, t->pid, &t->maps) >= 0)
+			continue;	/* another binary still covers it */
+		qp_scopes_exclude(r->scopes, (uint32_t)t->pid, on);
+		t->excludes_binary = on;
+		n++;
+	}
+	return n;
+}
+
+static int add_locked(struct qp_registry *r, const char *real, int fd, struct qp_elf_probes *elf,
+		      const struct qp_attach_extra *x, struct qp_json *j, int *status, char *err,
+		      size_t errlen)
+{
+	struct qp_binary *b, **v;
+	struct qp_module *mod;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < r->nbinaries; i++) {
+		if (!strcmp(r->binaries[i]->path, real)) {
+			qp_elf_probes_free(elf);
+			close(fd);
+			*status = 409;
+			snprintf(err, errlen, "%s is already a target", real);
+			return -EEXIST;
+		}
+	}
+	mod = qp_module_insert(r, elf, real);
+	b = mod ? calloc(1, sizeof(*b)) : NULL;
+	v = b ? realloc(r->binaries, (r->nbinaries + 1) * sizeof(*v)) : NULL;
+	if (v)
+		r->binaries = v;
+	if (!v || !(b->path = strdup(real))) {
+		free(b);
+		qp_module_put(r, mod);
+		close(fd);
+		*status = 500;
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	b->cur.fd = fd;
+	b->cur.mod = mod;
+	b->cur.dev = mod->elf->id.dev;
+	b->cur.ino = mod->elf->id.ino;
+	b->dev = (dev_t)b->cur.dev;
+	b->ino = (ino_t)b->cur.ino;
+	b->probes = (unsigned int)mod->qprof_notes;
+	b->sites_refused = (unsigned int)mod->elf->nbad_notes;
+	b->attached_ms = qp_realtime_ns() / 1000000;
+	if (!mod->qprof_notes && !(x && (x->nusdt || x->nspans))) {
+		*status = mod->elf->nbad_notes ? 422 : 400;
+		snprintf(err, errlen, mod->elf->nbad_notes ?
+			 "%s: every qprof probe site was refused: its bytes are not the nop its note promises" :
+			 "%s has no qprof probes", real);
+		qp_binary_free(r, b);
+		return -ENOENT;
+	}
+	for (i = 0; x && i < x->nusdt + x->nspans; i++) {
+		bool span = i >= x->nusdt;
+		size_t k = span ? i - x->nusdt : i;
+		uint32_t id = span ? qp_def_new(r, true, x->span_names[k], x->span_begin[k], x->span_end[k])
+				   : qp_def_new(r, false, x->usdt[k], NULL, NULL);
+		uint32_t *ids = id ? realloc(b->extra_ids, (b->nextra + 1) * sizeof(*ids)) : NULL;
+
+		if (!ids) {
+			qp_binary_free(r, b);
+			*status = 500;
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		b->extra_ids = ids;
+		b->extra_ids[b->nextra++] = id;
+	}
+	/* before any link exists: a --pid target is counted by its own links only */
+	exclude_pid_targets(r, b, true);
+	ret = gen_attach(r, b, &b->cur, status, err, errlen);
+	if (ret) {
+		exclude_pid_targets(r, b, false);
+		qp_binary_free(r, b);
+		return ret;
+	}
+	r->binaries[r->nbinaries++] = b;
+	if (qp_watch_add(r, fd))
+		qp_debug("%s: no fanotify mark", real);
+	qp_info("attached to every process running %s (%u probe sites)", real, b->probes);
+	qp_binary_scan(r);
+	qp_binary_json(r, b, j);
+	return 0;
+}
+
+int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct qp_attach_extra *extra,
+			   struct qp_json *j, int *status, char *err, size_t errlen)
+{
+	bool priv = extra && extra->privileged;
+	struct qp_elf_probes *elf = NULL;
+	char real[PATH_MAX], oerr[256];
+	struct stat st;
+	int fd = -1, ret;
+
+	if (path[0] != '/') {
+		*status = 400;
+		snprintf(err, errlen, "binary must be an absolute path");
+		return -EINVAL;
+	}
+	if (!realpath(path, real)) {
+		ret = -errno;
+		if (!priv)
+			goto hidden;
+		*status = ret == -ENOENT || ret == -ENOTDIR ? 404 : ret == -EACCES ? 403 : 400;
+		snprintf(err, errlen, "%.3000s: %s", path, strerror(-ret));
+		return ret;
+	}
+	/* O_PATH first: a FIFO or a device is refused without being opened */
+	ret = qp_open_regular(real, &fd, oerr, sizeof(oerr));
+	if (ret) {
+		if (!priv)
+			goto hidden;
+		*status = ret == -ENOENT ? 404 : ret == -EACCES || ret == -EPERM ? 403 :
+			  ret == -EFBIG ? 413 : 400;
+		snprintf(err, errlen, "%.3000s: %s", real, oerr);
+		return ret;
+	}
+	if (!priv && (fstat(fd, &st) || !mapped_by_any_process((uint64_t)st.st_dev, (uint64_t)st.st_ino))) {
+		close(fd);
+		ret = -ENOENT;
+		goto hidden;
+	}
+	/* parsed before the lock: a slow or large file holds up nobody else */
+	ret = qp_elf_probes_fdopen(fd, real, &elf, oerr, sizeof(oerr));
+	if (ret) {
+		close(fd);
+		*status = ret == -ENOMEM ? 500 : 422;
+		snprintf(err, errlen, "%.3000s: %s", real, oerr);
+		return ret;
+	}
+	pthread_mutex_lock(&r->lock);
+	ret = add_locked(r, real, fd, elf, extra, j, status, err, errlen);
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+hidden:
+	/* the same answer whether the file is missing, unreadable or unmapped */
+	*status = 404;
+	snprintf(err, errlen, "%.3000s is not the executable or a library of a running process "
+		 "(only a root client may name other files)", path);
+	return ret;
+}
+
+int qp_registry_remove_binary(struct qp_registry *r, const char *path)
+{
+	char real[PATH_MAX];
+	struct qp_binary *b = NULL;
+	size_t bi, i, k;
+
+	for (bi = 0; bi < r->nbinaries && !b; bi++)
+		if (!strcmp(r->binaries[bi]->path, path) ||
+		    (realpath(path, real) && !strcmp(r->binaries[bi]->path, real)))
+			b = r->binaries[bi];
+	if (!b)
+		return -ENOENT;
+	bi--;
+	for (i = 0; i < r->ntargets;) {
+		struct qp_target *t = r->targets[i];
+
+		if (t->binary == (int)bi) {
+			t->binary = -1;	/* gone with its binary, not "detached from it" */
+			qp_registry_remove_at(r, i);
+			continue;
+		}
+		if (t->binary > (int)bi)
+			t->binary--;
+		i++;
+	}
+	memmove(&r->binaries[bi], &r->binaries[bi + 1], (r->nbinaries - bi - 1) * sizeof(*r->binaries));
+	r->nbinaries--;
+	exclude_pid_targets(r, b, false);
+	for (k = 0; k < b->ndetached; k++) {
+		bool keep = qp_registry_find(r, b->detached[k]) != NULL;
+
+		for (i = 0; i < r->nbinaries && !keep; i++)
+			keep = binary_detached(r->binaries[i], b->detached[k]);
+		if (!keep)
+			qp_scopes_exclude(r->scopes, (uint32_t)b->detached[k], false);
+	}
+	qp_info("detached from every process running %s", b->path);
+	qp_binary_free(r, b);
+	return 0;
+}
