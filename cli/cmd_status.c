@@ -82,6 +82,31 @@ static const char *num(char *buf, size_t len, const json_t *o, const char *key)
 	return qp_fmt_count(buf, len, v);
 }
 
+/* --binary targets: path, probes, state, processes, deploys seen. */
+static void print_binaries(const json_t *arr)
+{
+	const json_t *b;
+	size_t i;
+
+	if (!json_array_size(arr))
+		return;
+	printf("binaries (every process that runs them):\n");
+	json_array_foreach(arr, i, b) {
+		const char *path = cli_json_str(b, "binary"), *state = cli_json_str(b, "state");
+		uint64_t probes = 0, replaced = 0;
+
+		cli_json_u64(b, "probes", &probes);
+		cli_json_u64(b, "versions_replaced", &replaced);
+		printf("  %s: %llu probe sites, %s, %zu process(es)", path ? path : "?",
+		       (unsigned long long)probes, state ? state : "?",
+		       json_array_size(json_object_get(b, "pids")));
+		if (replaced)
+			printf(", %llu new version(s) since attach", (unsigned long long)replaced);
+		putchar('\n');
+	}
+	putchar('\n');
+}
+
 static int print_status(const json_t *root)
 {
 	const json_t *cpu = json_object_get(root, "cpu");
@@ -128,6 +153,7 @@ static int print_status(const json_t *root)
 			       num(b, sizeof(b), logs, "lost"));
 	}
 	putchar('\n');
+	print_binaries(json_object_get(root, "binaries"));
 	if (!json_array_size(targets)) {
 		printf("no targets (add one with: %s attach --pid N)\n", CLI_PROG);
 		return CLI_OK;

@@ -285,7 +285,8 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 	}
 	ret = qp_target_new(pid, &t);
 	if (ret) {
-		*status = ret == -ENOENT || ret == -ESRCH ? 404 : 500;
+		*status = ret == -ENOENT || ret == -ESRCH ? 404 : ret == -EACCES || ret == -EPERM ? 403 :
+			  ret == -ENOMEM ? 500 : 422;
 		snprintf(err, errlen, ret == -ENOENT || ret == -ESRCH ? "no such process: %d"
 			 : "cannot read /proc/%d/maps: %s", pid, strerror(-ret));
 		return ret;
