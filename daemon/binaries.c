@@ -226,12 +226,14 @@ static void binary_new_version(struct qp_registry *r, struct qp_binary *b, int f
 		b->stale = true;
 		return;
 	}
+	qp_watch_lock(r);
 	if (same_inode || !b->cur.mod) {
 		gen_free(r, &b->cur);
 	} else {
 		struct qp_binary_gen *v = realloc(b->old, (b->nold + 1) * sizeof(*v));
 
 		if (!v) {
+			qp_watch_unlock(r);
 			gen_free(r, &g);
 			return;
 		}
@@ -251,6 +253,7 @@ static void binary_new_version(struct qp_registry *r, struct qp_binary *b, int f
 	b->sites_refused = (unsigned int)g.mod->elf->nbad_notes;
 	b->replaced++;
 	b->stale = false;
+	qp_watch_unlock(r);
 	qp_info("%s: new version (%s): %u probe sites attached", b->path,
 		same_inode ? "rewritten in place" : "new inode", g.nlinks ? b->probes : 0);
 }
@@ -294,15 +297,25 @@ void qp_binaries_refresh(struct qp_registry *r, bool rescan)
 		    (!b->cur.mod || qp_elf_same_file(b->cur.mod->elf, fd) == 1)) {
 			close(fd);
 		} else {
-			binary_new_version(r, b, fd, (uint64_t)st.st_ino == b->cur.ino &&
-							     (uint64_t)st.st_dev == b->cur.dev);
+			bool same = (uint64_t)st.st_ino == b->cur.ino && (uint64_t)st.st_dev == b->cur.dev;
+
+			if (same && b->cur.nlinks) {
+				/* rewritten in place: no link may outlive its content */
+				qp_watch_lock(r);
+				qp_binary_gen_unlink(&b->cur);
+				b->stale = true;
+				qp_watch_unlock(r);
+			}
+			binary_new_version(r, b, fd, same);
 		}
+		qp_watch_lock(r);
 		for (k = 0; rescan && k < b->nold; k++) {
 			if (gen_in_use(r, b, b->old[k].ino))
 				continue;
 			gen_free(r, &b->old[k]);
 			b->old[k--] = b->old[--b->nold];
 		}
+		qp_watch_unlock(r);
 	}
 }
 
@@ -394,9 +407,11 @@ static int add_locked(struct qp_registry *r, const char *real, int fd, struct qp
 	}
 	mod = qp_module_insert(r, elf, real);
 	b = mod ? calloc(1, sizeof(*b)) : NULL;
+	qp_watch_lock(r);	/* the array may move */
 	v = b ? realloc(r->binaries, (r->nbinaries + 1) * sizeof(*v)) : NULL;
 	if (v)
 		r->binaries = v;
+	qp_watch_unlock(r);
 	if (!v || !(b->path = strdup(real))) {
 		free(b);
 		qp_module_put(r, mod);
@@ -446,7 +461,9 @@ static int add_locked(struct qp_registry *r, const char *real, int fd, struct qp
 		qp_binary_free(r, b);
 		return ret;
 	}
+	qp_watch_lock(r);
 	r->binaries[r->nbinaries++] = b;
+	qp_watch_unlock(r);
 	if (qp_watch_add(r, fd))
 		qp_debug("%s: no fanotify mark", real);
 	qp_info("attached to every process running %s (%u probe sites)", real, b->probes);
@@ -537,8 +554,10 @@ int qp_registry_remove_binary(struct qp_registry *r, const char *path)
 			t->binary--;
 		i++;
 	}
+	qp_watch_lock(r);
 	memmove(&r->binaries[bi], &r->binaries[bi + 1], (r->nbinaries - bi - 1) * sizeof(*r->binaries));
 	r->nbinaries--;
+	qp_watch_unlock(r);
 	exclude_pid_targets(r, b, false);
 	for (k = 0; k < b->ndetached; k++) {
 		bool keep = qp_registry_find(r, b->detached[k]) != NULL;

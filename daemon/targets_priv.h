@@ -60,5 +60,9 @@ void qp_binary_gen_unlink(struct qp_binary_gen *g);
 int qp_watch_start(struct qp_registry *r);
 void qp_watch_stop(struct qp_registry *r);
 int qp_watch_add(struct qp_registry *r, int fd);	/* the inode open at FD */
+/* Held (after r->lock) around every change to r->binaries and to the
+ * versions' links, which the watch thread reads without r->lock. */
+void qp_watch_lock(struct qp_registry *r);
+void qp_watch_unlock(struct qp_registry *r);
 void qp_watch_remove(struct qp_registry *r, int fd);
 #endif

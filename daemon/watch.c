@@ -24,6 +24,9 @@
 
 struct qp_watch {
 	struct qp_registry *r;
+	/* guards r->binaries and the versions' links for this thread, which
+	 * never waits for r->lock: that can be held for long */
+	pthread_mutex_t lock;
 	int fd;
 	pthread_t thread;
 	atomic_bool stop;
@@ -72,7 +75,7 @@ static void drain(struct qp_watch *w)
 }
 
 /* Drop the links of the version of FD if its file is no longer what they
- * were made for. r->lock held. */
+ * were made for. w->lock held. */
 static void check_open(struct qp_registry *r, int fd, int pid)
 {
 	struct stat st;
@@ -111,14 +114,15 @@ static void *watch_main(void *arg)
 		drain(w);
 		if (!w->nqueue)
 			continue;
-		/* wait for the lock while still letting our own opens through */
-		while (pthread_mutex_trylock(&w->r->lock)) {
-			if (poll(&p, 1, 2) > 0)
+		/* wait for the lock while still letting our own opens through: its
+		 * holder may be attaching, and libbpf opens the file */
+		while (pthread_mutex_trylock(&w->lock)) {
+			if (poll(&p, 1, 1) > 0)
 				drain(w);
 		}
 		for (i = 0; i < w->nqueue; i++)
 			check_open(w->r, w->queue[i].fd, w->queue[i].pid);
-		pthread_mutex_unlock(&w->r->lock);
+		pthread_mutex_unlock(&w->lock);
 		for (i = 0; i < w->nqueue; i++)
 			answer(w, w->queue[i].fd);
 		w->nqueue = 0;
@@ -134,16 +138,19 @@ int qp_watch_start(struct qp_registry *r)
 	if (!w)
 		return -ENOMEM;
 	w->r = r;
+	pthread_mutex_init(&w->lock, NULL);
 	w->fd = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK,
 			      O_RDONLY | O_LARGEFILE | O_CLOEXEC);
 	if (w->fd < 0) {
 		ret = -errno;
+		pthread_mutex_destroy(&w->lock);
 		free(w);
 		return ret;
 	}
 	ret = pthread_create(&w->thread, NULL, watch_main, w);
 	if (ret) {
 		close(w->fd);
+		pthread_mutex_destroy(&w->lock);
 		free(w);
 		return -ret;
 	}
@@ -163,9 +170,22 @@ void qp_watch_stop(struct qp_registry *r)
 	for (i = 0; i < w->nqueue; i++)
 		answer(w, w->queue[i].fd);
 	close(w->fd);	/* the kernel allows whatever is still pending */
+	pthread_mutex_destroy(&w->lock);
 	free(w->queue);
 	free(w);
 	r->watch = NULL;
+}
+
+void qp_watch_lock(struct qp_registry *r)
+{
+	if (r->watch)
+		pthread_mutex_lock(&r->watch->lock);
+}
+
+void qp_watch_unlock(struct qp_registry *r)
+{
+	if (r->watch)
+		pthread_mutex_unlock(&r->watch->lock);
 }
 
 int qp_watch_add(struct qp_registry *r, int fd)
