@@ -67,6 +67,8 @@ int qp_binary_covering(const struct qp_registry *r, int pid, const struct qp_map
 	return -1;
 }
 
+static void binary_attach_process(struct qp_registry *r, struct qp_binary *b, struct qp_target *t);
+
 /* Make PID a target of binary BI if it maps it and is not known yet. */
 void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_maps *known)
 {
@@ -83,6 +85,8 @@ void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_
 	}
 	t->binary = (int)bi;
 	t->probes = b->probes;
+	if (!r->watch)
+		binary_attach_process(r, b, t);
 	if (qp_registry_push(r, t)) {
 		qp_target_free(r, t);
 		return;
@@ -156,20 +160,30 @@ void qp_binary_free(struct qp_registry *r, struct qp_binary *b)
 	free(b);
 }
 
-/* Attach B's probes (qprof's and its other probes and spans) to version G,
- * whose file is open at G->fd: through /proc/self/fd, so the kernel places
- * them on that very inode whatever the path names by now. */
-static int gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_binary_gen *g,
-		      int *status, char *err, size_t errlen)
+static bool has_probe(const struct qp_elf_probes *elf, const char *prov, const char *name)
 {
-	char path[64];
-	uint64_t epoch = qp_scopes_new_epoch(r->scopes);
-	size_t i;
-	int j, ret;
+	size_t k;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", g->fd);
+	for (k = 0; k < elf->nnotes; k++)
+		if (!strcmp(elf->notes[k].provider, prov) && !strcmp(elf->notes[k].name, name))
+			return true;
+	return false;
+}
+
+/* Attach B's probes (qprof's, its other probes and spans) in ELF at PATH for
+ * PID (-1: every process), appending to *LINKS. LINKS NULL: only check that
+ * the other probes are there. */
+static int attach_file(struct qp_registry *r, const struct qp_binary *b, int pid, const char *path,
+		       const struct qp_elf_probes *elf, struct qp_scope_link ***links, size_t *nlinks,
+		       int *status, char *err, size_t errlen)
+{
+	uint64_t epoch = qp_scopes_new_epoch(r->scopes);
+	size_t i, first = links ? *nlinks : 0;
+	int j, ret = 0;
+
 	*status = 422;
-	ret = qp_scopes_attach(r->scopes, -1, path, g->mod->elf, epoch, &g->links, &g->nlinks, err, errlen);
+	if (links)
+		ret = qp_scopes_attach(r->scopes, pid, path, elf, epoch, links, nlinks, err, errlen);
 	for (i = 0; ret >= 0 && i < b->nextra; i++) {
 		const struct qp_usdt_def *def = qp_registry_def(r, b->extra_ids[i]);
 		const char *specs[2] = { def->span ? def->end : def->name, def->span ? def->begin : NULL };
@@ -185,8 +199,9 @@ static int gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_bina
 				ret = -EINVAL;
 				break;
 			}
-			ret = qp_scopes_attach_usdt(r->scopes, -1, path, g->mod->elf, epoch, &req, &g->links,
-						    &g->nlinks, err, errlen);
+			ret = !links ? has_probe(elf, prov, name) :
+			      qp_scopes_attach_usdt(r->scopes, pid, path, elf, epoch, &req, links, nlinks, err,
+						    errlen);
 			if (ret == 0) {
 				*status = 400;
 				snprintf(err, errlen, "probe %s:%s is not in %s", prov, name, b->path);
@@ -197,10 +212,63 @@ static int gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_bina
 	if (ret < 0) {
 		if (*status == 422)
 			*status = qp_attach_status(ret);
-		qp_binary_gen_unlink(g);
+		if (links) {
+			qp_scopes_detach_links(*links + first, *nlinks - first);
+			*nlinks = first;
+		}
 		return ret;
 	}
 	return 0;
+}
+
+/* Attach B's probes to version G, whose file is open at G->fd: through
+ * /proc/self/fd, so the kernel places them on that very inode whatever the
+ * path names by now. Without the fanotify watch there are no links for
+ * every process (an in-place rewrite could not be caught before an exec):
+ * each adopted process gets its own (binary_attach_process). */
+static int gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_binary_gen *g,
+		      int *status, char *err, size_t errlen)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", g->fd);
+	return attach_file(r, b, -1, path, g->mod->elf, r->watch ? &g->links : NULL, &g->nlinks, status,
+			   err, errlen);
+}
+
+/* Per-process mode (no fanotify): links for T alone on the version of B's
+ * file that T maps, opened through T's own mapping. */
+static void binary_attach_process(struct qp_registry *r, struct qp_binary *b, struct qp_target *t)
+{
+	char path[PATH_MAX + 32], err[512] = "it maps no executable version of the file";
+	struct qp_module *mod;
+	size_t i;
+	int fd, ret, status;
+
+	for (i = 0; i < t->maps.n; i++) {
+		const struct qp_map *m = &t->maps.v[i];
+
+		if (!strchr(m->perms, 'x') || !same_path(m->path, b->path))
+			continue;
+		if (qp_map_open(t->pid, m, path, sizeof(path), &fd, err, sizeof(err)))
+			break;
+		mod = qp_module_get_fd(r, fd, b->path, &ret, err, sizeof(err));
+		close(fd);
+		if (!mod)
+			break;
+		if (qp_target_hold(t, mod)) {
+			qp_module_put(r, mod);
+			break;
+		}
+		t->probes = (unsigned int)mod->qprof_notes;
+		t->sites_refused = (unsigned int)mod->elf->nbad_notes;
+		if (attach_file(r, b, t->pid, path, mod->elf, &t->links, &t->nlinks, &status, err,
+				sizeof(err)) == 0)
+			return;
+		break;
+	}
+	t->probes = 0;
+	qp_warn("pid %d runs %s but cannot be probed: %s", t->pid, b->path, err);
 }
 
 /* The file at B's path is a new version (another inode, or the same one
@@ -327,7 +395,12 @@ void qp_binary_json(const struct qp_registry *r, const struct qp_binary *b, stru
 	qp_json_kv_str(j, "binary", b->path);
 	qp_json_kv_u64(j, "probes", b->probes);
 	qp_json_kv_u64(j, "attached_ms", b->attached_ms);
-	qp_json_kv_str(j, "state", b->cur.nlinks ? "attached" : b->stale ? "changed" : "unprobed");
+	qp_json_kv_str(j, "state", b->stale ? "changed" :
+			 b->cur.nlinks || (!r->watch && b->cur.mod && b->cur.mod->qprof_notes) ? "attached" :
+										  "unprobed");
+	/* every_process: one set of links catches each process from its start;
+	 * per_process (no fanotify): each process gets links once adopted */
+	qp_json_kv_str(j, "mode", r->watch ? "every_process" : "per_process");
 	qp_json_kv_u64(j, "versions_replaced", b->replaced);
 	qp_json_kv_u64(j, "old_versions_running", b->nold);
 	qp_json_kv_u64(j, "sites_refused", b->sites_refused);

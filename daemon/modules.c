@@ -120,12 +120,21 @@ int qp_map_open(int pid, const struct qp_map *m, char *path, size_t len, int *fd
 		 (unsigned long long)m->end);
 	/* through O_PATH first: a mapping of a FIFO or device is refused unopened */
 	ret = qp_open_regular(path, fd, err, errlen);
+	if ((ret == -EPERM || ret == -EACCES) && !strstr(m->path, " (deleted)")) {
+		/* map_files needs CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE); the
+		 * path through the process's root is checked against the maps
+		 * line instead. The links are for PID only: should the path change
+		 * before the attach, they would match nothing it maps. */
+		snprintf(path, len, "/proc/%d/root%s", pid, m->path);
+		ret = qp_open_regular(path, fd, err, errlen);
+	}
 	if (ret)
 		return ret == -ENOENT ? -ESRCH : ret;
+	/* inode only: btrfs and overlayfs show another dev in maps than stat */
 	if (fstat(*fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != m->inode) {
 		close(*fd);
 		*fd = -1;
-		snprintf(err, errlen, "%s is not the regular file its maps line names", path);
+		snprintf(err, errlen, "%s is not the file its maps line names", path);
 		return -EINVAL;
 	}
 	return 0;

@@ -39,8 +39,8 @@ void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes)
 	pthread_mutex_init(&r->lock, NULL);
 	r->scopes = scopes;
 	if (scopes && qp_watch_start(r))
-		qp_warn("no fanotify watch on --binary files: a file rewritten in place is seen by the "
-			"once-a-second rescan only");
+		qp_warn("no fanotify (CAP_SYS_ADMIN): --binary targets attach each process once adopted, "
+			"not every process from its start");
 }
 
 void qp_target_free(struct qp_registry *r, struct qp_target *t)

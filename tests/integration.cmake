@@ -95,3 +95,10 @@ foreach(t deploy overlap files)
             $<TARGET_FILE:scope_target_v2>)
   set_tests_properties(integration_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 endforeach()
+# The same deploys with qprofd short of CAP_SYS_ADMIN (a hardened service):
+# no fanotify, no map_files.
+add_test(NAME integration_deploy_no_sys_admin
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_deploy.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
+          $<TARGET_FILE:scope_target_v2> --no-sys-admin)
+set_tests_properties(integration_deploy_no_sys_admin PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

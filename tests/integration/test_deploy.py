@@ -9,7 +9,11 @@ target whose code sits 301 bytes further on replaces the first:
 Probes left at the old version's offsets kill the new one (SIGSEGV/SIGBUS)
 or count nothing; so every process must exit 0 and count exactly.
 
-usage: test_deploy.py QPROFD SCOPE_TARGET QPROF_CLI SCOPE_TARGET_V2"""
+With --no-sys-admin, qprofd runs without CAP_SYS_ADMIN: no fanotify and no
+/proc/PID/map_files, as a hardened service may run it. --binary then
+attaches each process on its own once adopted ("mode": "per_process").
+
+usage: test_deploy.py QPROFD SCOPE_TARGET QPROF_CLI SCOPE_TARGET_V2 [--no-sys-admin]"""
 import os
 import shutil
 import sys
@@ -19,8 +23,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qptest import Daemon, Failures, Target, require_root, wait_for  # noqa: E402
 
 qprofd, v1, cli, v2 = sys.argv[1:5]
+no_sys_admin = "--no-sys-admin" in sys.argv[5:]
 require_root()
-t = Failures("integration_deploy")
+t = Failures("integration_deploy" + ("_no_sys_admin" if no_sys_admin else ""))
 ITERS = 100
 WANT = 2 * ITERS * 3 + 2 * (ITERS // 10)  # outer, inner, span per iteration and thread; func every 10th
 work = tempfile.mkdtemp(prefix="qprof-deploy-")
@@ -81,6 +86,13 @@ def adopted(d, pid):
 
 shutil.copyfile(v1, app)
 os.chmod(app, 0o755)
+if no_sys_admin:
+    wrapper = os.path.join(work, "qprofd-no-sys-admin")
+    with open(wrapper, "w") as f:
+        f.write(f"#!/bin/sh\nexec setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin {qprofd} \"$@\"\n")
+    os.chmod(wrapper, 0o755)
+    qprofd = wrapper
+MODE = "per_process" if no_sys_admin else "every_process"
 
 # --pid: the daemon has parsed v1; the same inode then holds v2
 d = Daemon(qprofd)
@@ -122,6 +134,7 @@ for how, deploy in (("in place", copy_in_place), ("rename", rename_in)):
         t.check(b is not None, f"--binary {how}: new version attached and its process adopted: "
                 f"{d.get('/api/status')[1]['binaries']}")
         if b:
+            t.eq(b["mode"], MODE, "binary mode")
             t.eq(b["old_versions_running"], 1 if how == "rename" else 0, f"--binary {how}: old versions kept")
         run(d, p, f"--binary v2 after the {how} deploy")
         if old:
