@@ -121,7 +121,7 @@ int qp_map_open(int pid, const struct qp_map *m, char *path, size_t len, int *fd
 	/* through O_PATH first: a mapping of a FIFO or device is refused unopened */
 	ret = qp_open_regular(path, fd, err, errlen);
 	if ((ret == -EPERM || ret == -EACCES) && !strstr(m->path, " (deleted)")) {
-		/* map_files needs CAP_SYS_ADMIN (or CAP_CHECKPOINT_RESTORE); the
+		/* map_files needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE; the
 		 * path through the process's root is checked against the maps
 		 * line instead. The links are for PID only: should the path change
 		 * before the attach, they would match nothing it maps. */

@@ -317,7 +317,9 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 		/* the mapped inode itself, even deleted or replaced on disk */
 		ret = qp_map_open(pid, m, path, sizeof(path), &fd, merr, sizeof(merr));
 		if (ret) {
-			qp_debug("pid %d: skipping %s: %s", pid, m->path, merr);
+			/* never a path that may name another version: counted, not probed */
+			t->files_unopened++;
+			qp_info("pid %d: %s not probed: %s", pid, m->path, merr);
 			continue;
 		}
 		mod = qp_module_get_fd(r, fd, m->path, &ret, merr, sizeof(merr));
@@ -398,6 +400,14 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 			goto fail;
 		}
 		extras++;
+	}
+	if (!files && !extras && t->files_unopened) {
+		*status = 422;
+		snprintf(err, errlen, "process %d (%s): no qprof probes attached; %u mapped file(s) could not "
+			 "be opened as the inode mapped (deleted, and /proc/PID/map_files needs "
+			 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)", pid, t->comm, t->files_unopened);
+		ret = -ENOENT;
+		goto fail;
 	}
 	if (!files && !extras) {
 		*status = 400;
@@ -671,5 +681,6 @@ void qp_target_json(const struct qp_target *t, struct qp_json *j)
 		qp_json_kv_null(j, "exited_ms");
 	qp_json_kv_str(j, "attached_by", t->binary >= 0 ? "binary" : "pid");
 	qp_json_kv_u64(j, "sites_refused", t->sites_refused);
+	qp_json_kv_u64(j, "files_unopened", t->files_unopened);
 	qp_json_obj_end(j);
 }

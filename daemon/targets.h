@@ -57,6 +57,8 @@ struct qp_target {
 	struct qp_module **mods;	/* versions of files it was attached or resolved through */
 	size_t nmods;
 	unsigned int sites_refused;	/* probe sites left out: not the nop their note promises */
+	unsigned int files_unopened;	/* executable mappings that could not be opened as the very
+					 * inode mapped (e.g. deleted, without CAP_SYS_ADMIN): not probed */
 	bool excludes_binary;	/* its own links count it: --binary links skip its pid */
 };
 

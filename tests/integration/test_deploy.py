@@ -9,7 +9,8 @@ target whose code sits 301 bytes further on replaces the first:
 Probes left at the old version's offsets kill the new one (SIGSEGV/SIGBUS)
 or count nothing; so every process must exit 0 and count exactly.
 
-With --no-sys-admin, qprofd runs without CAP_SYS_ADMIN: no fanotify and no
+With --no-sys-admin, qprofd runs without CAP_SYS_ADMIN and
+CAP_CHECKPOINT_RESTORE: no fanotify and no
 /proc/PID/map_files, as a hardened service may run it. --binary then
 attaches each process on its own once adopted ("mode": "per_process").
 
@@ -89,7 +90,7 @@ os.chmod(app, 0o755)
 if no_sys_admin:
     wrapper = os.path.join(work, "qprofd-no-sys-admin")
     with open(wrapper, "w") as f:
-        f.write(f"#!/bin/sh\nexec setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin {qprofd} \"$@\"\n")
+        f.write(f"#!/bin/sh\nexec setpriv --inh-caps=-sys_admin,-checkpoint_restore --bounding-set=-sys_admin,-checkpoint_restore {qprofd} \"$@\"\n")
     os.chmod(wrapper, 0o755)
     qprofd = wrapper
 MODE = "per_process" if no_sys_admin else "every_process"
@@ -108,6 +109,20 @@ try:
         t.eq(st, 201, f"--pid, after the {how} deploy: attach ({body})")
         run(d, p, f"--pid v2 after the {how} deploy")
         deploy(v1)  # back for the next round
+    # a process whose file was renamed over while it ran: it maps "app (deleted)"
+    p = Target([app, "--iters", str(ITERS)])
+    rename_in(v2)
+    st, body = d.post("/api/targets", {"pid": p.pid})
+    if no_sys_admin:  # no map_files: the old inode cannot be opened, so it is refused and said so
+        t.eq(st, 422, f"--pid on a deleted executable without map_files: {body}")
+        t.check("1 mapped file(s) could not be opened" in body.get("error", ""), "the reason given")
+        p.kill()
+    else:
+        t.eq(st, 201, f"--pid on a deleted executable, through map_files: {body}")
+        t.eq(body.get("files_unopened"), 0, "every mapping opened")
+        run(d, p, "--pid on the old version after a rename")
+    deploy_back = rename_in
+    deploy_back(v1)
     t.check(d.proc.poll() is None, "qprofd alive")
 finally:
     t.eq(d.stop(), 0, "qprofd exits 0")
