@@ -85,7 +85,7 @@ void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_
 	}
 	t->binary = (int)bi;
 	t->probes = b->probes;
-	if (!r->watch)
+	if (b->per_process)
 		binary_attach_process(r, b, t);
 	if (qp_registry_push(r, t)) {
 		qp_target_free(r, t);
@@ -232,7 +232,7 @@ static int gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_bina
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", g->fd);
-	return attach_file(r, b, -1, path, g->mod->elf, r->watch ? &g->links : NULL, &g->nlinks, status,
+	return attach_file(r, b, -1, path, g->mod->elf, b->per_process ? NULL : &g->links, &g->nlinks, status,
 			   err, errlen);
 }
 
@@ -310,10 +310,14 @@ static void binary_new_version(struct qp_registry *r, struct qp_binary *b, int f
 	}
 	memset(&b->cur, 0, sizeof(b->cur));
 	b->cur.fd = -1;
+	/* the mark before the links: links no open is checked against must not be */
+	if (!b->per_process && qp_watch_add(r, fd)) {
+		qp_warn("%s: no fanotify mark on the new version: its processes are attached one by one",
+			b->path);
+		b->per_process = true;
+	}
 	if (gen_attach(r, b, &g, &status, err, sizeof(err)))	/* kept unprobed, watched */
 		qp_warn("%s: the new version cannot be probed: %s", b->path, err);
-	if (qp_watch_add(r, fd))
-		qp_debug("%s: no fanotify mark on the new version", b->path);
 	b->cur = g;
 	b->dev = st.st_dev;
 	b->ino = st.st_ino;
@@ -396,11 +400,11 @@ void qp_binary_json(const struct qp_registry *r, const struct qp_binary *b, stru
 	qp_json_kv_u64(j, "probes", b->probes);
 	qp_json_kv_u64(j, "attached_ms", b->attached_ms);
 	qp_json_kv_str(j, "state", b->stale ? "changed" :
-			 b->cur.nlinks || (!r->watch && b->cur.mod && b->cur.mod->qprof_notes) ? "attached" :
+			 b->cur.nlinks || (b->per_process && b->cur.mod && b->cur.mod->qprof_notes) ? "attached" :
 										  "unprobed");
 	/* every_process: one set of links catches each process from its start;
 	 * per_process (no fanotify): each process gets links once adopted */
-	qp_json_kv_str(j, "mode", r->watch ? "every_process" : "per_process");
+	qp_json_kv_str(j, "mode", b->per_process ? "per_process" : "every_process");
 	qp_json_kv_u64(j, "versions_replaced", b->replaced);
 	qp_json_kv_u64(j, "old_versions_running", b->nold);
 	qp_json_kv_u64(j, "sites_refused", b->sites_refused);
@@ -526,19 +530,25 @@ static int add_locked(struct qp_registry *r, const char *real, int fd, struct qp
 		b->extra_ids = ids;
 		b->extra_ids[b->nextra++] = id;
 	}
+	b->per_process = qp_watch_add(r, fd) != 0;	/* no mark, no links for every process */
+	if (b->per_process && r->watch)
+		qp_warn("%s: no fanotify mark (%s): its processes are attached one by one", real,
+			"the file system does not support it");
 	/* before any link exists: a --pid target is counted by its own links only */
 	exclude_pid_targets(r, b, true);
+	/* listed before its links exist, so that an open of a file changed since
+	 * the parse finds it and drops them */
+	qp_watch_lock(r);
+	r->binaries[r->nbinaries++] = b;
 	ret = gen_attach(r, b, &b->cur, status, err, errlen);
+	if (ret)
+		r->nbinaries--;
+	qp_watch_unlock(r);
 	if (ret) {
 		exclude_pid_targets(r, b, false);
 		qp_binary_free(r, b);
 		return ret;
 	}
-	qp_watch_lock(r);
-	r->binaries[r->nbinaries++] = b;
-	qp_watch_unlock(r);
-	if (qp_watch_add(r, fd))
-		qp_debug("%s: no fanotify mark", real);
 	qp_info("attached to every process running %s (%u probe sites)", real, b->probes);
 	qp_binary_scan(r);
 	qp_binary_json(r, b, j);

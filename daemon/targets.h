@@ -85,6 +85,7 @@ struct qp_binary {
 	unsigned int replaced;	/* new versions seen (rename or rewrite in place) */
 	unsigned int sites_refused;
 	bool stale;		/* cur's links were dropped: re-parse and re-attach */
+	bool per_process;	/* no fanotify mark: links per adopted process, none for all */
 	int *detached;		/* pids detached by the user: never re-adopted */
 	size_t ndetached;
 };
