@@ -50,6 +50,11 @@ void qp_binary_scan(struct qp_registry *r);
 /* Replaced files get new links; on RESCAN unused old versions go. */
 void qp_binaries_refresh(struct qp_registry *r, bool rescan);
 void qp_binary_free(struct qp_registry *r, struct qp_binary *b);
+bool qp_binary_detached(const struct qp_binary *b, int pid);
+/* Links for every process on version G of B (none in per-process mode, which
+ * only checks the other probes are there); -errno with *status and err. */
+int qp_binary_gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_binary_gen *g,
+			 int *status, char *err, size_t errlen);
 /* Drop the links of a version whose file changed under them. */
 void qp_binary_gen_unlink(struct qp_binary_gen *g);
 
