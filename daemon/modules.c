@@ -31,11 +31,20 @@ struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *pa
 				   char *err, size_t errlen)
 {
 	struct qp_module *m, **v;
+	struct qp_file_id id;
+	struct stat st;
 	size_t i;
 
+	if (fstat(fd, &st)) {
+		*ret = -errno;
+		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+		return NULL;
+	}
+	qp_file_id_of(&st, &id);
 	for (i = 0; i < r->nmodules; i++) {
 		m = r->modules[i];
-		if (qp_elf_same_file(m->elf, fd) == 1) {
+		/* the identity first (no I/O), then the build-id bytes */
+		if (qp_file_id_eq(&m->elf->id, &id) && qp_elf_same_file(m->elf, fd) == 1) {
 			m->refs++;
 			return m;
 		}
