@@ -68,8 +68,6 @@ int qp_binary_covering(const struct qp_registry *r, int pid, const struct qp_map
 	return -1;
 }
 
-static void binary_attach_process(struct qp_registry *r, struct qp_binary *b, struct qp_target *t);
-
 /* Make PID a target of binary BI if it maps it and is not known yet. */
 void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_maps *known)
 {
@@ -87,7 +85,7 @@ void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_
 	t->binary = (int)bi;
 	t->probes = b->probes;
 	if (b->per_process)
-		binary_attach_process(r, b, t);
+		qp_binary_attach_process(r, b, t);
 	if (qp_registry_push(r, t)) {
 		qp_target_free(r, t);
 		return;
@@ -226,7 +224,7 @@ static int attach_file(struct qp_registry *r, const struct qp_binary *b, int pid
  * /proc/self/fd, so the kernel places them on that very inode whatever the
  * path names by now. Without the fanotify watch there are no links for
  * every process (an in-place rewrite could not be caught before an exec):
- * each adopted process gets its own (binary_attach_process). */
+ * each adopted process gets its own (qp_binary_attach_process). */
 int qp_binary_gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_binary_gen *g,
 		      int *status, char *err, size_t errlen)
 {
@@ -239,7 +237,7 @@ int qp_binary_gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_b
 
 /* Per-process mode (no fanotify): links for T alone on the version of B's
  * file that T maps, opened through T's own mapping. */
-static void binary_attach_process(struct qp_registry *r, struct qp_binary *b, struct qp_target *t)
+void qp_binary_attach_process(struct qp_registry *r, struct qp_binary *b, struct qp_target *t)
 {
 	char path[PATH_MAX + 32], err[512] = "it maps no executable version of the file";
 	struct qp_module *mod;

@@ -51,6 +51,9 @@ void qp_binary_scan(struct qp_registry *r);
 void qp_binaries_refresh(struct qp_registry *r, bool rescan);
 void qp_binary_free(struct qp_registry *r, struct qp_binary *b);
 bool qp_binary_detached(const struct qp_binary *b, int pid);
+/* Per-process mode: links for T alone on the version of B's file it maps
+ * (T->probes 0 and a warning when it cannot be probed). */
+void qp_binary_attach_process(struct qp_registry *r, struct qp_binary *b, struct qp_target *t);
 /* Links for every process on version G of B (none in per-process mode, which
  * only checks the other probes are there); -errno with *status and err. */
 int qp_binary_gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_binary_gen *g,
