@@ -10,8 +10,9 @@
 static const char status_help[] =
 	"Usage: qprof-cli status [--json]\n"
 	"\n"
-	"Show qprofd's version and uptime, its CPU sampling and scope counters and\n"
-	"the targets it profiles (PID, COMM, STATE, PROBES, ATTACHED, EXE).\n"
+	"Show qprofd's version and uptime, its CPU sampling and scope counters, the\n"
+	"--binary files it follows (probe sites, state, processes, new versions seen)\n"
+	"and the targets it profiles (PID, COMM, STATE, PROBES, ATTACHED, EXE).\n"
 	"--json prints the daemon's answer to GET /api/status unchanged.\n";
 
 static void cell_u64(struct table *t, const json_t *o, const char *key)

@@ -249,8 +249,10 @@ void qp_binary_attach_process(struct qp_registry *r, struct qp_binary *b, struct
 
 		if (!strchr(m->perms, 'x') || !same_path(m->path, b->path))
 			continue;
-		if (qp_map_open(t->pid, m, path, sizeof(path), &fd, err, sizeof(err)))
+		if (qp_map_open(t->pid, m, path, sizeof(path), &fd, err, sizeof(err))) {
+			t->files_unopened++;	/* never attached by a path that may name another version */
 			break;
+		}
 		mod = qp_module_get_fd(r, fd, b->path, &ret, err, sizeof(err));
 		close(fd);
 		if (!mod)
