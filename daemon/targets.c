@@ -66,7 +66,7 @@ void qp_registry_destroy(struct qp_registry *r)
 	size_t i;
 
 	qp_lifecycle_forget_files(r->lc);	/* before the --binary uprobes go */
-	qp_watch_stop(r);	/* first: it takes the lock */
+	qp_watch_stop(r);	/* first: it reads the binaries */
 	for (i = 0; i < r->ntargets; i++)
 		qp_target_free(r, r->targets[i]);
 	for (i = 0; i < r->nbinaries; i++)
