@@ -7,31 +7,47 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "log.h"
 #include "targets_priv.h"
 
-/* The module of mapping M of T: one T holds for that inode, else (a library
- * loaded later) the mapped file opened through map_files, then held. */
+/* The module of mapping M of T, for names only (attaching never comes
+ * here): one T holds for that inode; else the mapped file itself, through
+ * map_files while T runs; else (T gone before anything was read, e.g. a
+ * short-lived process of a --binary) a version of that inode another holder
+ * keeps, newest first, or the file at the mapped path if it still is that
+ * inode. The module found is held by T. */
 static struct qp_module *target_module(struct qp_registry *r, struct qp_target *t,
 				       const struct qp_map *m, char *err, size_t errlen)
 {
 	char path[PATH_MAX + 32];
-	struct qp_module *mod;
+	struct qp_module *mod = NULL;
+	struct stat st;
 	size_t i;
 	int fd, ret;
 
 	for (i = 0; i < t->nmods; i++)
 		if (t->mods[i]->elf->id.ino == m->inode)
 			return t->mods[i];
-	if (t->state != QP_TARGET_RUNNING) {
-		snprintf(err, errlen, "%s was not read while the process ran", m->path);
-		return NULL;
+	if (t->state == QP_TARGET_RUNNING && !qp_map_open(t->pid, m, path, sizeof(path), &fd, err, errlen)) {
+		mod = qp_module_get_fd(r, fd, m->path, &ret, err, errlen);
+		close(fd);
 	}
-	if (qp_map_open(t->pid, m, path, sizeof(path), &fd, err, errlen))
-		return NULL;
-	mod = qp_module_get_fd(r, fd, m->path, &ret, err, errlen);
-	close(fd);
+	for (i = r->nmodules; !mod && i-- > 0;) {
+		if (r->modules[i]->elf->id.ino == m->inode) {
+			mod = r->modules[i];
+			mod->refs++;
+		}
+	}
+	if (!mod && !strstr(m->path, " (deleted)") && !qp_open_regular(m->path, &fd, err, errlen)) {
+		if (!fstat(fd, &st) && (uint64_t)st.st_ino == m->inode)
+			mod = qp_module_get_fd(r, fd, m->path, &ret, err, errlen);
+		else
+			snprintf(err, errlen, "%s is another file now", m->path);
+		close(fd);
+	}
 	if (mod && qp_target_hold(t, mod)) {
 		qp_module_put(r, mod);
 		snprintf(err, errlen, "out of memory");
