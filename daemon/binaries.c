@@ -93,6 +93,74 @@ void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_
 	qp_info("pid %d (%s) runs %s: now a target", pid, t->comm, b->path);
 }
 
+static bool pid_in(const int *v, size_t n, int pid)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i] == pid)
+			return true;
+	return false;
+}
+
+/* PID runs a version of B's file qprofd has not seen (replaced before B was
+ * attached: "(deleted)" in its maps). That version is opened through
+ * /proc/PID/map_files, the very inode, and kept as an old version with its
+ * own links; when it cannot be, PID is counted in processes_refused, once,
+ * and never probed. true when PID may now be adopted. */
+static bool earlier_version(struct qp_registry *r, struct qp_binary *b, int pid,
+			    const struct qp_maps *maps)
+{
+	struct qp_binary_gen g = { .fd = -1 }, *v;
+	char path[PATH_MAX + 32], err[512] = "";
+	const struct qp_map *m = NULL;
+	struct stat st;
+	size_t i;
+	int ret, status, *rv;
+
+	for (i = 0; i < maps->n && !m; i++)
+		if (strchr(maps->v[i].perms, 'x') && same_path(maps->v[i].path, b->path))
+			m = &maps->v[i];
+	if (!m || qp_binary_detached(b, pid) || pid_in(b->refused, b->nrefused, pid))
+		return false;
+	/* what the path names now is the next version: the refresh's (no second set) */
+	if (!stat(b->path, &st) && (uint64_t)st.st_ino == m->inode)
+		return false;
+	if (qp_map_open(pid, m, path, sizeof(path), &g.fd, err, sizeof(err)) || fstat(g.fd, &st) ||
+	    !(g.mod = qp_module_get_fd(r, g.fd, b->path, &ret, err, sizeof(err))))
+		goto refused;
+	g.dev = (uint64_t)st.st_dev;
+	g.ino = (uint64_t)st.st_ino;
+	v = realloc(b->old, (b->nold + 1) * sizeof(*v));
+	if (!v)
+		goto refused;
+	b->old = v;
+	qp_watch_lock(r);
+	/* every-process links only on a watched inode, as for any version */
+	if (b->per_process || !qp_watch_add(r, g.fd)) {
+		if (qp_binary_gen_attach(r, b, &g, &status, err, sizeof(err)))
+			qp_warn("%s: an earlier version run by pid %d cannot be probed: %s", b->path, pid, err);
+	}
+	b->old[b->nold++] = g;
+	qp_watch_unlock(r);
+	qp_info("%s: pid %d runs an earlier version (inode %llu): attached through map_files", b->path, pid,
+		(unsigned long long)g.ino);
+	return true;
+refused:
+	if (g.mod)
+		qp_module_put(r, g.mod);
+	if (g.fd >= 0)
+		close(g.fd);
+	rv = realloc(b->refused, (b->nrefused + 1) * sizeof(*rv));
+	if (rv) {
+		b->refused = rv;
+		b->refused[b->nrefused++] = pid;
+	}
+	qp_warn("pid %d runs an earlier version of %s that cannot be opened as mapped: not probed (%s)", pid,
+		b->path, err);
+	return false;
+}
+
 void qp_binary_scan(struct qp_registry *r)
 {
 	DIR *d;
@@ -115,7 +183,8 @@ void qp_binary_scan(struct qp_registry *r)
 		if (qp_maps_read((int)pid, &maps))
 			continue;
 		for (bi = 0; bi < r->nbinaries; bi++) {
-			if (qp_maps_hold(&maps, r->binaries[bi])) {
+			if (qp_maps_hold(&maps, r->binaries[bi]) ||
+			    earlier_version(r, r->binaries[bi], (int)pid, &maps)) {
 				qp_binary_adopt(r, bi, (int)pid, &maps);
 				break;
 			}
@@ -154,6 +223,7 @@ void qp_binary_free(struct qp_registry *r, struct qp_binary *b)
 		gen_free(r, &b->old[k]);
 	free(b->old);
 	free(b->extra_ids);
+	free(b->refused);
 	free(b->detached);
 	free(b->path);
 	free(b);
@@ -409,6 +479,7 @@ void qp_binary_json(const struct qp_registry *r, const struct qp_binary *b, stru
 	qp_json_kv_u64(j, "versions_replaced", b->replaced);
 	qp_json_kv_u64(j, "old_versions_running", b->nold);
 	qp_json_kv_u64(j, "sites_refused", b->sites_refused);
+	qp_json_kv_u64(j, "processes_refused", b->nrefused);
 	qp_json_key(j, "pids");
 	qp_json_arr_begin(j);
 	for (i = 0; i < r->ntargets; i++)

@@ -88,6 +88,8 @@ struct qp_binary {
 	bool per_process;	/* no fanotify mark: links per adopted process, none for all */
 	int *detached;		/* pids detached by the user: never re-adopted */
 	size_t ndetached;
+	int *refused;		/* pids running a version that could not be opened as mapped */
+	size_t nrefused;
 };
 
 struct qp_cpu;

@@ -162,5 +162,24 @@ for how, deploy in (("in place", copy_in_place), ("rename", rename_in)):
         t.eq(d.stop(), 0, "qprofd exits 0")
     deploy(v1)
 
+# a process of v1 whose file was replaced before qprofd came: attached to its
+# own (deleted) inode through map_files, or refused and counted without it
+p = Target([app, "--iters", str(ITERS)])
+rename_in(v2)
+d = Daemon(qprofd, ["--binary", app])
+try:
+    b = d.get("/api/status")[1]["binaries"][0]
+    if no_sys_admin:
+        t.eq((adopted(d, p.pid), b["processes_refused"]), (False, 1),
+             "--binary: an earlier version without map_files is refused and counted")
+    else:
+        t.check(adopted(d, p.pid), f"--binary: a process of an earlier version is adopted: {b}")
+        t.eq(b["old_versions_running"], 1, "its version kept")
+        run(d, p, "--binary, a version replaced before attach")
+    t.check(d.proc.poll() is None, "qprofd alive")
+finally:
+    p.kill()
+    t.eq(d.stop(), 0, "qprofd exits 0")
+
 shutil.rmtree(work, ignore_errors=True)
 sys.exit(t.done())
