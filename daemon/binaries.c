@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "collect_scopes.h"
 #include "json_writer.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "targets_priv.h"
 #include "util.h"
@@ -204,6 +205,8 @@ void qp_binary_gen_unlink(struct qp_binary_gen *g)
 
 static void gen_free(struct qp_registry *r, struct qp_binary_gen *g)
 {
+	if (g->nlinks)	/* forks of it no longer keep int3 sites: no uprobe would take them */
+		qp_lifecycle_watch_file(r->lc, (dev_t)g->dev, (ino_t)g->ino, false);
 	qp_binary_gen_unlink(g);
 	qp_module_put(r, g->mod);
 	g->mod = NULL;
@@ -300,9 +303,14 @@ int qp_binary_gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_b
 {
 	char path[64];
 
+	int ret;
+
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", g->fd);
-	return attach_file(r, b, -1, path, g->mod->elf, b->per_process ? NULL : &g->links, &g->nlinks, status,
-			   err, errlen);
+	ret = attach_file(r, b, -1, path, g->mod->elf, b->per_process ? NULL : &g->links, &g->nlinks, status,
+			  err, errlen);
+	if (!ret && g->nlinks)	/* its forked children keep their sites probed (lifecycle.c) */
+		qp_lifecycle_watch_file(r->lc, (dev_t)g->dev, (ino_t)g->ino, true);
+	return ret;
 }
 
 /* Per-process mode (no fanotify): links for T alone on the version of B's

@@ -646,6 +646,8 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 	qp_proc_starttime(pid, &t->starttime);
 	t->attached_ms = qp_realtime_ns() / 1000000;
 	t->state = QP_TARGET_RUNNING;
+	if (r->binaries[t->binary]->per_process)	/* no links for every process to cover it */
+		qp_binary_attach_process(r, r->binaries[t->binary], t);
 	if (qp_registry_push(r, t)) {
 		qp_target_free(r, t);
 		return;
