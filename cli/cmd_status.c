@@ -10,8 +10,9 @@
 static const char status_help[] =
 	"Usage: qprof-cli status [--json]\n"
 	"\n"
-	"Show qprofd's version and uptime, its CPU sampling and scope counters and\n"
-	"the targets it profiles (PID, COMM, STATE, PROBES, ATTACHED, EXE).\n"
+	"Show qprofd's version and uptime, its CPU sampling and scope counters, the\n"
+	"--binary files it follows (probe sites, state, processes, new versions seen)\n"
+	"and the targets it profiles (PID, COMM, STATE, PROBES, ATTACHED, EXE).\n"
 	"--json prints the daemon's answer to GET /api/status unchanged.\n";
 
 static void cell_u64(struct table *t, const json_t *o, const char *key)
@@ -82,6 +83,31 @@ static const char *num(char *buf, size_t len, const json_t *o, const char *key)
 	return qp_fmt_count(buf, len, v);
 }
 
+/* --binary targets: path, probes, state, processes, deploys seen. */
+static void print_binaries(const json_t *arr)
+{
+	const json_t *b;
+	size_t i;
+
+	if (!json_array_size(arr))
+		return;
+	printf("binaries (every process that runs them):\n");
+	json_array_foreach(arr, i, b) {
+		const char *path = cli_json_str(b, "binary"), *state = cli_json_str(b, "state");
+		uint64_t probes = 0, replaced = 0;
+
+		cli_json_u64(b, "probes", &probes);
+		cli_json_u64(b, "versions_replaced", &replaced);
+		printf("  %s: %llu probe sites, %s, %zu process(es)", path ? path : "?",
+		       (unsigned long long)probes, state ? state : "?",
+		       json_array_size(json_object_get(b, "pids")));
+		if (replaced)
+			printf(", %llu new version(s) since attach", (unsigned long long)replaced);
+		putchar('\n');
+	}
+	putchar('\n');
+}
+
 static int print_status(const struct cli_ctx *ctx, const json_t *root)
 {
 	const json_t *cpu = json_object_get(root, "cpu");
@@ -128,6 +154,7 @@ static int print_status(const struct cli_ctx *ctx, const json_t *root)
 			       num(b, sizeof(b), logs, "lost"));
 	}
 	putchar('\n');
+	print_binaries(json_object_get(root, "binaries"));
 	if (!json_array_size(targets)) {
 		printf("no targets (add one with: %s attach --pid N)\n", CLI_PROG);
 		return CLI_OK;

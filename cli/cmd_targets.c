@@ -28,9 +28,12 @@ static const char attach_help[] =
 	"allows '.' and '-'.\n";
 
 static const char detach_help[] =
-	"Usage: qprof-cli detach --pid N [--json]\n"
+	"Usage: qprof-cli detach (--pid N | --binary PATH) [--json]\n"
 	"\n"
-	"Stop profiling process N and drop its data.\n";
+	"Stop profiling process N and drop its data, or stop profiling every\n"
+	"process that runs PATH (a --binary target) and drop theirs. A process\n"
+	"attached by --pid that a --binary target also covers stays a target of\n"
+	"that binary: detach it a second time to drop it.\n";
 
 #define MAX_PROBES 64
 
@@ -257,23 +260,28 @@ out:
 
 int cmd_detach(struct cli_ctx *ctx, int argc, char **argv)
 {
-	enum { OPT_PID = CLI_OPT_CMD_BASE };
+	enum { OPT_PID = CLI_OPT_CMD_BASE, OPT_BINARY };
 	static const struct option opts[] = {
 		CLI_COMMON_OPTS,
 		{ "pid", required_argument, NULL, OPT_PID },
+		{ "binary", required_argument, NULL, OPT_BINARY },
 		{ 0 },
 	};
 	struct http_response resp;
-	const char *pid_arg = NULL;
-	char target[64];
-	int64_t pid;
+	const char *pid_arg = NULL, *binary = NULL;
+	char target[4200], *abs = NULL;
+	const char *state;
+	json_t *root;
+	int64_t pid = 0;
 	int c, rc;
 
 	while ((c = cli_getopt(argc, argv, opts)) != -1) {
-		if (c == OPT_PID) {
-			if (pid_arg)
-				return cli_usage_error(ctx, "--pid given twice");
-			pid_arg = optarg;
+		if (c == OPT_PID || c == OPT_BINARY) {
+			if (pid_arg || binary)
+				return cli_usage_error(ctx, "give one --pid or one --binary");
+			if (!*optarg)
+				return cli_usage_error(ctx, "%s needs a value", c == OPT_PID ? "--pid" : "--binary");
+			*(c == OPT_PID ? &pid_arg : &binary) = optarg;
 			continue;
 		}
 		rc = cli_common_opt(ctx, c, argv, opts, detach_help);
@@ -283,23 +291,42 @@ int cmd_detach(struct cli_ctx *ctx, int argc, char **argv)
 	rc = cli_no_operands(ctx, argc, argv);
 	if (rc)
 		return rc;
-	if (!pid_arg)
-		return cli_usage_error(ctx, "missing --pid N");
-	rc = cli_parse_pid(ctx, "--pid", pid_arg, &pid);
-	if (rc)
-		return rc;
-	snprintf(target, sizeof(target), "/api/targets/%lld", (long long)pid);
-	rc = cli_api_call(ctx, "DELETE", target, NULL, CLI_HTTP_TIMEOUT_S, &resp);
-	if (rc)
-		return rc;
-	if (ctx->json) {
-		if (resp.body_len)
-			cli_print_body(&resp);
-		else
-			printf("{\"pid\":%lld,\"detached\":true}\n", (long long)pid);
+	if (!pid_arg && !binary)
+		return cli_usage_error(ctx, "missing --pid N or --binary PATH");
+	if (pid_arg) {
+		rc = cli_parse_pid(ctx, "--pid", pid_arg, &pid);
+		if (rc)
+			return rc;
+		snprintf(target, sizeof(target), "/api/targets/%lld", (long long)pid);
 	} else {
-		printf("detached pid %lld\n", (long long)pid);
+		if (binary[0] != '/' && (abs = realpath(binary, NULL)))
+			binary = abs;
+		snprintf(target, sizeof(target), "/api/targets");
+		if (http_add_query(target, sizeof(target), "binary", binary)) {
+			free(abs);
+			return cli_usage_error(ctx, "--binary: path too long");
+		}
 	}
+	rc = cli_api_call(ctx, "DELETE", target, NULL, CLI_HTTP_TIMEOUT_S, &resp);
+	if (rc) {
+		free(abs);
+		return rc;
+	}
+	if (ctx->json) {
+		cli_print_body(&resp);
+	} else if (binary) {
+		printf("detached binary %s\n", binary);
+	} else {
+		root = json_loadb(resp.body, resp.body_len, 0, NULL);
+		state = root ? cli_json_str(root, "state") : NULL;
+		if (state && !strcmp(state, "kept_by_binary"))
+			printf("pid %lld: no longer attached by --pid; still a target of its --binary\n",
+			       (long long)pid);
+		else
+			printf("detached pid %lld\n", (long long)pid);
+		json_decref(root);
+	}
+	free(abs);
 	http_response_free(&resp);
 	return CLI_OK;
 }

@@ -193,6 +193,17 @@ void qp_scopes_detach_links(struct qp_scope_link **links, size_t n)
 		link_free(links[i]);
 }
 
+/* Notes PROVIDER:NAME of ELF refused by qp_elf_check_sites. */
+static size_t bad_sites(const struct qp_elf_probes *elf, const char *provider, const char *name)
+{
+	size_t k, n = 0;
+
+	for (k = 0; k < elf->nnotes; k++)
+		n += elf->notes[k].bad && !strcmp(elf->notes[k].provider, provider) &&
+		     !strcmp(elf->notes[k].name, name);
+	return n;
+}
+
 /* File offset of link-time address ADDR through the PT_LOAD segments. */
 static int addr_to_offset(const struct qp_elf_probes *elf, uint64_t addr, uint64_t *off)
 {
@@ -275,8 +286,8 @@ static int attach_multi(struct qp_scopes *s, struct bpf_program *prog, const cha
 		struct qp_usdt_spec spec;
 		int id;
 
-		if (strcmp(nt->provider, provider) || strcmp(nt->name, name))
-			continue;
+		if (strcmp(nt->provider, provider) || strcmp(nt->name, name) || nt->bad)
+			continue;	/* a refused site (elf_file.c) is never probed */
 		if (addr_to_offset(elf, nt->pc, &offs[n]) ||
 		    (nt->sema && addr_to_offset(elf, nt->sema, &refs[n]))) {
 			snprintf(err, errlen, "%s: %s:%s at 0x%llx is outside the file's segments", path,
@@ -356,6 +367,13 @@ int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struc
 			present = !strcmp(elf->notes[k].provider, "qprof") && !strcmp(elf->notes[k].name, names[i]);
 		if (!present)
 			continue;
+		if (!s->multi && bad_sites(elf, "qprof", names[i])) {
+			/* libbpf attaches every site of a name: none, then */
+			ret = -EILSEQ;
+			snprintf(err, errlen, "%s: %zu qprof:%s site(s) are not the nop their notes promise",
+				 path, bad_sites(elf, "qprof", names[i]), names[i]);
+			goto undo;
+		}
 		if (s->multi) {
 			ret = attach_multi(s, progs[i], "qprof", names[i], true, pid, path, elf, cookie, &l,
 					   err, errlen);
@@ -414,6 +432,11 @@ int qp_scopes_attach_usdt(struct qp_scopes *s, int pid, const char *path,
 			  !strcmp(elf->notes[k].name, req->name);
 	if (!present)
 		return 0;
+	if (!s->multi && bad_sites(elf, req->provider, req->name)) {
+		snprintf(err, errlen, "%s: %zu %s:%s site(s) are not the nop their notes promise", path,
+			 bad_sites(elf, req->provider, req->name), req->provider, req->name);
+		return -EILSEQ;
+	}
 	if (s->multi) {
 		ret = attach_multi(s, prog, req->provider, req->name, false, pid, path, elf, cookie, &l,
 				   err, errlen);

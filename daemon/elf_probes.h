@@ -5,8 +5,22 @@
  * Used by qprofd (attach, name resolution) and qprof-cli probes. No root. */
 #ifndef QPROF_ELF_PROBES_H
 #define QPROF_ELF_PROBES_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* The largest file qprofd parses: a bound on the time and memory one
+ * request may cost. */
+#define QP_ELF_MAX_SIZE (2ULL << 30)
+
+/* What tells one version of a file from another: a rewrite in place keeps
+ * dev and inode but changes size, mtime or ctime (and the build-id). */
+struct qp_file_id {
+	uint64_t dev, ino, size;
+	struct timespec mtime, ctime;
+};
 
 struct qp_usdt_note {
 	char *provider;
@@ -15,6 +29,7 @@ struct qp_usdt_note {
 	uint64_t pc;	/* link-time address of the probe site */
 	uint64_t base;	/* .stapsdt.base address recorded in the note */
 	uint64_t sema;	/* semaphore address, 0 if none */
+	const char *bad; /* NULL: the site may be probed; else why not (static text) */
 };
 
 struct qp_site_info {
@@ -42,6 +57,11 @@ struct qp_elf_probes {
 	size_t nsegs;		/* PT_LOAD segments */
 	struct qp_elf_segment *segs;
 	size_t nbad_sites;	/* qprof_sites records skipped: bad magic/version */
+	struct qp_file_id id;	/* of the file as it was parsed */
+	uint64_t build_id_off;	/* file offset of the build-id bytes (build_id_len of them) */
+	uint32_t build_id_len;
+	uint64_t probes_addr, probes_size; /* ".probes" (USDT semaphores), size 0 if none */
+	size_t nbad_notes;	/* notes whose site or semaphore may not be probed (bad set) */
 };
 
 /* Open and parse PATH. 0 on success; -errno on failure with a one-line
@@ -52,6 +72,27 @@ struct qp_elf_probes {
  * corrupt ELF, -ENOMEM. */
 int qp_elf_probes_open(const char *path, struct qp_elf_probes **out, char *err, size_t errlen);
 void qp_elf_probes_free(struct qp_elf_probes *p); /* accepts NULL */
+/* The same on an open file FD (not closed; read with pread only): PATH is
+ * only its name. */
+int qp_elf_probes_fdopen(int fd, const char *path, struct qp_elf_probes **out, char *err,
+			 size_t errlen);
+
+/* elf_file.c. Open PATH for reading only if it is a regular file of at most
+ * QP_ELF_MAX_SIZE bytes: looked at through O_PATH first, so a FIFO, a device
+ * or a directory is never opened for reading (no block, no side effect).
+ * The fd in *fd; -ENOENT, -EACCES, -EISDIR, -EINVAL (not regular), -EFBIG. */
+int qp_open_regular(const char *path, int *fd, char *err, size_t errlen);
+void qp_file_id_of(const struct stat *st, struct qp_file_id *id);
+bool qp_file_id_eq(const struct qp_file_id *a, const struct qp_file_id *b);
+/* 1 when FD is still the file P was parsed from (same identity and same
+ * build-id bytes), 0 when it changed, -errno when it cannot be told. */
+int qp_elf_same_file(const struct qp_elf_probes *p, int fd);
+/* Check every note against the bytes of the file: its site must be in an
+ * executable segment and hold the nop5 0f 1f 44 00 00 (qprof) or a nop
+ * (0x90, <sys/sdt.h>; or nop5) for other providers; its semaphore must be
+ * 2-byte aligned inside a writable segment's file bytes (and inside .probes
+ * when the file has one). Sets note->bad and p->nbad_notes. */
+void qp_elf_check_sites(struct qp_elf_probes *p, int fd);
 
 /* The site whose descriptor starts at VADDR, or NULL. */
 const struct qp_site_info *qp_elf_site_at(const struct qp_elf_probes *p, uint64_t vaddr);

@@ -317,7 +317,7 @@ static const struct route {
 } routes[] = {
 	{ "/api/status", qp_route_status, NULL, NULL, "GET" },
 	{ "/metrics", metrics_handler, NULL, NULL, "GET" },
-	{ "/api/targets", qp_route_targets_list, qp_route_targets_add, NULL, "GET, POST" },
+	{ "/api/targets", qp_route_targets_list, qp_route_targets_add, qp_route_binary_delete, "GET, POST, DELETE" },
 	{ "/api/targets/*", NULL, NULL, qp_route_target_delete, "DELETE" },
 	{ "/api/scopes", qp_route_scopes, NULL, NULL, "GET" },
 	{ "/api/values", qp_route_values, NULL, NULL, "GET" },

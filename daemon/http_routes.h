@@ -30,6 +30,7 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 /* http_targets.c */
 void qp_route_targets_list(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+void qp_route_binary_delete(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_target_delete(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 /* http_data.c */
 void qp_route_scopes(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);

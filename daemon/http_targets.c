@@ -151,36 +151,32 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 		goto out;
 	extra.privileged = req->privileged;
 	qp_json_init(&j);
-	pthread_mutex_lock(&d->reg.lock);
 	if ((v = json_object_get(root, "pid"))) {
 		struct qp_target *t;
 		json_int_t pid = json_is_integer(v) ? json_integer_value(v) : -1;
 
 		if (pid <= 0 || pid > INT32_MAX) {
-			pthread_mutex_unlock(&d->reg.lock);
 			qp_json_free(&j);
 			qp_reply_error(resp, 400, "\"pid\" must be a positive integer");
 			goto out;
 		}
+		pthread_mutex_lock(&d->reg.lock);
 		ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &t, &status, err, sizeof(err));
 		if (!ret)
 			qp_target_json(t, &j);
+		pthread_mutex_unlock(&d->reg.lock);
 	} else {
-		struct qp_binary *b;
-
 		v = json_object_get(root, "binary");
 		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 4095 ||
 		    strlen(json_string_value(v)) != json_string_length(v)) {
-			pthread_mutex_unlock(&d->reg.lock);
 			qp_json_free(&j);
 			qp_reply_error(resp, 400, "\"binary\" must be a non-empty path string");
 			goto out;
 		}
-		ret = qp_registry_add_binary(&d->reg, json_string_value(v), &extra, &b, &status, err, sizeof(err));
-		if (!ret)
-			qp_binary_json(&d->reg, b, &j);
+		/* takes the lock itself, after opening and parsing the file */
+		ret = qp_registry_add_binary(&d->reg, json_string_value(v), &extra, &j, &status, err,
+					     sizeof(err));
 	}
-	pthread_mutex_unlock(&d->reg.lock);
 	if (ret) {
 		qp_json_free(&j);
 		qp_reply_error(resp, status, "%s", err);
@@ -212,13 +208,43 @@ static void target_delete(struct qprofd *d, const struct qp_request *req, struct
 	pthread_mutex_lock(&d->reg.lock);
 	ret = qp_registry_remove_pid(&d->reg, (int)pid);
 	pthread_mutex_unlock(&d->reg.lock);
-	if (ret) {
+	if (ret < 0) {
 		qp_reply_error(resp, 404, "process %lld is not a target", (long long)pid);
 		return;
 	}
 	qp_json_init(&j);
 	qp_json_obj_begin(&j);
 	qp_json_kv_i64(&j, "pid", pid);
+	/* 1: a --binary target covers it and keeps it (see qp_registry_remove_pid) */
+	qp_json_kv_str(&j, "state", ret == 1 ? "kept_by_binary" : "detached");
+	qp_json_obj_end(&j);
+	qp_reply_json(resp, 200, &j);
+}
+
+/* DELETE /api/targets?binary=PATH: detach a --binary file and its processes. */
+void qp_route_binary_delete(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { "binary", NULL };
+	const char *path = req->query(req->arg, "binary");
+	struct qp_json j;
+	int ret;
+
+	if (!qp_req_keys_ok(req, resp, allowed))
+		return;
+	if (!path || !path[0]) {
+		qp_reply_error(resp, 400, "give the binary to detach: DELETE /api/targets?binary=/path");
+		return;
+	}
+	pthread_mutex_lock(&d->reg.lock);
+	ret = qp_registry_remove_binary(&d->reg, path);
+	pthread_mutex_unlock(&d->reg.lock);
+	if (ret) {
+		qp_reply_error(resp, 404, "%.3000s is not a --binary target", path);
+		return;
+	}
+	qp_json_init(&j);
+	qp_json_obj_begin(&j);
+	qp_json_kv_str(&j, "binary", path);
 	qp_json_kv_str(&j, "state", "detached");
 	qp_json_obj_end(&j);
 	qp_reply_json(resp, 200, &j);

@@ -20,6 +20,7 @@
 #include "http.h"
 #include "http_auth.h"
 #include "lifecycle.h"
+#include "json_writer.h"
 #include "log.h"
 #include "logs.h"
 #include "qprofd.h"
@@ -341,17 +342,21 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	pthread_mutex_unlock(&d.reg.lock);
 	for (i = 0; i < o.nbinaries; i++) {
-		struct qp_binary *b;
+		/* command-line flags come from root: any ELF file may be named */
+		struct qp_attach_extra trusted = { .privileged = true };
+		struct qp_json j;
 		int status;
 
-		if (qp_registry_add_binary(&d.reg, o.binaries[i], NULL, &b, &status, err, sizeof(err))) {
+		qp_json_init(&j);
+		ret = qp_registry_add_binary(&d.reg, o.binaries[i], &trusted, &j, &status, err, sizeof(err));
+		qp_json_free(&j);
+		if (ret) {
 			fprintf(stderr, "qprofd: --binary %s: %s\n", o.binaries[i], err);
-			pthread_mutex_unlock(&d.reg.lock);
 			goto out;
 		}
 	}
-	pthread_mutex_unlock(&d.reg.lock);
 
 	if (qp_http_start(&d, fd_unix, &pol_unix, &http, err, sizeof(err))) {
 		fprintf(stderr, "qprofd: %s\n", err);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* A maps file of a large process is a few MB; anything far beyond is not a
@@ -88,6 +89,9 @@ static int parse_line(const char *s, const char *end, struct qp_map *m)
 	    parse_num(&s, end, 16, &dev_minor) || expect(&s, end, ' ') ||
 	    parse_num(&s, end, 10, &m->inode))
 		return -EINVAL;
+	if (dev_major > 0xfff || dev_minor > 0xfffff)
+		return -EINVAL;
+	m->dev = makedev((unsigned int)dev_major, (unsigned int)dev_minor);
 	/* The kernel pads with spaces up to the path column; anonymous
 	 * mappings end right after the inode (or after the padding). */
 	if (s < end && *s != ' ')

@@ -7,6 +7,7 @@
 
 struct qp_map {
 	uint64_t start, end, offset, inode;
+	uint64_t dev;	/* makedev(major, minor) of the maps line */
 	char perms[5];	/* "r-xp" */
 	char *path;	/* "" for anonymous mappings; " (deleted)" suffix kept */
 };

@@ -1,7 +1,8 @@
-/* targets.c - see targets.h. Attaching a pid: read its mappings, find the
- * files that carry qprof notes, attach the scope programs to each for that
- * pid, watch a pidfd for its exit. Attaching a binary: attach for every
- * process (cookie QPROF_COOKIE_BINARY) and adopt the processes that map it. */
+/* targets.c - see targets.h. Attaching a pid: read its mappings, open each
+ * mapped file through /proc/PID/map_files (the very inode it runs), find the
+ * ones that carry qprof notes, attach the scope programs to each for that
+ * pid, watch a pidfd for its exit. Exits, detach, trimming, and the
+ * resolution of site addresses to names. --binary targets: binaries.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +21,7 @@
 #include "json_writer.h"
 #include "lifecycle.h"
 #include "log.h"
-#include "targets.h"
+#include "targets_priv.h"
 #include "util.h"
 
 #ifndef SYS_pidfd_open
@@ -37,10 +38,15 @@ void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes)
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
 	r->scopes = scopes;
+	if (scopes && qp_watch_start(r))
+		qp_warn("no fanotify (CAP_SYS_ADMIN): --binary targets attach each process once adopted, "
+			"not every process from its start");
 }
 
-static void target_free(struct qp_target *t)
+void qp_target_free(struct qp_registry *r, struct qp_target *t)
 {
+	size_t i;
+
 	if (!t)
 		return;
 	qp_scopes_detach_links(t->links, t->nlinks);
@@ -49,6 +55,9 @@ static void target_free(struct qp_target *t)
 		close(t->pidfd);
 	qp_maps_free(&t->maps);
 	free(t->resolved);
+	for (i = 0; i < t->nmods; i++)
+		qp_module_put(r, t->mods[i]);
+	free(t->mods);
 	free(t);
 }
 
@@ -57,18 +66,12 @@ void qp_registry_destroy(struct qp_registry *r)
 	size_t i;
 
 	qp_lifecycle_forget_files(r->lc);	/* before the --binary uprobes go */
+	qp_watch_stop(r);	/* first: it reads the binaries */
 	for (i = 0; i < r->ntargets; i++)
-		target_free(r->targets[i]);
-	for (i = 0; i < r->nbinaries; i++) {
-		struct qp_binary *b = r->binaries[i];
-
-		qp_scopes_detach_links(b->links, b->nlinks);
-		free(b->links);
-		free(b->detached);
-		free(b->path);
-		free(b);
-	}
-	for (i = 0; i < r->nmodules; i++) {
+		qp_target_free(r, r->targets[i]);
+	for (i = 0; i < r->nbinaries; i++)
+		qp_binary_free(r, r->binaries[i]);
+	for (i = 0; i < r->nmodules; i++) {	/* none left unless a reference leaked */
 		qp_elf_probes_free(r->modules[i]->elf);
 		free(r->modules[i]->path);
 		free(r->modules[i]);
@@ -91,70 +94,9 @@ struct qp_target *qp_registry_find(struct qp_registry *r, int pid)
 	return NULL;
 }
 
-/* The parsed ELF file at PATH with inode INO (0: any), parsed on first use. */
-static struct qp_module *module_get(struct qp_registry *r, const char *path, ino_t want_ino,
-				    char *err, size_t errlen)
-{
-	struct qp_module *m, **v;
-	struct stat st;
-	size_t i;
-	int ret;
-
-	if (stat(path, &st)) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return NULL;
-	}
-	if (want_ino && st.st_ino != want_ino) {
-		snprintf(err, errlen, "%s was replaced on disk", path);
-		return NULL;
-	}
-	for (i = 0; i < r->nmodules; i++) {
-		m = r->modules[i];
-		if (m->dev == st.st_dev && m->ino == st.st_ino && !strcmp(m->path, path))
-			return m;
-	}
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return NULL;
-	ret = qp_elf_probes_open(path, &m->elf, err, errlen);
-	if (ret) {
-		free(m);
-		return NULL;
-	}
-	m->path = strdup(path);
-	m->dev = st.st_dev;
-	m->ino = st.st_ino;
-	m->qprof_notes = qp_elf_count_notes(m->elf, "qprof");
-	v = realloc(r->modules, (r->nmodules + 1) * sizeof(*v));
-	if (v)
-		r->modules = v;
-	if (!m->path || !v) {
-		qp_elf_probes_free(m->elf);
-		free(m->path);
-		free(m);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	r->modules[r->nmodules++] = m;
-	return m;
-}
-
-/* Path of a mapping as the daemon can open it: as written, or through the
- * process's root when it lives in another mount namespace. */
-static void map_open_path(int pid, const struct qp_map *m, char *buf, size_t len)
-{
-	struct stat st;
-
-	if (!stat(m->path, &st) && st.st_ino == m->inode) {
-		snprintf(buf, len, "%s", m->path);
-		return;
-	}
-	snprintf(buf, len, "/proc/%d/root%s", pid, m->path);
-}
-
 /* Alive and not exiting: kill(pid, 0) still succeeds on a zombie and on a
  * process on its way out, which the kernel refuses to probe (ESRCH). */
-static bool pid_alive(int pid)
+bool qp_pid_alive(int pid)
 {
 	char path[64], buf[512], *p;
 	ssize_t n;
@@ -177,7 +119,7 @@ static bool pid_alive(int pid)
 	return p[2] != 'Z' && p[2] != 'X' && p[2] != 'x';
 }
 
-static int target_new(int pid, struct qp_target **out)
+int qp_target_new(int pid, struct qp_target **out)
 {
 	struct qp_target *t = calloc(1, sizeof(*t));
 	int ret;
@@ -203,7 +145,7 @@ static int target_new(int pid, struct qp_target **out)
 	return 0;
 }
 
-static int registry_push(struct qp_registry *r, struct qp_target *t)
+int qp_registry_push(struct qp_registry *r, struct qp_target *t)
 {
 	struct qp_target **v = realloc(r->targets, (r->ntargets + 1) * sizeof(*v));
 
@@ -223,6 +165,23 @@ static int registry_push(struct qp_registry *r, struct qp_target *t)
 	return 0;
 }
 
+int qp_attach_status(int err)
+{
+	switch (err) {
+	case -ENOMEM:
+	case -EPERM:
+	case -ENOSYS:
+	case -EBADF:
+		return 500;	/* qprofd's own: memory, privileges, a broken program fd */
+	case -ENOSPC:
+		return 503;	/* no room left in qprofd's spec table */
+	case -ESRCH:
+		return 404;
+	default:
+		return 422;	/* the file or the process: bad notes, sites the kernel refuses */
+	}
+}
+
 const struct qp_usdt_def *qp_registry_def(const struct qp_registry *r, uint32_t id)
 {
 	if (!id || id > r->ndefs)
@@ -231,7 +190,7 @@ const struct qp_usdt_def *qp_registry_def(const struct qp_registry *r, uint32_t 
 }
 
 /* "provider:name" split in place into its two parts (both non-empty). */
-static bool split_probe(const char *spec, char *prov, size_t plen, char *name, size_t nlen)
+bool qp_split_probe(const char *spec, char *prov, size_t plen, char *name, size_t nlen)
 {
 	const char *colon = strchr(spec, ':');
 
@@ -244,7 +203,7 @@ static bool split_probe(const char *spec, char *prov, size_t plen, char *name, s
 	return true;
 }
 
-static uint32_t def_new(struct qp_registry *r, bool span, const char *name, const char *begin,
+uint32_t qp_def_new(struct qp_registry *r, bool span, const char *name, const char *begin,
 			const char *end)
 {
 	struct qp_usdt_def *v = realloc(r->defs, (r->ndefs + 1) * sizeof(*v));
@@ -272,7 +231,7 @@ static int attach_extra_one(struct qp_registry *r, struct qp_target *t, struct q
 	size_t i;
 	int ret, files = 0;
 
-	if (!split_probe(spec, prov, sizeof(prov), name, sizeof(name))) {
+	if (!qp_split_probe(spec, prov, sizeof(prov), name, sizeof(name))) {
 		snprintf(err, errlen, "'%.80s' is not a USDT probe (want provider:name)", spec);
 		return -EINVAL;
 	}
@@ -300,7 +259,7 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 	struct qp_module **mods = NULL;
 	size_t i, j, files = 0, nmods = 0, extras = 0;
 	uint64_t epoch = qp_scopes_new_epoch(r->scopes);
-	int ret;
+	int ret, bi;
 
 	*out = NULL;
 	if (pid <= 0) {
@@ -318,36 +277,65 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 			snprintf(err, errlen, "process %d is already a target", pid);
 		return -EEXIST;
 	}
-	if (!pid_alive(pid)) {
+	if (!qp_pid_alive(pid)) {
 		*status = 404;
 		snprintf(err, errlen, kill(pid, 0) == 0 || errno == EPERM ?
 			 "process %d has exited (a zombie not yet reaped)" : "no such process: %d", pid);
 		return -ESRCH;
 	}
-	ret = target_new(pid, &t);
+	ret = qp_target_new(pid, &t);
 	if (ret) {
-		*status = ret == -ENOENT || ret == -ESRCH ? 404 : 500;
+		*status = ret == -ENOENT || ret == -ESRCH ? 404 : ret == -EACCES || ret == -EPERM ? 403 :
+			  ret == -ENOMEM ? 500 : 422;
 		snprintf(err, errlen, ret == -ENOENT || ret == -ESRCH ? "no such process: %d"
 			 : "cannot read /proc/%d/maps: %s", pid, strerror(-ret));
 		return ret;
+	}
+	bi = qp_binary_covering(r, pid, &t->maps);
+	if (bi >= 0) {
+		/* its binary's links count it already: a second set would count twice */
+		*status = 409;
+		snprintf(err, errlen, "process %d runs %s, already a target through --binary", pid,
+			 r->binaries[bi]->path);
+		qp_target_free(r, t);
+		qp_binary_adopt(r, (size_t)bi, pid, NULL);
+		return -EEXIST;
 	}
 	for (i = 0; i < t->maps.n; i++) {
 		const struct qp_map *m = &t->maps.v[i];
 		struct qp_module *mod;
 		bool seen = false;
+		int fd;
 
-		if (m->path[0] != '/' || !strchr(m->perms, 'x') || strstr(m->path, " (deleted)"))
+		if (m->path[0] != '/' || !strchr(m->perms, 'x'))
 			continue;
 		for (j = 0; j < i && !seen; j++)
-			seen = !strcmp(t->maps.v[j].path, m->path) && strchr(t->maps.v[j].perms, 'x');
+			seen = t->maps.v[j].inode == m->inode && t->maps.v[j].dev == m->dev &&
+			       strchr(t->maps.v[j].perms, 'x');
 		if (seen)
 			continue;
-		map_open_path(pid, m, path, sizeof(path));
-		mod = module_get(r, path, (ino_t)m->inode, merr, sizeof(merr));
+		/* the mapped inode itself, even deleted or replaced on disk */
+		ret = qp_map_open(pid, m, path, sizeof(path), &fd, merr, sizeof(merr));
+		if (ret) {
+			/* never a path that may name another version: counted, not probed */
+			t->files_unopened++;
+			qp_info("pid %d: %s not probed: %s", pid, m->path, merr);
+			continue;
+		}
+		mod = qp_module_get_fd(r, fd, m->path, &ret, merr, sizeof(merr));
+		close(fd);
 		if (!mod) {
 			qp_debug("pid %d: skipping %s: %s", pid, m->path, merr);
 			continue;
 		}
+		if (qp_target_hold(t, mod)) {
+			qp_module_put(r, mod);
+			*status = 500;
+			snprintf(err, errlen, "out of memory");
+			ret = -ENOMEM;
+			goto fail;
+		}
+		t->sites_refused += (unsigned int)mod->elf->nbad_notes;
 		if (extra && (extra->nusdt || extra->nspans) && mod->elf->nnotes) {
 			/* kept for the other probes asked for, attached below */
 			void *np = realloc(paths, (nmods + 1) * sizeof(*paths));
@@ -371,11 +359,11 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 		ret = qp_scopes_attach(r->scopes, pid, path, mod->elf, epoch, &t->links, &t->nlinks,
 				       merr, sizeof(merr));
 		if (ret < 0) {
-			if (ret == -ESRCH || !pid_alive(pid)) {
+			if (ret == -ESRCH || !qp_pid_alive(pid)) {
 				*status = 404;
 				snprintf(err, errlen, "process %d exited while being attached", pid);
 			} else {
-				*status = 500;
+				*status = qp_attach_status(ret);
 				snprintf(err, errlen, "%s", merr);
 			}
 			goto fail;
@@ -386,8 +374,8 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 	for (i = 0; extra && i < extra->nusdt + extra->nspans; i++) {
 		bool span = i >= extra->nusdt;
 		size_t k = span ? i - extra->nusdt : i;
-		uint32_t id = span ? def_new(r, true, extra->span_names[k], extra->span_begin[k], extra->span_end[k])
-				   : def_new(r, false, extra->usdt[k], NULL, NULL);
+		uint32_t id = span ? qp_def_new(r, true, extra->span_names[k], extra->span_begin[k], extra->span_end[k])
+				   : qp_def_new(r, false, extra->usdt[k], NULL, NULL);
 
 		if (!id) {
 			ret = -ENOMEM;
@@ -407,10 +395,19 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 					       extra->usdt[k], err, errlen);
 		}
 		if (ret < 0) {
-			*status = ret == -EINVAL || ret == -ENOENT ? 400 : (!pid_alive(pid) ? 404 : 500);
+			*status = ret == -EINVAL || ret == -ENOENT ? 400 :
+				  (!qp_pid_alive(pid) ? 404 : qp_attach_status(ret));
 			goto fail;
 		}
 		extras++;
+	}
+	if (!files && !extras && t->files_unopened) {
+		*status = 422;
+		snprintf(err, errlen, "process %d (%s): no qprof probes attached; %u mapped file(s) could not "
+			 "be opened as the inode mapped (deleted, and /proc/PID/map_files needs "
+			 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)", pid, t->comm, t->files_unopened);
+		ret = -ENOENT;
+		goto fail;
 	}
 	if (!files && !extras) {
 		*status = 400;
@@ -419,13 +416,13 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 		ret = -ENOENT;
 		goto fail;
 	}
-	if (!pid_alive(pid)) {
+	if (!qp_pid_alive(pid)) {
 		*status = 404;
 		snprintf(err, errlen, "process %d exited while being attached", pid);
 		ret = -ESRCH;
 		goto fail;
 	}
-	ret = registry_push(r, t);
+	ret = qp_registry_push(r, t);
 	if (ret) {
 		*status = 500;
 		snprintf(err, errlen, "out of memory");
@@ -440,209 +437,13 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 fail:
 	free(paths);
 	free(mods);
-	target_free(t);
+	qp_target_free(r, t);
 	return ret;
-}
-
-static bool maps_hold(const struct qp_maps *maps, const struct qp_binary *b)
-{
-	size_t i;
-
-	for (i = 0; i < maps->n; i++)
-		if (maps->v[i].inode == (uint64_t)b->ino && !strcmp(maps->v[i].path, b->path))
-			return true;
-	return false;
-}
-
-static bool binary_detached(const struct qp_binary *b, int pid)
-{
-	size_t i;
-
-	for (i = 0; i < b->ndetached; i++)
-		if (b->detached[i] == pid)
-			return true;
-	return false;
-}
-
-/* Make PID a target of binary B if it maps it and is not known yet. */
-static void binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_maps *known)
-{
-	struct qp_binary *b = r->binaries[bi];
-	struct qp_target *t;
-
-	if (qp_registry_find(r, pid) || binary_detached(b, pid))
-		return;
-	if (target_new(pid, &t))
-		return;
-	if (known == NULL && !maps_hold(&t->maps, b)) {
-		target_free(t);
-		return;
-	}
-	t->binary = (int)bi;
-	t->probes = b->probes;
-	if (registry_push(r, t)) {
-		target_free(t);
-		return;
-	}
-	qp_info("pid %d (%s) runs %s: now a target", pid, t->comm, b->path);
-}
-
-static void binary_scan(struct qp_registry *r)
-{
-	DIR *d;
-	struct dirent *de;
-	struct qp_maps maps;
-	size_t bi;
-
-	if (!r->nbinaries)
-		return;
-	d = opendir("/proc");
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		int64_t pid;
-
-		if (qp_parse_i64(de->d_name, 1, INT32_MAX, &pid))
-			continue;
-		if (qp_registry_find(r, (int)pid) || pid == getpid())
-			continue;
-		if (qp_maps_read((int)pid, &maps))
-			continue;
-		for (bi = 0; bi < r->nbinaries; bi++) {
-			if (maps_hold(&maps, r->binaries[bi])) {
-				binary_adopt(r, bi, (int)pid, &maps);
-				break;
-			}
-		}
-		qp_maps_free(&maps);
-	}
-	closedir(d);
-}
-
-/* The other probes of a --binary target: all in that one file. */
-static int attach_binary_extra(struct qp_registry *r, struct qp_binary *b, struct qp_module *mod,
-			       uint64_t epoch, const struct qp_attach_extra *x, int *status, char *err,
-			       size_t errlen)
-{
-	size_t i;
-
-	for (i = 0; x && i < x->nusdt + x->nspans; i++) {
-		bool span = i >= x->nusdt;
-		size_t k = span ? i - x->nusdt : i;
-		const char *specs[2] = { span ? x->span_end[k] : x->usdt[k], span ? x->span_begin[k] : NULL };
-		enum qp_usdt_role roles[2] = { span ? QP_USDT_SPAN_END : QP_USDT_COUNT, QP_USDT_SPAN_BEGIN };
-		uint32_t id = span ? def_new(r, true, x->span_names[k], x->span_begin[k], x->span_end[k])
-				   : def_new(r, false, x->usdt[k], NULL, NULL);
-		int j, ret;
-
-		if (!id) {
-			*status = 500;
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		for (j = 0; j < 2 && specs[j]; j++) {
-			char prov[64], name[72];
-			struct qp_usdt_req req = { .id = id, .role = roles[j], .provider = prov, .name = name };
-
-			if (!split_probe(specs[j], prov, sizeof(prov), name, sizeof(name))) {
-				*status = 400;
-				snprintf(err, errlen, "'%.80s' is not a USDT probe (want provider:name)", specs[j]);
-				return -EINVAL;
-			}
-			ret = qp_scopes_attach_usdt(r->scopes, -1, b->path, mod->elf, epoch, &req, &b->links,
-						    &b->nlinks, err, errlen);
-			if (ret == 0) {
-				*status = 400;
-				snprintf(err, errlen, "probe %s:%s is not in %s", prov, name, b->path);
-				return -ENOENT;
-			}
-			if (ret < 0) {
-				*status = 500;
-				return ret;
-			}
-		}
-	}
-	return 0;
-}
-
-int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct qp_attach_extra *extra,
-			   struct qp_binary **out, int *status, char *err, size_t errlen)
-{
-	struct qp_binary *b, **v;
-	struct qp_module *mod;
-	char real[PATH_MAX];
-	uint64_t epoch;
-	size_t i;
-	int ret;
-
-	*out = NULL;
-	if (!path[0] || path[0] != '/') {
-		*status = 400;
-		snprintf(err, errlen, "binary must be an absolute path");
-		return -EINVAL;
-	}
-	if (!realpath(path, real)) {
-		*status = 400;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	for (i = 0; i < r->nbinaries; i++) {
-		if (!strcmp(r->binaries[i]->path, real)) {
-			*status = 409;
-			snprintf(err, errlen, "%s is already a target", real);
-			return -EEXIST;
-		}
-	}
-	mod = module_get(r, real, 0, err, errlen);
-	if (!mod) {
-		*status = 400;
-		return -ENOEXEC;
-	}
-	if (!mod->qprof_notes && !(extra && (extra->nusdt || extra->nspans))) {
-		*status = 400;
-		snprintf(err, errlen, "%s has no qprof probes", real);
-		return -ENOENT;
-	}
-	b = calloc(1, sizeof(*b));
-	v = realloc(r->binaries, (r->nbinaries + 1) * sizeof(*v));
-	if (!b || !v) {
-		free(b);
-		if (v)
-			r->binaries = v;
-		*status = 500;
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	r->binaries = v;
-	b->path = strdup(real);
-	b->dev = mod->dev;
-	b->ino = mod->ino;
-	b->probes = (unsigned int)mod->qprof_notes;
-	b->attached_ms = qp_realtime_ns() / 1000000;
-	epoch = qp_scopes_new_epoch(r->scopes);
-	*status = 500;
-	ret = b->path ? qp_scopes_attach(r->scopes, -1, real, mod->elf, epoch, &b->links, &b->nlinks,
-					 err, errlen) : -ENOMEM;
-	if (ret >= 0)
-		ret = attach_binary_extra(r, b, mod, epoch, extra, status, err, errlen);
-	if (ret < 0) {
-		qp_scopes_detach_links(b->links, b->nlinks);
-		free(b->path);
-		free(b->links);
-		free(b);
-		return ret;
-	}
-	r->binaries[r->nbinaries++] = b;
-	qp_lifecycle_watch_file(r->lc, b->dev, b->ino, true);
-	qp_info("attached to every process running %s (%u probe sites)", real, b->probes);
-	binary_scan(r);
-	*out = b;
-	return 0;
 }
 
 /* Drop target I with its data. A running process of a --binary target is
  * remembered as detached, so that the binary does not adopt it again. */
-static void remove_at(struct qp_registry *r, size_t i)
+void qp_registry_remove_at(struct qp_registry *r, size_t i)
 {
 	struct qp_target *t = r->targets[i];
 	int pid = t->pid;
@@ -656,11 +457,13 @@ static void remove_at(struct qp_registry *r, size_t i)
 			b->detached[b->ndetached++] = pid;
 		}
 		qp_scopes_exclude(r->scopes, (uint32_t)pid, true);
+	} else if (t->excludes_binary) {
+		qp_scopes_exclude(r->scopes, (uint32_t)pid, false);
 	}
 	memmove(&r->targets[i], &r->targets[i + 1], (r->ntargets - i - 1) * sizeof(*r->targets));
 	r->ntargets--;
 	qp_lifecycle_watch(r->lc, pid, false);
-	target_free(t);
+	qp_target_free(r, t);
 	qp_scopes_forget(r->scopes, (uint32_t)pid);
 	if (r->cpu)
 		qp_cpu_remove_pid(r->cpu, (uint32_t)pid, true);
@@ -673,9 +476,24 @@ int qp_registry_remove_pid(struct qp_registry *r, int pid)
 	size_t i;
 
 	for (i = 0; i < r->ntargets; i++) {
-		if (r->targets[i]->pid != pid)
+		struct qp_target *t = r->targets[i];
+		int bi;
+
+		if (t->pid != pid)
 			continue;
-		remove_at(r, i);
+		bi = t->binary < 0 && t->state == QP_TARGET_RUNNING ?
+			     qp_binary_covering(r, pid, &t->maps) : -1;
+		if (bi >= 0) {
+			/* its links stay and go on counting; the binary's still skip it:
+			 * no gap, no double count */
+			t->binary = bi;
+			t->excludes_binary = true;
+			qp_scopes_exclude(r->scopes, (uint32_t)pid, true);
+			qp_info("pid %d: detached as --pid; still a target through --binary %s", pid,
+				r->binaries[bi]->path);
+			return 1;
+		}
+		qp_registry_remove_at(r, i);
 		qp_info("detached from pid %d", pid);
 		return 0;
 	}
@@ -700,7 +518,7 @@ void qp_registry_trim(struct qp_registry *r, size_t max_exited)
 			return;
 		qp_info("forgetting pid %d: more than %zu exited targets are kept", r->targets[oldest]->pid,
 			max_exited);
-		remove_at(r, oldest);
+		qp_registry_remove_at(r, oldest);
 		r->exited_forgotten++;
 	}
 }
@@ -720,6 +538,10 @@ void qp_target_exited(struct qp_registry *r, struct qp_target *t)
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	t->pidfd = -1;
+	if (t->excludes_binary) {	/* the pid may come back as another process */
+		qp_scopes_exclude(r->scopes, (uint32_t)t->pid, false);
+		t->excludes_binary = false;
+	}
 	qp_info("pid %d (%s) exited; its data is kept until it is detached", t->pid, t->comm);
 }
 
@@ -756,21 +578,38 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 				qp_sym_process_refresh(r->sym, t->pid);
 		}
 	}
+	qp_binaries_refresh(r, rescan);
 	if (rescan)
-		binary_scan(r);
+		qp_binary_scan(r);
 }
 
 int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char *path, uint64_t ino)
 {
+	char err[256], fdpath[64];
 	struct qp_module *mod;
-	char err[256];
-	int ret;
+	struct stat st;
+	int fd, ret;
 
-	mod = module_get(r, path, (ino_t)ino, err, sizeof(err));
-	if (!mod || !mod->qprof_notes)
+	/* the version at PATH now, checked to be the inode the process maps */
+	if (qp_open_regular(path, &fd, err, sizeof(err)))
 		return 0;
-	ret = qp_scopes_attach(r->scopes, t->pid, path, mod->elf, qp_scopes_new_epoch(r->scopes), &t->links,
+	if (fstat(fd, &st) || (ino && (uint64_t)st.st_ino != ino)) {
+		close(fd);
+		return 0;
+	}
+	mod = qp_module_get_fd(r, fd, path, &ret, err, sizeof(err));
+	if (mod && qp_target_hold(t, mod)) {
+		qp_module_put(r, mod);
+		mod = NULL;
+	}
+	if (!mod || !mod->qprof_notes) {
+		close(fd);
+		return 0;
+	}
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	ret = qp_scopes_attach(r->scopes, t->pid, fdpath, mod->elf, qp_scopes_new_epoch(r->scopes), &t->links,
 			       &t->nlinks, err, sizeof(err));
+	close(fd);
 	if (ret < 0) {
 		qp_warn("pid %d: cannot attach to %s: %s", t->pid, path, err);
 		return ret;
@@ -784,7 +623,7 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 	struct qp_target *p = qp_registry_find(r, parent), *t;
 
 	if (!p || p->binary < 0 || qp_registry_find(r, pid) ||
-	    binary_detached(r->binaries[p->binary], pid))
+	    qp_binary_detached(r->binaries[p->binary], pid))
 		return;
 	t = calloc(1, sizeof(*t));
 	if (!t)
@@ -807,8 +646,10 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 	qp_proc_starttime(pid, &t->starttime);
 	t->attached_ms = qp_realtime_ns() / 1000000;
 	t->state = QP_TARGET_RUNNING;
-	if (registry_push(r, t)) {
-		target_free(t);
+	if (r->binaries[t->binary]->per_process)	/* no links for every process to cover it */
+		qp_binary_attach_process(r, r->binaries[t->binary], t);
+	if (qp_registry_push(r, t)) {
+		qp_target_free(r, t);
 		return;
 	}
 	qp_info("pid %d, forked by %d, runs %s: now a target", pid, parent, r->binaries[t->binary]->path);
@@ -821,70 +662,10 @@ void qp_registry_adopt(struct qp_registry *r, int pid)
 	if (qp_registry_find(r, pid))
 		return;
 	for (bi = 0; bi < r->nbinaries; bi++) {
-		binary_adopt(r, bi, pid, NULL);
+		qp_binary_adopt(r, bi, pid, NULL);
 		if (qp_registry_find(r, pid))
 			return;
 	}
-}
-
-static const struct qp_site_info *resolve(struct qp_registry *r, struct qp_target *t, uint64_t addr)
-{
-	const struct qp_map *m = qp_maps_find(&t->maps, addr);
-	const struct qp_site_info *site;
-	struct qp_module *mod;
-	char path[PATH_MAX + 32], err[256];
-	uint64_t vaddr;
-
-	if (!m && t->state == QP_TARGET_RUNNING) {
-		struct qp_maps fresh;
-
-		if (!qp_maps_read(t->pid, &fresh)) {
-			qp_maps_free(&t->maps);
-			t->maps = fresh;
-			m = qp_maps_find(&t->maps, addr);
-		}
-	}
-	if (!m || m->path[0] != '/') {
-		qp_debug("pid %d: site 0x%llx is in no file mapping", t->pid, (unsigned long long)addr);
-		return NULL;
-	}
-	map_open_path(t->pid, m, path, sizeof(path));
-	mod = module_get(r, path, 0, err, sizeof(err));
-	if (!mod) {
-		qp_debug("pid %d: site 0x%llx: %s", t->pid, (unsigned long long)addr, err);
-		return NULL;
-	}
-	if (qp_elf_offset_to_vaddr(mod->elf, addr - m->start + m->offset, &vaddr)) {
-		qp_debug("pid %d: site 0x%llx: offset 0x%llx of %s is in no segment", t->pid,
-			 (unsigned long long)addr, (unsigned long long)(addr - m->start + m->offset), path);
-		return NULL;
-	}
-	site = qp_elf_site_at(mod->elf, vaddr);
-	if (!site)
-		qp_debug("pid %d: no qprof site at 0x%llx of %s", t->pid, (unsigned long long)vaddr, path);
-	return site;
-}
-
-const struct qp_site_info *qp_target_site(struct qp_registry *r, struct qp_target *t, uint64_t addr)
-{
-	const struct qp_site_info *site;
-	struct qp_resolved *v;
-	size_t i;
-
-	for (i = 0; i < t->nresolved; i++)
-		if (t->resolved[i].addr == addr)
-			return t->resolved[i].site;
-	site = resolve(r, t, addr);
-	if (!site && t->state == QP_TARGET_RUNNING)
-		return NULL; /* may resolve later (library not mapped yet) */
-	v = realloc(t->resolved, (t->nresolved + 1) * sizeof(*v));
-	if (v) {
-		t->resolved = v;
-		t->resolved[t->nresolved].addr = addr;
-		t->resolved[t->nresolved].site = site;
-		t->nresolved++;
-	}
-	return site;
 }
 
 void qp_target_json(const struct qp_target *t, struct qp_json *j)
@@ -901,22 +682,7 @@ void qp_target_json(const struct qp_target *t, struct qp_json *j)
 	else
 		qp_json_kv_null(j, "exited_ms");
 	qp_json_kv_str(j, "attached_by", t->binary >= 0 ? "binary" : "pid");
-	qp_json_obj_end(j);
-}
-
-void qp_binary_json(const struct qp_registry *r, const struct qp_binary *b, struct qp_json *j)
-{
-	size_t i;
-
-	qp_json_obj_begin(j);
-	qp_json_kv_str(j, "binary", b->path);
-	qp_json_kv_u64(j, "probes", b->probes);
-	qp_json_kv_u64(j, "attached_ms", b->attached_ms);
-	qp_json_key(j, "pids");
-	qp_json_arr_begin(j);
-	for (i = 0; i < r->ntargets; i++)
-		if (r->targets[i]->binary >= 0 && r->binaries[r->targets[i]->binary] == b)
-			qp_json_i64(j, r->targets[i]->pid);
-	qp_json_arr_end(j);
+	qp_json_kv_u64(j, "sites_refused", t->sites_refused);
+	qp_json_kv_u64(j, "files_unopened", t->files_unopened);
 	qp_json_obj_end(j);
 }

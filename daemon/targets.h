@@ -15,16 +15,18 @@
 
 struct qp_scopes;
 struct qp_json;
+struct qp_watch;
 struct qp_scope_link;
 struct qp_lifecycle;
 
-/* One ELF file, parsed once and kept until shutdown (sites point into it). */
+/* One version of one ELF file (elf->id: dev, inode, size, mtime, ctime,
+ * plus the build-id), parsed once and kept while a target or a binary holds
+ * it (sites point into it). */
 struct qp_module {
 	char *path;
-	dev_t dev;
-	ino_t ino;
 	struct qp_elf_probes *elf;
-	size_t qprof_notes;
+	size_t qprof_notes;	/* qprof sites that may be probed (elf->notes[].bad unset) */
+	unsigned int refs;
 };
 
 enum qp_target_state { QP_TARGET_RUNNING, QP_TARGET_EXITED };
@@ -52,18 +54,42 @@ struct qp_target {
 	size_t nresolved;
 	bool report_pending;	/* exited; the exit report is not written yet */
 	char report_dir[512];	/* where it was written, "" when none */
+	struct qp_module **mods;	/* versions of files it was attached or resolved through */
+	size_t nmods;
+	unsigned int sites_refused;	/* probe sites left out: not the nop their note promises */
+	unsigned int files_unopened;	/* executable mappings that could not be opened as the very
+					 * inode mapped (e.g. deleted, without CAP_SYS_ADMIN): not probed */
+	bool excludes_binary;	/* its own links count it: --binary links skip its pid */
+};
+
+/* One version (inode) of a --binary file with the links on it. */
+struct qp_binary_gen {
+	struct qp_module *mod;	/* NULL: dropped (the file changed under it) */
+	uint64_t dev, ino;
+	struct qp_scope_link **links;
+	size_t nlinks;
+	int fd;			/* open on that inode (the fanotify mark's), -1 */
 };
 
 struct qp_binary {
 	char *path;
-	dev_t dev;
+	dev_t dev;		/* of the current version */
 	ino_t ino;
 	unsigned int probes;
 	uint64_t attached_ms;
-	struct qp_scope_link **links;
-	size_t nlinks;
+	struct qp_binary_gen cur;	/* the file the path names now */
+	struct qp_binary_gen *old;	/* earlier versions still run by some target */
+	size_t nold;
+	uint32_t *extra_ids;	/* its other probes and spans (defs), re-attached with each version */
+	size_t nextra;
+	unsigned int replaced;	/* new versions seen (rename or rewrite in place) */
+	unsigned int sites_refused;
+	bool stale;		/* cur's links were dropped: re-parse and re-attach */
+	bool per_process;	/* no fanotify mark: links per adopted process, none for all */
 	int *detached;		/* pids detached by the user: never re-adopted */
 	size_t ndetached;
+	int *refused;		/* pids running a version that could not be opened as mapped */
+	size_t nrefused;
 };
 
 struct qp_cpu;
@@ -102,6 +128,7 @@ struct qp_registry {
 	struct qp_module **modules;
 	size_t nmodules;
 	uint64_t exited_forgotten;	/* exited targets dropped by qp_registry_trim */
+	struct qp_watch *watch;		/* fanotify on --binary files, NULL without */
 };
 
 void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes);
@@ -113,9 +140,20 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 			struct qp_target **out, int *status, char *err, size_t errlen);
 /* The definition of a probe or span id, or NULL. */
 const struct qp_usdt_def *qp_registry_def(const struct qp_registry *r, uint32_t id);
+/* Attach to a --binary file. Called WITHOUT r->lock: the file is opened and
+ * parsed before the lock is taken. On success the binary's JSON goes to J.
+ * An unprivileged caller (extra NULL or !extra->privileged) may name only a
+ * file some running process maps; anything else gets one 404 text that does
+ * not tell whether the file exists. */
 int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct qp_attach_extra *extra,
-			   struct qp_binary **out, int *status, char *err, size_t errlen);
-/* Detach PID and drop its data. -ENOENT when PID is not a target. */
+			   struct qp_json *j, int *status, char *err, size_t errlen);
+/* Detach a --binary file (PATH as given or its realpath) and its processes.
+ * -ENOENT when no binary has that path. */
+int qp_registry_remove_binary(struct qp_registry *r, const char *path);
+/* Detach PID and drop its data. -ENOENT when PID is not a target. A pid
+ * attached by --pid that a --binary target also covers is handed over to
+ * that binary (1 is returned): it stays a target with its links and data,
+ * so no event is lost or counted twice; a second call detaches it. */
 int qp_registry_remove_pid(struct qp_registry *r, int pid);
 struct qp_target *qp_registry_find(struct qp_registry *r, int pid);
 

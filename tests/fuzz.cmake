@@ -3,7 +3,7 @@
 # -fsanitize=fuzzer,address,undefined. ctest runs each for a fixed number of
 # inputs from a seed corpus as a smoke test; tests/fuzz/run_long.sh runs each
 # for 10 M inputs (figures in README.md, "Fuzzing").
-set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/daemon/elf_probes.c ${PROJECT_SOURCE_DIR}/daemon/procfs.c
+set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/daemon/elf_probes.c ${PROJECT_SOURCE_DIR}/daemon/elf_file.c ${PROJECT_SOURCE_DIR}/daemon/elf_sites.c ${PROJECT_SOURCE_DIR}/daemon/procfs.c
   ${PROJECT_SOURCE_DIR}/daemon/usdt_spec.c ${PROJECT_SOURCE_DIR}/daemon/http_query.c
   ${PROJECT_SOURCE_DIR}/daemon/util.c)
 execute_process(COMMAND ${BPF_CLANG} -fsanitize=fuzzer -x c - -o /dev/null

@@ -80,3 +80,25 @@ add_test(NAME integration_lifecycle_perf_uprobes
 set_tests_properties(integration_lifecycle integration_lifecycle_perf_uprobes PROPERTIES
   ENVIRONMENT "QPROF_TEST_LIFECYCLE_LIB=$<TARGET_FILE:lifecycle_lib>")
 set_tests_properties(integration_lifecycle_perf_uprobes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# Deploys and what a client may name (issue 7, items 1, 5, 8, 9): a second
+# build of scope_target whose code sits 301 bytes further on replaces the first,
+# in place (same inode) and by rename, under --pid and --binary.
+add_executable(scope_target_v2 ${CMAKE_CURRENT_SOURCE_DIR}/integration/scope_target.c)
+target_include_directories(scope_target_v2 PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(scope_target_v2 PRIVATE -O2 -g -fno-omit-frame-pointer)
+target_compile_definitions(scope_target_v2 PRIVATE QP_DEPLOY_V2)
+target_link_libraries(scope_target_v2 Threads::Threads)
+foreach(t deploy overlap files)
+  add_test(NAME integration_${t}
+    COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_${t}.py
+            $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
+            $<TARGET_FILE:scope_target_v2>)
+  set_tests_properties(integration_${t} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+endforeach()
+# The same deploys with qprofd short of CAP_SYS_ADMIN (a hardened service):
+# no fanotify, no map_files.
+add_test(NAME integration_deploy_no_sys_admin
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_deploy.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
+          $<TARGET_FILE:scope_target_v2> --no-sys-admin)
+set_tests_properties(integration_deploy_no_sys_admin PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

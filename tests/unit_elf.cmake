@@ -3,7 +3,7 @@
 # no BPF. Fixture paths reach the test as key=path arguments.
 add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${CMAKE_CURRENT_BINARY_DIR}/fixtures)
 
-foreach(t elf_probes procfs util)
+foreach(t elf_probes elf_file procfs util)
   add_executable(test_${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_${t}.c)
   target_include_directories(test_${t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(test_${t} PRIVATE qprof_common m)
@@ -22,3 +22,7 @@ add_test(NAME unit_elf_probes COMMAND test_elf_probes
   truncated=${QP_FX_TRUNC})
 add_test(NAME unit_procfs COMMAND test_procfs)
 add_test(NAME unit_util COMMAND test_util)
+add_dependencies(test_elf_file fx_truncated)
+add_test(NAME unit_elf_file COMMAND test_elf_file
+  pie=$<TARGET_FILE:fx_markers_pie> sdt=$<TARGET_FILE:fx_sdt>)
+set_tests_properties(unit_elf_file PROPERTIES TIMEOUT 60)

@@ -75,7 +75,7 @@ int __wrap_qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_a
 }
 
 int __wrap_qp_registry_add_binary(struct qp_registry *r, const char *path,
-				  const struct qp_attach_extra *extra, struct qp_binary **out,
+				  const struct qp_attach_extra *extra, struct qp_json *j,
 				  int *status, char *err, size_t errlen)
 {
 	*status = 403;

@@ -9,6 +9,10 @@
  *   --mode misbehave    exactly known faults: 1 exit without enter, 1 scope
  *                       skipped out of order, 8 enters past the depth limit,
  *                       1 scope open at thread exit
+ *   --rounds N          run the workload N times, each after its own SIGUSR1
+ *
+ * Built twice: scope_target_v2 (QP_DEPLOY_V2) has its code 301 bytes further on,
+ * so that the deploy tests can replace one file with the other.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -35,6 +39,10 @@ static void busy(uint64_t ns)
 	while (now_ns() < end)
 		;
 }
+
+#ifdef QP_DEPLOY_V2
+__asm__(".text\n.skip 301, 0x90\n");	/* emitted before the functions */
+#endif
 
 struct figures {
 	uint64_t outer_n, outer_sum, inner_n, inner_sum, func_n, func_sum, span_n, span_sum;
@@ -132,7 +140,7 @@ int main(int argc, char **argv)
 	const char *mode = "nested";
 	struct figures f[2] = { 0 };
 	pthread_t th[2];
-	int i, exit_now = 0;
+	int i, exit_now = 0, rounds = 1, round;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--mode") && i + 1 < argc)
@@ -143,8 +151,10 @@ int main(int argc, char **argv)
 			exit_now = 1;
 		else if (!strcmp(argv[i], "--rt"))
 			realtime = 1;
+		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+			rounds = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [--mode nested|misbehave|idle] [--iters N] [--exit] [--rt]\n",
+			fprintf(stderr, "usage: %s [--mode nested|misbehave|idle] [--iters N] [--exit] [--rt] [--rounds N]\n",
 				argv[0]);
 			return 2;
 		}
@@ -153,32 +163,36 @@ int main(int argc, char **argv)
 	signal(SIGUSR2, on_usr2);
 	printf("{\"pid\": %d}\n", (int)getpid());
 	fflush(stdout);
-	while (!go)
-		usleep(1000);
-	if (!strcmp(mode, "nested")) {
-		for (i = 0; i < 2; i++)
-			pthread_create(&th[i], NULL, nested_thread, &f[i]);
-		for (i = 0; i < 2; i++)
-			pthread_join(th[i], NULL);
-		for (i = 1; i < 2; i++) {
-			f[0].outer_n += f[i].outer_n, f[0].outer_sum += f[i].outer_sum;
-			f[0].inner_n += f[i].inner_n, f[0].inner_sum += f[i].inner_sum;
-			f[0].func_n += f[i].func_n, f[0].func_sum += f[i].func_sum;
-			f[0].span_n += f[i].span_n, f[0].span_sum += f[i].span_sum;
+	for (round = 0; round < rounds; round++) {
+		while (!go)
+			usleep(1000);
+		go = 0;
+		memset(f, 0, sizeof(f));
+		if (!strcmp(mode, "nested")) {
+			for (i = 0; i < 2; i++)
+				pthread_create(&th[i], NULL, nested_thread, &f[i]);
+			for (i = 0; i < 2; i++)
+				pthread_join(th[i], NULL);
+			for (i = 1; i < 2; i++) {
+				f[0].outer_n += f[i].outer_n, f[0].outer_sum += f[i].outer_sum;
+				f[0].inner_n += f[i].inner_n, f[0].inner_sum += f[i].inner_sum;
+				f[0].func_n += f[i].func_n, f[0].func_sum += f[i].func_sum;
+				f[0].span_n += f[i].span_n, f[0].span_sum += f[i].span_sum;
+			}
+			printf("{\"outer_n\": %llu, \"outer_mean\": %.1f, \"inner_n\": %llu, \"inner_mean\": %.1f, "
+			       "\"func_n\": %llu, \"func_mean\": %.1f, \"span_n\": %llu, \"span_mean\": %.1f}\n",
+			       (unsigned long long)f[0].outer_n, (double)f[0].outer_sum / f[0].outer_n,
+			       (unsigned long long)f[0].inner_n, (double)f[0].inner_sum / f[0].inner_n,
+			       (unsigned long long)f[0].func_n, (double)f[0].func_sum / f[0].func_n,
+			       (unsigned long long)f[0].span_n, (double)f[0].span_sum / f[0].span_n);
+		} else if (!strcmp(mode, "misbehave")) {
+			misbehave();
+			printf("{\"done\": true}\n");
+		} else {
+			printf("{\"done\": true}\n");
 		}
-		printf("{\"outer_n\": %llu, \"outer_mean\": %.1f, \"inner_n\": %llu, \"inner_mean\": %.1f, "
-		       "\"func_n\": %llu, \"func_mean\": %.1f, \"span_n\": %llu, \"span_mean\": %.1f}\n",
-		       (unsigned long long)f[0].outer_n, (double)f[0].outer_sum / f[0].outer_n,
-		       (unsigned long long)f[0].inner_n, (double)f[0].inner_sum / f[0].inner_n,
-		       (unsigned long long)f[0].func_n, (double)f[0].func_sum / f[0].func_n,
-		       (unsigned long long)f[0].span_n, (double)f[0].span_sum / f[0].span_n);
-	} else if (!strcmp(mode, "misbehave")) {
-		misbehave();
-		printf("{\"done\": true}\n");
-	} else {
-		printf("{\"done\": true}\n");
+		fflush(stdout);
 	}
-	fflush(stdout);
 	while (!leave && !exit_now)
 		usleep(1000);
 	return 0;

@@ -47,8 +47,8 @@ try:
     err(d, "POST", "/api/targets", "[" * 100000, 413, "oversized body")
     err(d, "POST", "/api/targets", json.dumps({"pid": os.getpid()}), 400, "a process without probes")
     err(d, "POST", "/api/targets", json.dumps({"binary": "/bin/true"}), 400, "binary without probes")
-    err(d, "POST", "/api/targets", json.dumps({"binary": "/etc/passwd"}), 400, "not an ELF file")
-    err(d, "POST", "/api/targets", json.dumps({"binary": "/no/such/file"}), 400, "missing binary")
+    err(d, "POST", "/api/targets", json.dumps({"binary": "/etc/passwd"}), 422, "not an ELF file")
+    err(d, "POST", "/api/targets", json.dumps({"binary": "/no/such/file"}), 404, "missing binary")
     err(d, "POST", "/api/targets", json.dumps({"binary": "relative/path"}), 400, "relative binary")
     err(d, "POST", "/api/targets", json.dumps({"binary": 7}), 400, "binary not a string")
     err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": ["python:gc__start"]}), 400,

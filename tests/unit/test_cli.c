@@ -42,7 +42,9 @@ static void test_args(void)
 	expect_usage((const char *[]){ "attach", NULL }, "missing --pid N or --binary PATH");
 	expect_usage((const char *[]){ "attach", "--pid", "1", "--binary", "/bin/true", NULL },
 		     "not both");
-	expect_usage((const char *[]){ "detach", NULL }, "missing --pid N");
+	expect_usage((const char *[]){ "detach", NULL }, "missing --pid N or --binary PATH");
+	expect_usage((const char *[]){ "detach", "--pid", "1", "--binary", "/a", NULL },
+		     "give one --pid or one --binary");
 	expect_usage((const char *[]){ "detach", "--pid", "x", NULL }, "invalid --pid 'x'");
 	expect_usage((const char *[]){ "scopes", "--seconds", "0", NULL }, "invalid --seconds '0'");
 	expect_usage((const char *[]){ "scopes", "--seconds", "301", NULL },
@@ -342,6 +344,21 @@ static void test_http(void)
 		 (const char *[]){ "detach", "--pid", "7", NULL });
 	CHECK_INT(r.code, 0);
 	CHECK_STR(r.out, "detached pid 7\n");
+
+	/* detach --binary: DELETE /api/targets?binary= with the path encoded */
+	run_fake(&r, &f, (const char *const[]){ "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", NULL },
+		 (const char *[]){ "detach", "--binary", "/opt/my app", NULL });
+	CHECK_INT(r.code, 0);
+	CHECK_STR(r.out, "detached binary /opt/my app\n");
+	CHECK(strncmp(f.req, "DELETE /api/targets?binary=%2Fopt%2Fmy%20app HTTP/1.1\r\n", 55) == 0);
+
+	/* a pid a --binary target keeps */
+	run_fake(&r, &f,
+		 (const char *const[]){ "HTTP/1.1 200 OK\r\nContent-Length: 34\r\n\r\n"
+					"{\"pid\":7,\"state\":\"kept_by_binary\"}", NULL },
+		 (const char *[]){ "detach", "--pid", "7", NULL });
+	CHECK_INT(r.code, 0);
+	CHECK_STR(r.out, "pid 7: no longer attached by --pid; still a target of its --binary\n");
 
 	/* empty scopes */
 	run_fake(&r, &f,

@@ -1,0 +1,256 @@
+/* binary_requests.c - what a client asks of --binary targets: attach to a
+ * file (opened through O_PATH and parsed before the registry lock is taken;
+ * an unprivileged client may name only a file some process maps) and
+ * detach from one. A process attached by --pid is never also counted by a
+ * binary's links. The versions and processes of a binary: binaries.c. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "collect_scopes.h"
+#include "log.h"
+#include "targets_priv.h"
+#include "util.h"
+
+/* Does any process map the file (DEV, INO)? What an unprivileged client
+ * may name. */
+static bool mapped_by_any_process(uint64_t dev, uint64_t ino)
+{
+	struct qp_maps maps;
+	struct dirent *de;
+	bool found = false;
+	size_t i;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		int64_t pid;
+
+		if (qp_parse_i64(de->d_name, 1, INT32_MAX, &pid) || qp_maps_read((int)pid, &maps))
+			continue;
+		for (i = 0; i < maps.n && !found; i++)
+			found = maps.v[i].inode == ino && maps.v[i].dev == dev && maps.v[i].path[0] == '/';
+		qp_maps_free(&maps);
+	}
+	closedir(d);
+	return found;
+}
+
+/* Exclude from B's links every --pid target that maps B: their own links
+ * count them. Returns how many. */
+static size_t exclude_pid_targets(struct qp_registry *r, const struct qp_binary *b, bool on)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < r->ntargets; i++) {
+		struct qp_target *t = r->targets[i];
+
+		if (t->binary >= 0 || t->state != QP_TARGET_RUNNING || !qp_maps_hold(&t->maps, b))
+			continue;
+		if (on == t->excludes_binary)
+			continue;
+		if (!on && qp_binary_covering(r, t->pid, &t->maps) >= 0)
+			continue;	/* another binary still covers it */
+		qp_scopes_exclude(r->scopes, (uint32_t)t->pid, on);
+		t->excludes_binary = on;
+		n++;
+	}
+	return n;
+}
+
+static int add_locked(struct qp_registry *r, const char *real, int fd, struct qp_elf_probes *elf,
+		      const struct qp_attach_extra *x, struct qp_json *j, int *status, char *err,
+		      size_t errlen)
+{
+	struct qp_binary *b, **v;
+	struct qp_module *mod;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < r->nbinaries; i++) {
+		if (!strcmp(r->binaries[i]->path, real)) {
+			qp_elf_probes_free(elf);
+			close(fd);
+			*status = 409;
+			snprintf(err, errlen, "%s is already a target", real);
+			return -EEXIST;
+		}
+	}
+	mod = qp_module_insert(r, elf, real);
+	b = mod ? calloc(1, sizeof(*b)) : NULL;
+	qp_watch_lock(r);	/* the array may move */
+	v = b ? realloc(r->binaries, (r->nbinaries + 1) * sizeof(*v)) : NULL;
+	if (v)
+		r->binaries = v;
+	qp_watch_unlock(r);
+	if (!v || !(b->path = strdup(real))) {
+		free(b);
+		qp_module_put(r, mod);
+		close(fd);
+		*status = 500;
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	b->cur.fd = fd;
+	b->cur.mod = mod;
+	b->cur.dev = mod->elf->id.dev;
+	b->cur.ino = mod->elf->id.ino;
+	b->dev = (dev_t)b->cur.dev;
+	b->ino = (ino_t)b->cur.ino;
+	b->probes = (unsigned int)mod->qprof_notes;
+	b->sites_refused = (unsigned int)mod->elf->nbad_notes;
+	b->attached_ms = qp_realtime_ns() / 1000000;
+	if (!mod->qprof_notes && !(x && (x->nusdt || x->nspans))) {
+		*status = mod->elf->nbad_notes ? 422 : 400;
+		snprintf(err, errlen, mod->elf->nbad_notes ?
+			 "%s: every qprof probe site was refused: its bytes are not the nop its note promises" :
+			 "%s has no qprof probes", real);
+		qp_binary_free(r, b);
+		return -ENOENT;
+	}
+	for (i = 0; x && i < x->nusdt + x->nspans; i++) {
+		bool span = i >= x->nusdt;
+		size_t k = span ? i - x->nusdt : i;
+		uint32_t id = span ? qp_def_new(r, true, x->span_names[k], x->span_begin[k], x->span_end[k])
+				   : qp_def_new(r, false, x->usdt[k], NULL, NULL);
+		uint32_t *ids = id ? realloc(b->extra_ids, (b->nextra + 1) * sizeof(*ids)) : NULL;
+
+		if (!ids) {
+			qp_binary_free(r, b);
+			*status = 500;
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		b->extra_ids = ids;
+		b->extra_ids[b->nextra++] = id;
+	}
+	b->per_process = qp_watch_add(r, fd) != 0;	/* no mark, no links for every process */
+	if (b->per_process && r->watch)
+		qp_warn("%s: no fanotify mark (%s): its processes are attached one by one", real,
+			"the file system does not support it");
+	/* before any link exists: a --pid target is counted by its own links only */
+	exclude_pid_targets(r, b, true);
+	/* listed before its links exist, so that an open of a file changed since
+	 * the parse finds it and drops them */
+	qp_watch_lock(r);
+	r->binaries[r->nbinaries++] = b;
+	ret = qp_binary_gen_attach(r, b, &b->cur, status, err, errlen);
+	if (ret)
+		r->nbinaries--;
+	qp_watch_unlock(r);
+	if (ret) {
+		exclude_pid_targets(r, b, false);
+		qp_binary_free(r, b);
+		return ret;
+	}
+	qp_info("attached to every process running %s (%u probe sites)", real, b->probes);
+	qp_binary_scan(r);
+	qp_binary_json(r, b, j);
+	return 0;
+}
+
+int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct qp_attach_extra *extra,
+			   struct qp_json *j, int *status, char *err, size_t errlen)
+{
+	bool priv = extra && extra->privileged;
+	struct qp_elf_probes *elf = NULL;
+	char real[PATH_MAX], oerr[256];
+	struct stat st;
+	int fd = -1, ret;
+
+	if (path[0] != '/') {
+		*status = 400;
+		snprintf(err, errlen, "binary must be an absolute path");
+		return -EINVAL;
+	}
+	if (!realpath(path, real)) {
+		ret = -errno;
+		if (!priv)
+			goto hidden;
+		*status = ret == -ENOENT || ret == -ENOTDIR ? 404 : ret == -EACCES ? 403 : 400;
+		snprintf(err, errlen, "%.3000s: %s", path, strerror(-ret));
+		return ret;
+	}
+	/* O_PATH first: a FIFO or a device is refused without being opened */
+	ret = qp_open_regular(real, &fd, oerr, sizeof(oerr));
+	if (ret) {
+		if (!priv)
+			goto hidden;
+		*status = ret == -ENOENT ? 404 : ret == -EACCES || ret == -EPERM ? 403 :
+			  ret == -EFBIG ? 413 : 400;
+		snprintf(err, errlen, "%.3000s: %s", real, oerr);
+		return ret;
+	}
+	if (!priv && (fstat(fd, &st) || !mapped_by_any_process((uint64_t)st.st_dev, (uint64_t)st.st_ino))) {
+		close(fd);
+		ret = -ENOENT;
+		goto hidden;
+	}
+	/* parsed before the lock: a slow or large file holds up nobody else */
+	ret = qp_elf_probes_fdopen(fd, real, &elf, oerr, sizeof(oerr));
+	if (ret) {
+		close(fd);
+		*status = ret == -ENOMEM ? 500 : 422;
+		snprintf(err, errlen, "%.3000s: %s", real, oerr);
+		return ret;
+	}
+	pthread_mutex_lock(&r->lock);
+	ret = add_locked(r, real, fd, elf, extra, j, status, err, errlen);
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+hidden:
+	/* the same answer whether the file is missing, unreadable or unmapped */
+	*status = 404;
+	snprintf(err, errlen, "%.3000s is not the executable or a library of a running process "
+		 "(only a root client may name other files)", path);
+	return ret;
+}
+
+int qp_registry_remove_binary(struct qp_registry *r, const char *path)
+{
+	char real[PATH_MAX];
+	struct qp_binary *b = NULL;
+	size_t bi, i, k;
+
+	for (bi = 0; bi < r->nbinaries && !b; bi++)
+		if (!strcmp(r->binaries[bi]->path, path) ||
+		    (realpath(path, real) && !strcmp(r->binaries[bi]->path, real)))
+			b = r->binaries[bi];
+	if (!b)
+		return -ENOENT;
+	bi--;
+	for (i = 0; i < r->ntargets;) {
+		struct qp_target *t = r->targets[i];
+
+		if (t->binary == (int)bi) {
+			t->binary = -1;	/* gone with its binary, not "detached from it" */
+			qp_registry_remove_at(r, i);
+			continue;
+		}
+		if (t->binary > (int)bi)
+			t->binary--;
+		i++;
+	}
+	qp_watch_lock(r);
+	memmove(&r->binaries[bi], &r->binaries[bi + 1], (r->nbinaries - bi - 1) * sizeof(*r->binaries));
+	r->nbinaries--;
+	qp_watch_unlock(r);
+	exclude_pid_targets(r, b, false);
+	for (k = 0; k < b->ndetached; k++) {
+		bool keep = qp_registry_find(r, b->detached[k]) != NULL;
+
+		for (i = 0; i < r->nbinaries && !keep; i++)
+			keep = qp_binary_detached(r->binaries[i], b->detached[k]);
+		if (!keep)
+			qp_scopes_exclude(r->scopes, (uint32_t)b->detached[k], false);
+	}
+	qp_info("detached from every process running %s", b->path);
+	qp_binary_free(r, b);
+	return 0;
+}

@@ -1,0 +1,161 @@
+/* modules.c - the cache of parsed ELF files. A module is one version of a
+ * file: it is found again only when the file open now has the same dev,
+ * inode, size, mtime, ctime and build-id bytes, so a binary rebuilt in
+ * place (same inode) is parsed again instead of being probed at the old
+ * version's offsets. Modules are counted references: a target or a binary
+ * version holds the ones whose sites it names; the last put frees it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "log.h"
+#include "targets_priv.h"
+
+static void module_count(struct qp_module *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->elf->nnotes; i++)
+		if (!strcmp(m->elf->notes[i].provider, "qprof") && !m->elf->notes[i].bad)
+			m->qprof_notes++;
+	if (m->elf->nbad_notes)
+		qp_warn("%s: %zu probe site(s) refused: %s", m->path, m->elf->nbad_notes,
+			"their bytes or semaphores are not what their notes promise");
+}
+
+struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *path, int *ret,
+				   char *err, size_t errlen)
+{
+	struct qp_module *m, **v;
+	struct qp_file_id id;
+	struct stat st;
+	size_t i;
+
+	if (fstat(fd, &st)) {
+		*ret = -errno;
+		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+		return NULL;
+	}
+	qp_file_id_of(&st, &id);
+	for (i = 0; i < r->nmodules; i++) {
+		m = r->modules[i];
+		/* the identity first (no I/O), then the build-id bytes */
+		if (qp_file_id_eq(&m->elf->id, &id) && qp_elf_same_file(m->elf, fd) == 1) {
+			m->refs++;
+			return m;
+		}
+	}
+	m = calloc(1, sizeof(*m));
+	v = m ? realloc(r->modules, (r->nmodules + 1) * sizeof(*v)) : NULL;
+	if (v)
+		r->modules = v;
+	if (!m || !v || !(m->path = strdup(path))) {
+		free(m);
+		*ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	*ret = qp_elf_probes_fdopen(fd, path, &m->elf, err, errlen);
+	if (*ret) {
+		free(m->path);
+		free(m);
+		return NULL;
+	}
+	module_count(m);
+	m->refs = 1;
+	r->modules[r->nmodules++] = m;
+	return m;
+}
+
+struct qp_module *qp_module_insert(struct qp_registry *r, struct qp_elf_probes *elf, const char *path)
+{
+	struct qp_module *m, **v;
+	size_t i;
+
+	for (i = 0; i < r->nmodules; i++) {
+		m = r->modules[i];
+		if (qp_file_id_eq(&m->elf->id, &elf->id) && !strcmp(m->elf->build_id, elf->build_id)) {
+			qp_elf_probes_free(elf);
+			m->refs++;
+			return m;
+		}
+	}
+	m = calloc(1, sizeof(*m));
+	v = m ? realloc(r->modules, (r->nmodules + 1) * sizeof(*v)) : NULL;
+	if (v)
+		r->modules = v;
+	if (!m || !v || !(m->path = strdup(path))) {
+		free(m);
+		qp_elf_probes_free(elf);
+		return NULL;
+	}
+	m->elf = elf;
+	module_count(m);
+	m->refs = 1;
+	r->modules[r->nmodules++] = m;
+	return m;
+}
+
+void qp_module_put(struct qp_registry *r, struct qp_module *m)
+{
+	size_t i;
+
+	if (!m || --m->refs)
+		return;
+	for (i = 0; i < r->nmodules; i++) {
+		if (r->modules[i] != m)
+			continue;
+		memmove(&r->modules[i], &r->modules[i + 1], (r->nmodules - i - 1) * sizeof(*r->modules));
+		r->nmodules--;
+		break;
+	}
+	qp_elf_probes_free(m->elf);
+	free(m->path);
+	free(m);
+}
+
+int qp_map_open(int pid, const struct qp_map *m, char *path, size_t len, int *fd, char *err,
+		size_t errlen)
+{
+	struct stat st;
+	int ret;
+
+	*fd = -1;
+	snprintf(path, len, "/proc/%d/map_files/%llx-%llx", pid, (unsigned long long)m->start,
+		 (unsigned long long)m->end);
+	/* through O_PATH first: a mapping of a FIFO or device is refused unopened */
+	ret = qp_open_regular(path, fd, err, errlen);
+	if ((ret == -EPERM || ret == -EACCES) && !strstr(m->path, " (deleted)")) {
+		/* map_files needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE; the
+		 * path through the process's root is checked against the maps
+		 * line instead. The links are for PID only: should the path change
+		 * before the attach, they would match nothing it maps. */
+		snprintf(path, len, "/proc/%d/root%s", pid, m->path);
+		ret = qp_open_regular(path, fd, err, errlen);
+	}
+	if (ret)
+		return ret == -ENOENT ? -ESRCH : ret;
+	/* inode only: btrfs and overlayfs show another dev in maps than stat */
+	if (fstat(*fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != m->inode) {
+		close(*fd);
+		*fd = -1;
+		snprintf(err, errlen, "%s is not the file its maps line names", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int qp_target_hold(struct qp_target *t, struct qp_module *m)
+{
+	struct qp_module **v = realloc(t->mods, (t->nmods + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	t->mods = v;
+	t->mods[t->nmods++] = m;
+	return 0;
+}

@@ -1,0 +1,76 @@
+/* targets_priv.h - what the registry's files share and nothing outside
+ * uses: targets.c (pid targets, exits, names), binaries.c (--binary
+ * targets and their versions), watch.c (fanotify on those files),
+ * modules.c (the cache of parsed ELF files). Callers hold r->lock unless
+ * said otherwise. */
+#ifndef QPROF_TARGETS_PRIV_H
+#define QPROF_TARGETS_PRIV_H
+#include "targets.h"
+
+/* modules.c */
+/* The module of the file open at FD, named PATH: an unchanged cached one
+ * (same identity and build-id) or a fresh parse. Takes a reference. NULL with
+ * *ret = -errno and a reason in err. */
+struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *path, int *ret,
+				   char *err, size_t errlen);
+/* A module for ELF, parsed without the lock: the cached one of the same
+ * version (ELF is freed) or ELF itself. Takes a reference; NULL: no memory
+ * (ELF freed). */
+struct qp_module *qp_module_insert(struct qp_registry *r, struct qp_elf_probes *elf, const char *path);
+void qp_module_put(struct qp_registry *r, struct qp_module *m); /* accepts NULL; frees at 0 */
+/* Open what mapping M of PID maps, through /proc/PID/map_files: that very
+ * inode, even when the path now names another file or none. The magic link
+ * goes to *path (attach there: the kernel follows it to the same inode). */
+int qp_map_open(int pid, const struct qp_map *m, char *path, size_t len, int *fd, char *err,
+		size_t errlen);
+/* Append M to T's modules (T keeps the reference the caller had). */
+int qp_target_hold(struct qp_target *t, struct qp_module *m);
+
+/* targets.c */
+bool qp_pid_alive(int pid);
+int qp_target_new(int pid, struct qp_target **out);
+void qp_target_free(struct qp_registry *r, struct qp_target *t);
+int qp_registry_push(struct qp_registry *r, struct qp_target *t);
+/* Drop target I with its data (see remove_at). */
+void qp_registry_remove_at(struct qp_registry *r, size_t i);
+uint32_t qp_def_new(struct qp_registry *r, bool span, const char *name, const char *begin,
+		    const char *end);
+bool qp_split_probe(const char *spec, char *prov, size_t plen, char *name, size_t nlen);
+/* The HTTP status of an attach failure -ERR: the target's or its file's
+ * fault (a 4xx), or qprofd's own (500). */
+int qp_attach_status(int err);
+
+/* binaries.c */
+/* Does MAPS map any version of binary B? */
+bool qp_maps_hold(const struct qp_maps *maps, const struct qp_binary *b);
+/* Index of a binary (not detached from PID) whose file PID maps, or -1. */
+int qp_binary_covering(const struct qp_registry *r, int pid, const struct qp_maps *maps);
+void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_maps *known);
+void qp_binary_scan(struct qp_registry *r);
+/* Replaced files get new links; on RESCAN unused old versions go. */
+void qp_binaries_refresh(struct qp_registry *r, bool rescan);
+void qp_binary_free(struct qp_registry *r, struct qp_binary *b);
+bool qp_binary_detached(const struct qp_binary *b, int pid);
+/* Per-process mode: links for T alone on the version of B's file it maps
+ * (T->probes 0 and a warning when it cannot be probed). */
+void qp_binary_attach_process(struct qp_registry *r, struct qp_binary *b, struct qp_target *t);
+/* Links for every process on version G of B (none in per-process mode, which
+ * only checks the other probes are there); -errno with *status and err. */
+int qp_binary_gen_attach(struct qp_registry *r, struct qp_binary *b, struct qp_binary_gen *g,
+			 int *status, char *err, size_t errlen);
+/* Drop the links of a version whose file changed under them. */
+void qp_binary_gen_unlink(struct qp_binary_gen *g);
+
+/* watch.c: fanotify permission events on every --binary version's inode.
+ * Before any other process opens one (exec, dlopen, a writer), its version
+ * is checked; a version rewritten in place loses its links first, so no
+ * process ever runs a probe placed at the offsets of the old content. */
+int qp_watch_start(struct qp_registry *r);
+void qp_watch_stop(struct qp_registry *r);
+int qp_watch_add(struct qp_registry *r, int fd);	/* the inode open at FD */
+/* Held (after r->lock) around every change to r->binaries and to the
+ * versions' links, which the watch thread reads without r->lock. */
+void qp_watch_lock(struct qp_registry *r);
+void qp_watch_unlock(struct qp_registry *r);
+void qp_watch_remove(struct qp_registry *r, int fd);
+#endif
