@@ -242,7 +242,7 @@ int main(int argc, char **argv)
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qp_http_policy pol_unix, pol_tcp;
 	struct qp_lifecycle *lc = NULL;
-	struct qprofd d = { 0 };
+	struct qprofd d = { .report_fs.fd = -1 };
 	char *token = NULL;
 	int fd_unix = -1, fd_tcp = -1;
 	pthread_condattr_t ca;
@@ -315,6 +315,14 @@ int main(int argc, char **argv)
 	d.reg.sym = qp_symbolizer_new(NULL);
 	if (!d.reg.sym) {
 		fprintf(stderr, "qprofd: out of memory\n");
+		goto out;
+	}
+	/* the report directory, once (after the BPF check, so that a user
+	 * without root hears that first): refused when others could plant in it */
+	ret = qp_report_fs_open(&d.report_fs, o.report_dir, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "qprofd: %s\n", err);
+		exit_code = ret == -EPERM || ret == -ENOTDIR ? 2 : 1;
 		goto out;
 	}
 	/* before any target: their forks and execs are watched from the start */
@@ -432,6 +440,7 @@ out_free:
 	if (http || fd_unix >= 0)
 		unlink(o.socket);
 	free(token);
+	qp_report_fs_close(&d.report_fs);
 	free(o.pids);
 	free(o.binaries);
 	return exit_code;

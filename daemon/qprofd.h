@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "report_fs.h"
 #include "targets.h"
 
 #define QPROF_VERSION "0.1.0"
@@ -20,6 +21,7 @@ struct qprofd {
 	uint64_t start_ns;
 	unsigned int frequency_hz;
 	const char *report_dir;		/* exit reports go here (--report-dir) */
+	struct qp_report_fs report_fs;	/* that directory, opened at start */
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;
 	bool stopping;

@@ -10,8 +10,8 @@
  * into REPORT_DIR/PID-COMM-YYYYmmddTHHMMSS/. Each file is written beside its
  * name and renamed into place; summary.txt goes last and t->report_dir is set
  * only once it is there, so a reader never sees half a report. Failures are
- * logged and the daemon carries on. */
-#include <dirent.h>
+ * logged and the daemon carries on. The files are made by report_fs.c;
+ * GET /api/report is report_http.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -35,123 +35,18 @@
 #include "model_scopes.h"
 #include "qprofd.h"
 #include "report.h"
+#include "report_fs.h"
 #include "util.h"
 
 #define REPORT_TOP 20
-#define REPORT_MAX_FILE (256u << 20)
 
 /* ---- files ---------------------------------------------------------------- */
 
-static int mkdir_p(const char *path)
-{
-	char buf[4096];
-	size_t len = strlen(path), i;
-
-	if (len == 0 || len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (i = 1; i <= len; i++) {
-		if (buf[i] != '/' && buf[i] != '\0')
-			continue;
-		buf[i] = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		buf[i] = i == len ? '\0' : '/';
-	}
-	{
-		struct stat st;
-
-		if (stat(path, &st))
-			return -errno;
-		if (!S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-	}
-	return 0;
-}
-
-/* DIR/NAME, atomically: a temporary file beside it, then rename. */
-static int write_atomic(const char *dir, const char *name, const char *data, size_t len)
-{
-	char tmp[4096], path[4096];
-	size_t off = 0;
-	int fd, ret = 0;
-
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmpXXXXXX", dir, name) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return -errno;
-	while (off < len) {
-		ssize_t n = write(fd, data + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = n < 0 ? -errno : -ENOSPC;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (!ret && fchmod(fd, 0644))
-		ret = -errno;
-	if (!ret && fsync(fd))
-		ret = -errno;
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
-}
-
-static int write_buf(const char *dir, const char *name, struct qp_buf *b)
+static int write_buf(const struct qp_report_fs *fs, int dirfd, const char *name, struct qp_buf *b)
 {
 	if (b->failed)
 		return -ENOMEM;
-	return write_atomic(dir, name, b->data ? b->data : "", b->len);
-}
-
-/* Whole file into a malloc'ed, NUL-terminated buffer. */
-static int read_all(const char *path, char **out, size_t *outlen)
-{
-	struct qp_buf b;
-	char chunk[65536];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	qp_buf_init(&b);
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int e = errno;
-
-			close(fd);
-			qp_buf_free(&b);
-			return -e;
-		}
-		if (n == 0)
-			break;
-		qp_buf_add(&b, chunk, (size_t)n);
-		if (b.len > REPORT_MAX_FILE) {
-			close(fd);
-			qp_buf_free(&b);
-			return -EFBIG;
-		}
-	}
-	close(fd);
-	qp_buf_add(&b, "", 0);
-	*out = qp_buf_steal(&b, outlen);
-	if (!*out) {
-		*out = NULL;
-		return -ENOMEM;
-	}
-	return 0;
+	return qp_report_fs_write(fs, dirfd, name, b->data ? b->data : "", b->len);
 }
 
 /* ---- figures -------------------------------------------------------------- */
@@ -743,27 +638,31 @@ static void warn_file(const struct qp_target *t, const char *dir, const char *na
 int qp_report_write(struct qprofd *d, struct qp_target *t)
 {
 	struct report r = { .d = d, .t = t };
-	char dir[512], comm[64], stamp[32], title[512];
+	char dir[512], name[128], comm[64], stamp[32], title[512];
+	const struct qp_report_fs *fs = &d->report_fs;
 	const char *base = d->report_dir && d->report_dir[0] ? d->report_dir : QPROF_REPORT_DIR;
 	time_t s = (time_t)(t->exited_ms / 1000);
 	struct qp_buf b;
 	struct tm tm;
 	size_t len;
 	char *json;
-	int ret, first = 0;
+	int ret, first = 0, dfd;
 
 	if (!localtime_r(&s, &tm))
 		memset(&tm, 0, sizeof(tm));
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
 	sanitize(comm, sizeof(comm), t->comm);
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/%d-%s-%s", base, t->pid, comm, stamp) >= sizeof(dir)) {
+	snprintf(name, sizeof(name), "%d-%s-%s", t->pid, comm, stamp);
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", base, name) >= sizeof(dir)) {
 		qp_warn("report of pid %d: directory name too long under %s", t->pid, base);
 		return -ENAMETOOLONG;
 	}
-	ret = mkdir_p(dir);
-	if (ret) {
-		qp_warn("report of pid %d: cannot create %s: %s", t->pid, dir, strerror(-ret));
-		return ret;
+	/* relative to the directory fd opened at start; an existing name, be it
+	 * a directory or a symlink planted there, is never written into */
+	dfd = qp_report_fs_mkdir(fs, name);
+	if (dfd < 0) {
+		qp_warn("report of pid %d: cannot create %s: %s", t->pid, dir, strerror(-dfd));
+		return dfd;
 	}
 
 	ret = collect_scopes(&r);
@@ -775,7 +674,7 @@ int qp_report_write(struct qprofd *d, struct qp_target *t)
 
 	/* scopes.json */
 	if (r.scopes_json) {
-		ret = write_atomic(dir, "scopes.json", r.scopes_json, r.scopes_len);
+		ret = qp_report_fs_write(fs, dfd, "scopes.json", r.scopes_json, r.scopes_len);
 		if (ret)
 			warn_file(t, dir, "scopes.json", first = ret);
 	}
@@ -788,7 +687,7 @@ int qp_report_write(struct qprofd *d, struct qp_target *t)
 
 		qp_buf_init(&b);
 		ret = qp_export_folded(p, &b);
-		ret = ret ? ret : write_buf(dir, "cpu.folded", &b);
+		ret = ret ? ret : write_buf(fs, dfd, "cpu.folded", &b);
 		qp_buf_free(&b);
 		if (ret)
 			warn_file(t, dir, "cpu.folded", first = first ? first : ret);
@@ -799,7 +698,7 @@ int qp_report_write(struct qprofd *d, struct qp_target *t)
 			o.subtitle = r.cpu_why;
 		qp_buf_init(&b);
 		ret = qp_export_flamegraph(p, &o, &b);
-		ret = ret ? ret : write_buf(dir, "cpu.svg", &b);
+		ret = ret ? ret : write_buf(fs, dfd, "cpu.svg", &b);
 		qp_buf_free(&b);
 		if (ret)
 			warn_file(t, dir, "cpu.svg", first = first ? first : ret);
@@ -807,7 +706,7 @@ int qp_report_write(struct qprofd *d, struct qp_target *t)
 
 	/* report.json (sorts the rows: before the summary, which sorts them again) */
 	json = write_report_json(&r, dir, &len);
-	ret = json ? write_atomic(dir, "report.json", json, len) : -ENOMEM;
+	ret = json ? qp_report_fs_write(fs, dfd, "report.json", json, len) : -ENOMEM;
 	free(json);
 	if (ret)
 		warn_file(t, dir, "report.json", first = first ? first : ret);
@@ -815,9 +714,10 @@ int qp_report_write(struct qprofd *d, struct qp_target *t)
 	/* summary.txt last: its presence makes the report visible */
 	qp_buf_init(&b);
 	write_summary(&r, dir, &b);
-	ret = write_buf(dir, "summary.txt", &b);
+	ret = write_buf(fs, dfd, "summary.txt", &b);
 	qp_buf_free(&b);
 	report_free(&r);
+	close(dfd);
 	if (ret) {
 		warn_file(t, dir, "summary.txt", ret);
 		return ret;
@@ -825,179 +725,4 @@ int qp_report_write(struct qprofd *d, struct qp_target *t)
 	snprintf(t->report_dir, sizeof(t->report_dir), "%s", dir);
 	qp_info("report of pid %d (%s) written to %s", t->pid, t->comm, dir);
 	return first;
-}
-
-/* ---- GET /api/report ------------------------------------------------------ */
-
-static void reply(struct qp_response *resp, int status, char *body, size_t len, const char *ctype)
-{
-	resp->status = status;
-	resp->body = body;
-	resp->len = len;
-	resp->content_type = ctype;
-}
-
-static void __printf(3, 4) reply_error(struct qp_response *resp, int status, const char *fmt, ...)
-{
-	struct qp_json j;
-	char msg[600], *s;
-	size_t len = 0;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	qp_json_init(&j);
-	qp_json_obj_begin(&j);
-	qp_json_kv_str(&j, "error", msg);
-	qp_json_obj_end(&j);
-	s = qp_json_finish(&j, &len);
-	if (s) {
-		char *t = realloc(s, len + 2);
-
-		if (t) {
-			s = t;
-			s[len++] = '\n';
-			s[len] = '\0';
-		}
-	}
-	if (!s) {
-		s = strdup("{\"error\":\"out of memory\"}\n");
-		len = s ? strlen(s) : 0;
-		status = 500;
-	}
-	reply(resp, status, s, len, "application/json");
-}
-
-struct keys {
-	const char *bad;
-	char msg[128];
-};
-
-static void check_key(void *arg, const char *key)
-{
-	static const char *const allowed[] = { "pid", "format", NULL };
-	struct keys *k = arg;
-
-	if (!k->bad)
-		k->bad = qp_query_unknown_key(allowed, &key, 1, k->msg, sizeof(k->msg));
-}
-
-/* The newest PID-* report directory under the report directory, for a pid
- * that is no longer a target (detached, or a daemon restarted since). */
-static bool find_on_disk(const char *base, int pid, char *out, size_t len)
-{
-	char prefix[24], best[256] = "";
-	size_t plen;
-	struct dirent *e;
-	DIR *dh = opendir(base);
-
-	if (!dh)
-		return false;
-	plen = (size_t)snprintf(prefix, sizeof(prefix), "%d-", pid);
-	while ((e = readdir(dh))) {
-		size_t n = strlen(e->d_name);
-
-		if (strncmp(e->d_name, prefix, plen) || n < plen + 16 || n >= sizeof(best))
-			continue;
-		/* compare the trailing YYYYmmddTHHMMSS stamps */
-		if (!best[0] || strcmp(e->d_name + n - 15, best + strlen(best) - 15) > 0)
-			snprintf(best, sizeof(best), "%s", e->d_name);
-	}
-	closedir(dh);
-	if (!best[0])
-		return false;
-	return (size_t)snprintf(out, len, "%s/%s", base, best) < len;
-}
-
-static void report_list(struct qprofd *d, struct qp_response *resp)
-{
-	struct qp_json j;
-	size_t i, len = 0;
-	char *s;
-
-	qp_json_init(&j);
-	qp_json_obj_begin(&j);
-	qp_json_key(&j, "reports");
-	qp_json_arr_begin(&j);
-	pthread_mutex_lock(&d->reg.lock);
-	for (i = 0; i < d->reg.ntargets; i++) {
-		const struct qp_target *t = d->reg.targets[i];
-
-		if (!t->report_dir[0])
-			continue;
-		qp_json_obj_begin(&j);
-		qp_json_kv_i64(&j, "pid", t->pid);
-		qp_json_kv_str(&j, "comm", t->comm);
-		qp_json_kv_str(&j, "dir", t->report_dir);
-		qp_json_kv_u64(&j, "exited_ms", t->exited_ms);
-		qp_json_obj_end(&j);
-	}
-	pthread_mutex_unlock(&d->reg.lock);
-	qp_json_arr_end(&j);
-	qp_json_obj_end(&j);
-	s = qp_json_finish(&j, &len);
-	if (!s)
-		return reply_error(resp, 500, "out of memory while writing JSON");
-	{
-		char *t = realloc(s, len + 2);
-
-		if (t) {
-			s = t;
-			s[len++] = '\n';
-			s[len] = '\0';
-		}
-	}
-	reply(resp, 200, s, len, "application/json");
-}
-
-void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
-{
-	const char *format = req->query(req->arg, "format");
-	const char *base = d->report_dir && d->report_dir[0] ? d->report_dir : QPROF_REPORT_DIR;
-	struct keys k = { NULL, "" };
-	char dir[512] = "", path[640], msg[128];
-	bool known = false, exited = false;
-	struct qp_target *t;
-	bool json;
-	size_t len;
-	char *data;
-	int pid, ret;
-
-	req->query_keys(req->arg, check_key, &k);
-	if (k.bad)
-		return reply_error(resp, 400, "%s", k.msg);
-	if (format && strcmp(format, "text") && strcmp(format, "json"))
-		return reply_error(resp, 400, "format must be text or json");
-	json = format && !strcmp(format, "json");
-	if (qp_query_pid(req->query(req->arg, "pid"), &pid, msg, sizeof(msg)))
-		return reply_error(resp, 400, "%s", msg);
-	if (!pid)
-		return report_list(d, resp);
-
-	pthread_mutex_lock(&d->reg.lock);
-	t = qp_registry_find(&d->reg, pid);
-	if (t) {
-		known = true;
-		exited = t->state == QP_TARGET_EXITED;
-		snprintf(dir, sizeof(dir), "%s", t->report_dir);
-	}
-	pthread_mutex_unlock(&d->reg.lock);
-	if (!dir[0] && !known)
-		find_on_disk(base, pid, dir, sizeof(dir));
-	if (!dir[0]) {
-		if (known && !exited)
-			return reply_error(resp, 404, "no report for process %d: it has not exited yet", pid);
-		if (known)
-			return reply_error(resp, 404, "no report for process %d (not written, see qprofd's log)",
-					   pid);
-		return reply_error(resp, 404, "no report for process %d", pid);
-	}
-	snprintf(path, sizeof(path), "%s/%s", dir, json ? "report.json" : "summary.txt");
-	ret = read_all(path, &data, &len);
-	if (ret == -ENOENT)
-		return reply_error(resp, 404, "the report of process %d is gone from %s", pid, dir);
-	if (ret)
-		return reply_error(resp, 500, "cannot read %s: %s", path, strerror(-ret));
-	reply(resp, 200, data, len, json ? "application/json" : "text/plain; charset=utf-8");
 }

@@ -6,7 +6,7 @@ target_include_directories(scope_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(scope_target PRIVATE -O2 -g -fno-omit-frame-pointer)
 target_link_libraries(scope_target Threads::Threads)
 
-foreach(t scopes errors drops binary attach_race report top listen http_limits)
+foreach(t scopes errors drops binary attach_race report report_fs top listen http_limits)
   add_test(NAME integration_${t}
     COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_${t}.py
             $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>)
