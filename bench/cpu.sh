@@ -220,9 +220,9 @@ else
 		s999=$(calc "100 * ($m999 / $m0 - 1)")
 		say "  medians: unprofiled $(calc "$m0 / 1e6") ms, 99 Hz $(calc "$m99 / 1e6") ms, 999 Hz $(calc "$m999 / 1e6") ms"
 		# shellcheck disable=SC2086
-		min0=$(printf '%s\n' ${el[0]} | sort -g | head -1) max0=$(printf '%s\n' ${el[0]} | sort -g | tail -1)
+		min0=$(printf '%s\n' ${el[0]} | sort -g | sed -n 1p) max0=$(printf '%s\n' ${el[0]} | sort -g | tail -1)
 		# shellcheck disable=SC2086
-		min99=$(printf '%s\n' ${el[99]} | sort -g | head -1) min999=$(printf '%s\n' ${el[999]} | sort -g | head -1)
+		min99=$(printf '%s\n' ${el[99]} | sort -g | sed -n 1p) min999=$(printf '%s\n' ${el[999]} | sort -g | sed -n 1p)
 		say "  noise: the unprofiled runs spread over $(calc "100 * ($max0 / $min0 - 1)") % (max/min); a slowdown below that is not resolved by this run"
 		say "  fastest runs (other load only ever slows a run): 99 Hz $(calc "100 * ($min99 / $min0 - 1)") %, 999 Hz $(calc "100 * ($min999 / $min0 - 1)") %"
 		noise=$(calc "100 * ($max0 / $min0 - 1)")

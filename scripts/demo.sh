@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-5}
-build=build
+build=${QPROF_BUILD:-build}	# the test suite runs the demo on its own build tree
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "demo: run as root (qprofd loads BPF programs): sudo $0" >&2
@@ -65,7 +65,9 @@ mkdir -p "$build/demo"
 svg=$build/demo/strategy-cpu.svg
 cli flamegraph --pid "$strategy_pid" -o "$svg"
 echo "demo: the hottest stacks (folded, root first):"
-cli folded --pid "$strategy_pid" | awk '{ print $NF "\t" $0 }' | sort -rn | cut -f2- | head -5 | cut -c1-160
+# no early-exiting reader (head) in a pipeline: under pipefail the writer's
+# SIGPIPE would end the demo (exit 141); awk reads all and prints five
+cli folded --pid "$strategy_pid" | awk '{ print $NF "\t" $0 }' | sort -rn | cut -f2- | awk 'NR <= 5' | cut -c1-160
 echo
 echo "demo: flame graph of the strategy: $(cd "$(dirname "$svg")" && pwd)/$(basename "$svg") (open it in a browser)"
 echo

@@ -18,7 +18,10 @@ pkgs=(
 
 missing=()
 for p in "${pkgs[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+  # the status in a variable, not piped to grep -q: under pipefail grep -q's
+  # early exit would SIGPIPE dpkg-query and count the package as missing
+  st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  if [ "$st" != "install ok installed" ]; then
     missing+=("$p")
   fi
 done
