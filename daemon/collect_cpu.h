@@ -1,8 +1,9 @@
 /* collect_cpu.h - the user side of bpf/profile.bpf.c: a cpu-clock perf
  * event per online CPU at the chosen frequency, the set of sampled
- * processes, and reads of the sample counts and stacks. Snapshots, never
+ * processes, and reads of the sample counts and stacks (stack ids are the
+ * daemon's own, stable for as long as a sample uses them). Snapshots, never
  * resets: several readers (windows of different lengths) share one stream of
- * samples by taking differences. Thread-safe for reads (map syscalls). */
+ * samples by taking differences. Thread-safe (one mutex). */
 #ifndef QPROF_COLLECT_CPU_H
 #define QPROF_COLLECT_CPU_H
 #include <linux/types.h>

@@ -102,3 +102,15 @@ add_test(NAME integration_deploy_no_sys_admin
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
           $<TARGET_FILE:scope_target_v2> --no-sys-admin)
 set_tests_properties(integration_deploy_no_sys_admin PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# CPU samples over more distinct stacks than a kernel stack map holds.
+add_executable(stacks_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/stacks_target.c)
+target_include_directories(stacks_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(stacks_target PRIVATE -O1 -g -fno-inline -fno-omit-frame-pointer
+  -mno-omit-leaf-frame-pointer -fno-optimize-sibling-calls)
+target_link_libraries(stacks_target Threads::Threads)
+add_test(NAME integration_cpu_stacks
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cpu_stacks.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
+          $<TARGET_FILE:stacks_target>)
+set_tests_properties(integration_cpu_stacks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400 RUN_SERIAL TRUE)
