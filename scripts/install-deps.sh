@@ -14,6 +14,7 @@ pkgs=(
   curl                     # talking to the unix socket by hand
   golang-go                # `go tool pprof` reads /pprof/profile in the CPU integration test
   procps
+  strace                   # counts the bpf() syscalls of a request in the values test
 )
 
 missing=()

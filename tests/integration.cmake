@@ -49,6 +49,11 @@ add_test(NAME integration_markers
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
           $<TARGET_FILE:markers_target>)
 set_tests_properties(integration_markers PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+add_test(NAME integration_values_many
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_values_many.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
+          $<TARGET_FILE:markers_target>)
+set_tests_properties(integration_values_many PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
 # Other programs' USDT probes: plain <sys/sdt.h>, libstdc++, python.
 add_executable(sdt_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/sdt_target.cpp)

@@ -5,7 +5,9 @@
  *           QPROF_MARK("tick") 777 times
  *   logs N: N messages "msg <i>" at a moderate rate, then one longer than
  *           QPROF_LOG_MAX
- *   flood N: N messages as fast as possible */
+ *   flood N: N messages as fast as possible
+ *   spread N: QPROF_VALUE("spread") of 1..N (a histogram bucket per value up
+ *           to 4096, 4096 buckets per power of two above) */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +49,11 @@ int main(int argc, char **argv)
 			QPROF_VALUE("v", seq[i]);	/* one site */
 		for (i = 0; i < 777; i++)
 			QPROF_MARK("tick");
+	} else if (!strcmp(mode, "spread")) {
+		/* 1..n at one site: a histogram bucket for every value up to 4096,
+		 * then 4096 buckets per power of two */
+		for (i = 1; i <= n; i++)
+			QPROF_VALUE("spread", (double)i);
 	} else if (!strcmp(mode, "logs")) {
 		char big[600];
 
