@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include <systemd/sd-daemon.h>
 #include "collect_cpu.h"
 #include "collect_scopes.h"
 #include "symbolize.h"
@@ -381,6 +382,9 @@ int main(int argc, char **argv)
 	qp_info("serving on %s%s%s%s", o.socket, o.listen ? " and " : "", o.listen ? o.listen : "",
 		!o.listen ? "" : token ? " (POST/DELETE over TCP with the token)" : " (GET only over TCP: no --token-file)");
 	fprintf(stderr, "qprofd: ready on %s (%zu target(s))\n", o.socket, d.reg.ntargets);
+	/* systemd (Type=notify): started once the socket answers; a no-op
+	 * without $NOTIFY_SOCKET */
+	sd_notifyf(0, "READY=1\nSTATUS=serving on %s\nMAINPID=%d", o.socket, (int)getpid());
 
 	next_poll = qp_now_ns() + POLL_MS * 1000000ull;
 	for (;;) {
@@ -390,6 +394,7 @@ int main(int argc, char **argv)
 
 		if (sig > 0 && sig != SIGRTMIN) {
 			qp_info("signal %d: shutting down", sig);
+			sd_notify(0, "STOPPING=1\nSTATUS=detaching");
 			break;
 		}
 		pthread_mutex_lock(&d.reg.lock);
