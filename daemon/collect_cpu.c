@@ -22,7 +22,7 @@
 #include "log.h"
 #include "profile.skel.h"
 
-#define MAX_STACKS (1u << 20)	/* distinct stacks kept; beyond, samples are lost (counted) */
+#define MAX_STACKS (1u << 20)	/* distinct live stacks; beyond, samples are lost (counted) */
 #define MAX_KEYS (1u << 21)	/* distinct (process, stacks, scopes) */
 #define DRAIN_MS 5
 
@@ -51,7 +51,9 @@ struct qp_cpu {
 	pthread_cond_t cond;
 	pthread_mutex_t lock;		/* all below, and ring consumption */
 	struct stack_ent *stacks;	/* by id */
-	size_t nstacks, capstacks, nlive;
+	size_t nstacks, capstacks;	/* ids ever given */
+	size_t nlive;			/* stacks not freed */
+	size_t nindexed;		/* index entries: live, and freed ones not purged yet */
 	uint32_t *sidx;			/* open addressing: stack id + 1, 0 = empty */
 	size_t nsidx;			/* a power of two */
 	struct agg *aggs;
@@ -109,6 +111,7 @@ static int stacks_reindex(struct qp_cpu *c, size_t nslots)
 	free(c->sidx);
 	c->sidx = idx;
 	c->nsidx = nslots;
+	c->nindexed = c->nlive;
 	return 0;
 }
 
@@ -123,15 +126,22 @@ static int32_t stack_intern(struct qp_cpu *c, const uint64_t *ips, uint32_t n)
 		m = c->nsidx - 1;
 		for (i = h & m; c->sidx[i]; i = (i + 1) & m) {
 			e = &c->stacks[c->sidx[i] - 1];
-			if (e->hash == h && e->n == n && !memcmp(e->ips, ips, n * sizeof(*ips)))
+			if (e->ips && e->hash == h && e->n == n && !memcmp(e->ips, ips, n * sizeof(*ips)))
 				return (int32_t)(c->sidx[i] - 1);
 		}
 	}
-	if (c->nstacks >= MAX_STACKS)
+	if (c->nlive >= MAX_STACKS || c->nstacks >= INT32_MAX)
 		return -1;
-	if ((c->nlive + 1) * 2 > c->nsidx &&
-	    stacks_reindex(c, c->nsidx ? c->nsidx * 2 : 4096))
-		return -1;
+	/* at most half full, freed entries included; after a rebuild at most
+	 * a quarter, so a rebuild purges and doubles only when needed */
+	if ((c->nindexed + 1) * 2 > c->nsidx) {
+		size_t ns = c->nsidx ? c->nsidx : 4096;
+
+		while ((c->nlive + 1) * 4 > ns)
+			ns *= 2;
+		if (stacks_reindex(c, ns))
+			return -1;
+	}
 	if (c->nstacks == c->capstacks) {
 		size_t cap = c->capstacks ? c->capstacks * 2 : 1024;
 		struct stack_ent *v = realloc(c->stacks, cap * sizeof(*v));
@@ -154,6 +164,7 @@ static int32_t stack_intern(struct qp_cpu *c, const uint64_t *ips, uint32_t n)
 		;
 	c->sidx[i] = (uint32_t)c->nstacks + 1;
 	c->nlive++;
+	c->nindexed++;
 	return (int32_t)c->nstacks++;
 }
 
@@ -485,9 +496,13 @@ int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget)
 	}
 	if (n != c->naggs) {
 		c->naggs = n;
-		/* rebuilt at the same sizes: allocation failures leave the old
-		 * index, which is then wrong: drop every count rather than lie */
-		if (aggs_reindex(c, c->naidx) || stacks_reindex(c, c->nsidx)) {
+		/* rebuilt at the same sizes. A failed stack index only keeps
+		 * freed entries, which lookups skip (and nindexed counts); a
+		 * failed key index would be wrong: then drop every count
+		 * rather than lie */
+		if (c->nsidx)
+			stacks_reindex(c, c->nsidx);
+		if (aggs_reindex(c, c->naidx)) {
 			ret = -ENOMEM;
 			c->naggs = 0;
 			c->naidx = 0;

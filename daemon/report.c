@@ -35,6 +35,7 @@
 #include "model_scopes.h"
 #include "qprofd.h"
 #include "report.h"
+#include "report_figures.h"
 #include "report_fs.h"
 #include "util.h"
 
@@ -47,223 +48,6 @@ static int write_buf(const struct qp_report_fs *fs, int dirfd, const char *name,
 	if (b->failed)
 		return -ENOMEM;
 	return qp_report_fs_write(fs, dirfd, name, b->data ? b->data : "", b->len);
-}
-
-/* ---- figures -------------------------------------------------------------- */
-
-struct srow {
-	const char *kind, *name, *parent;	/* owned by the parsed scopes JSON */
-	uint64_t count;
-	bool dur;				/* has durations (not a mark or probe) */
-	double total, mean, min, p50, p90, p99, p999, max;
-};
-
-static double num(const json_t *o, const char *k, bool *ok)
-{
-	const json_t *v = json_object_get(o, k);
-
-	if (!json_is_number(v)) {
-		*ok = false;
-		return 0;
-	}
-	return json_number_value(v);
-}
-
-static size_t parse_scopes(json_t *root, struct srow **out)
-{
-	json_t *arr = json_object_get(root, "scopes");
-	size_t i, n = json_array_size(arr), k = 0;
-	struct srow *v = calloc(n ? n : 1, sizeof(*v));
-
-	*out = v;
-	if (!v)
-		return 0;
-	for (i = 0; i < n; i++) {
-		json_t *o = json_array_get(arr, i);
-		struct srow *r = &v[k];
-		bool ok = true, cok = true;
-
-		r->name = json_string_value(json_object_get(o, "name"));
-		if (!r->name)
-			continue;
-		r->parent = json_string_value(json_object_get(o, "parent"));
-		r->kind = json_string_value(json_object_get(o, "kind"));
-		if (!r->kind)
-			r->kind = "scope";
-		r->count = (uint64_t)num(o, "count", &cok);
-		r->total = num(o, "total_ns", &ok);
-		r->mean = num(o, "mean_ns", &ok);
-		r->min = num(o, "min_ns", &ok);
-		r->p50 = num(o, "p50_ns", &ok);
-		r->p90 = num(o, "p90_ns", &ok);
-		r->p99 = num(o, "p99_ns", &ok);
-		r->p999 = num(o, "p999_ns", &ok);
-		r->max = num(o, "max_ns", &ok);
-		r->dur = ok && strcmp(r->kind, "mark") && strcmp(r->kind, "probe");
-		k++;
-	}
-	return k;
-}
-
-static int cmp_str(const char *a, const char *b)
-{
-	return strcmp(a ? a : "", b ? b : "");
-}
-
-static int cmp_names(const struct srow *a, const struct srow *b)
-{
-	int c = cmp_str(a->name, b->name);
-
-	return c ? c : cmp_str(a->parent, b->parent);
-}
-
-static int by_total(const void *pa, const void *pb)
-{
-	const struct srow *a = pa, *b = pb;
-
-	if (a->dur != b->dur)
-		return a->dur ? -1 : 1;
-	if (a->total != b->total)
-		return a->total > b->total ? -1 : 1;
-	return cmp_names(a, b);
-}
-
-static int by_p99(const void *pa, const void *pb)
-{
-	const struct srow *a = pa, *b = pb;
-
-	if (a->dur != b->dur)
-		return a->dur ? -1 : 1;
-	if (a->p99 != b->p99)
-		return a->p99 > b->p99 ? -1 : 1;
-	if (a->total != b->total)
-		return a->total > b->total ? -1 : 1;
-	return cmp_names(a, b);
-}
-
-static int by_count(const void *pa, const void *pb)
-{
-	const struct srow *a = pa, *b = pb;
-
-	if (a->count != b->count)
-		return a->count > b->count ? -1 : 1;
-	return cmp_names(a, b);
-}
-
-/* A function of the CPU profile: samples where it is the leaf (self) and
- * samples where it is anywhere in the stack (total, once per sample). */
-struct func {
-	const char *name, *module;
-	uint64_t self, total;
-	size_t stamp;		/* last sample counted in total, + 1 */
-};
-
-struct funcs {
-	struct func *v;
-	size_t n, cap;		/* cap: a power of two, open addressing */
-	uint64_t samples;
-};
-
-static uint64_t hash_str(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return (h ^ 0xff) * 1099511628211ull;
-}
-
-static struct func *func_get(struct funcs *f, const char *name, const char *module)
-{
-	size_t i;
-
-	if ((f->n + 1) * 2 > f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 256, j;
-		struct func *v = calloc(cap, sizeof(*v));
-
-		if (!v)
-			return NULL;
-		for (j = 0; j < f->cap; j++) {
-			if (!f->v[j].name)
-				continue;
-			i = hash_str(hash_str(14695981039346656037ull, f->v[j].name), f->v[j].module) & (cap - 1);
-			while (v[i].name)
-				i = (i + 1) & (cap - 1);
-			v[i] = f->v[j];
-		}
-		free(f->v);
-		f->v = v;
-		f->cap = cap;
-	}
-	i = hash_str(hash_str(14695981039346656037ull, name), module) & (f->cap - 1);
-	while (f->v[i].name) {
-		if (!strcmp(f->v[i].name, name) && !strcmp(f->v[i].module, module))
-			return &f->v[i];
-		i = (i + 1) & (f->cap - 1);
-	}
-	f->v[i].name = name;
-	f->v[i].module = module;
-	f->n++;
-	return &f->v[i];
-}
-
-static int funcs_build(const struct qp_cpu_profile *p, struct funcs *f)
-{
-	size_t s, k;
-
-	for (s = 0; s < p->nsamples; s++) {
-		const struct qp_cpu_sample *smp = &p->samples[s];
-
-		if (!smp->count)
-			continue;
-		f->samples += smp->count;
-		for (k = 0; k < smp->nframes; k++) {
-			const struct qp_cpu_frame *fr = &smp->frames[k];
-			const char *name = fr->name && fr->name[0] ? fr->name : "[unknown]";
-			struct func *fn = func_get(f, name, fr->module ? fr->module : "");
-
-			if (!fn)
-				return -ENOMEM;
-			if (fn->stamp != s + 1) {	/* recursion counts once per sample */
-				fn->stamp = s + 1;
-				fn->total += smp->count;
-			}
-			if (k + 1 == smp->nframes)
-				fn->self += smp->count;
-		}
-	}
-	/* compact */
-	for (s = 0, k = 0; s < f->cap; s++)
-		if (f->v[s].name)
-			f->v[k++] = f->v[s];
-	return 0;
-}
-
-static int func_cmp_names(const struct func *a, const struct func *b)
-{
-	int c = strcmp(a->name, b->name);
-
-	return c ? c : strcmp(a->module, b->module);
-}
-
-static int func_by_self(const void *pa, const void *pb)
-{
-	const struct func *a = pa, *b = pb;
-
-	if (a->self != b->self)
-		return a->self > b->self ? -1 : 1;
-	if (a->total != b->total)
-		return a->total > b->total ? -1 : 1;
-	return func_cmp_names(a, b);
-}
-
-static int func_by_total(const void *pa, const void *pb)
-{
-	const struct func *a = pa, *b = pb;
-
-	if (a->total != b->total)
-		return a->total > b->total ? -1 : 1;
-	if (a->self != b->self)
-		return a->self > b->self ? -1 : 1;
-	return func_cmp_names(a, b);
 }
 
 /* ---- the report ----------------------------------------------------------- */
@@ -352,7 +136,7 @@ static int collect_scopes(struct report *r)
 	r->scopes_root = json_loadb(r->scopes_json, r->scopes_len, 0, &jerr);
 	if (!r->scopes_root)
 		return -EINVAL;
-	r->nrows = parse_scopes(r->scopes_root, &r->rows);
+	r->nrows = qp_srows_parse(r->scopes_root, &r->rows);
 	return r->rows ? 0 : -ENOMEM;
 }
 
@@ -384,7 +168,7 @@ static void collect_cpu(struct report *r)
 		snprintf(r->cpu_why, sizeof(r->cpu_why), "cannot build the profile: %s", strerror(-ret));
 		return;
 	}
-	if (funcs_build(&r->prof, &r->funcs)) {
+	if (qp_funcs_build(&r->prof, &r->funcs)) {
 		snprintf(r->cpu_why, sizeof(r->cpu_why), "out of memory");
 		return;
 	}
@@ -397,8 +181,8 @@ static void collect_cpu(struct report *r)
 	if (r->funcs.n) {
 		memcpy(r->by_self, r->funcs.v, r->funcs.n * sizeof(struct func));
 		memcpy(r->by_total, r->funcs.v, r->funcs.n * sizeof(struct func));
-		qsort(r->by_self, r->funcs.n, sizeof(struct func), func_by_self);
-		qsort(r->by_total, r->funcs.n, sizeof(struct func), func_by_total);
+		qsort(r->by_self, r->funcs.n, sizeof(struct func), qp_func_by_self);
+		qsort(r->by_total, r->funcs.n, sizeof(struct func), qp_func_by_total);
 	}
 	r->cpu_ok = true;
 }
@@ -508,9 +292,9 @@ static void write_summary(struct report *r, const char *dir, struct qp_buf *b)
 		qp_buf_printf(b, "  cpu:       no CPU profile (%s)\n", r->cpu_why);
 	qp_buf_printf(b, "  directory: %s\n", dir);
 
-	scope_table(b, "Scopes by total time", r->rows, r->nrows, by_total, true);
-	scope_table(b, "Scopes by p99", r->rows, r->nrows, by_p99, true);
-	scope_table(b, "Scopes by count", r->rows, r->nrows, by_count, false);
+	scope_table(b, "Scopes by total time", r->rows, r->nrows, qp_srow_by_total, true);
+	scope_table(b, "Scopes by p99", r->rows, r->nrows, qp_srow_by_p99, true);
+	scope_table(b, "Scopes by count", r->rows, r->nrows, qp_srow_by_count, false);
 
 	if (!r->cpu_ok) {
 		qp_buf_printf(b, "\nTop functions\n  no CPU profile: %s\n", r->cpu_why);
@@ -600,9 +384,9 @@ static char *write_report_json(struct report *r, const char *dir, size_t *len)
 	qp_json_key(&j, "scopes");
 	qp_json_obj_begin(&j);
 	qp_json_kv_u64(&j, "rows", r->nrows);
-	json_rows(&j, "by_total", r->rows, r->nrows, by_total, true);
-	json_rows(&j, "by_p99", r->rows, r->nrows, by_p99, true);
-	json_rows(&j, "by_count", r->rows, r->nrows, by_count, false);
+	json_rows(&j, "by_total", r->rows, r->nrows, qp_srow_by_total, true);
+	json_rows(&j, "by_p99", r->rows, r->nrows, qp_srow_by_p99, true);
+	json_rows(&j, "by_count", r->rows, r->nrows, qp_srow_by_count, false);
 	qp_json_obj_end(&j);
 	qp_json_key(&j, "cpu");
 	qp_json_obj_begin(&j);

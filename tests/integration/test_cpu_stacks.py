@@ -61,6 +61,34 @@ try:
     t.check(deep * 2 > len(lines), f"most stacks are the deep paths ({deep} of {len(lines)})")
     st, status = d.get("/api/status")
     t.eq(status["cpu"]["samples"], cpu["samples"], "no sample after the target died")
+
+    # detaching drops its samples and frees its stacks; a second target is
+    # then profiled from a clean table, still without loss
+    st, _ = d.delete(f"/api/targets/{pid}")
+    t.eq(st, 200, "detach the dead target")
+    prog2 = subprocess.Popen([stacks_bin], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    _started.append(prog2)
+    pid2 = json.loads(prog2.stdout.readline())["pid"]
+    st, _ = d.post("/api/targets", {"pid": pid2})
+    t.eq(st, 201, "attach a second target")
+    before = cpu["samples"]
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        st, status = d.get("/api/status")
+        if status["cpu"]["samples"] - before >= 3000:
+            break
+        time.sleep(0.5)
+    os.kill(pid2, signal.SIGKILL)
+    prog2.wait()
+    time.sleep(0.2)
+    st, status = d.get("/api/status")
+    st, _, body = d.request("GET", f"/api/cpu/folded?pid={pid2}", timeout=120)
+    lines2 = body.decode().splitlines()
+    total2 = sum(int(ln.rsplit(" ", 1)[1]) for ln in lines2)
+    print(f"second target: samples {status['cpu']['samples'] - before}, folded {total2}")
+    t.eq(status["cpu"]["lost"], 0, "no sample lost after a detach")
+    t.eq(total2, status["cpu"]["samples"] - before, "the second target's folded counts = its samples")
+    t.check(total2 >= 3000, f"the second target was sampled ({total2})")
 finally:
     if prog.poll() is None:
         prog.kill()

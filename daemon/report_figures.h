@@ -1,0 +1,46 @@
+/* report_figures.h - the figures of an exit report: scope rows parsed from
+ * the /api/scopes JSON and sorted three ways, functions of the CPU profile
+ * with self and total samples. */
+#ifndef QPROF_REPORT_FIGURES_H
+#define QPROF_REPORT_FIGURES_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include "model_cpu_build.h"
+
+struct srow {
+	const char *kind, *name, *parent;	/* owned by the parsed scopes JSON */
+	uint64_t count;
+	bool dur;				/* has durations (not a mark or probe) */
+	double total, mean, min, p50, p90, p99, p999, max;
+};
+
+/* The rows of ROOT's "scopes" array into *OUT (calloc'ed, strings owned by
+ * ROOT); their number. *OUT is NULL when out of memory. */
+size_t qp_srows_parse(json_t *root, struct srow **out);
+/* qsort comparators: timed rows first, then by total / p99 / count */
+int qp_srow_by_total(const void *a, const void *b);
+int qp_srow_by_p99(const void *a, const void *b);
+int qp_srow_by_count(const void *a, const void *b);
+
+/* A function of the CPU profile: samples where it is the leaf (self) and
+ * samples where it is anywhere in the stack (total, once per sample). */
+struct func {
+	const char *name, *module;
+	uint64_t self, total;
+	size_t stamp;		/* last sample counted in total, + 1 */
+};
+
+struct funcs {
+	struct func *v;
+	size_t n, cap;		/* cap: a power of two, open addressing */
+	uint64_t samples;
+};
+
+/* F (zeroed by the caller) from profile P; F->v ends compacted to F->n
+ * entries. 0 or -ENOMEM. */
+int qp_funcs_build(const struct qp_cpu_profile *p, struct funcs *f);
+int qp_func_by_self(const void *a, const void *b);
+int qp_func_by_total(const void *a, const void *b);
+#endif
