@@ -10,3 +10,7 @@ add_test(NAME unit_usdt_spec COMMAND test_usdt_spec)
 add_executable(test_value_math ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_value_math.c)
 target_link_libraries(test_value_math qprof_common m)
 add_test(NAME unit_value_math COMMAND test_value_math)
+
+add_executable(test_cpu_table ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cpu_table.c)
+target_link_libraries(test_cpu_table qprof_common)
+add_test(NAME unit_cpu_table COMMAND test_cpu_table)
