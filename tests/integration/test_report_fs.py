@@ -107,6 +107,26 @@ try:
     t.check(b"not written" in body, f"the 404 says it was not written: {body!r}")
     t.eq(len(os.listdir(rdir)), planted, "nothing but the planted names in the report dir")
 
+    # ---- a report where nothing is planted: written, private ---------------
+    prog2 = Target([target_bin, "--mode", "nested", "--iters", "20"])
+    st_, _ = d.post("/api/targets", {"pid": prog2.pid})
+    t.eq(st_, 201, "attach a second program")
+    prog2.start()
+    prog2.result()
+    t.eq(prog2.finish(), 0, "second program exit code")
+    got = wait_for(lambda: d.request("GET", f"/api/report?pid={prog2.pid}")[0] == 200, timeout=20)
+    t.check(got, "the second program's report is written and served")
+    subs = [n for n in os.listdir(rdir) if n.startswith(f"{prog2.pid}-")]
+    t.eq(len(subs), 1, "one report directory for it")
+    if subs:
+        sub = os.path.join(rdir, subs[0])
+        dmode, fmode = (0o750, 0o640) if qprof_gid is not None else (0o700, 0o600)
+        t.eq(os.lstat(sub).st_mode & 0o7777, dmode, f"its directory is {dmode:04o}")
+        files = sorted(os.listdir(sub))
+        t.eq(files, ["cpu.folded", "cpu.svg", "report.json", "scopes.json", "summary.txt"], "its files")
+        t.eq({f: os.lstat(os.path.join(sub, f)).st_mode & 0o7777 for f in files},
+             {f: fmode for f in files}, f"its files are {fmode:04o}")
+
     # ---- reading: only regular files, never through a symlink --------------
     stamp = "20990101T000000"
 
