@@ -23,8 +23,8 @@
 #include "log.h"
 #include "profile.skel.h"
 
-#define MAX_STACKS (1u << 20)	/* distinct live stacks; beyond, samples are lost (counted) */
-#define MAX_KEYS (1u << 21)	/* distinct (process, stacks, scopes) */
+#define MAX_STACKS (1u << 19)	/* distinct live stacks (~0.45 kB each); beyond, samples are lost (counted) */
+#define MAX_KEYS (1u << 20)	/* distinct (process, stacks, scopes) */
 #define DRAIN_MS 5
 
 struct qp_cpu {
