@@ -26,6 +26,7 @@
 #define MAX_STACKS (1u << 19)	/* distinct live stacks (~0.45 kB each); beyond, samples are lost (counted) */
 #define MAX_KEYS (1u << 20)	/* distinct (process, stacks, scopes) */
 #define DRAIN_MS 5
+#define USER_ADDR_END (1ull << 56)	/* x86-64 user space, 5-level paging included */
 
 struct qp_cpu {
 	struct profile *skel;
@@ -49,6 +50,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	const struct cpu_sample *r = data;
 	const size_t hdr = offsetof(struct cpu_sample, ips);
 	struct qp_cpu_sample_in in;
+	uint32_t i;
 
 	if (size < hdr || r->kern_len % 8 || r->user_len % 8 ||
 	    r->kern_len > QPROF_STACK_DEPTH * 8 || r->user_len > QPROF_STACK_DEPTH * 8 ||
@@ -61,6 +63,16 @@ static int on_sample(void *ctx, void *data, size_t size)
 	in.nkern = r->kern_len / 8;
 	in.user = in.kern + in.nkern;
 	in.nuser = r->user_len / 8;
+	/* a stack ends at its first 0 (where the frame-pointer chain ended,
+	 * as the stack map's zero padding did); a walk through code built
+	 * without frame pointers can also derail into values that are no user
+	 * address at all (kernel half): the user stack ends before them */
+	for (i = 0; i < in.nkern; i++)
+		if (!in.kern[i])
+			in.nkern = i;
+	for (i = 0; i < in.nuser; i++)
+		if (!in.user[i] || in.user[i] >= USER_ADDR_END)
+			in.nuser = i;
 	in.scopes = (const uint64_t *)r->scopes;
 	in.comm = r->comm;
 	if (qp_cpu_table_add(&c->tab, &in))

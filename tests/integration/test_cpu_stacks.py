@@ -57,6 +57,8 @@ try:
     t.eq(total, cpu["samples"], "the folded counts add up to the samples counted")
     t.check(len(lines) > OLD_MAP,
             f"more distinct stacks than the old stack map held ({len(lines)} > {OLD_MAP})")
+    t.check("+0xffffffffffffffff" not in body.decode(),
+            "no frame at address -1 (a stack ends at its first 0, as the stack map's did)")
     deep = sum(1 for ln in lines if ln.count("path_") >= 15)
     t.check(deep * 2 > len(lines), f"most stacks are the deep paths ({deep} of {len(lines)})")
     st, status = d.get("/api/status")
