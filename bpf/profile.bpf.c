@@ -27,7 +27,7 @@ struct {
 } cpu_targets SEC(".maps");
 
 /* 8 MiB: at 999 Hz on two CPUs, about 1.2 MB/s of records against a drain
- * every 5 ms: several seconds of slack */
+ * every 50 ms: several seconds of slack */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 8 << 20);

@@ -1,7 +1,7 @@
 /* collect_cpu.c - loads bpf/profile.bpf.c, shares the scopes object's
  * thread stacks with it, opens a software cpu-clock perf event per CPU and
  * attaches the sampler to each. Samples arrive in a ring buffer, drained
- * every 5 ms by a thread of ours and before every read; each is counted in
+ * every 50 ms by a thread of ours and before every read; each is counted in
  * cpu_table.c under (process, stack ids, scopes), the stacks interned in a
  * table of distinct stacks whose ids never change and are never reused. So
  * nothing in the kernel fills up over a long run: the only losses are a full
@@ -25,7 +25,7 @@
 
 #define MAX_STACKS (1u << 19)	/* distinct live stacks (~0.45 kB each); beyond, samples are lost (counted) */
 #define MAX_KEYS (1u << 20)	/* distinct (process, stacks, scopes) */
-#define DRAIN_MS 5
+#define DRAIN_MS 50	/* reads drain first anyway: this only keeps the ring from filling */
 #define USER_ADDR_END (1ull << 56)	/* x86-64 user space, 5-level paging included */
 
 struct qp_cpu {
