@@ -430,20 +430,29 @@ int qp_report_write(struct qprofd *d, struct qp_target *t)
 	struct tm tm;
 	size_t len;
 	char *json;
-	int ret, first = 0, dfd;
+	int ret, first = 0, dfd, n;
 
 	if (!localtime_r(&s, &tm))
 		memset(&tm, 0, sizeof(tm));
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
 	sanitize(comm, sizeof(comm), t->comm);
-	snprintf(name, sizeof(name), "%d-%s-%s", t->pid, comm, stamp);
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", base, name) >= sizeof(dir)) {
-		qp_warn("report of pid %d: directory name too long under %s", t->pid, base);
-		return -ENAMETOOLONG;
-	}
 	/* relative to the directory fd opened at start; an existing name, be it
-	 * a directory or a symlink planted there, is never written into */
-	dfd = qp_report_fs_mkdir(fs, name);
+	 * a directory or a symlink planted there, is never written into: a
+	 * second report of the pid in the same second (an exec) takes
+	 * PID-COMM~N-STAMP, as does a name taken by anything else */
+	for (n = 1, dfd = -EEXIST; dfd == -EEXIST && n < 100; n++) {
+		if (n == 1)
+			snprintf(name, sizeof(name), "%d-%s-%s", t->pid, comm, stamp);
+		else
+			snprintf(name, sizeof(name), "%d-%s~%d-%s", t->pid, comm, n, stamp);
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", base, name) >= sizeof(dir)) {
+			qp_warn("report of pid %d: directory name too long under %s", t->pid, base);
+			return -ENAMETOOLONG;
+		}
+		dfd = qp_report_fs_mkdir(fs, name);
+		if (dfd == -EEXIST)
+			qp_warn("report of pid %d: %s exists already: not written into", t->pid, dir);
+	}
 	if (dfd < 0) {
 		qp_warn("report of pid %d: cannot create %s: %s", t->pid, dir, strerror(-dfd));
 		return dfd;

@@ -276,6 +276,14 @@ int qp_report_fs_read(const struct qp_report_fs *fs, const char *sub, const char
 	return ret;
 }
 
+static int cmp_report(const char *a, size_t alen, const char *b)
+{
+	size_t blen = strlen(b);
+	int c = strcmp(a + alen - 15, b + blen - 15);
+
+	return c ? c : strcmp(a, b);
+}
+
 bool qp_report_fs_find(const struct qp_report_fs *fs, int pid, char *out, size_t len)
 {
 	char prefix[24], best[256] = "";
@@ -304,8 +312,9 @@ bool qp_report_fs_find(const struct qp_report_fs *fs, int pid, char *out, size_t
 			continue;
 		if (fstatat(dirfd(dh), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
 			continue;
-		/* compare the trailing YYYYmmddTHHMMSS stamps */
-		if (!best[0] || strcmp(e->d_name + n - 15, best + strlen(best) - 15) > 0)
+		/* the trailing YYYYmmddTHHMMSS stamps, then (the same second)
+		 * the name: PID-COMM~2-STAMP comes after PID-COMM-STAMP */
+		if (!best[0] || cmp_report(e->d_name, n, best) > 0)
 			snprintf(best, sizeof(best), "%s", e->d_name);
 	}
 	closedir(dh);

@@ -97,15 +97,18 @@ try:
     prog.start()
     prog.result()
     t.eq(prog.finish(), 0, "program exit code")
-    logged = wait_for(lambda: "cannot create" in d.logtext() or "written to" in d.logtext(), timeout=20)
-    t.check(logged, "the daemon logged what became of the report")
-    t.check(f"report of pid {prog.pid}: cannot create" in d.logtext(),
-            "the planted name is refused, and logged")
+    logged = wait_for(lambda: "written to" in d.logtext(), timeout=20)
+    t.check(logged, "the report is written (elsewhere)")
+    t.check(f"report of pid {prog.pid}: " in d.logtext() and "exists already: not written into" in d.logtext(),
+            "the planted name is not written into, and that is logged")
     t.eq(os.listdir(victim), [], "no report file written into the symlink's target")
     st_, _, body = d.request("GET", f"/api/report?pid={prog.pid}")
-    t.eq(st_, 404, "no report: 404")
-    t.check(b"not written" in body, f"the 404 says it was not written: {body!r}")
-    t.eq(len(os.listdir(rdir)), planted, "nothing but the planted names in the report dir")
+    t.eq(st_, 200, "the report is served from its own directory")
+    t.check(b"scope_target" in body, "the served report is the program's summary")
+    mine = [n for n in os.listdir(rdir) if not os.path.islink(os.path.join(rdir, n))]
+    t.eq(len(mine), 1, f"one real directory beside the planted names: {mine}")
+    t.check(mine and "~" in mine[0], f"under PID-COMM~N-STAMP: {mine}")
+    t.eq(len(os.listdir(rdir)), planted + 1, "the planted names and the report")
 
     # ---- a report where nothing is planted: written, private ---------------
     prog2 = Target([target_bin, "--mode", "nested", "--iters", "20"])
