@@ -1,0 +1,324 @@
+/* collect_attach.c - attaches the scope collector's programs to USDT sites:
+ * uprobe-multi links made by qprofd with its own spec ids, or libbpf's USDT
+ * links (which also raise semaphores), and detaches them. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "collect_internal.h"
+#include "elf_probes.h"
+#include "log.h"
+#include "usdt_spec.h"
+
+static int push_link(struct qp_scope_link ***links, size_t *n, struct qp_scope_link *l)
+{
+	struct qp_scope_link **v = realloc(*links, (*n + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	v[(*n)++] = l;
+	*links = v;
+	return 0;
+}
+
+static void link_free(struct qp_scope_link *l)
+{
+	size_t i;
+
+	if (!l)
+		return;
+	if (l->fd >= 0)
+		close(l->fd);
+	bpf_link__destroy(l->blink);
+	for (i = 0; i < l->nspecs; i++)
+		l->owner->spec_used[l->specs[i]] = 0;
+	free(l->specs);
+	free(l);
+}
+
+void qp_scopes_detach_links(struct qp_scope_link **links, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		link_free(links[i]);
+}
+
+/* Notes PROVIDER:NAME of ELF refused by qp_elf_check_sites. */
+static size_t bad_sites(const struct qp_elf_probes *elf, const char *provider, const char *name)
+{
+	size_t k, n = 0;
+
+	for (k = 0; k < elf->nnotes; k++)
+		n += elf->notes[k].bad && !strcmp(elf->notes[k].provider, provider) &&
+		     !strcmp(elf->notes[k].name, name);
+	return n;
+}
+
+/* File offset of link-time address ADDR through the PT_LOAD segments. */
+static int addr_to_offset(const struct qp_elf_probes *elf, uint64_t addr, uint64_t *off)
+{
+	size_t i;
+
+	for (i = 0; i < elf->nsegs; i++) {
+		const struct qp_elf_segment *g = &elf->segs[i];
+
+		if (addr >= g->vaddr && addr - g->vaddr < g->filesz) {
+			*off = addr - g->vaddr + g->offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+/* A spec id for SPEC: one already used by this link with the same bytes,
+ * else a free one, written to the map. */
+static int spec_id(struct qp_scopes *s, struct qp_scope_link *l, const struct qp_usdt_spec *spec)
+{
+	int fd = bpf_map__fd(s->skel->maps.__bpf_usdt_specs);
+	struct qp_usdt_spec cur;
+	size_t i;
+	int id, *v;
+
+	for (i = 0; i < l->nspecs; i++) {
+		if (!bpf_map_lookup_elem(fd, &l->specs[i], &cur) && !memcmp(&cur, spec, sizeof(cur)))
+			return l->specs[i];
+	}
+	for (id = 0; id < SPEC_IDS && s->spec_used[id]; id++)
+		;
+	if (id == SPEC_IDS)
+		return -ENOSPC;
+	if (bpf_map_update_elem(fd, &id, spec, BPF_ANY))
+		return -errno;
+	v = realloc(l->specs, (l->nspecs + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->specs = v;
+	l->specs[l->nspecs++] = id;
+	s->spec_used[id] = 1;
+	return id;
+}
+
+/* link_create for BPF_TRACE_UPROBE_MULTI, laid out as in the kernel's
+ * union bpf_attr (libbpf 1.1 predates it). */
+struct uprobe_multi_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, multi_flags, pid;
+	uint32_t pad[9];
+};
+
+static int attach_multi(struct qp_scopes *s, struct bpf_program *prog, const char *provider,
+			const char *name, bool parse_args, int pid, const char *path,
+			const struct qp_elf_probes *elf, uint64_t cookie, struct qp_scope_link **out,
+			char *err, size_t errlen)
+{
+	struct qp_scope_link *l = calloc(1, sizeof(*l));
+	uint64_t *offs = NULL, *refs = NULL, *cookies = NULL;
+	struct uprobe_multi_attr a;
+	bool any_ref = false;
+	size_t i, n = 0;
+	int ret;
+
+	*out = NULL;
+	if (!l)
+		return -ENOMEM;
+	l->owner = s;
+	l->fd = -1;
+	offs = calloc(elf->nnotes + 1, sizeof(*offs));
+	refs = calloc(elf->nnotes + 1, sizeof(*refs));
+	cookies = calloc(elf->nnotes + 1, sizeof(*cookies));
+	if (!offs || !refs || !cookies) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < elf->nnotes; i++) {
+		const struct qp_usdt_note *nt = &elf->notes[i];
+		struct qp_usdt_spec spec;
+		int id;
+
+		if (strcmp(nt->provider, provider) || strcmp(nt->name, name) || nt->bad)
+			continue;	/* a refused site (elf_file.c) is never probed */
+		if (addr_to_offset(elf, nt->pc, &offs[n]) ||
+		    (nt->sema && addr_to_offset(elf, nt->sema, &refs[n]))) {
+			snprintf(err, errlen, "%s: %s:%s at 0x%llx is outside the file's segments", path,
+				 provider, name, (unsigned long long)nt->pc);
+			ret = -EINVAL;
+			goto out;
+		}
+		any_ref |= nt->sema != 0;
+		memset(&spec, 0, sizeof(spec));
+		if (parse_args && qp_usdt_parse_args(nt->args, &spec)) {
+			snprintf(err, errlen, "%s: %s:%s has arguments qprofd cannot read: '%s'", path,
+				 provider, name, nt->args);
+			ret = -EINVAL;
+			goto out;
+		}
+		spec.usdt_cookie = cookie;
+		id = spec_id(s, l, &spec);
+		if (id < 0) {
+			snprintf(err, errlen, "no room for USDT argument specs (%d in use)", SPEC_IDS);
+			ret = id;
+			goto out;
+		}
+		cookies[n++] = (uint64_t)id;
+	}
+	if (!n) {
+		ret = 0; /* this file has no such probe */
+		goto out;
+	}
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (uint32_t)bpf_program__fd(prog);
+	a.attach_type = ATTACH_UPROBE_MULTI;
+	a.path = (uint64_t)(uintptr_t)path;
+	a.offsets = (uint64_t)(uintptr_t)offs;
+	a.ref_ctr_offsets = any_ref ? (uint64_t)(uintptr_t)refs : 0;
+	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.cnt = (uint32_t)n;
+	a.pid = pid > 0 ? (uint32_t)pid : 0;
+	l->fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	if (l->fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot attach %s:%s in %s: %s", provider, name, path, strerror(errno));
+		goto out;
+	}
+	*out = l;
+	l = NULL;
+	ret = 1;
+out:
+	link_free(l);
+	free(offs);
+	free(refs);
+	free(cookies);
+	return ret;
+}
+
+int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
+		     uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
+		     size_t errlen)
+{
+	LIBBPF_OPTS(bpf_usdt_opts, opts);
+	/* exits first: an exit seen without its enter is counted and harmless,
+	 * an enter seen without its exit would sit at the bottom of the stack */
+	struct bpf_program *progs[] = {
+		s->skel->progs.scope_exit, s->skel->progs.scope_enter, s->skel->progs.mark_probe,
+		s->skel->progs.value_probe, s->skel->progs.log_probe,
+	};
+	const char *names[] = { "scope_exit", "scope_enter", "mark", "value", "log" };
+	uint64_t cookie = QPROF_COOKIE(epoch, pid < 0, 0);
+	size_t first = *nlinks, k;
+	int i, made = 0, ret;
+
+	opts.usdt_cookie = cookie;
+	for (i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
+		struct qp_scope_link *l = NULL;
+		bool present = false;
+
+		for (k = 0; k < elf->nnotes && !present; k++)
+			present = !strcmp(elf->notes[k].provider, "qprof") && !strcmp(elf->notes[k].name, names[i]);
+		if (!present)
+			continue;
+		if (!s->multi && bad_sites(elf, "qprof", names[i])) {
+			/* libbpf attaches every site of a name: none, then */
+			ret = -EILSEQ;
+			snprintf(err, errlen, "%s: %zu qprof:%s site(s) are not the nop their notes promise",
+				 path, bad_sites(elf, "qprof", names[i]), names[i]);
+			goto undo;
+		}
+		if (s->multi) {
+			ret = attach_multi(s, progs[i], "qprof", names[i], true, pid, path, elf, cookie, &l,
+					   err, errlen);
+			if (ret < 0)
+				goto undo;
+			if (!l)
+				continue;
+		} else {
+			l = calloc(1, sizeof(*l));
+			if (!l) {
+				ret = -ENOMEM;
+				snprintf(err, errlen, "out of memory");
+				goto undo;
+			}
+			l->owner = s;
+			l->fd = -1;
+			l->blink = bpf_program__attach_usdt(progs[i], pid, path, "qprof", names[i], &opts);
+			if (!l->blink) {
+				ret = -errno;
+				free(l);
+				snprintf(err, errlen, "cannot attach qprof:%s in %s: %s", names[i], path,
+					 strerror(-ret));
+				goto undo;
+			}
+		}
+		ret = push_link(links, nlinks, l);
+		if (ret) {
+			link_free(l);
+			snprintf(err, errlen, "out of memory");
+			goto undo;
+		}
+		made++;
+	}
+	return made;
+undo:
+	qp_scopes_detach_links(*links + first, *nlinks - first);
+	*nlinks = first;
+	return ret;
+}
+
+int qp_scopes_attach_usdt(struct qp_scopes *s, int pid, const char *path,
+			  const struct qp_elf_probes *elf, uint64_t epoch, const struct qp_usdt_req *req,
+			  struct qp_scope_link ***links, size_t *nlinks, char *err, size_t errlen)
+{
+	struct bpf_program *prog = req->role == QP_USDT_COUNT ? s->skel->progs.usdt_count :
+				   req->role == QP_USDT_SPAN_BEGIN ? s->skel->progs.span_begin :
+								     s->skel->progs.span_end;
+	uint64_t cookie = QPROF_COOKIE(epoch, pid < 0, req->id);
+	struct qp_scope_link *l = NULL;
+	bool present = false;
+	size_t k;
+	int ret;
+
+	for (k = 0; k < elf->nnotes && !present; k++)
+		present = !strcmp(elf->notes[k].provider, req->provider) &&
+			  !strcmp(elf->notes[k].name, req->name);
+	if (!present)
+		return 0;
+	if (!s->multi && bad_sites(elf, req->provider, req->name)) {
+		snprintf(err, errlen, "%s: %zu %s:%s site(s) are not the nop their notes promise", path,
+			 bad_sites(elf, req->provider, req->name), req->provider, req->name);
+		return -EILSEQ;
+	}
+	if (s->multi) {
+		ret = attach_multi(s, prog, req->provider, req->name, false, pid, path, elf, cookie, &l,
+				   err, errlen);
+		if (ret <= 0)
+			return ret;
+	} else {
+		LIBBPF_OPTS(bpf_usdt_opts, opts, .usdt_cookie = cookie);
+
+		l = calloc(1, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		l->owner = s;
+		l->fd = -1;
+		l->blink = bpf_program__attach_usdt(prog, pid, path, req->provider, req->name, &opts);
+		if (!l->blink) {
+			ret = -errno;
+			free(l);
+			snprintf(err, errlen, "cannot attach %s:%s in %s: %s", req->provider, req->name, path,
+				 strerror(-ret));
+			return ret;
+		}
+	}
+	ret = push_link(links, nlinks, l);
+	if (ret) {
+		link_free(l);
+		return ret;
+	}
+	return 1;
+}

@@ -1,0 +1,291 @@
+/* collect_values.c - reads the marks and QPROF_VALUE maps of the scope
+ * collector (statistics and histogram buckets) into plain rows. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "collect_internal.h"
+#include "elf_probes.h"
+#include "log.h"
+#include "usdt_spec.h"
+
+static int cmp_mark_key(const struct mark_key *a, const struct mark_key *b)
+{
+	if (a->tgid != b->tgid)
+		return a->tgid < b->tgid ? -1 : 1;
+	return a->site < b->site ? -1 : a->site > b->site;
+}
+
+static int cmp_mark_row(const void *a, const void *b)
+{
+	return cmp_mark_key(&((const struct qp_mark_row *)a)->key, &((const struct qp_mark_row *)b)->key);
+}
+
+static int cmp_value_row(const void *a, const void *b)
+{
+	return cmp_mark_key(&((const struct qp_value_row *)a)->key, &((const struct qp_value_row *)b)->key);
+}
+
+static int list_mark_keys(int fd, int pid, struct mark_key **out, size_t *n)
+{
+	return qp_map_keys(fd, sizeof(**out), pid, (void **)out, n);
+}
+
+int qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_t *n)
+{
+	int fd = bpf_map__fd(s->skel->maps.mark_stats);
+	struct mark_stats *pc = calloc((size_t)s->ncpus, sizeof(*pc));
+	struct mark_key *keys = NULL;
+	struct qp_mark_row *v = NULL;
+	size_t nk = 0, i, kept = 0;
+	int ret, cpu;
+
+	*rows = NULL;
+	*n = 0;
+	if (!pc)
+		return -ENOMEM;
+	ret = list_mark_keys(fd, pid, &keys, &nk);
+	if (!ret && nk && !(v = calloc(nk, sizeof(*v))))
+		ret = -ENOMEM;
+	for (i = 0; !ret && i < nk; i++) {
+		if (bpf_map_lookup_elem(fd, &keys[i], pc))
+			continue;
+		v[kept].key = keys[i];
+		for (cpu = 0; cpu < s->ncpus; cpu++) {
+			v[kept].count += pc[cpu].count;
+			if (pc[cpu].last_ns > v[kept].last_ns)
+				v[kept].last_ns = pc[cpu].last_ns;
+		}
+		kept++;
+	}
+	free(keys);
+	free(pc);
+	if (ret) {
+		free(v);
+		return ret;
+	}
+	if (kept > 1)
+		qsort(v, kept, sizeof(*v), cmp_mark_row);
+	*rows = v;
+	*n = kept;
+	return 0;
+}
+
+struct hist_ent {
+	struct value_bucket_key k;
+	__u64 cnt;
+};
+
+static int cmp_hist(const void *a, const void *b)
+{
+	const struct value_bucket_key *x = &((const struct hist_ent *)a)->k;
+	const struct value_bucket_key *y = &((const struct hist_ent *)b)->k;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	if (x->site != y->site)
+		return x->site < y->site ? -1 : 1;
+	return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
+}
+
+static int hist_add(struct hist_ent **v, size_t *n, size_t *cap, int pid,
+		    const struct value_bucket_key *k, __u64 cnt)
+{
+	if (pid > 0 && k->tgid != (uint32_t)pid)
+		return 0;
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 1024;
+		struct hist_ent *nv = realloc(*v, nc * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[*n].k = *k;
+	(*v)[(*n)++].cnt = cnt;
+	return 0;
+}
+
+/* Every histogram bucket of PID (all when <= 0). One batch syscall per few
+ * thousand entries (a walk with get_next_key + lookup costs two per entry:
+ * 350 ms for the example strategy's two values after 10 s); the walk stays
+ * for kernels without batch operations on hash maps. */
+static int hist_read(int hfd, int pid, struct hist_ent **out, size_t *n)
+{
+	struct value_bucket_key *keys = NULL, in_b, out_b, k, next;
+	size_t cap = 0, batch = 4096, steps = 0;
+	__u64 *vals = NULL, cnt;
+	void *in = NULL, *prev = NULL;
+	bool done;
+	int ret = 0;
+
+	*out = NULL;
+	*n = 0;
+	for (;;) {
+		LIBBPF_OPTS(bpf_map_batch_opts, opts);
+		__u32 got = (__u32)batch, i;
+
+		if (!keys) {
+			keys = malloc(batch * sizeof(*keys));
+			vals = malloc(batch * sizeof(*vals));
+			if (!keys || !vals) {
+				ret = -ENOMEM;
+				break;
+			}
+		}
+		ret = bpf_map_lookup_batch(hfd, in, &out_b, keys, vals, &got, &opts) ? -errno : 0;
+		if (ret == -ENOSPC && batch < (1u << 20)) {
+			/* a hash bucket holds more than a batch: a bigger one */
+			free(keys);
+			free(vals);
+			keys = NULL;
+			vals = NULL;
+			batch *= 4;
+			continue;
+		}
+		if (ret && ret != -ENOENT)
+			break;
+		done = ret == -ENOENT;	/* the last batch (maybe with entries) */
+		ret = 0;
+		for (i = 0; i < got && !ret; i++)
+			ret = hist_add(out, n, &cap, pid, &keys[i], vals[i]);
+		if (ret || done)
+			break;
+		in_b = out_b;
+		in = &in_b;
+	}
+	free(keys);
+	free(vals);
+	/* 524: the kernel's ENOTSUPP, when a map type has no batch operations */
+	if (ret == -EINVAL || ret == -EOPNOTSUPP || ret == -524) {
+		/* no batch lookup here: the walk */
+		free(*out);
+		*out = NULL;
+		*n = cap = 0;
+		ret = 0;
+		while (bpf_map_get_next_key(hfd, prev, &next) == 0 && ++steps < (1u << 22)) {
+			k = next;
+			prev = &k;
+			if (bpf_map_lookup_elem(hfd, &k, &cnt))
+				continue;
+			ret = hist_add(out, n, &cap, pid, &k, cnt);
+			if (ret)
+				break;
+		}
+	}
+	if (ret) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return ret;
+}
+
+int qp_values_read(struct qp_scopes *s, int pid, struct qp_value_row **rows, size_t *n)
+{
+	int fd = bpf_map__fd(s->skel->maps.value_stats);
+	int hfd = bpf_map__fd(s->skel->maps.value_hist);
+	struct value_stats *pc = calloc((size_t)s->ncpus, sizeof(*pc));
+	struct mark_key *keys = NULL;
+	struct qp_value_row *v = NULL;
+	struct hist_ent *h = NULL;
+	size_t nk = 0, i, j, kept = 0, nh = 0;
+	int ret, cpu;
+
+	*rows = NULL;
+	*n = 0;
+	if (!pc)
+		return -ENOMEM;
+	ret = list_mark_keys(fd, pid, &keys, &nk);
+	if (!ret && nk && !(v = calloc(nk, sizeof(*v))))
+		ret = -ENOMEM;
+	for (i = 0; !ret && i < nk; i++) {
+		struct value_stats *t = &v[kept].st;
+
+		if (bpf_map_lookup_elem(fd, &keys[i], pc))
+			continue;
+		v[kept].key = keys[i];
+		for (cpu = 0; cpu < s->ncpus; cpu++) {
+			const struct value_stats *p = &pc[cpu];
+
+			if (p->count) {
+				if (!t->count || p->min_key < t->min_key)
+					t->min_key = p->min_key;
+				if (p->max_key > t->max_key)
+					t->max_key = p->max_key;
+			}
+			t->count += p->count;
+			t->nan += p->nan;
+			t->pos_inf += p->pos_inf;
+			t->neg_inf += p->neg_inf;
+			if (p->last_ns > t->last_ns) {
+				t->last_ns = p->last_ns;
+				t->last_bits = p->last_bits;
+			}
+		}
+		kept++;
+	}
+	free(keys);
+	free(pc);
+	if (kept > 1)
+		qsort(v, kept, sizeof(*v), cmp_value_row);
+	/* histogram buckets, sorted like the rows, handed out in one merge */
+	if (!ret && kept)
+		ret = hist_read(hfd, pid, &h, &nh);
+	if (nh > 1)
+		qsort(h, nh, sizeof(*h), cmp_hist);
+	for (i = 0, j = 0; !ret && i < kept; i++) {
+		struct mark_key hk;
+		size_t first;
+		int c = 1;
+
+		while (j < nh) {
+			hk.tgid = h[j].k.tgid;
+			hk.site = h[j].k.site;
+			c = cmp_mark_key(&hk, &v[i].key);
+			if (c >= 0)
+				break;
+			j++;	/* a bucket of no row (its row came after we listed them) */
+		}
+		for (first = j; j < nh; j++) {
+			hk.tgid = h[j].k.tgid;
+			hk.site = h[j].k.site;
+			if (cmp_mark_key(&hk, &v[i].key))
+				break;
+		}
+		if (j == first)
+			continue;
+		v[i].buckets = malloc((j - first) * sizeof(*v[i].buckets));
+		if (!v[i].buckets) {
+			ret = -ENOMEM;
+			break;
+		}
+		for (; first < j; first++) {
+			v[i].buckets[v[i].nbuckets].bucket = h[first].k.bucket;
+			v[i].buckets[v[i].nbuckets++].count = h[first].cnt;
+		}
+	}
+	free(h);
+	if (ret) {
+		qp_values_free(v, kept);
+		return ret;
+	}
+	*rows = v;
+	*n = kept;
+	return 0;
+}
+
+void qp_values_free(struct qp_value_row *rows, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(rows[i].buckets);
+	free(rows);
+}
