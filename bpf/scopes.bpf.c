@@ -177,13 +177,56 @@ int scope_enter(struct pt_regs *ctx)
 	return do_enter(now, site, key, cookie);
 }
 
+/* Making an entry can fail with room to spare. Since 6.15 a hash map's
+ * bucket locks and its free-list locks are rqspinlocks: an update whose
+ * lock would deadlock or spins too long returns -EDEADLK or -ETIMEDOUT
+ * instead, and a free list whose lock refused reads as empty (-E2BIG). And
+ * another CPU may make the same key between our lookup and our update. So
+ * a failed update is followed by a lookup and retried up to QP_MAKE_TRIES
+ * times, except after -ETIMEDOUT (the lock already spun 1/4 s: the target
+ * must not wait again). Only a first hit of a key pays this. */
+#define QP_MAKE_TRIES 3
+#define ETIMEDOUT 110
+
+/* KEY's value in MAP, made from INIT if missing; NULL when it cannot be */
+#define qp_make(map, key, init) ({					\
+	void *__v = NULL;						\
+	long __e;							\
+	int __i;							\
+	for (__i = 0; __i < QP_MAKE_TRIES; __i++) {			\
+		__e = bpf_map_update_elem(map, key, init, BPF_NOEXIST);	\
+		__v = bpf_map_lookup_elem(map, key);			\
+		if (__v || __e == -ETIMEDOUT)				\
+			break;						\
+	}								\
+	__v; })
+
+/* Make KEY in MAP with INIT, which already counts this hit: 0 when made,
+ * else KEY's value (made by another CPU meanwhile) for the caller to add
+ * the hit to, or NULL when it cannot be made */
+#define qp_make_counted(map, key, init, made) ({			\
+	void *__v = NULL;						\
+	long __e;							\
+	int __i;							\
+	*(made) = false;						\
+	for (__i = 0; __i < QP_MAKE_TRIES; __i++) {			\
+		__e = bpf_map_update_elem(map, key, init, BPF_NOEXIST);	\
+		if (!__e) {						\
+			*(made) = true;					\
+			break;						\
+		}							\
+		__v = bpf_map_lookup_elem(map, key);			\
+		if (__v || __e == -ETIMEDOUT)				\
+			break;						\
+	}								\
+	__v; })
+
 /* The aggregate of K, made at its first hit: in the preallocated map while
  * it has room, else in scope_stats_more. NULL when neither can take it. */
 static __always_inline struct scope_stats *stats_of(struct scope_key *k)
 {
 	struct scope_stats *s, *zs;
 	__u32 z = 0;
-	long err;
 
 	s = bpf_map_lookup_elem(&scope_stats, k);
 	if (s)
@@ -194,11 +237,10 @@ static __always_inline struct scope_stats *stats_of(struct scope_key *k)
 	zs = bpf_map_lookup_elem(&zero, &z);
 	if (!zs)
 		return NULL;
-	err = bpf_map_update_elem(&scope_stats, k, zs, BPF_NOEXIST);
-	if (!err || err == -EEXIST)	/* -EEXIST: another CPU made it just now */
-		return bpf_map_lookup_elem(&scope_stats, k);
-	bpf_map_update_elem(&scope_stats_more, k, zs, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&scope_stats_more, k);
+	s = qp_make(&scope_stats, k, zs);
+	if (s)
+		return s;
+	return qp_make(&scope_stats_more, k, zs);
 }
 
 static __always_inline void record(__u32 tgid, __u64 site, __u64 parent, __u64 dur)
@@ -315,6 +357,7 @@ int mark_probe(struct pt_regs *ctx)
 	__u64 site, unused, cookie;
 	struct mark_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 	struct mark_stats *m, init = { .count = 1 };
+	bool made;
 
 	if (qp_usdt_args2(ctx, &site, &unused, &cookie) || excluded_hit(cookie, k.tgid))
 		return 0;
@@ -324,9 +367,14 @@ int mark_probe(struct pt_regs *ctx)
 	if (m) {
 		m->count++;
 		m->last_ns = init.last_ns;
-	} else if (bpf_map_update_elem(&mark_stats, &k, &init, BPF_NOEXIST) &&
-		   !bpf_map_lookup_elem(&mark_stats, &k)) {
-		count(QPROF_CNT_MARK_LOST, 1);
+	} else {
+		m = qp_make_counted(&mark_stats, &k, &init, &made);
+		if (m) {
+			m->count++;
+			m->last_ns = init.last_ns;
+		} else if (!made) {
+			count(QPROF_CNT_MARK_LOST, 1);
+		}
 	}
 	return 0;
 }
@@ -339,14 +387,14 @@ int value_probe(struct pt_regs *ctx)
 	struct value_bucket_key bk = { .tgid = k.tgid };
 	struct value_stats *v, init = {};
 	__u64 exp, mant;
+	bool made;
 
 	if (qp_usdt_args2(ctx, &site, &bits, &cookie) || excluded_hit(cookie, k.tgid))
 		return 0;
 	k.site = site;
 	v = bpf_map_lookup_elem(&value_stats, &k);
 	if (!v) {
-		bpf_map_update_elem(&value_stats, &k, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&value_stats, &k);
+		v = qp_make(&value_stats, &k, &init);
 		if (!v) {
 			count(QPROF_CNT_VALUE_LOST, 1);
 			return 0;
@@ -376,11 +424,11 @@ int value_probe(struct pt_regs *ctx)
 	hb = bpf_map_lookup_elem(&value_hist, &bk);
 	if (hb) {
 		__sync_fetch_and_add(hb, 1);
-	} else if (bpf_map_update_elem(&value_hist, &bk, &one, BPF_NOEXIST)) {
-		hb = bpf_map_lookup_elem(&value_hist, &bk);
+	} else {
+		hb = qp_make_counted(&value_hist, &bk, &one, &made);
 		if (hb)
 			__sync_fetch_and_add(hb, 1);
-		else
+		else if (!made)
 			count(QPROF_CNT_VALUE_LOST, 1);
 	}
 	return 0;
@@ -392,15 +440,17 @@ int usdt_count(struct pt_regs *ctx)
 {
 	struct probe_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 	__u64 cookie, one = 1, *c;
+	bool made = false;
 
 	if (qp_usdt_cookie(ctx, &cookie) || excluded_hit(cookie, k.tgid))
 		return 0;
 	k.id = (__u32)QPROF_COOKIE_ID(cookie);
 	c = bpf_map_lookup_elem(&probe_counts, &k);
+	if (!c)
+		c = qp_make_counted(&probe_counts, &k, &one, &made);
 	if (c)
 		*c += 1;
-	else if (bpf_map_update_elem(&probe_counts, &k, &one, BPF_NOEXIST) &&
-		 !bpf_map_lookup_elem(&probe_counts, &k))
+	else if (!made)
 		count(QPROF_CNT_MARK_LOST, 1);
 	return 0;
 }
