@@ -3,9 +3,14 @@
 # -fsanitize=fuzzer,address,undefined. ctest runs each for a fixed number of
 # inputs from a seed corpus as a smoke test; tests/fuzz/run_long.sh runs each
 # for 10 M inputs (figures in README.md, "Fuzzing").
-set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/daemon/elf_probes.c ${PROJECT_SOURCE_DIR}/daemon/elf_file.c ${PROJECT_SOURCE_DIR}/daemon/elf_sites.c ${PROJECT_SOURCE_DIR}/daemon/procfs.c
-  ${PROJECT_SOURCE_DIR}/daemon/usdt_spec.c ${PROJECT_SOURCE_DIR}/daemon/http_query.c
-  ${PROJECT_SOURCE_DIR}/daemon/util.c)
+set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/common/elf_probes.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/elf_sites.c ${PROJECT_SOURCE_DIR}/common/procfs.c
+  ${PROJECT_SOURCE_DIR}/common/usdt_spec.c ${PROJECT_SOURCE_DIR}/daemon/http/http_query.c
+  ${PROJECT_SOURCE_DIR}/common/util.c)
+# every folder of the tree (QP_INCLUDE_DIRS, the top CMakeLists.txt)
+set(QP_FUZZ_INC)
+foreach(d ${QP_INCLUDE_DIRS})
+  list(APPEND QP_FUZZ_INC -I${d})
+endforeach()
 execute_process(COMMAND ${BPF_CLANG} -fsanitize=fuzzer -x c - -o /dev/null
   INPUT_FILE /dev/null RESULT_VARIABLE _qp_nofuzz OUTPUT_QUIET ERROR_QUIET)
 # an empty program fails only for lack of main: test the runtime with a target
@@ -41,12 +46,12 @@ foreach(w qp_scopes_read qp_marks_read qp_probe_counts_read qp_values_read qp_sc
     qp_registry_add_pid qp_registry_add_binary)
   list(APPEND QP_FUZZ_HTTP_WRAP -Wl,--wrap=${w})
 endforeach()
-set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/daemon/symbolize.c)
+set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/daemon/symbolize/symbolize.c)
 if(_qp_nofuzz EQUAL 0)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
-            -I${PROJECT_SOURCE_DIR}/daemon -I${PROJECT_SOURCE_DIR}/bpf -I${PROJECT_SOURCE_DIR}/include
+            ${QP_FUZZ_INC}
             -I${BPF_GEN_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_http_routes.c ${QP_FUZZ_HTTP_SRC}
             ${QP_FUZZ_HTTP_WRAP} -lbpf -ljansson -lelf -lz -lpthread -lm -lstdc++
             -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes
@@ -58,7 +63,7 @@ if(_qp_nofuzz EQUAL 0)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
-            -I${PROJECT_SOURCE_DIR}/daemon -I${PROJECT_SOURCE_DIR}/bpf -I${PROJECT_SOURCE_DIR}/include
+            ${QP_FUZZ_INC}
             ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_symbolize.c ${QP_FUZZ_SYM_SRC}
             -lelf -lz -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_symbolize.c ${QP_FUZZ_SYM_SRC}
@@ -69,7 +74,7 @@ if(_qp_nofuzz EQUAL 0)
     add_custom_command(
       OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${f}
       COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
-              -I${PROJECT_SOURCE_DIR}/daemon -I${PROJECT_SOURCE_DIR}/bpf -I${PROJECT_SOURCE_DIR}/include
+              ${QP_FUZZ_INC}
               ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${f}.c ${QP_FUZZ_SRC}
               -lelf -lz -o ${CMAKE_CURRENT_BINARY_DIR}/${f}
       DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${f}.c ${QP_FUZZ_SRC}

@@ -22,7 +22,7 @@
 #include "log.h"
 #include "procfs.h"
 #include "util.h"
-#include "../bpf/lifecycle.h"
+#include "../../bpf/lifecycle.h"
 
 #define LC_MAX_EXECS 1024
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../include/qprof/qprof.h"
+#include "qprof/qprof.h"
 #include "json_writer.h"
 #include "model_scopes.h"
 #include "percentile.h"

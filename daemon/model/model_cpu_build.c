@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../include/qprof/qprof.h"
+#include "qprof/qprof.h"
 #include "model_cpu_build.h"
 #include "symbolize.h"
 #include "targets.h"
