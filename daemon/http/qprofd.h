@@ -1,6 +1,8 @@
-/* qprofd.h - the daemon's state, passed by pointer to every part: the
- * registry of targets, the scope collector, the clock it started at, and the
- * condition variable that windowed requests wait on (woken at shutdown). */
+/* qprofd.h - the daemon's state that main.c builds and hands to the HTTP
+ * handlers: the registry of targets, the collectors, the clock it started
+ * at, and the condition variable that windowed requests wait on (woken at
+ * shutdown). It lives in http/ because the handlers are its top reader;
+ * nothing below http/ may include it (scripts/check_deps.py). */
 #ifndef QPROF_QPROFD_H
 #define QPROF_QPROFD_H
 #include <pthread.h>
