@@ -32,7 +32,7 @@
 #define MAX_BYTES (128u << 20)	/* the table's memory; beyond, new stacks and keys are refused (lost) */
 #define KEEP_S 600		/* a key with no sample for this long is aged out: twice the longest window (300 s) */
 #define AGE_EVERY_S 10
-#define AGE_FLOOR (1u << 20)	/* below this many bytes nothing is aged: small profiles keep all since attach */
+#define AGE_FLOOR (256u << 10)	/* below this many bytes nothing is aged: small profiles keep all since attach */
 #define DRAIN_MS 50	/* reads drain first anyway: this only keeps the ring from filling */
 #define USER_ADDR_END (1ull << 56)	/* x86-64 user space, 5-level paging included */
 
