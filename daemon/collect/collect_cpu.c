@@ -123,7 +123,7 @@ static void *drain_thread(void *arg)
 		if (c->tab.now >= KEEP_S && c->tab.now - c->aged_at >= AGE_EVERY_S) {
 			c->aged_at = c->tab.now;
 			if (qp_cpu_table_age(&c->tab, c->tab.now - KEEP_S, AGE_FLOOR) < 0)
-				qp_warn("CPU samples: out of memory while ageing; every count moved to aged");
+				qp_warn("CPU samples: out of memory while aging; every count moved to aged");
 		}
 	}
 	pthread_mutex_unlock(&c->lock);

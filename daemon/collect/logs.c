@@ -1,8 +1,9 @@
 /* logs.c - see logs.h. The store is a ring of CAPACITY entries; a reader
  * that falls more than CAPACITY behind sees a gap (seq jumps) and reports
  * it as lost. Its memory is committed at start (populated pages), so the
- * daemon's RSS does not climb as messages arrive. Kernel timestamps (CLOCK_MONOTONIC) become Unix time with the
- * offset between the two clocks, read once per drained batch. */
+ * daemon's RSS does not climb as messages arrive. Kernel timestamps
+ * (CLOCK_MONOTONIC) become Unix time with the offset between the two
+ * clocks, read once per drained batch. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
