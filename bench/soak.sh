@@ -102,7 +102,7 @@ while :; do
 		# the counters beside it: events, CPU samples and losses over time
 		if api /api/status "$tmp/tick.json" >/dev/null; then
 			jq -r --arg t "$((now - start_s))" --arg r "$r" \
-				'"\($t) \($r) \(.scopes.events) \(.cpu.samples) \(.cpu.lost) \(.scopes.dropped)"' \
+				'"\($t) \($r) \(.scopes.events) \(.cpu.samples) \(.cpu.lost) \(.scopes.dropped) \(.cpu.table_bytes // 0) \(.cpu.aged // 0)"' \
 				"$tmp/tick.json" >>"$tmp/timeline.txt"
 		fi
 		next_rss=$((now + SOAK_RSS_EVERY))
@@ -145,6 +145,8 @@ l_values=$(st .values.lost)
 l_marks=$(st .marks.lost)
 cpu_samples=$(st .cpu.samples)
 cpu_lost=$(st .cpu.lost)
+cpu_aged=$(st '.cpu.aged // 0')
+cpu_bytes=$(st '.cpu.table_bytes // 0')
 scope_drops=$((d_noenter + d_order + d_deep + d_texit + d_full))
 
 say ""
@@ -177,7 +179,7 @@ awk -v half="$((SOAK_SECONDS / 2))" '
 			ds1 ? 100 * dl1 / ds1 : 0, dl1, ds1, ds2 ? 100 * dl2 / ds2 : 0, dl2, ds2
 	}' "$tmp/timeline.txt"
 # SOAK_LOG=FILE keeps the timeline: seconds, RSS kB, scope events, CPU
-# samples, CPU lost, scope drops
+# samples, CPU lost, scope drops, CPU table bytes, CPU samples aged out
 [ -n "${SOAK_LOG:-}" ] && cp "$tmp/timeline.txt" "$SOAK_LOG"
 say "  workload: scopes $w_scopes values $w_values marks $w_marks logs $w_logs"
 say "  qprofd:   scopes $q_scopes values $q_values marks $q_marks logs $q_logs"
@@ -186,6 +188,7 @@ say "  scope drops: exit_without_enter $d_noenter, out_of_order $d_order, too_de
 say "  lost: logs $l_logs, values $l_values, marks $l_marks; CPU samples $cpu_samples," \
 	"lost $cpu_lost ($(calc "100 * $cpu_lost / ($cpu_samples > 0 ? $cpu_samples : 1)") %)," \
 	"stacks unavailable $d_stack"
+say "  CPU table: $cpu_bytes bytes at the end; samples aged out of the since-attach views $cpu_aged"
 
 say ""
 say "== verdict"

@@ -14,3 +14,14 @@ add_test(NAME unit_value_math COMMAND test_value_math)
 add_executable(test_cpu_table ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cpu_table.c)
 target_link_libraries(test_cpu_table qprof_common)
 add_test(NAME unit_cpu_table COMMAND test_cpu_table)
+
+add_executable(test_cpu_table_age ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cpu_table_age.c)
+target_link_libraries(test_cpu_table_age qprof_common)
+add_test(NAME unit_cpu_table_age COMMAND test_cpu_table_age)
+
+# The log store's RSS (root: a BPF ring buffer; 77 = skipped without one)
+add_executable(test_logs_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_logs_store.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/logs.c)
+target_link_libraries(test_logs_store qprof_common PkgConfig::LIBBPF Threads::Threads)
+add_test(NAME unit_logs_store COMMAND test_logs_store)
+set_tests_properties(unit_logs_store PROPERTIES SKIP_RETURN_CODE 77)

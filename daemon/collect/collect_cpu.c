@@ -3,10 +3,13 @@
  * attaches the sampler to each. Samples arrive in a ring buffer, drained
  * every 50 ms by a thread of ours and before every read; each is counted in
  * cpu_table.c under (process, stack ids, scopes), the stacks interned in a
- * table of distinct stacks whose ids never change and are never reused. So
- * nothing in the kernel fills up over a long run: the only losses are a full
- * ring buffer and the table caps below, both counted. Reads are sorted
- * snapshots of the counts. */
+ * table of distinct stacks (an id, once freed, never names another stack).
+ * So nothing in the kernel fills up over a long run: the only losses are a
+ * full ring buffer and the table caps below, both counted. The table's
+ * memory stays flat: every AGE_EVERY_S the thread ages out keys with no
+ * sample in KEEP_S, longer than any window, so windows stay exact; their
+ * samples leave the since-attach views and are counted as aged. Reads are
+ * sorted snapshots of the counts. */
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
@@ -22,9 +25,14 @@
 #include "cpu_table.h"
 #include "log.h"
 #include "profile.skel.h"
+#include "util.h"
 
 #define MAX_STACKS (1u << 19)	/* distinct live stacks (~0.45 kB each); beyond, samples are lost (counted) */
 #define MAX_KEYS (1u << 20)	/* distinct (process, stacks, scopes) */
+#define MAX_BYTES (128u << 20)	/* the table's memory; beyond, new stacks and keys are refused (lost) */
+#define KEEP_S 600		/* a key with no sample for this long is aged out: twice the longest window (300 s) */
+#define AGE_EVERY_S 10
+#define AGE_FLOOR (256u << 10)	/* below this many bytes nothing is aged: small profiles keep all since attach */
 #define DRAIN_MS 50	/* reads drain first anyway: this only keeps the ring from filling */
 #define USER_ADDR_END (1ull << 56)	/* x86-64 user space, 5-level paging included */
 
@@ -41,6 +49,8 @@ struct qp_cpu {
 	pthread_mutex_t lock;		/* all below, and ring consumption */
 	struct qp_cpu_table tab;
 	uint64_t kept, lost;		/* samples counted; lost here (caps, bad records) */
+	uint64_t t0_ns;			/* the table's clock starts here (monotonic) */
+	uint32_t aged_at;		/* table clock of the last aging pass */
 };
 
 /* One ring-buffer record (the caller holds c->lock, consuming). */
@@ -89,6 +99,7 @@ static void drain_locked(struct qp_cpu *c)
 
 	if (!c->rb)
 		return;
+	c->tab.now = (uint32_t)((qp_now_ns() - c->t0_ns) / 1000000000ull);
 	n = ring_buffer__consume(c->rb);
 	if (n < 0 && n != -EINTR)
 		qp_warn("CPU sample ring buffer: %s", strerror(-n));
@@ -109,6 +120,11 @@ static void *drain_thread(void *arg)
 		}
 		pthread_cond_timedwait(&c->cond, &c->lock, &until);
 		drain_locked(c);
+		if (c->tab.now >= KEEP_S && c->tab.now - c->aged_at >= AGE_EVERY_S) {
+			c->aged_at = c->tab.now;
+			if (qp_cpu_table_age(&c->tab, c->tab.now - KEEP_S, AGE_FLOOR) < 0)
+				qp_warn("CPU samples: out of memory while aging; every count moved to aged");
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
@@ -149,7 +165,8 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, unsigned int freq, bo
 		pthread_condattr_destroy(&ca);
 		pthread_mutex_init(&c->lock, NULL);
 	}
-	qp_cpu_table_init(&c->tab, MAX_STACKS, MAX_KEYS);
+	qp_cpu_table_init(&c->tab, MAX_STACKS, MAX_KEYS, MAX_BYTES);
+	c->t0_ns = qp_now_ns();
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0 || nconf <= 0) {
 		snprintf(err, errlen, "cannot count CPUs");
@@ -312,6 +329,14 @@ void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
 	pthread_mutex_lock(&c->lock);
 	drain_locked(c);
 	counters_locked(c, samples, lost);
+	pthread_mutex_unlock(&c->lock);
+}
+
+void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes)
+{
+	pthread_mutex_lock(&c->lock);
+	*aged = c->tab.aged;
+	*bytes = qp_cpu_table_bytes(&c->tab);
 	pthread_mutex_unlock(&c->lock);
 }
 

@@ -41,6 +41,10 @@ int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget);
 int qp_cpu_read(struct qp_cpu *c, struct qp_cpu_snapshot *out);
 /* Samples kept and lost so far (all processes). */
 void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost);
+/* Samples aged out of the table (no sample of their key for 10 minutes while
+ * the table held over 256 KiB): counted in `samples`, gone from every view
+ * since attach; and the bytes the table holds now. */
+void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes);
 void qp_cpu_snapshot_free(struct qp_cpu_snapshot *s);
 const struct qp_cpu_raw *qp_cpu_snapshot_find(const struct qp_cpu_snapshot *s, const struct sample_key *k);
 

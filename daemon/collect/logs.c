@@ -1,12 +1,15 @@
 /* logs.c - see logs.h. The store is a ring of CAPACITY entries; a reader
  * that falls more than CAPACITY behind sees a gap (seq jumps) and reports
- * it as lost. Kernel timestamps (CLOCK_MONOTONIC) become Unix time with the
- * offset between the two clocks, read once per drained batch. */
+ * it as lost. Its memory is committed at start (populated pages), so the
+ * daemon's RSS does not climb as messages arrive. Kernel timestamps
+ * (CLOCK_MONOTONIC) become Unix time with the offset between the two
+ * clocks, read once per drained batch. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <bpf/libbpf.h>
 #include "log.h"
@@ -20,7 +23,7 @@ struct qp_logs {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stopping;
-	struct qp_log_entry *ring;
+	struct qp_log_entry *ring;	/* mmap'd, MAP_FAILED when none */
 	size_t cap;
 	uint64_t next_seq;	/* seq of the next entry */
 	int64_t mono_to_real;	/* realtime - monotonic, ns */
@@ -87,12 +90,15 @@ int qp_logs_start(struct qp_logs **out, int ringbuf_fd, size_t capacity, char *e
 		return -ENOMEM;
 	l->cap = capacity ? capacity : 1;
 	l->next_seq = 1;
-	l->ring = calloc(l->cap, sizeof(*l->ring));
+	/* touched up front: the store's whole size is resident from the start
+	 * (flat RSS), not page by page as the first CAPACITY messages arrive */
+	l->ring = mmap(NULL, l->cap * sizeof(*l->ring), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->cond, &ca);
-	if (!l->ring) {
+	if (l->ring == MAP_FAILED) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory for %zu log entries", l->cap);
 		goto fail;
@@ -130,7 +136,8 @@ void qp_logs_stop(struct qp_logs *l)
 	ring_buffer__free(l->rb);
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->lock);
-	free(l->ring);
+	if (l->ring != MAP_FAILED)
+		munmap(l->ring, l->cap * sizeof(*l->ring));
 	free(l);
 }
 

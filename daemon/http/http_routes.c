@@ -199,14 +199,19 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	qp_json_key(&j, "cpu");
 	qp_json_obj_begin(&j);
 	{
-		uint64_t samples = 0, lost = 0;
+		uint64_t samples = 0, lost = 0, aged = 0;
+		size_t table_bytes = 0;
 
-		if (d->cpu)
+		if (d->cpu) {
 			qp_cpu_counters(d->cpu, &samples, &lost);
+			qp_cpu_memory(d->cpu, &aged, &table_bytes);
+		}
 		qp_json_kv_bool(&j, "running", d->cpu != NULL);
 		qp_json_kv_u64(&j, "frequency_hz", d->frequency_hz);
 		qp_json_kv_u64(&j, "samples", samples);
 		qp_json_kv_u64(&j, "lost", lost);
+		qp_json_kv_u64(&j, "aged", aged);
+		qp_json_kv_u64(&j, "table_bytes", table_bytes);
 		qp_json_kv_bool(&j, "all", d->sample_all);
 		qp_json_kv_u64(&j, "cpus", qp_cpu_ncpus(d->cpu));
 		if (!d->cpu)

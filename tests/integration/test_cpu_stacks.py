@@ -55,6 +55,7 @@ try:
     print(f"samples {cpu['samples']}, lost {cpu['lost']}, distinct folded stacks {len(lines)}")
     t.eq(cpu["lost"], 0, "no sample lost")
     t.eq(total, cpu["samples"], "the folded counts add up to the samples counted")
+    t.eq(cpu["aged"], 0, "nothing aged out in a short run (a key ages after 600 s idle)")
     t.check(len(lines) > OLD_MAP,
             f"more distinct stacks than the old stack map held ({len(lines)} > {OLD_MAP})")
     t.check("+0xffffffffffffffff" not in body.decode(),
@@ -68,6 +69,12 @@ try:
     # then profiled from a clean table, still without loss
     st, _ = d.delete(f"/api/targets/{pid}")
     t.eq(st, 200, "detach the dead target")
+    st, status = d.get("/api/status")
+    print(f"CPU table: {cpu['table_bytes']} bytes before the detach, "
+          f"{status['cpu']['table_bytes']} after")
+    # its frames are freed; the arrays keep their capacity
+    t.check(0 < status["cpu"]["table_bytes"] < cpu["table_bytes"] - 8 * WANT,
+            "the detached target's stacks leave the table's bytes")
     prog2 = subprocess.Popen([stacks_bin], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     _started.append(prog2)
     pid2 = json.loads(prog2.stdout.readline())["pid"]

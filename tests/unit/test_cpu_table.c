@@ -53,7 +53,7 @@ int main(void)
 	int32_t ida, idb;
 	size_t n, i;
 
-	qp_cpu_table_init(&t, 1u << 20, 1u << 21);
+	qp_cpu_table_init(&t, 1u << 20, 1u << 21, SIZE_MAX);
 	/* equal stacks: one key, one id; counts add up */
 	CHECK(add(&t, 10, NULL, 0, a, 3));
 	CHECK(add(&t, 10, NULL, 0, a, 3));
@@ -95,7 +95,7 @@ int main(void)
 	qp_cpu_table_free(&t);
 
 	/* caps: a new stack or a new key beyond them is refused */
-	qp_cpu_table_init(&t, 2, 3);
+	qp_cpu_table_init(&t, 2, 3, SIZE_MAX);
 	CHECK(add(&t, 1, NULL, 0, a, 3));
 	CHECK(add(&t, 1, NULL, 0, b, 2));
 	CHECK(!add(&t, 1, k, 2, NULL, 0));	/* a third stack */
@@ -106,7 +106,7 @@ int main(void)
 	qp_cpu_table_free(&t);
 
 	/* many distinct stacks, with forgets between: all kept, exactly */
-	qp_cpu_table_init(&t, 1u << 20, 1u << 21);
+	qp_cpu_table_init(&t, 1u << 20, 1u << 21, SIZE_MAX);
 	for (i = 0; i < 200000; i++) {
 		uint64_t s[4] = { 0x400000 + i, 0x410000 + (i >> 3), 0x420000 + (i >> 7), 0x430000 };
 
