@@ -87,6 +87,11 @@ json_t *cli_api_json(const struct cli_ctx *ctx, const struct http_response *resp
 /* --json: the daemon's answer byte for byte, with a final newline. */
 void cli_print_body(const struct http_response *resp);
 
+/* GET TARGET and show it: with --json the answer byte for byte, else
+ * PRINT on the parsed object. The exit code (errors printed). */
+int cli_get_and_print(const struct cli_ctx *ctx, const char *target, int timeout_s,
+		      int (*print)(const struct cli_ctx *ctx, const json_t *root));
+
 /* Numbers out of the daemon's JSON: false when absent or null. */
 bool cli_json_double(const json_t *obj, const char *key, double *out);
 bool cli_json_u64(const json_t *obj, const char *key, uint64_t *out);

@@ -268,6 +268,30 @@ void cli_print_body(const struct http_response *resp)
 		fputc('\n', stdout);
 }
 
+int cli_get_and_print(const struct cli_ctx *ctx, const char *target, int timeout_s,
+		      int (*print)(const struct cli_ctx *ctx, const json_t *root))
+{
+	struct http_response resp;
+	json_t *root;
+	int rc;
+
+	rc = cli_api_call(ctx, "GET", target, NULL, timeout_s, &resp);
+	if (rc)
+		return rc;
+	if (ctx->json) {
+		cli_print_body(&resp);
+		http_response_free(&resp);
+		return CLI_OK;
+	}
+	root = cli_api_json(ctx, &resp);
+	http_response_free(&resp);
+	if (!root)
+		return CLI_FAIL;
+	rc = print(ctx, root);
+	json_decref(root);
+	return rc;
+}
+
 bool cli_json_double(const json_t *obj, const char *key, double *out)
 {
 	const json_t *v = json_object_get(obj, key);
