@@ -66,6 +66,12 @@ int cli_getopt(int argc, char **argv, const struct option *opts);
 /* Any argument left after the options is an error for commands that take none. */
 int cli_no_operands(const struct cli_ctx *ctx, int argc, char **argv);
 
+/* The options of a command that takes --pid N and no operand (besides the
+ * common ones): -1 when the command goes on (*PID_ARG: the value or NULL),
+ * else the exit code (after --help, or a usage error printed). */
+int cli_pid_only_opts(struct cli_ctx *ctx, int argc, char **argv, const char *help,
+		      const char **pid_arg);
+
 /* Checked values of options; a bad one prints its message and returns
  * CLI_USAGE, a good one 0. */
 int cli_parse_pid(const struct cli_ctx *ctx, const char *opt, const char *s, int64_t *pid);

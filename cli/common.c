@@ -268,6 +268,31 @@ void cli_print_body(const struct http_response *resp)
 		fputc('\n', stdout);
 }
 
+int cli_pid_only_opts(struct cli_ctx *ctx, int argc, char **argv, const char *help,
+		      const char **pid_arg)
+{
+	enum { OPT_PID = CLI_OPT_CMD_BASE };
+	static const struct option opts[] = {
+		CLI_COMMON_OPTS,
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ 0 },
+	};
+	int c, rc;
+
+	*pid_arg = NULL;
+	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+		if (c == OPT_PID) {
+			*pid_arg = optarg;
+			continue;
+		}
+		rc = cli_common_opt(ctx, c, argv, opts, help);
+		if (rc >= 0)
+			return rc;
+	}
+	rc = cli_no_operands(ctx, argc, argv);
+	return rc ? rc : -1;
+}
+
 int cli_get_and_print(const struct cli_ctx *ctx, const char *target, int timeout_s,
 		      int (*print)(const struct cli_ctx *ctx, const json_t *root))
 {
