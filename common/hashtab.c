@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <endian.h>
 #include <unistd.h>
 #include <sys/random.h>
 #include "arena.h"
@@ -20,7 +21,7 @@ struct qp_htab_slot {
 	uint32_t hash;		/* low bits of the entry's hash: most misses end here */
 };
 
-/* ---- SipHash-2-4 (Aumasson and Bernstein, 2012) ---- */
+/* ---- SipHash (Aumasson and Bernstein, 2012) ---- */
 
 static inline uint64_t rotl(uint64_t x, int b)
 {
@@ -37,41 +38,44 @@ static inline uint64_t rotl(uint64_t x, int b)
 
 static inline uint64_t le64(const unsigned char *p)
 {
-	uint64_t v = 0;
-	int i;
+	uint64_t v;
 
-	for (i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
 }
 
-uint64_t qp_siphash(uint64_t k0, uint64_t k1, const void *data, size_t len)
+static inline __attribute__((always_inline)) uint64_t siphash(int c, int d, uint64_t k0, uint64_t k1,
+								const void *data, size_t len)
 {
 	const unsigned char *p = data, *end = p + (len & ~(size_t)7);
 	uint64_t v0 = k0 ^ 0x736f6d6570736575ULL, v1 = k1 ^ 0x646f72616e646f6dULL;
 	uint64_t v2 = k0 ^ 0x6c7967656e657261ULL, v3 = k1 ^ 0x7465646279746573ULL;
 	uint64_t m, b = (uint64_t)len << 56;
 	size_t i;
+	int r;
 
 	for (; p < end; p += 8) {
 		m = le64(p);
 		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
+		for (r = 0; r < c; r++)
+			SIPROUND;
 		v0 ^= m;
 	}
 	for (i = 0; i < (len & 7); i++)
 		b |= (uint64_t)p[i] << (8 * i);
 	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
+	for (r = 0; r < c; r++)
+		SIPROUND;
 	v0 ^= b;
 	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
+	for (r = 0; r < d; r++)
+		SIPROUND;
 	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+uint64_t qp_siphash_cd(int c, int d, uint64_t k0, uint64_t k1, const void *p, size_t len)
+{
+	return siphash(c, d, k0, k1, p, len);
 }
 
 static uint64_t proc_key[2];
@@ -85,14 +89,14 @@ static void proc_key_init(void)
 		return;
 	/* no entropy yet (early boot): weaker, but still not a constant */
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	proc_key[0] = qp_siphash((uint64_t)ts.tv_nsec, (uint64_t)getpid(), &ts, sizeof(ts));
-	proc_key[1] = qp_siphash(proc_key[0], (uint64_t)ts.tv_sec, &proc_key, sizeof(proc_key));
+	proc_key[0] = qp_siphash_cd(2, 4, (uint64_t)ts.tv_nsec, (uint64_t)getpid(), &ts, sizeof(ts));
+	proc_key[1] = qp_siphash_cd(2, 4, proc_key[0], (uint64_t)ts.tv_sec, &proc_key, sizeof(proc_key));
 }
 
 uint64_t qp_hash_bytes(const void *p, size_t len)
 {
 	pthread_once(&proc_key_once, proc_key_init);
-	return qp_siphash(proc_key[0], proc_key[1], p, len);
+	return siphash(1, 3, proc_key[0], proc_key[1], p, len);
 }
 
 /* ---- the table ---- */

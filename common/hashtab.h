@@ -8,7 +8,7 @@
  * what a caller prints from it does not depend on the hash.
  *
  * Open addressing with linear probing over slots of (index, 32 hash bits),
- * grown to twice the size at half load. Keys are hashed with SipHash-2-4
+ * grown to twice the size at half load. Keys are hashed with SipHash-1-3
  * under a key drawn at random once per process: names come from the target's
  * files and must not be able to make every key collide.
  *
@@ -85,8 +85,10 @@ static inline int64_t qp_htab_add_str(struct qp_htab *t, const char *s, bool *ma
 	return qp_htab_add(t, s, strlen(s), made);
 }
 
-/* SipHash-2-4 of the LEN bytes at P under the 128-bit key (K0, K1). */
-uint64_t qp_siphash(uint64_t k0, uint64_t k1, const void *p, size_t len);
-/* qp_siphash under the process's random key (getrandom, drawn once). */
+/* SipHash-C-D of the LEN bytes at P under the 128-bit key (K0, K1): C
+ * rounds a word, D to finish (2, 4: the reference SipHash-2-4). */
+uint64_t qp_siphash_cd(int c, int d, uint64_t k0, uint64_t k1, const void *p, size_t len);
+/* SipHash-1-3 (as Rust's HashMap) under the process's random key
+ * (getrandom, drawn once). */
 uint64_t qp_hash_bytes(const void *p, size_t len);
 #endif
