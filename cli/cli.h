@@ -82,6 +82,19 @@ int cli_parse_seconds(const struct cli_ctx *ctx, const char *s, int64_t *sec);
 int cli_query_pid_seconds(const struct cli_ctx *ctx, const char *pid_arg, const char *sec_arg,
 			  char *target, size_t len, int64_t *sec);
 
+/* Why a call failed: the transport's reason (status 0), the daemon's
+ * {"error": ...} (daemon_said) or its status line. Raw text: the caller keeps
+ * control characters off the terminal. */
+struct cli_call_err {
+	int status;		/* HTTP status, 0 when there was no answer */
+	bool daemon_said;	/* text is the daemon's own "error" */
+	char text[4200];
+};
+
+/* Call the daemon at SOCK without printing anything (any thread): 0 with
+ * RESP filled on a 2xx answer, else CLI_FAIL with E filled and RESP empty. */
+int cli_call_quiet(const char *sock, const char *method, const char *target, const char *body,
+		   int timeout_s, struct http_response *resp, struct cli_call_err *e);
 /* Call the daemon. 0 with RESP filled on a 2xx answer; otherwise the error
  * (connection, protocol or the daemon's {"error": ...}) has been printed
  * (as {"error": ..., "http_status": N} on stdout with --json), RESP is empty

@@ -194,53 +194,65 @@ static void print_clean(FILE *f, const char *s, size_t max)
 		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], f);
 }
 
-static int http_failure(const struct cli_ctx *ctx, const struct http_response *resp)
+int cli_call_quiet(const char *sock, const char *method, const char *target, const char *body,
+		   int timeout_s, struct http_response *resp, struct cli_call_err *e)
 {
+	char why[256];
 	json_t *root = NULL;
 	const char *msg = NULL;
-	char text[4200];
+	int rc;
 
+	e->status = 0;
+	e->daemon_said = false;
+	e->text[0] = '\0';
+	rc = http_request(sock, method, target, "application/json", body, body ? strlen(body) : 0,
+			  timeout_s, resp, why, sizeof(why));
+	if (rc == HTTP_ERR_CONNECT) {
+		snprintf(e->text, sizeof(e->text), "cannot connect to qprofd at %s: %s (is qprofd running?)",
+			 sock, why);
+		return CLI_FAIL;
+	}
+	if (rc) {
+		snprintf(e->text, sizeof(e->text), "bad answer from qprofd at %s: %s", sock, why);
+		return CLI_FAIL;
+	}
+	if (resp->status >= 200 && resp->status <= 299)
+		return 0;
+	e->status = resp->status;
 	if (resp->body && resp->body_len)
 		root = json_loadb(resp->body, resp->body_len, 0, NULL);
 	if (root)
 		msg = json_string_value(json_object_get(root, "error"));
+	e->daemon_said = msg != NULL;
 	if (msg)
-		snprintf(text, sizeof(text), "%.4096s", msg);
+		snprintf(e->text, sizeof(e->text), "%.4096s", msg);
 	else
-		snprintf(text, sizeof(text), "qprofd answered HTTP %d%s%s", resp->status,
+		snprintf(e->text, sizeof(e->text), "qprofd answered HTTP %d%s%s", resp->status,
 			 resp->reason[0] ? " " : "", resp->reason);
-	if (ctx->json) {
-		json_error(text, resp->status);
-	} else {
-		fprintf(stderr, "%s: ", CLI_PROG);
-		print_clean(stderr, text, sizeof(text));
-		if (msg)
-			fprintf(stderr, " (HTTP %d)", resp->status);
-		fputc('\n', stderr);
-	}
 	json_decref(root);
+	http_response_free(resp);
 	return CLI_FAIL;
 }
 
 int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *target,
 		 const char *body, int timeout_s, struct http_response *resp)
 {
-	const char *path = cli_socket(ctx);
-	char err[256];
-	int rc;
+	struct cli_call_err e;
 
-	rc = http_request(path, method, target, "application/json", body,
-			  body ? strlen(body) : 0, timeout_s, resp, err, sizeof(err));
-	if (rc == HTTP_ERR_CONNECT)
-		return cli_fail(ctx, "cannot connect to qprofd at %s: %s (is qprofd running?)", path, err);
-	if (rc)
-		return cli_fail(ctx, "bad answer from qprofd at %s: %s", path, err);
-	if (resp->status < 200 || resp->status > 299) {
-		rc = http_failure(ctx, resp);
-		http_response_free(resp);
-		return rc;
+	if (!cli_call_quiet(cli_socket(ctx), method, target, body, timeout_s, resp, &e))
+		return 0;
+	if (!e.status)
+		return cli_fail(ctx, "%s", e.text);
+	if (ctx->json) {
+		json_error(e.text, e.status);
+	} else {
+		fprintf(stderr, "%s: ", CLI_PROG);
+		print_clean(stderr, e.text, sizeof(e.text));
+		if (e.daemon_said)
+			fprintf(stderr, " (HTTP %d)", e.status);
+		fputc('\n', stderr);
 	}
-	return 0;
+	return CLI_FAIL;
 }
 
 json_t *cli_api_json(const struct cli_ctx *ctx, const struct http_response *resp)

@@ -10,40 +10,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Like cli_api_call, but the message goes to ERR instead of stderr, so that
- * it can be shown in the live view or printed by the main thread. */
+/* A GET whose failure is a message in ERR (control characters as '?'), so
+ * that it can be shown in the live view or printed by the main thread. */
 static int fetch(const char *sock, const char *target, int timeout_s, struct http_response *resp,
 		 char *err, size_t errlen)
 {
-	char why[256];
-	int rc;
+	struct cli_call_err e;
+	size_t i, l;
 
-	rc = http_request(sock, "GET", target, NULL, NULL, 0, timeout_s, resp, why, sizeof(why));
-	if (rc == HTTP_ERR_CONNECT) {
-		snprintf(err, errlen, "cannot connect to qprofd at %s: %s (is qprofd running?)", sock, why);
-		return CLI_FAIL;
-	}
-	if (rc) {
-		snprintf(err, errlen, "bad answer from qprofd at %s: %s", sock, why);
-		return CLI_FAIL;
-	}
-	if (resp->status < 200 || resp->status > 299) {
-		json_t *root = resp->body_len ? json_loadb(resp->body, resp->body_len, 0, NULL) : NULL;
-		const char *msg = root ? json_string_value(json_object_get(root, "error")) : NULL;
-		size_t i;
-
-		if (msg)
-			snprintf(err, errlen, "%s (HTTP %d)", msg, resp->status);
-		else
-			snprintf(err, errlen, "qprofd answered HTTP %d %s", resp->status, resp->reason);
-		for (i = 0; err[i]; i++)
-			if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f)
-				err[i] = '?';
-		json_decref(root);
-		http_response_free(resp);
-		return CLI_FAIL;
-	}
-	return 0;
+	if (!cli_call_quiet(sock, "GET", target, NULL, timeout_s, resp, &e))
+		return 0;
+	l = strlen(e.text);	/* at most 4096 + the suffix: it fits */
+	if (e.daemon_said)
+		snprintf(e.text + l, sizeof(e.text) - l, " (HTTP %d)", e.status);
+	for (i = 0; i + 1 < errlen && e.text[i]; i++)
+		err[i] = (unsigned char)e.text[i] < 0x20 || e.text[i] == 0x7f ? '?' : e.text[i];
+	if (errlen)
+		err[i] = '\0';
+	return CLI_FAIL;
 }
 
 static json_t *parse_object(const struct http_response *resp, char *err, size_t errlen)
