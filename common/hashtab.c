@@ -1,5 +1,6 @@
 /* hashtab.c - the hash table of hashtab.h and its hash function. */
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,7 +179,11 @@ static int grow_entries(struct qp_htab *t)
 		return -ENOMEM;
 	t->ent = e;
 	if (t->vsize) {
-		unsigned char *v = realloc(t->val, cap * t->vsize);
+		unsigned char *v;
+
+		if (cap > SIZE_MAX / t->vsize)
+			return -ENOMEM;
+		v = realloc(t->val, cap * t->vsize);
 
 		if (!v)
 			return -ENOMEM;
