@@ -66,6 +66,12 @@ int cli_getopt(int argc, char **argv, const struct option *opts);
 /* Any argument left after the options is an error for commands that take none. */
 int cli_no_operands(const struct cli_ctx *ctx, int argc, char **argv);
 
+/* The options of a command that takes --pid N and no operand (besides the
+ * common ones): -1 when the command goes on (*PID_ARG: the value or NULL),
+ * else the exit code (after --help, or a usage error printed). */
+int cli_pid_only_opts(struct cli_ctx *ctx, int argc, char **argv, const char *help,
+		      const char **pid_arg);
+
 /* Checked values of options; a bad one prints its message and returns
  * CLI_USAGE, a good one 0. */
 int cli_parse_pid(const struct cli_ctx *ctx, const char *opt, const char *s, int64_t *pid);
@@ -76,6 +82,19 @@ int cli_parse_seconds(const struct cli_ctx *ctx, const char *s, int64_t *sec);
 int cli_query_pid_seconds(const struct cli_ctx *ctx, const char *pid_arg, const char *sec_arg,
 			  char *target, size_t len, int64_t *sec);
 
+/* Why a call failed: the transport's reason (status 0), the daemon's
+ * {"error": ...} (daemon_said) or its status line. Raw text: the caller keeps
+ * control characters off the terminal. */
+struct cli_call_err {
+	int status;		/* HTTP status, 0 when there was no answer */
+	bool daemon_said;	/* text is the daemon's own "error" */
+	char text[4200];
+};
+
+/* Call the daemon at SOCK without printing anything (any thread): 0 with
+ * RESP filled on a 2xx answer, else CLI_FAIL with E filled and RESP empty. */
+int cli_call_quiet(const char *sock, const char *method, const char *target, const char *body,
+		   int timeout_s, struct http_response *resp, struct cli_call_err *e);
 /* Call the daemon. 0 with RESP filled on a 2xx answer; otherwise the error
  * (connection, protocol or the daemon's {"error": ...}) has been printed
  * (as {"error": ..., "http_status": N} on stdout with --json), RESP is empty
@@ -86,6 +105,11 @@ int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *targ
 json_t *cli_api_json(const struct cli_ctx *ctx, const struct http_response *resp);
 /* --json: the daemon's answer byte for byte, with a final newline. */
 void cli_print_body(const struct http_response *resp);
+
+/* GET TARGET and show it: with --json the answer byte for byte, else
+ * PRINT on the parsed object. The exit code (errors printed). */
+int cli_get_and_print(const struct cli_ctx *ctx, const char *target, int timeout_s,
+		      int (*print)(const struct cli_ctx *ctx, const json_t *root));
 
 /* Numbers out of the daemon's JSON: false when absent or null. */
 bool cli_json_double(const json_t *obj, const char *key, double *out);

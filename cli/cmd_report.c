@@ -78,28 +78,13 @@ static int print_list(const struct cli_ctx *ctx, const struct http_response *res
 
 int cmd_report(struct cli_ctx *ctx, int argc, char **argv)
 {
-	enum { OPT_PID = CLI_OPT_CMD_BASE };
-	static const struct option opts[] = {
-		CLI_COMMON_OPTS,
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ 0 },
-	};
-	const char *pid_arg = NULL;
+	const char *pid_arg;
 	struct http_response resp;
 	char target[256];
-	int c, rc;
+	int rc;
 
-	while ((c = cli_getopt(argc, argv, opts)) != -1) {
-		if (c == OPT_PID) {
-			pid_arg = optarg;
-			continue;
-		}
-		rc = cli_common_opt(ctx, c, argv, opts, report_help);
-		if (rc >= 0)
-			return rc;
-	}
-	rc = cli_no_operands(ctx, argc, argv);
-	if (rc)
+	rc = cli_pid_only_opts(ctx, argc, argv, report_help, &pid_arg);
+	if (rc >= 0)
 		return rc;
 	snprintf(target, sizeof(target), "/api/report");
 	rc = cli_query_pid_seconds(ctx, pid_arg, NULL, target, sizeof(target), NULL);

@@ -216,10 +216,8 @@ int cmd_scopes(struct cli_ctx *ctx, int argc, char **argv)
 		{ 0 },
 	};
 	const char *pid_arg = NULL, *sec_arg = NULL;
-	struct http_response resp;
 	char target[128] = "/api/scopes";
 	int64_t sec = 0;
-	json_t *root;
 	int c, rc;
 
 	while ((c = cli_getopt(argc, argv, opts)) != -1) {
@@ -245,19 +243,5 @@ int cmd_scopes(struct cli_ctx *ctx, int argc, char **argv)
 
 	if (sec && isatty(STDERR_FILENO))
 		fprintf(stderr, "collecting for %lld s...\n", (long long)sec);
-	rc = cli_api_call(ctx, "GET", target, NULL, (int)sec + CLI_HTTP_TIMEOUT_S, &resp);
-	if (rc)
-		return rc;
-	if (ctx->json) {
-		cli_print_body(&resp);
-		http_response_free(&resp);
-		return CLI_OK;
-	}
-	root = cli_api_json(ctx, &resp);
-	http_response_free(&resp);
-	if (!root)
-		return CLI_FAIL;
-	rc = print_scopes(ctx, root);
-	json_decref(root);
-	return rc;
+	return cli_get_and_print(ctx, target, (int)sec + CLI_HTTP_TIMEOUT_S, print_scopes);
 }

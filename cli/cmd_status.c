@@ -165,8 +165,6 @@ static int print_status(const struct cli_ctx *ctx, const json_t *root)
 int cmd_status(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = { CLI_COMMON_OPTS, { 0 } };
-	struct http_response resp;
-	json_t *root;
 	int c, rc;
 
 	while ((c = cli_getopt(argc, argv, opts)) != -1) {
@@ -177,19 +175,5 @@ int cmd_status(struct cli_ctx *ctx, int argc, char **argv)
 	rc = cli_no_operands(ctx, argc, argv);
 	if (rc)
 		return rc;
-	rc = cli_api_call(ctx, "GET", "/api/status", NULL, CLI_HTTP_TIMEOUT_S, &resp);
-	if (rc)
-		return rc;
-	if (ctx->json) {
-		cli_print_body(&resp);
-		http_response_free(&resp);
-		return CLI_OK;
-	}
-	root = cli_api_json(ctx, &resp);
-	http_response_free(&resp);
-	if (!root)
-		return CLI_FAIL;
-	rc = print_status(ctx, root);
-	json_decref(root);
-	return rc;
+	return cli_get_and_print(ctx, "/api/status", CLI_HTTP_TIMEOUT_S, print_status);
 }

@@ -10,14 +10,12 @@
  * runs the rounds back to back and hands each finished round to the drawing
  * thread through a pipe, so keys stay responsive while a round collects.
  * --once prints one plain frame, --json the figures of one interval.
- *
- * Functions: from "comm;root;...;leaf count" lines, the comm is dropped, a
- * frame's self count is the samples where it is the leaf, its total count
- * the samples whose stack holds it (once per stack, recursion or not).
- * Unsymbolized frames ("module+0xoffset") are grouped per module ("[vdso]"),
- * as one address is rarely a useful row. */
+ * This file is the command and its live mode (terminal, keys, the collector
+ * thread); fetching, figures and drawing are top_fetch.c, top_figures.c and
+ * top_draw.c (top.h). */
 #define _GNU_SOURCE	/* pipe2 */
 #include "cli.h"
+#include "top.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,823 +53,6 @@ static const char top_help[] =
 	"(the default: the busiest scope first) / rate / p50 / p99 / max; h help.\n";
 
 #define TOP_INTERVAL_MAX 60
-#define TOP_ONCE_FUNCS 20	/* rows of the plain frame */
-#define TOP_ONCE_SCOPES 40
-
-/* ---- one round of figures ---------------------------------------------- */
-
-struct fn_row {
-	char *name;
-	uint64_t self, total;
-	size_t last_line;	/* the stack that last counted it (1-based) */
-};
-
-enum { SD_P50, SD_P99, SD_P999, SD_MAX, SD_TOTAL, SD_N };
-static const char *const sd_keys[SD_N] = { "p50_ns", "p99_ns", "p999_ns", "max_ns", "total_ns" };
-
-struct scope_row {
-	char *name, *parent, *kind;
-	uint64_t pid, count;
-	double rate;
-	double dur[SD_N];
-	bool has_dur[SD_N];
-};
-
-struct target {
-	int64_t pid;
-	char comm[32];
-};
-
-struct round {
-	int64_t pid;		/* 0: every target */
-	int interval;
-	char version[64];
-	struct target *targets;
-	size_t ntargets;
-	struct fn_row *fns;
-	size_t nfns;
-	uint64_t samples;
-	struct scope_row *scopes;
-	size_t nscopes;
-	bool filled;		/* functions and scopes are there */
-	char err[512];		/* not empty: the round failed */
-};
-
-static void round_free(struct round *r)
-{
-	size_t i;
-
-	if (!r)
-		return;
-	for (i = 0; i < r->nfns; i++)
-		free(r->fns[i].name);
-	for (i = 0; i < r->nscopes; i++) {
-		free(r->scopes[i].name);
-		free(r->scopes[i].parent);
-		free(r->scopes[i].kind);
-	}
-	free(r->fns);
-	free(r->scopes);
-	free(r->targets);
-	free(r);
-}
-
-/* ---- talking to the daemon from any thread ----------------------------- */
-
-/* Like cli_api_call, but the message goes to ERR instead of stderr, so that
- * it can be shown in the live view or printed by the main thread. */
-static int fetch(const char *sock, const char *target, int timeout_s, struct http_response *resp,
-		 char *err, size_t errlen)
-{
-	char why[256];
-	int rc;
-
-	rc = http_request(sock, "GET", target, NULL, NULL, 0, timeout_s, resp, why, sizeof(why));
-	if (rc == HTTP_ERR_CONNECT) {
-		snprintf(err, errlen, "cannot connect to qprofd at %s: %s (is qprofd running?)", sock, why);
-		return CLI_FAIL;
-	}
-	if (rc) {
-		snprintf(err, errlen, "bad answer from qprofd at %s: %s", sock, why);
-		return CLI_FAIL;
-	}
-	if (resp->status < 200 || resp->status > 299) {
-		json_t *root = resp->body_len ? json_loadb(resp->body, resp->body_len, 0, NULL) : NULL;
-		const char *msg = root ? json_string_value(json_object_get(root, "error")) : NULL;
-		size_t i;
-
-		if (msg)
-			snprintf(err, errlen, "%s (HTTP %d)", msg, resp->status);
-		else
-			snprintf(err, errlen, "qprofd answered HTTP %d %s", resp->status, resp->reason);
-		for (i = 0; err[i]; i++)
-			if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f)
-				err[i] = '?';
-		json_decref(root);
-		http_response_free(resp);
-		return CLI_FAIL;
-	}
-	return 0;
-}
-
-static json_t *parse_object(const struct http_response *resp, char *err, size_t errlen)
-{
-	json_error_t jerr;
-	json_t *root = json_loadb(resp->body, resp->body_len, 0, &jerr);
-
-	if (!root) {
-		snprintf(err, errlen, "qprofd sent invalid JSON: %s (line %d)", jerr.text, jerr.line);
-		return NULL;
-	}
-	if (!json_is_object(root)) {
-		json_decref(root);
-		snprintf(err, errlen, "qprofd sent JSON that is not an object");
-		return NULL;
-	}
-	return root;
-}
-
-static int take_status(struct round *r, const json_t *root)
-{
-	const json_t *arr = json_object_get(root, "targets"), *o;
-	const char *v = cli_json_str(root, "version");
-	size_t i;
-
-	snprintf(r->version, sizeof(r->version), "%s", v ? v : "?");
-	if (!json_is_array(arr))
-		return 0;
-	r->targets = calloc(json_array_size(arr) + 1, sizeof(*r->targets));
-	if (!r->targets)
-		return -ENOMEM;
-	json_array_foreach(arr, i, o) {
-		uint64_t pid;
-		const char *comm = cli_json_str(o, "comm");
-
-		if (!cli_json_u64(o, "pid", &pid) || !pid || pid > CLI_PID_MAX)
-			continue;
-		r->targets[r->ntargets].pid = (int64_t)pid;
-		snprintf(r->targets[r->ntargets].comm, sizeof(r->targets[0].comm), "%s",
-			 comm ? comm : "?");
-		r->ntargets++;
-	}
-	return 0;
-}
-
-/* ---- functions out of folded stacks ------------------------------------ */
-
-struct fn_map {
-	struct fn_row *rows;
-	size_t n, cap;
-	size_t *slots;		/* index + 1, 0 empty */
-	size_t nslots;
-};
-
-static uint64_t hash_name(const char *s, size_t len)
-{
-	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-	return h;
-}
-
-static int map_grow(struct fn_map *m)
-{
-	size_t nslots = m->nslots ? m->nslots * 2 : 1024, i;
-	size_t *slots = calloc(nslots, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < m->n; i++) {
-		const char *s = m->rows[i].name;
-		size_t k = hash_name(s, strlen(s)) & (nslots - 1);
-
-		while (slots[k])
-			k = (k + 1) & (nslots - 1);
-		slots[k] = i + 1;
-	}
-	free(m->slots);
-	m->slots = slots;
-	m->nslots = nslots;
-	return 0;
-}
-
-static struct fn_row *map_get(struct fn_map *m, const char *s, size_t len)
-{
-	size_t k;
-
-	if ((m->n + 1) * 2 > m->nslots && map_grow(m))
-		return NULL;
-	k = hash_name(s, len) & (m->nslots - 1);
-	for (; m->slots[k]; k = (k + 1) & (m->nslots - 1)) {
-		struct fn_row *r = &m->rows[m->slots[k] - 1];
-
-		if (strlen(r->name) == len && memcmp(r->name, s, len) == 0)
-			return r;
-	}
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		struct fn_row *rows = realloc(m->rows, cap * sizeof(*rows));
-
-		if (!rows)
-			return NULL;
-		m->rows = rows;
-		m->cap = cap;
-	}
-	m->rows[m->n] = (struct fn_row){ .name = strndup(s, len) };
-	if (!m->rows[m->n].name)
-		return NULL;
-	m->slots[k] = ++m->n;
-	return &m->rows[m->n - 1];
-}
-
-/* "module+0x1a2b" -> "module": the length of the part to keep. */
-static size_t frame_len(const char *s, size_t len)
-{
-	size_t i = len;
-
-	while (i > 0 && ((s[i - 1] >= '0' && s[i - 1] <= '9') || (s[i - 1] >= 'a' && s[i - 1] <= 'f') ||
-			 (s[i - 1] >= 'A' && s[i - 1] <= 'F')))
-		i--;
-	if (i < len && i >= 4 && s[i - 1] == 'x' && s[i - 2] == '0' && s[i - 3] == '+')
-		return i - 3;
-	return len;
-}
-
-static int take_folded(struct round *r, char *text, size_t len)
-{
-	struct fn_map m = { 0 };
-	char *line = text, *end = text + len;
-	size_t lineno = 0;
-	int rc = 0;
-
-	while (line < end && !rc) {
-		char *nl = memchr(line, '\n', (size_t)(end - line)), *sp, *p, *stop;
-		uint64_t count;
-		bool first = true;
-
-		if (!nl)
-			nl = end;
-		*nl = '\0';
-		sp = strrchr(line, ' ');
-		if (!sp || qp_parse_u64(sp + 1, UINT64_MAX / 4, &count) || !count) {
-			line = nl + 1;
-			continue;
-		}
-		lineno++;
-		r->samples += count;
-		stop = sp;
-		for (p = line; p < stop; ) {
-			char *semi = memchr(p, ';', (size_t)(stop - p));
-			char *fe = semi ? semi : stop;
-			struct fn_row *f;
-
-			if (first) {	/* the comm */
-				first = false;
-				p = fe + 1;
-				continue;
-			}
-			f = map_get(&m, p, frame_len(p, (size_t)(fe - p)));
-			if (!f) {
-				rc = -ENOMEM;
-				break;
-			}
-			if (f->last_line != lineno) {
-				f->last_line = lineno;
-				f->total += count;
-			}
-			if (!semi)
-				f->self += count;
-			p = fe + 1;
-		}
-		line = nl + 1;
-	}
-	free(m.slots);
-	r->fns = m.rows;
-	r->nfns = m.n;
-	return rc;
-}
-
-/* ---- scopes ------------------------------------------------------------ */
-
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
-static int take_scopes(struct round *r, const json_t *root)
-{
-	const json_t *arr = json_object_get(root, "scopes"), *o;
-	size_t i;
-	int k;
-
-	if (!json_is_array(arr))
-		return -EPROTO;
-	r->scopes = calloc(json_array_size(arr) + 1, sizeof(*r->scopes));
-	if (!r->scopes)
-		return -ENOMEM;
-	json_array_foreach(arr, i, o) {
-		struct scope_row *s = &r->scopes[r->nscopes++];
-		const char *name = cli_json_str(o, "name");
-
-		s->name = strdup(name ? name : "?");
-		s->parent = dup_or_null(cli_json_str(o, "parent"));
-		s->kind = dup_or_null(cli_json_str(o, "kind"));
-		if (!s->name)
-			return -ENOMEM;
-		cli_json_u64(o, "pid", &s->pid);
-		cli_json_u64(o, "count", &s->count);
-		s->rate = (double)s->count / r->interval;
-		for (k = 0; k < SD_N; k++)
-			s->has_dur[k] = cli_json_double(o, sd_keys[k], &s->dur[k]);
-	}
-	return 0;
-}
-
-/* ---- a round: status, then folded and scopes at the same time ---------- */
-
-struct get_job {
-	const char *sock;
-	char target[128];
-	int timeout_s;
-	struct http_response resp;
-	char err[512];
-	int rc;
-};
-
-static void *get_thread(void *arg)
-{
-	struct get_job *j = arg;
-
-	j->rc = fetch(j->sock, j->target, j->timeout_s, &j->resp, j->err, sizeof(j->err));
-	return NULL;
-}
-
-static void set_query(struct get_job *j, const char *route, int64_t pid, int interval)
-{
-	char num[24];
-
-	snprintf(j->target, sizeof(j->target), "%s", route);
-	if (pid) {
-		snprintf(num, sizeof(num), "%lld", (long long)pid);
-		http_add_query(j->target, sizeof(j->target), "pid", num);
-	}
-	snprintf(num, sizeof(num), "%d", interval);
-	http_add_query(j->target, sizeof(j->target), "seconds", num);
-}
-
-/* Never NULL but when out of memory; a failed round has r->err set. */
-static struct round *collect(const char *sock, int64_t pid, int interval)
-{
-	struct round *r = calloc(1, sizeof(*r));
-	struct get_job fj = { .sock = sock }, sj = { .sock = sock };
-	struct http_response resp;
-	pthread_t th;
-	bool threaded;
-	json_t *root;
-
-	if (!r)
-		return NULL;
-	r->pid = pid;
-	r->interval = interval;
-	if (fetch(sock, "/api/status", CLI_HTTP_TIMEOUT_S, &resp, r->err, sizeof(r->err)))
-		return r;
-	root = parse_object(&resp, r->err, sizeof(r->err));
-	http_response_free(&resp);
-	if (!root)
-		return r;
-	if (take_status(r, root))
-		snprintf(r->err, sizeof(r->err), "out of memory");
-	json_decref(root);
-	if (r->err[0])
-		return r;
-
-	fj.timeout_s = sj.timeout_s = interval + CLI_HTTP_TIMEOUT_S;
-	set_query(&fj, "/api/cpu/folded", pid, interval);
-	set_query(&sj, "/api/scopes", pid, interval);
-	threaded = pthread_create(&th, NULL, get_thread, &fj) == 0;
-	get_thread(&sj);
-	if (threaded)
-		pthread_join(th, NULL);
-	else
-		get_thread(&fj);	/* one after the other: still about one interval */
-
-	if (fj.rc || sj.rc) {
-		snprintf(r->err, sizeof(r->err), "%s", fj.rc ? fj.err : sj.err);
-	} else if (take_folded(r, fj.resp.body, fj.resp.body_len)) {
-		snprintf(r->err, sizeof(r->err), "out of memory");
-	} else if ((root = parse_object(&sj.resp, r->err, sizeof(r->err)))) {
-		int rc = take_scopes(r, root);
-
-		if (rc == -EPROTO)
-			snprintf(r->err, sizeof(r->err), "qprofd's answer has no \"scopes\" array");
-		else if (rc)
-			snprintf(r->err, sizeof(r->err), "out of memory");
-		json_decref(root);
-	}
-	r->filled = !r->err[0];
-	if (!fj.rc)
-		http_response_free(&fj.resp);
-	if (!sj.rc)
-		http_response_free(&sj.resp);
-	return r;
-}
-
-/* ---- sorting ----------------------------------------------------------- */
-
-enum fn_sort { FS_SELF, FS_TOTAL };
-enum sc_sort { SS_BUSY, SS_RATE, SS_P50, SS_P99, SS_MAX };
-static const char *const fs_names[] = { "self", "total" };
-static const char *const ss_names[] = { "total time", "rate", "p50", "p99", "max" };
-
-static int cmp_u64_desc(uint64_t a, uint64_t b)
-{
-	return a == b ? 0 : a > b ? -1 : 1;
-}
-
-static int cmp_fn_self(const void *pa, const void *pb)
-{
-	const struct fn_row *a = pa, *b = pb;
-	int c = cmp_u64_desc(a->self, b->self);
-
-	if (!c)
-		c = cmp_u64_desc(a->total, b->total);
-	return c ? c : strcmp(a->name, b->name);
-}
-
-static int cmp_fn_total(const void *pa, const void *pb)
-{
-	const struct fn_row *a = pa, *b = pb;
-	int c = cmp_u64_desc(a->total, b->total);
-
-	if (!c)
-		c = cmp_u64_desc(a->self, b->self);
-	return c ? c : strcmp(a->name, b->name);
-}
-
-static int scope_sort_key;	/* only read by cmp_scope, set just before qsort */
-
-static int cmp_dbl_desc(bool ha, double a, bool hb, double b)
-{
-	if (ha != hb)
-		return ha ? -1 : 1;	/* no value (marks, probes): last */
-	if (!ha || a == b)
-		return 0;
-	return a > b ? -1 : 1;
-}
-
-static int cmp_scope(const void *pa, const void *pb)
-{
-	const struct scope_row *a = pa, *b = pb;
-	int c = 0;
-
-	switch (scope_sort_key) {
-	case SS_RATE:
-		c = cmp_u64_desc(a->count, b->count);
-		break;
-	case SS_P50:
-		c = cmp_dbl_desc(a->has_dur[SD_P50], a->dur[SD_P50], b->has_dur[SD_P50], b->dur[SD_P50]);
-		break;
-	case SS_P99:
-		c = cmp_dbl_desc(a->has_dur[SD_P99], a->dur[SD_P99], b->has_dur[SD_P99], b->dur[SD_P99]);
-		break;
-	case SS_MAX:
-		c = cmp_dbl_desc(a->has_dur[SD_MAX], a->dur[SD_MAX], b->has_dur[SD_MAX], b->dur[SD_MAX]);
-		break;
-	}
-	if (!c)
-		c = cmp_dbl_desc(a->has_dur[SD_TOTAL], a->dur[SD_TOTAL], b->has_dur[SD_TOTAL],
-				 b->dur[SD_TOTAL]);
-	if (!c)
-		c = cmp_u64_desc(a->count, b->count);
-	if (!c)
-		c = strcmp(a->name, b->name);
-	if (!c)
-		c = strcmp(a->parent ? a->parent : "", b->parent ? b->parent : "");
-	return c ? c : cmp_u64_desc(b->pid, a->pid);
-}
-
-static void sort_round(struct round *r, enum fn_sort fs, enum sc_sort ss)
-{
-	if (r->nfns)
-		qsort(r->fns, r->nfns, sizeof(*r->fns), fs == FS_SELF ? cmp_fn_self : cmp_fn_total);
-	scope_sort_key = ss;
-	if (r->nscopes)
-		qsort(r->scopes, r->nscopes, sizeof(*r->scopes), cmp_scope);
-}
-
-/* ---- a frame as text --------------------------------------------------- */
-
-struct screen {
-	char *buf;
-	size_t len, cap;
-	int width;		/* 0: no limit */
-	int col;		/* characters on the current line */
-	bool ansi;
-	bool oom;
-};
-
-static void sc_raw(struct screen *s, const char *p, size_t n)
-{
-	if (s->oom)
-		return;
-	if (s->len + n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 4096;
-		char *b;
-
-		while (s->len + n + 1 > cap)
-			cap *= 2;
-		b = realloc(s->buf, cap);
-		if (!b) {
-			s->oom = true;
-			return;
-		}
-		s->buf = b;
-		s->cap = cap;
-	}
-	memcpy(s->buf + s->len, p, n);
-	s->len += n;
-	s->buf[s->len] = '\0';
-}
-
-/* Text of the frame: control characters become '?', the line is cut at the
- * terminal's width (bytes; the daemon's names are ASCII in practice). */
-static void sc_text(struct screen *s, const char *p)
-{
-	for (; *p; p++) {
-		char c = (unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p;
-
-		if (s->width && s->col >= s->width)
-			return;
-		sc_raw(s, &c, 1);
-		s->col++;
-	}
-}
-
-__printf(2, 3) static void sc_printf(struct screen *s, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	sc_text(s, buf);
-}
-
-static void sc_endl(struct screen *s)
-{
-	if (s->ansi)
-		sc_raw(s, "\033[K\r\n", 5);
-	else
-		sc_raw(s, "\n", 1);
-	s->col = 0;
-}
-
-static void sc_attr(struct screen *s, const char *esc)
-{
-	if (s->ansi)
-		sc_raw(s, esc, strlen(esc));
-}
-
-/* A cell padded to W (right-aligned when RIGHT), then two blanks. */
-static void sc_cell(struct screen *s, const char *text, int w, bool right, bool last)
-{
-	char buf[512];
-	int n = (int)strlen(text);
-
-	if (w > (int)sizeof(buf) - 1)
-		w = (int)sizeof(buf) - 1;
-	if (n > w) {	/* cut long names, marking the cut with '~' */
-		snprintf(buf, sizeof(buf), "%.*s~", w > 1 ? w - 1 : 0, text);
-	} else if (last && !right) {
-		snprintf(buf, sizeof(buf), "%s", text);
-	} else {
-		snprintf(buf, sizeof(buf), right ? "%*s" : "%-*s", w, text);
-	}
-	sc_text(s, buf);
-	if (!last)
-		sc_text(s, "  ");
-}
-
-static const char *pct(char *buf, size_t len, uint64_t n, uint64_t total)
-{
-	snprintf(buf, len, "%.1f", total ? 100.0 * (double)n / (double)total : 0.0);
-	return buf;
-}
-
-static void draw_functions(struct screen *s, const struct round *r, size_t rows, enum fn_sort fs)
-{
-	const int wn = 7, nw = 3 * (wn + 2);
-	int wname = 8;
-	size_t i, n = r->nfns < rows ? r->nfns : rows;
-	char a[32], b[32], c[32];
-
-	for (i = 0; i < n; i++)
-		if ((int)strlen(r->fns[i].name) > wname)
-			wname = (int)strlen(r->fns[i].name);
-	if (s->width && wname > s->width - nw)
-		wname = s->width - nw > 8 ? s->width - nw : 8;
-	sc_attr(s, "\033[1m");
-	sc_printf(s, "Functions (by %s%%)", fs_names[fs]);
-	sc_attr(s, "\033[0m");
-	sc_endl(s);
-	if (!r->nfns) {
-		sc_text(s, "  no CPU samples in this interval");
-		sc_endl(s);
-		return;
-	}
-	sc_attr(s, "\033[7m");
-	sc_cell(s, fs == FS_SELF ? "SELF%*" : "SELF%", wn, true, false);
-	sc_cell(s, fs == FS_TOTAL ? "TOTAL%*" : "TOTAL%", wn, true, false);
-	sc_cell(s, "SAMPLES", wn, true, false);
-	sc_cell(s, "FUNCTION", wname, false, !s->ansi);
-	sc_attr(s, "\033[0m");
-	sc_endl(s);
-	for (i = 0; i < n; i++) {
-		const struct fn_row *f = &r->fns[i];
-
-		sc_cell(s, pct(a, sizeof(a), f->self, r->samples), wn, true, false);
-		sc_cell(s, pct(b, sizeof(b), f->total, r->samples), wn, true, false);
-		sc_cell(s, qp_fmt_count(c, sizeof(c), fs == FS_SELF ? f->self : f->total), wn, true,
-			false);
-		sc_cell(s, f->name, wname, false, true);
-		sc_endl(s);
-	}
-}
-
-static void draw_scopes(struct screen *s, const struct round *r, size_t rows, enum sc_sort ss)
-{
-	static const char *const heads[] = { "RATE/s", "P50", "P99", "P99.9", "MAX", "TOTAL" };
-	static const int durs[] = { SD_P50, SD_P99, SD_P999, SD_MAX, SD_TOTAL };
-	const int wn = 7, nw = 6 * wn + 5 * 2 + 4;	/* numbers, and the blanks after the names */
-	int wname = 4, wpar = 6, k;
-	size_t i, n = r->nscopes < rows ? r->nscopes : rows;
-	bool pids = r->pid == 0 && r->ntargets > 1;
-	char buf[64];
-
-	for (i = 0; i < n; i++) {
-		const struct scope_row *sr = &r->scopes[i];
-
-		if ((int)strlen(sr->name) > wname)
-			wname = (int)strlen(sr->name);
-		if (sr->parent && (int)strlen(sr->parent) > wpar)
-			wpar = (int)strlen(sr->parent);
-	}
-	if (s->width) {
-		/* share what the numbers leave between the two names; on a narrow
-		 * terminal keep the names readable and let the line lose its
-		 * rightmost columns instead */
-		int avail = s->width - nw - (pids ? 9 : 0);
-
-		if (wname + wpar > avail) {
-			if (wpar > avail / 3)
-				wpar = avail / 3 > 8 ? avail / 3 : 8;
-			if (wname > avail - wpar)
-				wname = avail - wpar > 12 ? avail - wpar : 12;
-		}
-	}
-	sc_attr(s, "\033[1m");
-	sc_printf(s, "Scopes (by %s)", ss_names[ss]);
-	sc_attr(s, "\033[0m");
-	sc_endl(s);
-	if (!r->nscopes) {
-		sc_text(s, "  no scope ran in this interval");
-		sc_endl(s);
-		return;
-	}
-	sc_attr(s, "\033[7m");
-	if (pids)
-		sc_cell(s, "PID", 7, true, false);
-	sc_cell(s, "NAME", wname, false, false);
-	sc_cell(s, "PARENT", wpar, false, false);
-	for (k = 0; k < 6; k++) {
-		static const int sorted_col[] = { SS_RATE, SS_P50, SS_P99, -1, SS_MAX, SS_BUSY };
-		char h[16];
-
-		snprintf(h, sizeof(h), "%s%s", heads[k], sorted_col[k] == (int)ss ? "*" : "");
-		sc_cell(s, h, wn, true, k == 5);
-	}
-	sc_attr(s, "\033[0m");
-	sc_endl(s);
-	for (i = 0; i < n; i++) {
-		const struct scope_row *sr = &r->scopes[i];
-
-		if (pids) {
-			snprintf(buf, sizeof(buf), "%llu", (unsigned long long)sr->pid);
-			sc_cell(s, buf, 7, true, false);
-		}
-		sc_cell(s, sr->name, wname, false, false);
-		sc_cell(s, sr->parent ? sr->parent : "-", wpar, false, false);
-		if (sr->rate >= 100 || sr->rate == 0)
-			snprintf(buf, sizeof(buf), "%.0f", sr->rate);
-		else
-			snprintf(buf, sizeof(buf), "%.1f", sr->rate);
-		sc_cell(s, buf, wn, true, false);
-		for (k = 0; k < 5; k++)
-			sc_cell(s, qp_fmt_duration(buf, sizeof(buf), sr->dur[durs[k]], sr->has_dur[durs[k]]),
-				wn, true, k == 4);
-		sc_endl(s);
-	}
-}
-
-static void draw_header(struct screen *s, const struct round *r, int64_t pid, int interval)
-{
-	size_t i;
-
-	sc_attr(s, "\033[1m");
-	sc_printf(s, "qprof top - qprofd %s", r && r->version[0] ? r->version : "?");
-	sc_attr(s, "\033[0m");
-	sc_printf(s, "  interval %d s", interval);
-	if (pid)
-		sc_printf(s, "  pid %lld", (long long)pid);
-	else
-		sc_text(s, "  pid all");
-	if (r && !r->err[0])
-		sc_printf(s, "  samples %llu (%.0f/s)", (unsigned long long)r->samples,
-			  (double)r->samples / interval);
-	sc_endl(s);
-	sc_text(s, "targets:");
-	if (!r || !r->ntargets)
-		sc_text(s, " none");
-	for (i = 0; r && i < r->ntargets; i++)
-		sc_printf(s, " %lld (%s)", (long long)r->targets[i].pid, r->targets[i].comm);
-	sc_endl(s);
-}
-
-/* The whole frame; HEIGHT 0: no limit but the --once row caps. */
-static void draw_frame(struct screen *s, const struct round *r, int64_t pid, int interval,
-		       int height, enum fn_sort fs, enum sc_sort ss, const char *status)
-{
-	size_t fn_rows = TOP_ONCE_FUNCS, sc_rows = TOP_ONCE_SCOPES;
-
-	draw_header(s, r, pid, interval);
-	sc_endl(s);
-	if (!r || !r->filled || r->pid != pid) {
-		if (r && r->err[0] && r->pid == pid)
-			sc_printf(s, "error: %s", r->err);
-		else
-			sc_printf(s, "collecting the next %d s...", interval);
-		sc_endl(s);
-	} else {
-		if (height) {
-			/* header 3, function title + head 2, blank 1, scope title + head 2,
-			 * status line 1 */
-			int room = height - 9;
-			size_t half;
-
-			if (room < 2)
-				room = 2;
-			half = (size_t)room / 2;
-			sc_rows = r->nscopes < half ? r->nscopes : half;
-			if (!sc_rows)
-				sc_rows = 0;
-			fn_rows = (size_t)room - sc_rows - (r->nscopes ? 0 : 1);
-			if (r->nfns < fn_rows) {
-				sc_rows += fn_rows - (r->nfns ? r->nfns : 1);
-				fn_rows = r->nfns;
-			}
-		}
-		draw_functions(s, r, fn_rows, fs);
-		sc_endl(s);
-		draw_scopes(s, r, sc_rows, ss);
-	}
-	if (status) {
-		if (s->ansi)
-			sc_raw(s, "\033[J", 3);
-		if (height) {	/* the status line at the bottom */
-			char esc[32];
-
-			snprintf(esc, sizeof(esc), "\033[%d;1H", height);
-			sc_attr(s, esc);
-			s->col = 0;
-		}
-		sc_attr(s, "\033[7m");
-		sc_text(s, status);
-		sc_attr(s, "\033[0m");
-		if (s->ansi)
-			sc_raw(s, "\033[K", 3);
-	}
-}
-
-/* ---- --once and --json ------------------------------------------------- */
-
-static json_t *round_json(const struct round *r)
-{
-	json_t *root = json_object(), *fns = json_array(), *scs = json_array();
-	size_t i;
-
-	json_object_set_new(root, "interval_s", json_integer(r->interval));
-	json_object_set_new(root, "pid", r->pid ? json_integer(r->pid) : json_null());
-	json_object_set_new(root, "samples", json_integer((json_int_t)r->samples));
-	for (i = 0; i < r->nfns; i++) {
-		const struct fn_row *f = &r->fns[i];
-		double t = r->samples ? (double)r->samples : 1;
-
-		json_array_append_new(fns, json_pack("{s:s, s:f, s:f, s:I, s:I}", "name", f->name,
-						     "self_pct", 100.0 * (double)f->self / t,
-						     "total_pct", 100.0 * (double)f->total / t,
-						     "samples", (json_int_t)f->self,
-						     "total_samples", (json_int_t)f->total));
-	}
-	for (i = 0; i < r->nscopes; i++) {
-		const struct scope_row *sr = &r->scopes[i];
-		json_t *o = json_pack("{s:s, s:o, s:o, s:I, s:f}", "name", sr->name,
-				      "parent", sr->parent ? json_string(sr->parent) : json_null(),
-				      "kind", sr->kind ? json_string(sr->kind) : json_null(),
-				      "pid", (json_int_t)sr->pid, "rate_per_s", sr->rate);
-		static const char *const keys[SD_N] = { "p50_ns", "p99_ns", "p999_ns", "max_ns", "total_ns" };
-		int k;
-
-		for (k = 0; k < SD_N; k++)
-			json_object_set_new(o, keys[k], sr->has_dur[k] ? json_real(sr->dur[k]) : json_null());
-		json_array_append_new(scs, o);
-	}
-	json_object_set_new(root, "functions", fns);
-	json_object_set_new(root, "scopes", scs);
-	return root;
-}
 
 static int run_once(struct cli_ctx *ctx, int64_t pid, int interval)
 {
@@ -880,7 +61,7 @@ static int run_once(struct cli_ctx *ctx, int64_t pid, int interval)
 
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "collecting for %d s...\n", interval);
-	r = collect(cli_socket(ctx), pid, interval);
+	r = top_collect(cli_socket(ctx), pid, interval);
 	if (!r)
 		return cli_fail(ctx, "out of memory");
 	if (r->err[0]) {
@@ -889,8 +70,8 @@ static int run_once(struct cli_ctx *ctx, int64_t pid, int interval)
 		json_t *root;
 		char *text;
 
-		sort_round(r, FS_SELF, SS_BUSY);
-		root = round_json(r);
+		top_sort_round(r, FS_SELF, SS_BUSY);
+		root = top_round_json(r);
 		text = root ? json_dumps(root, JSON_COMPACT) : NULL;
 		if (text)
 			printf("%s\n", text);
@@ -899,19 +80,20 @@ static int run_once(struct cli_ctx *ctx, int64_t pid, int interval)
 		free(text);
 		json_decref(root);
 	} else {
-		struct screen s = { 0 };
+		struct top_screen s = { 0 };
 
-		sort_round(r, FS_SELF, SS_BUSY);
-		draw_frame(&s, r, pid, interval, 0, FS_SELF, SS_BUSY, NULL);
-		if (s.oom)
+		qp_buf_init(&s.b);
+		top_sort_round(r, FS_SELF, SS_BUSY);
+		top_draw_frame(&s, r, pid, interval, 0, FS_SELF, SS_BUSY, NULL);
+		if (s.b.failed)
 			rc = cli_fail(ctx, "out of memory");
 		else
-			fwrite(s.buf, 1, s.len, stdout);
-		free(s.buf);
+			fwrite(s.b.data, 1, s.b.len, stdout);
+		qp_buf_free(&s.b);
 	}
 	if (!rc && fflush(stdout))
 		rc = cli_fail(ctx, "cannot write to standard output");
-	round_free(r);
+	top_round_free(r);
 	return rc;
 }
 
@@ -969,7 +151,7 @@ static void *collector(void *arg)
 		pthread_mutex_lock(&lv->lock);
 		pid = lv->want_pid;
 		pthread_mutex_unlock(&lv->lock);
-		r = collect(lv->sock, pid, lv->interval);
+		r = top_collect(lv->sock, pid, lv->interval);
 		if (!r) {
 			sleep(1);
 			continue;
@@ -978,7 +160,7 @@ static void *collector(void *arg)
 		old = lv->ready;
 		lv->ready = r;
 		pthread_mutex_unlock(&lv->lock);
-		round_free(old);
+		top_round_free(old);
 		if (write(lv->wake[1], &c, 1) < 0) {
 			/* full: the drawing thread has a wake-up pending */
 		}
@@ -1091,27 +273,28 @@ static int run_live(struct cli_ctx *ctx, int64_t pid, int interval, struct round
 			{ .fd = lv.wake[0], .events = POLLIN },
 			{ .fd = keys ? STDIN_FILENO : -1, .events = POLLIN },
 		};
-		struct screen s = { .ansi = true };
+		struct top_screen s = { .ansi = true };
 		char status[256], buf[64];
 		int rows, cols, n;
 		ssize_t got;
 
 		term_size(&rows, &cols);
 		s.width = cols;
-		sc_raw(&s, "\033[H", 3);
+		qp_buf_init(&s.b);
+		top_screen_raw(&s, "\033[H", 3);
 		if (shown)
-			sort_round(shown, fs, ss);
+			top_sort_round(shown, fs, ss);
 		if (help)
 			snprintf(status, sizeof(status),
 				 "q quit  s/t functions by self/total  b/r/5/9/m scopes by "
 				 "time/rate/p50/p99/max  p next pid  h close help");
 		else
 			snprintf(status, sizeof(status), "q quit  h help  p pid  functions by %s, "
-				 "scopes by %s", fs_names[fs], ss_names[ss]);
-		draw_frame(&s, shown, pid, interval, rows, fs, ss, status);
-		if (!s.oom)
-			write_all(s.buf, s.len);
-		free(s.buf);
+				 "scopes by %s", top_fs_names[fs], top_ss_names[ss]);
+		top_draw_frame(&s, shown, pid, interval, rows, fs, ss, status);
+		if (!s.b.failed)
+			write_all(s.b.data, s.b.len);
+		qp_buf_free(&s.b);
 
 		n = poll(pf, 3, -1);
 		if (n < 0 && errno != EINTR)
@@ -1136,7 +319,7 @@ static int run_live(struct cli_ctx *ctx, int64_t pid, int interval, struct round
 			lv.ready = NULL;
 			pthread_mutex_unlock(&lv.lock);
 			if (r) {
-				round_free(shown);
+				top_round_free(shown);
 				shown = r;
 			}
 		}
@@ -1236,9 +419,9 @@ int cmd_top(struct cli_ctx *ctx, int argc, char **argv)
 	if (!root)
 		return CLI_FAIL;
 	first = calloc(1, sizeof(*first));
-	if (!first || take_status(first, root)) {
+	if (!first || top_take_status(first, root)) {
 		json_decref(root);
-		round_free(first);
+		top_round_free(first);
 		return cli_fail(ctx, "out of memory");
 	}
 	json_decref(root);
@@ -1248,7 +431,7 @@ int cmd_top(struct cli_ctx *ctx, int argc, char **argv)
 		for (i = 0; i < first->ntargets && first->targets[i].pid != pid; i++)
 			;
 		if (i == first->ntargets) {
-			round_free(first);
+			top_round_free(first);
 			return cli_fail(ctx, "pid %lld is not a target of qprofd (see qprof-cli status)",
 					(long long)pid);
 		}

@@ -41,63 +41,22 @@ static void fmt_num(char *buf, size_t len, const json_t *o, const char *key)
 		snprintf(buf, len, "%.6g", v);
 }
 
-int cmd_values(struct cli_ctx *ctx, int argc, char **argv)
+static int print_values(const struct cli_ctx *ctx, const json_t *root)
 {
-	enum { OPT_PID = CLI_OPT_CMD_BASE };
-	static const struct option opts[] = {
-		CLI_COMMON_OPTS,
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ 0 },
-	};
 	static const struct table_col cols[] = {
 		{ "PID", true }, { "NAME", false }, { "COUNT", true }, { "MIN", true },
 		{ "MEAN", true }, { "P50", true }, { "P99", true }, { "MAX", true },
 		{ "LAST", true }, { "NON-FINITE", true },
 	};
-	const char *pid_arg = NULL;
-	char target[128] = "/api/values";
-	struct http_response resp;
-	const json_t *arr, *o;
+	const json_t *arr = json_object_get(root, "values"), *o;
 	struct table t;
-	json_t *root;
 	size_t i;
-	int c, rc;
+	int rc;
 
-	while ((c = cli_getopt(argc, argv, opts)) != -1) {
-		if (c == OPT_PID) {
-			pid_arg = optarg;
-			continue;
-		}
-		rc = cli_common_opt(ctx, c, argv, opts, values_help);
-		if (rc >= 0)
-			return rc;
-	}
-	rc = cli_no_operands(ctx, argc, argv);
-	if (rc)
-		return rc;
-	rc = cli_query_pid_seconds(ctx, pid_arg, NULL, target, sizeof(target), NULL);
-	if (rc)
-		return rc;
-	rc = cli_api_call(ctx, "GET", target, NULL, CLI_HTTP_TIMEOUT_S, &resp);
-	if (rc)
-		return rc;
-	if (ctx->json) {
-		cli_print_body(&resp);
-		http_response_free(&resp);
-		return CLI_OK;
-	}
-	root = cli_api_json(ctx, &resp);
-	http_response_free(&resp);
-	if (!root)
-		return CLI_FAIL;
-	arr = json_object_get(root, "values");
-	if (!json_is_array(arr)) {
-		json_decref(root);
+	if (!json_is_array(arr))
 		return cli_fail(ctx, "qprofd's answer has no \"values\" array");
-	}
 	if (!json_array_size(arr)) {
 		printf("no values recorded\n");
-		json_decref(root);
 		return CLI_OK;
 	}
 	table_init(&t, cols, QP_ARRAY_SIZE(cols));
@@ -132,8 +91,22 @@ int cmd_values(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	rc = table_print(&t, stdout);
 	table_free(&t);
-	json_decref(root);
 	return rc ? cli_fail(ctx, "out of memory") : CLI_OK;
+}
+
+int cmd_values(struct cli_ctx *ctx, int argc, char **argv)
+{
+	const char *pid_arg;
+	char target[128] = "/api/values";
+	int rc;
+
+	rc = cli_pid_only_opts(ctx, argc, argv, values_help, &pid_arg);
+	if (rc >= 0)
+		return rc;
+	rc = cli_query_pid_seconds(ctx, pid_arg, NULL, target, sizeof(target), NULL);
+	if (rc)
+		return rc;
+	return cli_get_and_print(ctx, target, CLI_HTTP_TIMEOUT_S, print_values);
 }
 
 static volatile sig_atomic_t interrupted;

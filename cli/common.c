@@ -194,53 +194,65 @@ static void print_clean(FILE *f, const char *s, size_t max)
 		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], f);
 }
 
-static int http_failure(const struct cli_ctx *ctx, const struct http_response *resp)
+int cli_call_quiet(const char *sock, const char *method, const char *target, const char *body,
+		   int timeout_s, struct http_response *resp, struct cli_call_err *e)
 {
+	char why[256];
 	json_t *root = NULL;
 	const char *msg = NULL;
-	char text[4200];
+	int rc;
 
+	e->status = 0;
+	e->daemon_said = false;
+	e->text[0] = '\0';
+	rc = http_request(sock, method, target, "application/json", body, body ? strlen(body) : 0,
+			  timeout_s, resp, why, sizeof(why));
+	if (rc == HTTP_ERR_CONNECT) {
+		snprintf(e->text, sizeof(e->text), "cannot connect to qprofd at %s: %s (is qprofd running?)",
+			 sock, why);
+		return CLI_FAIL;
+	}
+	if (rc) {
+		snprintf(e->text, sizeof(e->text), "bad answer from qprofd at %s: %s", sock, why);
+		return CLI_FAIL;
+	}
+	if (resp->status >= 200 && resp->status <= 299)
+		return 0;
+	e->status = resp->status;
 	if (resp->body && resp->body_len)
 		root = json_loadb(resp->body, resp->body_len, 0, NULL);
 	if (root)
 		msg = json_string_value(json_object_get(root, "error"));
+	e->daemon_said = msg != NULL;
 	if (msg)
-		snprintf(text, sizeof(text), "%.4096s", msg);
+		snprintf(e->text, sizeof(e->text), "%.4096s", msg);
 	else
-		snprintf(text, sizeof(text), "qprofd answered HTTP %d%s%s", resp->status,
+		snprintf(e->text, sizeof(e->text), "qprofd answered HTTP %d%s%s", resp->status,
 			 resp->reason[0] ? " " : "", resp->reason);
-	if (ctx->json) {
-		json_error(text, resp->status);
-	} else {
-		fprintf(stderr, "%s: ", CLI_PROG);
-		print_clean(stderr, text, sizeof(text));
-		if (msg)
-			fprintf(stderr, " (HTTP %d)", resp->status);
-		fputc('\n', stderr);
-	}
 	json_decref(root);
+	http_response_free(resp);
 	return CLI_FAIL;
 }
 
 int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *target,
 		 const char *body, int timeout_s, struct http_response *resp)
 {
-	const char *path = cli_socket(ctx);
-	char err[256];
-	int rc;
+	struct cli_call_err e;
 
-	rc = http_request(path, method, target, "application/json", body,
-			  body ? strlen(body) : 0, timeout_s, resp, err, sizeof(err));
-	if (rc == HTTP_ERR_CONNECT)
-		return cli_fail(ctx, "cannot connect to qprofd at %s: %s (is qprofd running?)", path, err);
-	if (rc)
-		return cli_fail(ctx, "bad answer from qprofd at %s: %s", path, err);
-	if (resp->status < 200 || resp->status > 299) {
-		rc = http_failure(ctx, resp);
-		http_response_free(resp);
-		return rc;
+	if (!cli_call_quiet(cli_socket(ctx), method, target, body, timeout_s, resp, &e))
+		return 0;
+	if (!e.status)
+		return cli_fail(ctx, "%s", e.text);
+	if (ctx->json) {
+		json_error(e.text, e.status);
+	} else {
+		fprintf(stderr, "%s: ", CLI_PROG);
+		print_clean(stderr, e.text, sizeof(e.text));
+		if (e.daemon_said)
+			fprintf(stderr, " (HTTP %d)", e.status);
+		fputc('\n', stderr);
 	}
-	return 0;
+	return CLI_FAIL;
 }
 
 json_t *cli_api_json(const struct cli_ctx *ctx, const struct http_response *resp)
@@ -266,6 +278,55 @@ void cli_print_body(const struct http_response *resp)
 	fwrite(resp->body, 1, resp->body_len, stdout);
 	if (!resp->body_len || resp->body[resp->body_len - 1] != '\n')
 		fputc('\n', stdout);
+}
+
+int cli_pid_only_opts(struct cli_ctx *ctx, int argc, char **argv, const char *help,
+		      const char **pid_arg)
+{
+	enum { OPT_PID = CLI_OPT_CMD_BASE };
+	static const struct option opts[] = {
+		CLI_COMMON_OPTS,
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ 0 },
+	};
+	int c, rc;
+
+	*pid_arg = NULL;
+	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+		if (c == OPT_PID) {
+			*pid_arg = optarg;
+			continue;
+		}
+		rc = cli_common_opt(ctx, c, argv, opts, help);
+		if (rc >= 0)
+			return rc;
+	}
+	rc = cli_no_operands(ctx, argc, argv);
+	return rc ? rc : -1;
+}
+
+int cli_get_and_print(const struct cli_ctx *ctx, const char *target, int timeout_s,
+		      int (*print)(const struct cli_ctx *ctx, const json_t *root))
+{
+	struct http_response resp;
+	json_t *root;
+	int rc;
+
+	rc = cli_api_call(ctx, "GET", target, NULL, timeout_s, &resp);
+	if (rc)
+		return rc;
+	if (ctx->json) {
+		cli_print_body(&resp);
+		http_response_free(&resp);
+		return CLI_OK;
+	}
+	root = cli_api_json(ctx, &resp);
+	http_response_free(&resp);
+	if (!root)
+		return CLI_FAIL;
+	rc = print(ctx, root);
+	json_decref(root);
+	return rc;
 }
 
 bool cli_json_double(const json_t *obj, const char *key, double *out)

@@ -237,3 +237,8 @@ fail:
 	free(b);
 	return err;
 }
+
+bool qp_addr_is_kernel(unsigned long long addr)
+{
+	return addr >= 0xffff800000000000ull;
+}

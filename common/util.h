@@ -9,6 +9,9 @@
 #define QP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #ifndef __printf
 #define __printf(a, b) __attribute__((format(printf, a, b)))
+/* The x86-64 kernel half of the address space: never shown to unprivileged
+ * clients. */
+bool qp_addr_is_kernel(unsigned long long addr);
 #endif
 
 /* Whole-string decimal parse within [min, max]. 0 or -EINVAL/-ERANGE. */
@@ -26,4 +29,7 @@ uint64_t qp_realtime_ns(void);
 char *qp_fmt_duration(char *buf, size_t len, double ns, bool has_value);
 /* Format a count with k/M/G suffix above 10000 ("12345" -> "12.3k"). */
 char *qp_fmt_count(char *buf, size_t len, uint64_t v);
+/* The x86-64 kernel half of the address space: never shown to unprivileged
+ * clients. */
+bool qp_addr_is_kernel(unsigned long long addr);
 #endif

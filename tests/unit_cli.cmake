@@ -32,3 +32,13 @@ foreach(mode json stdout note)
   add_test(NAME unit_cli_${mode} COMMAND test_cli_output $<TARGET_FILE:qprof-cli> ${mode})
   set_tests_properties(unit_cli_${mode} PROPERTIES TIMEOUT 120)
 endforeach()
+
+# `qprof-cli top`'s figures (folded stacks -> self/total, sorting, --json)
+# without a daemon: cli/top_figures.c with the CLI's JSON helpers.
+add_executable(test_top_figures unit/test_top_figures.c ${PROJECT_SOURCE_DIR}/cli/top_figures.c
+  ${PROJECT_SOURCE_DIR}/cli/common.c ${PROJECT_SOURCE_DIR}/cli/http_client.c
+  ${PROJECT_SOURCE_DIR}/cli/http_parse.c)
+target_include_directories(test_top_figures PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+  ${PROJECT_SOURCE_DIR}/cli)
+target_link_libraries(test_top_figures PRIVATE qprof_common PkgConfig::JANSSON)
+add_test(NAME unit_top_figures COMMAND test_top_figures)

@@ -373,22 +373,14 @@ void qp_cpu_snapshot_free(struct qp_cpu_snapshot *s)
 	memset(s, 0, sizeof(*s));
 }
 
+static int cmp_key_raw(const void *key, const void *raw)
+{
+	return cmp_key(key, &((const struct qp_cpu_raw *)raw)->key);
+}
+
 const struct qp_cpu_raw *qp_cpu_snapshot_find(const struct qp_cpu_snapshot *s, const struct sample_key *k)
 {
-	size_t lo = 0, hi = s->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int r = cmp_key(&s->v[mid].key, k);
-
-		if (!r)
-			return &s->v[mid];
-		if (r < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return s->n ? bsearch(k, s->v, s->n, sizeof(*s->v), cmp_key_raw) : NULL;
 }
 
 int qp_cpu_stack(struct qp_cpu *c, int32_t id, uint64_t ips[QPROF_STACK_DEPTH], size_t *n)

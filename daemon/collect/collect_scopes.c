@@ -387,23 +387,15 @@ void qp_scope_snapshot_free(struct qp_scope_snapshot *snap)
 	memset(snap, 0, sizeof(*snap));
 }
 
+static int cmp_key_row(const void *key, const void *row)
+{
+	return cmp_key(key, &((const struct qp_scope_row *)row)->key);
+}
+
 const struct qp_scope_row *qp_scope_snapshot_find(const struct qp_scope_snapshot *snap,
 						  const struct scope_key *key)
 {
-	size_t lo = 0, hi = snap->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = cmp_key(&snap->rows[mid].key, key);
-
-		if (!c)
-			return &snap->rows[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return snap->n ? bsearch(key, snap->rows, snap->n, sizeof(*snap->rows), cmp_key_row) : NULL;
 }
 
 int qp_scopes_logs_fd(struct qp_scopes *s)

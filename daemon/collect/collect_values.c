@@ -21,14 +21,10 @@ static int cmp_mark_key(const struct mark_key *a, const struct mark_key *b)
 	return a->site < b->site ? -1 : a->site > b->site;
 }
 
-static int cmp_mark_row(const void *a, const void *b)
+/* Rows that begin with their struct mark_key (qp_mark_row, qp_value_row). */
+static int cmp_row_key(const void *a, const void *b)
 {
-	return cmp_mark_key(&((const struct qp_mark_row *)a)->key, &((const struct qp_mark_row *)b)->key);
-}
-
-static int cmp_value_row(const void *a, const void *b)
-{
-	return cmp_mark_key(&((const struct qp_value_row *)a)->key, &((const struct qp_value_row *)b)->key);
+	return cmp_mark_key(a, b);
 }
 
 static int list_mark_keys(int fd, int pid, struct mark_key **out, size_t *n)
@@ -36,31 +32,29 @@ static int list_mark_keys(int fd, int pid, struct mark_key **out, size_t *n)
 	return qp_map_keys(fd, sizeof(**out), pid, (void **)out, n);
 }
 
-int qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_t *n)
+/* The rows of the per-CPU map FD (the keys of PID when pid > 0): each key's
+ * NCPUS values of VSIZE bytes folded by FOLD into a row of RSIZE bytes that
+ * begins with the key; sorted by key. 0 or -errno (*ROWS NULL). */
+static int read_rows(const struct qp_scopes *s, int fd, int pid, size_t vsize, size_t rsize,
+		     void (*fold)(void *row, const void *pc, int ncpus), void **rows, size_t *n)
 {
-	int fd = bpf_map__fd(s->skel->maps.mark_stats);
-	struct mark_stats *pc = calloc((size_t)s->ncpus, sizeof(*pc));
+	unsigned char *pc = calloc((size_t)s->ncpus, vsize), *v = NULL;
 	struct mark_key *keys = NULL;
-	struct qp_mark_row *v = NULL;
 	size_t nk = 0, i, kept = 0;
-	int ret, cpu;
+	int ret;
 
 	*rows = NULL;
 	*n = 0;
 	if (!pc)
 		return -ENOMEM;
 	ret = list_mark_keys(fd, pid, &keys, &nk);
-	if (!ret && nk && !(v = calloc(nk, sizeof(*v))))
+	if (!ret && nk && !(v = calloc(nk, rsize)))
 		ret = -ENOMEM;
 	for (i = 0; !ret && i < nk; i++) {
 		if (bpf_map_lookup_elem(fd, &keys[i], pc))
 			continue;
-		v[kept].key = keys[i];
-		for (cpu = 0; cpu < s->ncpus; cpu++) {
-			v[kept].count += pc[cpu].count;
-			if (pc[cpu].last_ns > v[kept].last_ns)
-				v[kept].last_ns = pc[cpu].last_ns;
-		}
+		memcpy(v + kept * rsize, &keys[i], sizeof(keys[i]));
+		fold(v + kept * rsize, pc, s->ncpus);
 		kept++;
 	}
 	free(keys);
@@ -70,10 +64,29 @@ int qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_
 		return ret;
 	}
 	if (kept > 1)
-		qsort(v, kept, sizeof(*v), cmp_mark_row);
+		qsort(v, kept, rsize, cmp_row_key);
 	*rows = v;
 	*n = kept;
 	return 0;
+}
+
+static void fold_mark(void *row, const void *pcv, int ncpus)
+{
+	const struct mark_stats *pc = pcv;
+	struct qp_mark_row *r = row;
+	int cpu;
+
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		r->count += pc[cpu].count;
+		if (pc[cpu].last_ns > r->last_ns)
+			r->last_ns = pc[cpu].last_ns;
+	}
+}
+
+int qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_t *n)
+{
+	return read_rows(s, bpf_map__fd(s->skel->maps.mark_stats), pid, sizeof(struct mark_stats),
+			 sizeof(**rows), fold_mark, (void **)rows, n);
 }
 
 struct hist_ent {
@@ -187,56 +200,46 @@ static int hist_read(int hfd, int pid, struct hist_ent **out, size_t *n)
 	return ret;
 }
 
+static void fold_value(void *row, const void *pcv, int ncpus)
+{
+	const struct value_stats *pc = pcv;
+	struct value_stats *t = &((struct qp_value_row *)row)->st;
+	int cpu;
+
+	for (cpu = 0; cpu < ncpus; cpu++) {
+		const struct value_stats *p = &pc[cpu];
+
+		if (p->count) {
+			if (!t->count || p->min_key < t->min_key)
+				t->min_key = p->min_key;
+			if (p->max_key > t->max_key)
+				t->max_key = p->max_key;
+		}
+		t->count += p->count;
+		t->nan += p->nan;
+		t->pos_inf += p->pos_inf;
+		t->neg_inf += p->neg_inf;
+		if (p->last_ns > t->last_ns) {
+			t->last_ns = p->last_ns;
+			t->last_bits = p->last_bits;
+		}
+	}
+}
+
 int qp_values_read(struct qp_scopes *s, int pid, struct qp_value_row **rows, size_t *n)
 {
-	int fd = bpf_map__fd(s->skel->maps.value_stats);
 	int hfd = bpf_map__fd(s->skel->maps.value_hist);
-	struct value_stats *pc = calloc((size_t)s->ncpus, sizeof(*pc));
-	struct mark_key *keys = NULL;
-	struct qp_value_row *v = NULL;
+	struct qp_value_row *v;
 	struct hist_ent *h = NULL;
-	size_t nk = 0, i, j, kept = 0, nh = 0;
-	int ret, cpu;
+	size_t i, j, kept, nh = 0;
+	int ret;
 
-	*rows = NULL;
-	*n = 0;
-	if (!pc)
-		return -ENOMEM;
-	ret = list_mark_keys(fd, pid, &keys, &nk);
-	if (!ret && nk && !(v = calloc(nk, sizeof(*v))))
-		ret = -ENOMEM;
-	for (i = 0; !ret && i < nk; i++) {
-		struct value_stats *t = &v[kept].st;
-
-		if (bpf_map_lookup_elem(fd, &keys[i], pc))
-			continue;
-		v[kept].key = keys[i];
-		for (cpu = 0; cpu < s->ncpus; cpu++) {
-			const struct value_stats *p = &pc[cpu];
-
-			if (p->count) {
-				if (!t->count || p->min_key < t->min_key)
-					t->min_key = p->min_key;
-				if (p->max_key > t->max_key)
-					t->max_key = p->max_key;
-			}
-			t->count += p->count;
-			t->nan += p->nan;
-			t->pos_inf += p->pos_inf;
-			t->neg_inf += p->neg_inf;
-			if (p->last_ns > t->last_ns) {
-				t->last_ns = p->last_ns;
-				t->last_bits = p->last_bits;
-			}
-		}
-		kept++;
-	}
-	free(keys);
-	free(pc);
-	if (kept > 1)
-		qsort(v, kept, sizeof(*v), cmp_value_row);
+	ret = read_rows(s, bpf_map__fd(s->skel->maps.value_stats), pid, sizeof(struct value_stats),
+			sizeof(*v), fold_value, (void **)&v, &kept);
+	if (ret)
+		return ret;
 	/* histogram buckets, sorted like the rows, handed out in one merge */
-	if (!ret && kept)
+	if (kept)
 		ret = hist_read(hfd, pid, &h, &nh);
 	if (nh > 1)
 		qsort(h, nh, sizeof(*h), cmp_hist);

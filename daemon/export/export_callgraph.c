@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "export.h"
+#include "stackstats.h"
 
 #define MAX_NODES 100
 #define NODE_FRACTION 200	/* keep nodes with total >= grand total / 200 (0.5%) */
@@ -26,181 +27,113 @@ struct fn {
 	const char *name, *module;
 	bool kernel;
 	uint64_t self, total;
-	size_t stamp;	/* last sample (1-based) that counted total */
 	int kept;	/* node number in the output, 0 = dropped */
 };
 
 struct edge {
-	uint32_t from, to;
+	uint32_t from, to;	/* 1-based function numbers */
 	uint64_t weight;
-	size_t stamp;
 };
-
-/* Open addressing over 1-based ids; the caller compares keys. */
-struct idmap {
-	uint32_t *slot;
-	size_t cap;	/* power of two */
-};
-
-static uint64_t mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	return h;
-}
-
-static uint64_t str_hash(const char *s, uint64_t h)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
 
 struct graph {
-	struct fn *fn;
-	size_t nfn, capfn;
+	struct fn *fn;		/* in order of first appearance */
+	size_t nfn;
 	struct edge *edge;
-	size_t nedge, capedge;
-	struct idmap fmap, emap;
+	size_t nedge;
 };
 
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+/* What the function table keeps beside self and total. */
+struct fn_names {
+	const char *name, *module;
+	bool kernel;
+};
+
+/* Self and total per function (key: name, module, kernel), and per edge
+ * (key: caller and callee numbers; its total is its weight). */
+static int count(const struct qp_cpu_profile *p, struct qp_stackstats *fns,
+		 struct qp_stackstats *edges)
 {
-	if (n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 64;
-	void *a = realloc(*arr, c * elem);
-
-	if (!a)
-		return -ENOMEM;
-	*arr = a;
-	*cap = c;
-	return 0;
-}
-
-/* Rehash when at half load; hashes come from the callback. */
-static int map_grow(struct idmap *m, size_t n, struct graph *g, uint64_t (*hash)(struct graph *, uint32_t))
-{
-	size_t cap, i, j;
-	uint32_t *s;
-
-	if (n * 2 < m->cap)
-		return 0;
-	cap = m->cap ? m->cap * 2 : 256;
-	s = calloc(cap, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	for (i = 0; i < m->cap; i++) {
-		if (!m->slot[i])
-			continue;
-		for (j = hash(g, m->slot[i]) & (cap - 1); s[j]; j = (j + 1) & (cap - 1))
-			;
-		s[j] = m->slot[i];
-	}
-	free(m->slot);
-	m->slot = s;
-	m->cap = cap;
-	return 0;
-}
-
-static uint64_t fn_key(const char *name, const char *module, bool kernel)
-{
-	return mix(str_hash(module, str_hash(name, 0xcbf29ce484222325ULL)) + kernel);
-}
-
-static uint64_t fn_hash(struct graph *g, uint32_t id)
-{
-	struct fn *f = &g->fn[id - 1];
-
-	return fn_key(f->name, f->module, f->kernel);
-}
-
-static uint64_t edge_key(uint32_t from, uint32_t to) { return mix(((uint64_t)from << 32) | to); }
-
-static uint64_t edge_hash(struct graph *g, uint32_t id)
-{
-	return edge_key(g->edge[id - 1].from, g->edge[id - 1].to);
-}
-
-static int64_t fn_get(struct graph *g, const struct qp_cpu_frame *fr)
-{
-	const char *name = fr->name && *fr->name ? fr->name : "[unknown]";
-	const char *module = fr->module ? fr->module : "";
-	size_t j;
-
-	if (map_grow(&g->fmap, g->nfn + 1, g, fn_hash) ||
-	    grow((void **)&g->fn, &g->capfn, g->nfn, sizeof(*g->fn)))
-		return -1;
-	for (j = fn_key(name, module, fr->kernel) & (g->fmap.cap - 1); g->fmap.slot[j];
-	     j = (j + 1) & (g->fmap.cap - 1)) {
-		struct fn *f = &g->fn[g->fmap.slot[j] - 1];
-
-		if (f->kernel == fr->kernel && !strcmp(f->name, name) && !strcmp(f->module, module))
-			return g->fmap.slot[j];
-	}
-	memset(&g->fn[g->nfn], 0, sizeof(g->fn[0]));
-	g->fn[g->nfn].name = name;
-	g->fn[g->nfn].module = module;
-	g->fn[g->nfn].kernel = fr->kernel;
-	g->fmap.slot[j] = (uint32_t)++g->nfn;
-	return g->fmap.slot[j];
-}
-
-static int64_t edge_get(struct graph *g, uint32_t from, uint32_t to)
-{
-	size_t j;
-
-	if (map_grow(&g->emap, g->nedge + 1, g, edge_hash) ||
-	    grow((void **)&g->edge, &g->capedge, g->nedge, sizeof(*g->edge)))
-		return -1;
-	for (j = edge_key(from, to) & (g->emap.cap - 1); g->emap.slot[j];
-	     j = (j + 1) & (g->emap.cap - 1)) {
-		struct edge *e = &g->edge[g->emap.slot[j] - 1];
-
-		if (e->from == from && e->to == to)
-			return g->emap.slot[j];
-	}
-	memset(&g->edge[g->nedge], 0, sizeof(g->edge[0]));
-	g->edge[g->nedge].from = from;
-	g->edge[g->nedge].to = to;
-	g->emap.slot[j] = (uint32_t)++g->nedge;
-	return g->emap.slot[j];
-}
-
-static int build(const struct qp_cpu_profile *p, struct graph *g)
-{
+	struct qp_buf key;
 	size_t i, j;
+	int ret = 0;
 
-	for (i = 0; i < p->nsamples; i++) {
+	qp_buf_init(&key);
+	for (i = 0; i < p->nsamples && !ret; i++) {
 		const struct qp_cpu_sample *s = &p->samples[i];
-		int64_t prev = 0, cur;
+		int64_t prev = -1, cur;
 
 		if (!s->count)
 			continue;
+		qp_stackstats_stack(fns, s->count);
+		qp_stackstats_stack(edges, s->count);
 		for (j = 0; j < s->nframes; j++, prev = cur) {
-			cur = fn_get(g, &s->frames[j]);
-			if (cur < 0)
-				return -ENOMEM;
-			if (g->fn[cur - 1].stamp != i + 1) {
-				g->fn[cur - 1].stamp = i + 1;
-				g->fn[cur - 1].total += s->count;
-			}
-			if (j + 1 == s->nframes)
-				g->fn[cur - 1].self += s->count;
-			if (prev) {
-				int64_t e = edge_get(g, (uint32_t)prev, (uint32_t)cur);
+			const struct qp_cpu_frame *fr = &s->frames[j];
+			const char *name = fr->name && *fr->name ? fr->name : "[unknown]";
+			const char *module = fr->module ? fr->module : "";
+			bool made;
 
-				if (e < 0)
-					return -ENOMEM;
-				if (g->edge[e - 1].stamp != i + 1) {
-					g->edge[e - 1].stamp = i + 1;
-					g->edge[e - 1].weight += s->count;
+			key.len = 0;
+			qp_buf_add(&key, name, strlen(name) + 1);
+			qp_buf_add(&key, module, strlen(module) + 1);
+			qp_buf_add(&key, fr->kernel ? "k" : "u", 1);
+			if (key.failed) {
+				ret = -ENOMEM;
+				break;
+			}
+			cur = qp_stackstats_frame(fns, key.data, key.len, j + 1 == s->nframes, &made);
+			if (cur < 0) {
+				ret = -ENOMEM;
+				break;
+			}
+			if (made)
+				*(struct fn_names *)qp_stackstats_extra(fns, (size_t)cur) =
+					(struct fn_names){ name, module, fr->kernel };
+			if (prev >= 0) {
+				uint32_t e[2] = { (uint32_t)prev + 1, (uint32_t)cur + 1 };
+
+				if (qp_stackstats_frame(edges, e, sizeof(e), false, NULL) < 0) {
+					ret = -ENOMEM;
+					break;
 				}
 			}
 		}
 	}
-	return 0;
+	qp_buf_free(&key);
+	return ret;
+}
+
+static int build(const struct qp_cpu_profile *p, struct graph *g)
+{
+	struct qp_stackstats fns, edges;
+	size_t i;
+	int ret;
+
+	qp_stackstats_init(&fns, sizeof(struct fn_names));
+	qp_stackstats_init(&edges, 0);
+	ret = count(p, &fns, &edges);
+	g->nfn = qp_stackstats_count(&fns);
+	g->nedge = qp_stackstats_count(&edges);
+	g->fn = calloc(g->nfn ? g->nfn : 1, sizeof(*g->fn));
+	g->edge = calloc(g->nedge ? g->nedge : 1, sizeof(*g->edge));
+	if (!ret && (!g->fn || !g->edge))
+		ret = -ENOMEM;
+	for (i = 0; !ret && i < g->nfn; i++) {
+		const struct fn_names *x = qp_stackstats_extra(&fns, i);
+		const struct qp_fnstat *f = qp_stackstats_at(&fns, i);
+
+		g->fn[i] = (struct fn){ .name = x->name, .module = x->module, .kernel = x->kernel,
+					.self = f->self, .total = f->total };
+	}
+	for (i = 0; !ret && i < g->nedge; i++) {
+		uint32_t e[2];
+
+		memcpy(e, qp_stackstats_key(&edges, i, NULL), sizeof(e));
+		g->edge[i] = (struct edge){ .from = e[0], .to = e[1],
+					    .weight = qp_stackstats_at(&edges, i)->total };
+	}
+	qp_stackstats_free(&fns);
+	qp_stackstats_free(&edges);
+	return ret;
 }
 
 /* A DOT double-quoted string body: '"' and '\' escaped, newlines and other
@@ -333,8 +266,6 @@ int qp_export_callgraph_dot(const struct qp_cpu_profile *p, struct qp_buf *out)
 		ret = emit(p, &g, out);
 	free(g.fn);
 	free(g.edge);
-	free(g.fmap.slot);
-	free(g.emap.slot);
 	if (!ret && out->failed)
 		ret = -ENOMEM;
 	return ret;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 #include "export.h"
+#include "hashtab.h"
 
 /* Profile field numbers. */
 enum {
@@ -16,128 +17,32 @@ enum {
 	P_PERIOD = 12, P_COMMENT = 13,
 };
 
-/* A hash table of 1-based ids whose keys are three integers. */
-struct tab {
-	uint64_t (*key)[3];
-	size_t n, capkey;
-	uint32_t *slot;
-	size_t capslot;	/* power of two */
-};
-
-/* Interned strings. */
-struct strs {
-	const char **s;
-	size_t n, cap;
-	uint32_t *slot;	/* 1-based index + 1 into s */
-	size_t capslot;
-};
-
 struct enc {
-	struct strs str;
-	struct tab fn;	/* (name, module, 0) string indexes */
-	struct tab loc;	/* (mapping id, address, function id) */
+	struct qp_htab str;	/* interned strings: the string table, in order */
+	struct qp_htab fn;	/* (name, module, 0) string indexes: function id - 1 */
+	struct qp_htab loc;	/* (mapping id, address, function id): location id - 1 */
 };
 
-static uint64_t mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return h;
-}
-
-static uint64_t hash3(const uint64_t k[3]) { return mix(k[0] ^ mix(k[1] ^ mix(k[2]))); }
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h;
-}
-
-/* The id of key, inserted when new; 0 on OOM. */
-static uint32_t tab_get(struct tab *t, uint64_t a, uint64_t b, uint64_t c)
+/* The 1-based id of the key (a, b, c), added when new; 0 on OOM. */
+static uint32_t tab_get(struct qp_htab *t, uint64_t a, uint64_t b, uint64_t c)
 {
 	uint64_t k[3] = { a, b, c };
-	size_t i, j;
+	int64_t i = qp_htab_add(t, k, sizeof(k), NULL);
 
-	if ((t->n + 1) * 2 > t->capslot) {
-		size_t cap = t->capslot ? t->capslot * 2 : 256;
-		uint32_t *s = calloc(cap, sizeof(*s));
+	return i < 0 ? 0 : (uint32_t)i + 1;
+}
 
-		if (!s)
-			return 0;
-		for (i = 0; i < t->capslot; i++) {
-			if (!t->slot[i])
-				continue;
-			for (j = hash3(t->key[t->slot[i] - 1]) & (cap - 1); s[j]; j = (j + 1) & (cap - 1))
-				;
-			s[j] = t->slot[i];
-		}
-		free(t->slot);
-		t->slot = s;
-		t->capslot = cap;
-	}
-	for (j = hash3(k) & (t->capslot - 1); t->slot[j]; j = (j + 1) & (t->capslot - 1))
-		if (!memcmp(t->key[t->slot[j] - 1], k, sizeof(k)))
-			return t->slot[j];
-	if (t->n == t->capkey) {
-		size_t cap = t->capkey ? t->capkey * 2 : 256;
-		void *nk = realloc(t->key, cap * sizeof(*t->key));
-
-		if (!nk)
-			return 0;
-		t->key = nk;
-		t->capkey = cap;
-	}
-	memcpy(t->key[t->n], k, sizeof(k));
-	t->slot[j] = (uint32_t)++t->n;
-	return t->slot[j];
+static void tab_key(const struct qp_htab *t, size_t i, uint64_t k[3])
+{
+	memcpy(k, qp_htab_key(t, i, NULL), 3 * sizeof(*k));
 }
 
 /* The string table index of s (NULL is ""); -1 on OOM. */
-static int64_t str_get(struct strs *t, const char *s)
+static int64_t str_get(struct qp_htab *t, const char *s)
 {
-	size_t i, j;
+	int64_t i = qp_htab_add_str(t, s ? s : "", NULL);
 
-	if (!s)
-		s = "";
-	if ((t->n + 1) * 2 > t->capslot) {
-		size_t cap = t->capslot ? t->capslot * 2 : 256;
-		uint32_t *sl = calloc(cap, sizeof(*sl));
-
-		if (!sl)
-			return -1;
-		for (i = 0; i < t->capslot; i++) {
-			if (!t->slot[i])
-				continue;
-			for (j = hash_str(t->s[t->slot[i] - 1]) & (cap - 1); sl[j]; j = (j + 1) & (cap - 1))
-				;
-			sl[j] = t->slot[i];
-		}
-		free(t->slot);
-		t->slot = sl;
-		t->capslot = cap;
-	}
-	for (j = hash_str(s) & (t->capslot - 1); t->slot[j]; j = (j + 1) & (t->capslot - 1))
-		if (!strcmp(t->s[t->slot[j] - 1], s))
-			return t->slot[j] - 1;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		void *ns = realloc(t->s, cap * sizeof(*t->s));
-
-		if (!ns)
-			return -1;
-		t->s = ns;
-		t->cap = cap;
-	}
-	t->s[t->n] = s;
-	t->slot[j] = (uint32_t)++t->n;
-	return t->slot[j] - 1;
+	return i < 0 ? -1 : i;
 }
 
 /* ---- protobuf wire format ---- */
@@ -226,14 +131,18 @@ static int gzip_into(const struct qp_buf *raw, struct qp_buf *out)
 
 int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 {
-	struct enc e = { 0 };
+	struct enc e;
 	struct qp_buf raw, m, line, ids, vals;
 	int64_t s_samples, s_count, s_cpu, s_ns, s_pid, s_comm, s_kmap, s_title = 0;
 	uint64_t kmin = UINT64_MAX, kmax = 0;
 	uint32_t kmap = 0, *locs = NULL;
 	size_t i, j, nlocs = 0, k;
+	uint64_t key[3];
 	int ret = 0;
 
+	qp_htab_init(&e.str, 0);
+	qp_htab_init(&e.fn, 0);
+	qp_htab_init(&e.loc, 0);
 	qp_buf_init(&raw);
 	qp_buf_init(&m);
 	qp_buf_init(&line);
@@ -344,22 +253,28 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		put_msg(&raw, P_MAPPING, &m);
 	}
 	for (i = 0; i < e.loc.n; i++) {
+		tab_key(&e.loc, i, key);
 		put_uint(&m, 1, i + 1);
-		put_uint(&m, 2, e.loc.key[i][0]);
-		put_uint(&m, 3, e.loc.key[i][1]);
-		put_uint(&line, 1, e.loc.key[i][2]); /* Line.function_id */
+		put_uint(&m, 2, key[0]);
+		put_uint(&m, 3, key[1]);
+		put_uint(&line, 1, key[2]); /* Line.function_id */
 		put_msg(&m, 4, &line);
 		put_msg(&raw, P_LOCATION, &m);
 	}
 	for (i = 0; i < e.fn.n; i++) {
+		tab_key(&e.fn, i, key);
 		put_uint(&m, 1, i + 1);
-		put_uint(&m, 2, e.fn.key[i][0]);
-		put_uint(&m, 3, e.fn.key[i][0]);
-		put_uint(&m, 4, e.fn.key[i][1]); /* filename: the module */
+		put_uint(&m, 2, key[0]);
+		put_uint(&m, 3, key[0]);
+		put_uint(&m, 4, key[1]); /* filename: the module */
 		put_msg(&raw, P_FUNCTION, &m);
 	}
-	for (i = 0; i < e.str.n; i++)
-		put_bytes(&raw, P_STRING_TABLE, e.str.s[i], strlen(e.str.s[i]));
+	for (i = 0; i < e.str.n; i++) {
+		size_t len;
+		const char *str = qp_htab_key(&e.str, i, &len);
+
+		put_bytes(&raw, P_STRING_TABLE, str, len);
+	}
 	put_uint(&raw, P_TIME_NANOS, p->time_ns);
 	put_uint(&raw, P_DURATION_NANOS, p->duration_ns);
 	put_value_type(&raw, P_PERIOD_TYPE, &m, s_cpu, s_ns);
@@ -379,11 +294,8 @@ out:
 	qp_buf_free(&ids);
 	qp_buf_free(&vals);
 	free(locs);
-	free(e.str.s);
-	free(e.str.slot);
-	free(e.fn.key);
-	free(e.fn.slot);
-	free(e.loc.key);
-	free(e.loc.slot);
+	qp_htab_free(&e.str);
+	qp_htab_free(&e.fn);
+	qp_htab_free(&e.loc);
 	return ret;
 }

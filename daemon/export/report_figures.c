@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report_figures.h"
+#include "buf.h"
+#include "stackstats.h"
 
 static double num(const json_t *o, const char *k, bool *ok)
 {
@@ -98,77 +100,62 @@ int qp_srow_by_count(const void *pa, const void *pb)
 
 
 
-static uint64_t hash_str(uint64_t h, const char *s)
-{
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return (h ^ 0xff) * 1099511628211ull;
-}
-
-static struct func *func_get(struct funcs *f, const char *name, const char *module)
-{
-	size_t i;
-
-	if ((f->n + 1) * 2 > f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 256, j;
-		struct func *v = calloc(cap, sizeof(*v));
-
-		if (!v)
-			return NULL;
-		for (j = 0; j < f->cap; j++) {
-			if (!f->v[j].name)
-				continue;
-			i = hash_str(hash_str(14695981039346656037ull, f->v[j].name), f->v[j].module) & (cap - 1);
-			while (v[i].name)
-				i = (i + 1) & (cap - 1);
-			v[i] = f->v[j];
-		}
-		free(f->v);
-		f->v = v;
-		f->cap = cap;
-	}
-	i = hash_str(hash_str(14695981039346656037ull, name), module) & (f->cap - 1);
-	while (f->v[i].name) {
-		if (!strcmp(f->v[i].name, name) && !strcmp(f->v[i].module, module))
-			return &f->v[i];
-		i = (i + 1) & (f->cap - 1);
-	}
-	f->v[i].name = name;
-	f->v[i].module = module;
-	f->n++;
-	return &f->v[i];
-}
-
 int qp_funcs_build(const struct qp_cpu_profile *p, struct funcs *f)
 {
+	struct qp_stackstats st;
+	struct qp_buf key;
 	size_t s, k;
+	int ret = 0;
 
-	for (s = 0; s < p->nsamples; s++) {
+	/* extra: the struct func the report keeps, names pointing into P */
+	qp_stackstats_init(&st, sizeof(struct func));
+	qp_buf_init(&key);
+	for (s = 0; s < p->nsamples && !ret; s++) {
 		const struct qp_cpu_sample *smp = &p->samples[s];
 
 		if (!smp->count)
 			continue;
-		f->samples += smp->count;
+		qp_stackstats_stack(&st, smp->count);
 		for (k = 0; k < smp->nframes; k++) {
 			const struct qp_cpu_frame *fr = &smp->frames[k];
 			const char *name = fr->name && fr->name[0] ? fr->name : "[unknown]";
-			struct func *fn = func_get(f, name, fr->module ? fr->module : "");
+			const char *module = fr->module ? fr->module : "";
+			int64_t i;
+			bool made;
 
-			if (!fn)
-				return -ENOMEM;
-			if (fn->stamp != s + 1) {	/* recursion counts once per sample */
-				fn->stamp = s + 1;
-				fn->total += smp->count;
+			key.len = 0;	/* a function of the report: name and module */
+			qp_buf_add(&key, name, strlen(name) + 1);
+			qp_buf_add(&key, module, strlen(module));
+			i = key.failed ? -ENOMEM
+				       : qp_stackstats_frame(&st, key.data, key.len,
+							     k + 1 == smp->nframes, &made);
+			if (i < 0) {
+				ret = -ENOMEM;
+				break;
 			}
-			if (k + 1 == smp->nframes)
-				fn->self += smp->count;
+			if (made) {
+				struct func *fn = qp_stackstats_extra(&st, (size_t)i);
+
+				fn->name = name;
+				fn->module = module;
+			}
 		}
 	}
-	/* compact */
-	for (s = 0, k = 0; s < f->cap; s++)
-		if (f->v[s].name)
-			f->v[k++] = f->v[s];
-	return 0;
+	f->samples = st.samples;
+	f->n = ret ? 0 : qp_stackstats_count(&st);
+	f->v = ret ? NULL : calloc(f->n ? f->n : 1, sizeof(*f->v));
+	if (!f->v)
+		ret = -ENOMEM;
+	for (s = 0; s < f->n && !ret; s++) {
+		const struct qp_fnstat *st_s = qp_stackstats_at(&st, s);
+
+		f->v[s] = *(struct func *)qp_stackstats_extra(&st, s);
+		f->v[s].self = st_s->self;
+		f->v[s].total = st_s->total;
+	}
+	qp_buf_free(&key);
+	qp_stackstats_free(&st);
+	return ret;
 }
 
 static int func_cmp_names(const struct func *a, const struct func *b)

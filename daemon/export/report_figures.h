@@ -27,19 +27,18 @@ int qp_srow_by_count(const void *a, const void *b);
 /* A function of the CPU profile: samples where it is the leaf (self) and
  * samples where it is anywhere in the stack (total, once per sample). */
 struct func {
-	const char *name, *module;
+	const char *name, *module;	/* P's strings */
 	uint64_t self, total;
-	size_t stamp;		/* last sample counted in total, + 1 */
 };
 
 struct funcs {
-	struct func *v;
-	size_t n, cap;		/* cap: a power of two, open addressing */
+	struct func *v;		/* n functions, in order of first appearance */
+	size_t n;
 	uint64_t samples;
 };
 
-/* F (zeroed by the caller) from profile P; F->v ends compacted to F->n
- * entries. 0 or -ENOMEM. */
+/* F from profile P, counted by common/stackstats.h; F->v is malloc'ed (the
+ * caller frees it, also on failure). 0 or -ENOMEM. */
 int qp_funcs_build(const struct qp_cpu_profile *p, struct funcs *f);
 int qp_func_by_self(const void *a, const void *b);
 int qp_func_by_total(const void *a, const void *b);

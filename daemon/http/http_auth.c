@@ -1,6 +1,5 @@
 /* http_auth.c - who may talk to qprofd and what they may see (see
- * http_auth.h for the rules): request admission, the token file, and the
- * hiding of kernel addresses from unprivileged clients. */
+ * http_auth.h for the rules): request admission and the token file. */
 #include "http_auth.h"
 
 #include <errno.h>
@@ -11,7 +10,6 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-#include "model_cpu.h"
 #include "util.h"
 
 void qp_http_policy_unix(struct qp_http_policy *p)
@@ -237,26 +235,4 @@ int qp_token_load(const char *path, char **out, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	return 0;
-}
-
-bool qp_addr_is_kernel(unsigned long long addr)
-{
-	return addr >= 0xffff800000000000ull;
-}
-
-void qp_cpu_profile_hide_kernel(struct qp_cpu_profile *p)
-{
-	size_t i, j;
-
-	for (i = 0; i < p->nsamples; i++) {
-		for (j = 0; j < p->samples[i].nframes; j++) {
-			struct qp_cpu_frame *f = &p->samples[i].frames[j];
-
-			if (!f->kernel && !qp_addr_is_kernel(f->addr))
-				continue;
-			f->addr = 0;
-			if (!f->name || f->name[0] == '[')	/* "[kernel]+0xADDR", "[unknown]+0xADDR" */
-				f->name = "[kernel]";
-		}
-	}
 }

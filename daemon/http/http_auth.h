@@ -22,8 +22,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-
-struct qp_cpu_profile;
+#include "util.h"
 
 #define QP_HTTP_MAX_HOSTS 4
 #define QP_TOKEN_MIN 16
@@ -68,11 +67,7 @@ int qp_token_check_stat(const struct stat *st, gid_t qprof_gid, char *err, size_
  * bytes without blanks. *out is malloc'ed. 0 or -errno with err. */
 int qp_token_load(const char *path, char **out, char *err, size_t errlen);
 
-/* For a client that may not see kernel addresses: every kernel frame gets
- * address 0, and a kernel frame named by its address ("[kernel]+0x...")
- * becomes "[kernel]". Names and counts are otherwise unchanged. */
-void qp_cpu_profile_hide_kernel(struct qp_cpu_profile *p);
-/* x86-64 kernel half of the address space: not resolved for unprivileged
- * clients by /pprof/symbol. */
-bool qp_addr_is_kernel(unsigned long long addr);
+/* What an unprivileged client may not see: kernel addresses
+ * (qp_addr_is_kernel, util.h); a CPU profile is stripped of them by
+ * qp_cpu_profile_hide_kernel (model_cpu.h). */
 #endif

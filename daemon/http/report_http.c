@@ -1,13 +1,14 @@
 /* report_http.c - GET /api/report: the list of written reports, or one
  * report's summary.txt / report.json, read through report_fs.c (relative to
- * the report directory fd, no symlink followed, regular files only). */
+ * the report directory fd, no symlink followed, regular files only). Replies
+ * and query checks are the router's (http_routes.h). */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "http.h"
 #include "http_query.h"
+#include "http_routes.h"
 #include "json_writer.h"
 #include "qprofd.h"
 #include "report.h"
@@ -16,65 +17,10 @@
 
 #define REPORT_MAX_FILE (256u << 20)
 
-static void reply(struct qp_response *resp, int status, char *body, size_t len, const char *ctype)
-{
-	resp->status = status;
-	resp->body = body;
-	resp->len = len;
-	resp->content_type = ctype;
-}
-
-static void __printf(3, 4) reply_error(struct qp_response *resp, int status, const char *fmt, ...)
-{
-	struct qp_json j;
-	char msg[600], *s;
-	size_t len = 0;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	qp_json_init(&j);
-	qp_json_obj_begin(&j);
-	qp_json_kv_str(&j, "error", msg);
-	qp_json_obj_end(&j);
-	s = qp_json_finish(&j, &len);
-	if (s) {
-		char *t = realloc(s, len + 2);
-
-		if (t) {
-			s = t;
-			s[len++] = '\n';
-			s[len] = '\0';
-		}
-	}
-	if (!s) {
-		s = strdup("{\"error\":\"out of memory\"}\n");
-		len = s ? strlen(s) : 0;
-		status = 500;
-	}
-	reply(resp, status, s, len, "application/json");
-}
-
-struct keys {
-	const char *bad;
-	char msg[128];
-};
-
-static void check_key(void *arg, const char *key)
-{
-	static const char *const allowed[] = { "pid", "format", NULL };
-	struct keys *k = arg;
-
-	if (!k->bad)
-		k->bad = qp_query_unknown_key(allowed, &key, 1, k->msg, sizeof(k->msg));
-}
-
 static void report_list(struct qprofd *d, struct qp_response *resp)
 {
 	struct qp_json j;
-	size_t i, len = 0;
-	char *s;
+	size_t i;
 
 	qp_json_init(&j);
 	qp_json_obj_begin(&j);
@@ -96,25 +42,13 @@ static void report_list(struct qprofd *d, struct qp_response *resp)
 	pthread_mutex_unlock(&d->reg.lock);
 	qp_json_arr_end(&j);
 	qp_json_obj_end(&j);
-	s = qp_json_finish(&j, &len);
-	if (!s)
-		return reply_error(resp, 500, "out of memory while writing JSON");
-	{
-		char *t = realloc(s, len + 2);
-
-		if (t) {
-			s = t;
-			s[len++] = '\n';
-			s[len] = '\0';
-		}
-	}
-	reply(resp, 200, s, len, "application/json");
+	qp_reply_json(resp, 200, &j);
 }
 
 void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
+	static const char *const allowed[] = { "pid", "format", NULL };
 	const char *format = req->query(req->arg, "format");
-	struct keys k = { NULL, "" };
 	char dir[512] = "", msg[128];
 	const char *sub, *file;
 	bool known = false, exited = false;
@@ -124,14 +58,13 @@ void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_re
 	char *data;
 	int pid, ret;
 
-	req->query_keys(req->arg, check_key, &k);
-	if (k.bad)
-		return reply_error(resp, 400, "%s", k.msg);
+	if (!qp_req_keys_ok(req, resp, allowed))
+		return;
 	if (format && strcmp(format, "text") && strcmp(format, "json"))
-		return reply_error(resp, 400, "format must be text or json");
+		return qp_reply_error(resp, 400, "format must be text or json");
 	json = format && !strcmp(format, "json");
 	if (qp_query_pid(req->query(req->arg, "pid"), &pid, msg, sizeof(msg)))
-		return reply_error(resp, 400, "%s", msg);
+		return qp_reply_error(resp, 400, "%s", msg);
 	if (!pid)
 		return report_list(d, resp);
 
@@ -147,11 +80,11 @@ void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_re
 		qp_report_fs_find(&d->report_fs, pid, dir, sizeof(dir));
 	if (!dir[0]) {
 		if (known && !exited)
-			return reply_error(resp, 404, "no report for process %d: it has not exited yet", pid);
+			return qp_reply_error(resp, 404, "no report for process %d: it has not exited yet", pid);
 		if (known)
-			return reply_error(resp, 404, "no report for process %d (not written, see qprofd's log)",
+			return qp_reply_error(resp, 404, "no report for process %d (not written, see qprofd's log)",
 					   pid);
-		return reply_error(resp, 404, "no report for process %d", pid);
+		return qp_reply_error(resp, 404, "no report for process %d", pid);
 	}
 	/* the report's own directory name, read relative to the directory fd */
 	sub = strrchr(dir, '/');
@@ -159,11 +92,14 @@ void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_re
 	file = json ? "report.json" : "summary.txt";
 	ret = qp_report_fs_read(&d->report_fs, sub, file, REPORT_MAX_FILE, &data, &len);
 	if (ret == -ENOENT)
-		return reply_error(resp, 404, "the report of process %d is gone from %s", pid, sub);
+		return qp_reply_error(resp, 404, "the report of process %d is gone from %s", pid, sub);
 	if (ret == -ELOOP || ret == -EINVAL || ret == -ENOTDIR)
-		return reply_error(resp, 404, "no report for process %d: %s/%s is not a regular file",
+		return qp_reply_error(resp, 404, "no report for process %d: %s/%s is not a regular file",
 				   pid, sub, file);
 	if (ret)
-		return reply_error(resp, 500, "cannot read %s/%s: %s", sub, file, strerror(-ret));
-	reply(resp, 200, data, len, json ? "application/json" : "text/plain; charset=utf-8");
+		return qp_reply_error(resp, 500, "cannot read %s/%s: %s", sub, file, strerror(-ret));
+	resp->status = 200;
+	resp->body = data;
+	resp->len = len;
+	resp->content_type = json ? "application/json" : "text/plain; charset=utf-8";
 }

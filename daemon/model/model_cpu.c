@@ -1,70 +1,8 @@
-/* model_cpu.c - the arena behind a CPU profile (see model_cpu.h): chunks
- * of memory handed out in order and freed together. */
-#include <stdlib.h>
+/* model_cpu.c - the CPU profile's own operations (see model_cpu.h): free,
+ * total, hide kernel addresses. Its memory is an arena (common/arena.h). */
 #include <string.h>
 #include "model_cpu.h"
-
-#define CHUNK (64 * 1024)
-
-struct chunk {
-	struct chunk *next;
-	size_t used, size;
-	_Alignas(16) unsigned char mem[];
-};
-
-struct qp_arena {
-	struct chunk *head;
-};
-
-struct qp_arena *qp_arena_new(void) { return calloc(1, sizeof(struct qp_arena)); }
-
-void qp_arena_free(struct qp_arena *a)
-{
-	struct chunk *c, *n;
-
-	if (!a)
-		return;
-	for (c = a->head; c; c = n) {
-		n = c->next;
-		free(c);
-	}
-	free(a);
-}
-
-void *qp_arena_alloc(struct qp_arena *a, size_t n)
-{
-	struct chunk *c = a->head;
-	size_t need = (n + 15) & ~(size_t)15;
-	void *p;
-
-	if (n > (size_t)1 << 40)
-		return NULL;
-	if (!c || c->size - c->used < need) {
-		size_t size = need > CHUNK ? need : CHUNK;
-
-		c = malloc(sizeof(*c) + size);
-		if (!c)
-			return NULL;
-		c->size = size;
-		c->used = 0;
-		c->next = a->head;
-		a->head = c;
-	}
-	p = c->mem + c->used;
-	c->used += need;
-	memset(p, 0, n);
-	return p;
-}
-
-const char *qp_arena_strdup(struct qp_arena *a, const char *s)
-{
-	size_t n = strlen(s) + 1;
-	char *p = qp_arena_alloc(a, n);
-
-	if (p)
-		memcpy(p, s, n);
-	return p;
-}
+#include "util.h"
 
 void qp_cpu_profile_free(struct qp_cpu_profile *p)
 {
@@ -82,4 +20,21 @@ uint64_t qp_cpu_profile_total(const struct qp_cpu_profile *p)
 	for (i = 0; i < p->nsamples; i++)
 		t += p->samples[i].count;
 	return t;
+}
+
+void qp_cpu_profile_hide_kernel(struct qp_cpu_profile *p)
+{
+	size_t i, j;
+
+	for (i = 0; i < p->nsamples; i++) {
+		for (j = 0; j < p->samples[i].nframes; j++) {
+			struct qp_cpu_frame *f = &p->samples[i].frames[j];
+
+			if (!f->kernel && !qp_addr_is_kernel(f->addr))
+				continue;
+			f->addr = 0;
+			if (!f->name || f->name[0] == '[')	/* "[kernel]+0xADDR", "[unknown]+0xADDR" */
+				f->name = "[kernel]";
+		}
+	}
 }

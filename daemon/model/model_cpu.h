@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "arena.h"
 
 struct qp_cpu_frame {
 	const char *name;	/* demangled function, or "module+0xoffset" when unnamed */
@@ -43,13 +44,10 @@ struct qp_cpu_profile {
 	struct qp_arena *arena;	/* owns every string and array above */
 };
 
-/* String/array arena: everything a profile points to, freed at once. */
-struct qp_arena;
-struct qp_arena *qp_arena_new(void);
-void qp_arena_free(struct qp_arena *a); /* accepts NULL */
-void *qp_arena_alloc(struct qp_arena *a, size_t n); /* zeroed; NULL on OOM */
-const char *qp_arena_strdup(struct qp_arena *a, const char *s);
-
 void qp_cpu_profile_free(struct qp_cpu_profile *p); /* frees the arena; accepts NULL */
 uint64_t qp_cpu_profile_total(const struct qp_cpu_profile *p); /* sum of counts */
+/* For a client that may not see kernel addresses: every kernel frame gets
+ * address 0, and a kernel frame named by its address ("[kernel]+0x...")
+ * becomes "[kernel]". Names and counts are otherwise unchanged. */
+void qp_cpu_profile_hide_kernel(struct qp_cpu_profile *p);
 #endif
