@@ -2,7 +2,6 @@
  * collector's rows. The arithmetic on order keys and buckets is in
  * value_math.c. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include "model_cpu.h"
@@ -81,22 +80,4 @@ void qp_value_model_free(struct qp_value_model *m)
 		return;
 	qp_arena_free(m->arena);
 	memset(m, 0, sizeof(*m));
-}
-
-int qp_value_model_build(const struct qp_model_src *src, int pid, struct qp_value_model *out)
-{
-	struct qp_value_row *rows = NULL;
-	struct qp_namer nm;
-	size_t n = 0;
-	int ret;
-
-	memset(out, 0, sizeof(*out));
-	if (qp_values_read(src->scopes, pid, &rows, &n))
-		return -EIO;
-	qp_registry_namer(src->reg, &nm);
-	pthread_mutex_lock(&src->reg->lock);
-	ret = qp_value_model_make(rows, n, &nm, out);
-	pthread_mutex_unlock(&src->reg->lock);
-	qp_values_free(rows, n);
-	return ret;
 }
