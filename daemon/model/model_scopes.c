@@ -10,7 +10,6 @@
 #include "percentile.h"
 #include "scope_window.h"
 #include "targets.h"
-#include "util.h"
 
 struct maker {
 	struct qp_arena *arena;
@@ -18,7 +17,7 @@ struct maker {
 	bool oom;
 };
 
-static const char *dup(struct maker *mk, const char *s)
+static const char *copy_str(struct maker *mk, const char *s)
 {
 	const char *p;
 
@@ -35,7 +34,7 @@ static const char *hex_name(struct maker *mk, uint64_t addr)
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)addr);
-	return dup(mk, buf);
+	return copy_str(mk, buf);
 }
 
 /* A site of the scope maps: a qprof descriptor, or a span's pseudo site. */
@@ -54,9 +53,9 @@ static const char *name_of(struct maker *mk, const struct qp_site_info *s, uint6
 			   const struct qp_usdt_def *span)
 {
 	if (span)
-		return dup(mk, span->name);
+		return copy_str(mk, span->name);
 	if (s)
-		return dup(mk, s->name);
+		return copy_str(mk, s->name);
 	return hex_name(mk, addr);
 }
 
@@ -65,9 +64,9 @@ static void locate(struct maker *mk, struct qp_scope_item *it, const struct qp_s
 	if (!s)
 		return;
 	it->located = true;
-	it->file = dup(mk, s->file);
+	it->file = copy_str(mk, s->file);
 	it->line = s->line;
-	it->function = dup(mk, s->function);
+	it->function = copy_str(mk, s->function);
 }
 
 static void timed_item(struct maker *mk, const struct qp_wrow *w, struct qp_scope_item *it)
@@ -85,8 +84,8 @@ static void timed_item(struct maker *mk, const struct qp_wrow *w, struct qp_scop
 	it->name = name_of(mk, site, w->key.site, span);
 	it->site_kind = span ? "span" : site ? qp_site_kind_name(site->kind) : "unknown";
 	if (span) {
-		it->begin = dup(mk, span->begin);
-		it->end = dup(mk, span->end);
+		it->begin = copy_str(mk, span->begin);
+		it->end = copy_str(mk, span->end);
 	}
 	locate(mk, it, site);
 	it->count = n;
@@ -131,7 +130,7 @@ static size_t mark_items(struct maker *mk, const struct qp_scope_input *in, stru
 		it->shape = QP_ITEM_MARK;
 		it->pid = (int32_t)cur->key.tgid;
 		it->kind = "mark";
-		it->name = site ? dup(mk, site->name) : hex_name(mk, cur->key.site);
+		it->name = site ? copy_str(mk, site->name) : hex_name(mk, cur->key.site);
 		it->site_kind = site ? qp_site_kind_name(site->kind) : "unknown";
 		locate(mk, it, site);
 		it->count = count;
@@ -163,7 +162,7 @@ static size_t probe_items(struct maker *mk, const struct qp_scope_input *in, str
 		it->shape = QP_ITEM_PROBE;
 		it->pid = (int32_t)cur->tgid;
 		it->kind = "probe";
-		it->name = dup(mk, def->name);
+		it->name = copy_str(mk, def->name);
 		it->count = count;
 		it->rate_per_s = secs > 0 ? (double)count / secs : 0;
 		k++;

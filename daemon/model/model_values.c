@@ -8,7 +8,7 @@
 #include "model_values.h"
 #include "targets.h"
 
-static const char *dup(struct qp_arena *a, const char *s, bool *oom)
+static const char *copy_str(struct qp_arena *a, const char *s, bool *oom)
 {
 	const char *p;
 
@@ -45,13 +45,13 @@ int qp_value_model_make(const struct qp_value_row *rows, size_t n, const struct 
 		site = nm->site(nm->arg, r->key.tgid, r->key.site);
 		it->pid = (int32_t)r->key.tgid;
 		if (site) {
-			it->name = dup(out->arena, site->name, &oom);
+			it->name = copy_str(out->arena, site->name, &oom);
 			it->located = true;
-			it->file = dup(out->arena, site->file, &oom);
+			it->file = copy_str(out->arena, site->file, &oom);
 			it->line = site->line;
 		} else {
 			snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)r->key.site);
-			it->name = dup(out->arena, buf, &oom);
+			it->name = copy_str(out->arena, buf, &oom);
 		}
 		it->count = r->st.count;
 		if (r->st.count) {
