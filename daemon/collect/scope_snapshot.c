@@ -16,23 +16,15 @@ int qp_scope_key_cmp(const struct scope_key *a, const struct scope_key *b)
 	return 0;
 }
 
+static int cmp_key_row(const void *key, const void *row)
+{
+	return qp_scope_key_cmp(key, &((const struct qp_scope_row *)row)->key);
+}
+
 const struct qp_scope_row *qp_scope_snapshot_find(const struct qp_scope_snapshot *snap,
 						  const struct scope_key *key)
 {
-	size_t lo = 0, hi = snap->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = qp_scope_key_cmp(&snap->rows[mid].key, key);
-
-		if (!c)
-			return &snap->rows[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
+	return snap->n ? bsearch(key, snap->rows, snap->n, sizeof(*snap->rows), cmp_key_row) : NULL;
 }
 
 void qp_scope_snapshot_free(struct qp_scope_snapshot *snap)
