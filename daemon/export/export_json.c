@@ -125,6 +125,8 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "frequency_hz", m->cpu.frequency_hz);
 	qp_json_kv_u64(j, "samples", m->cpu.samples);
 	qp_json_kv_u64(j, "lost", m->cpu.lost);
+	qp_json_kv_u64(j, "aged", m->cpu.aged);
+	qp_json_kv_u64(j, "table_bytes", m->cpu.table_bytes);
 	qp_json_kv_bool(j, "all", m->cpu.all);
 	qp_json_kv_u64(j, "cpus", m->cpu.cpus);
 	if (!m->cpu.running)

@@ -143,9 +143,13 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 	}
 	pthread_mutex_unlock(&src->reg->lock);
 	out->cpu.running = src->cpu != NULL;
-	if (src->cpu)
+	if (src->cpu) {
+		size_t bytes = 0;
+
 		qp_cpu_counters(src->cpu, &out->cpu.samples, &out->cpu.lost);
-	else
+		qp_cpu_memory(src->cpu, &out->cpu.aged, &bytes);
+		out->cpu.table_bytes = bytes;
+	} else
 		snprintf(out->cpu.error, sizeof(out->cpu.error), "%s", src->cpu_error ? src->cpu_error : "");
 	out->cpu.frequency_hz = src->frequency_hz;
 	out->cpu.all = src->sample_all;

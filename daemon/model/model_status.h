@@ -20,6 +20,8 @@ struct qp_status_model {
 		bool running;
 		unsigned int frequency_hz, cpus;
 		uint64_t samples, lost;
+		uint64_t aged;		/* samples aged out of the CPU table */
+		uint64_t table_bytes;	/* what the CPU table holds now */
 		bool all;
 		char error[256];	/* why it is not running */
 	} cpu;

@@ -74,6 +74,8 @@ static void status_model(struct qp_status_model *m)
 	m->uptime_ms = 1234;
 	m->cpu.running = false;
 	m->cpu.frequency_hz = 99;
+	m->cpu.aged = 31;
+	m->cpu.table_bytes = 262144;
 	snprintf(m->cpu.error, sizeof(m->cpu.error), "perf_event_open: \"denied\"");
 	m->scopes.sites = 7;
 	m->scopes.events = 47;
@@ -90,7 +92,7 @@ static void status_model(struct qp_status_model *m)
 }
 
 static const char status_json[] =
-	"{\"cpu\":{\"running\":false,\"frequency_hz\":99,\"samples\":0,\"lost\":0,\"all\":false,\"cpus\":0,"
+	"{\"cpu\":{\"running\":false,\"frequency_hz\":99,\"samples\":0,\"lost\":0,\"aged\":31,\"table_bytes\":262144,\"all\":false,\"cpus\":0,"
 	"\"error\":\"perf_event_open: \\\"denied\\\"\"},"
 	"\"scopes\":{\"sites\":7,\"events\":47,\"dropped\":56,\"dropped_by_reason\":{\"exit_without_enter\":3,"
 	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17}},"
