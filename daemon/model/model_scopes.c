@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "qprof/qprof.h"
-#include "model_cpu.h"
+#include "arena.h"
 #include "model_scopes.h"
 #include "percentile.h"
 #include "scope_window.h"

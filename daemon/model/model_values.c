@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "model_cpu.h"
+#include "arena.h"
 #include "model_values.h"
 #include "targets.h"
 
