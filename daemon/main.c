@@ -411,8 +411,11 @@ int main(int argc, char **argv)
 			struct qp_target *t = d.reg.targets[i];
 
 			if (t->report_pending) {
+				struct qp_model_src src;
+
 				t->report_pending = false;
-				qp_report_write(&d, t);
+				qprofd_model_src(&d, &src);
+				qp_report_write(&src, &d.report_fs, d.report_dir, t);
 			}
 		}
 		qp_registry_trim(&d.reg, o.max_exited);

@@ -197,20 +197,9 @@ int qp_scopes_exclude(struct qp_scopes *s, uint32_t pid, bool excluded)
 	return 0;
 }
 
-static int cmp_key(const struct scope_key *a, const struct scope_key *b)
-{
-	if (a->tgid != b->tgid)
-		return a->tgid < b->tgid ? -1 : 1;
-	if (a->site != b->site)
-		return a->site < b->site ? -1 : 1;
-	if (a->parent != b->parent)
-		return a->parent < b->parent ? -1 : 1;
-	return 0;
-}
-
 static int cmp_row(const void *a, const void *b)
 {
-	return cmp_key(&((const struct qp_scope_row *)a)->key, &((const struct qp_scope_row *)b)->key);
+	return qp_scope_key_cmp(&((const struct qp_scope_row *)a)->key, &((const struct qp_scope_row *)b)->key);
 }
 
 /* All keys of a map whose keys start with the tgid (of PID when pid > 0),
@@ -358,7 +347,7 @@ int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out)
 	/* a key in both maps (made in the second while the first was full,
 	 * then room freed by a detach): one row */
 	for (i = 0, kept = 0; i < n; i++) {
-		if (kept && !cmp_key(&out->rows[kept - 1].key, &out->rows[i].key)) {
+		if (kept && !qp_scope_key_cmp(&out->rows[kept - 1].key, &out->rows[i].key)) {
 			add_stats(&out->rows[kept - 1].stats, &out->rows[i].stats);
 			continue;
 		}
@@ -379,23 +368,6 @@ done:
 	if (ret)
 		qp_scope_snapshot_free(out);
 	return ret;
-}
-
-void qp_scope_snapshot_free(struct qp_scope_snapshot *snap)
-{
-	free(snap->rows);
-	memset(snap, 0, sizeof(*snap));
-}
-
-static int cmp_key_row(const void *key, const void *row)
-{
-	return cmp_key(key, &((const struct qp_scope_row *)row)->key);
-}
-
-const struct qp_scope_row *qp_scope_snapshot_find(const struct qp_scope_snapshot *snap,
-						  const struct scope_key *key)
-{
-	return snap->n ? bsearch(key, snap->rows, snap->n, sizeof(*snap->rows), cmp_key_row) : NULL;
 }
 
 int qp_scopes_logs_fd(struct qp_scopes *s)

@@ -106,7 +106,9 @@ int qp_scopes_logs_fd(struct qp_scopes *s);
 /* Read everything (or only PID when pid > 0). */
 int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out);
 void qp_scope_snapshot_free(struct qp_scope_snapshot *snap);
-/* Row of SNAP with KEY, or NULL (binary search). */
+/* scope_snapshot.c (no BPF): the order of rows (tgid, site, parent), the
+ * row of SNAP with KEY or NULL (binary search). */
+int qp_scope_key_cmp(const struct scope_key *a, const struct scope_key *b);
 const struct qp_scope_row *qp_scope_snapshot_find(const struct qp_scope_snapshot *snap,
 						  const struct scope_key *key);
 #endif

@@ -1,13 +1,15 @@
 /* export_metrics.c - GET /metrics: the Prometheus text exposition (format
- * 0.0.4) of what /api/scopes, /api/values and /api/status say, for
- * Prometheus or any scraper. Built from the same JSON documents the API
- * serves, so the two cannot disagree. */
+ * 0.0.4) of the status, scope and value models, for Prometheus or any
+ * scraper. The models are the ones the JSON routes encode, so the two
+ * cannot disagree; a figure the JSON would write as null (not finite) is
+ * written 0 here, as it always was. */
+#include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <jansson.h>
-#include "buf.h"
 #include "export_metrics.h"
+#include "util.h"
 
 /* Label values: backslash, double quote and newline escaped. */
 static void label(struct qp_buf *b, const char *key, const char *v, bool first)
@@ -26,26 +28,19 @@ static void label(struct qp_buf *b, const char *key, const char *v, bool first)
 	qp_buf_puts(b, "\"");
 }
 
-static double num(const json_t *o, const char *key, bool *ok)
+/* A sample line: NAME{pid,name[,parent][,EXTRA]} V. Rows of /api/scopes
+ * carry a parent label (empty at top level), rows of values none. */
+static void sample(struct qp_buf *b, const char *metric, int32_t pid, const char *name, bool has_parent,
+		   const char *parent, const char *extra_key, const char *extra_val, double v)
 {
-	const json_t *v = json_object_get(o, key);
+	char p[24];
 
-	*ok = json_is_number(v);
-	return *ok ? json_number_value(v) : 0;
-}
-
-static void value_line(struct qp_buf *b, const char *name, const json_t *row, const char *extra_key,
-		       const char *extra_val, double v)
-{
-	char pid[24];
-	bool ok;
-
-	snprintf(pid, sizeof(pid), "%.0f", num(row, "pid", &ok));
-	qp_buf_printf(b, "%s{", name);
-	label(b, "pid", pid, true);
-	label(b, "name", json_string_value(json_object_get(row, "name")), false);
-	if (json_object_get(row, "parent"))
-		label(b, "parent", json_string_value(json_object_get(row, "parent")), false);
+	snprintf(p, sizeof(p), "%" PRId32, pid);
+	qp_buf_printf(b, "%s{", metric);
+	label(b, "pid", p, true);
+	label(b, "name", name, false);
+	if (has_parent)
+		label(b, "parent", parent, false);
 	if (extra_key)
 		label(b, extra_key, extra_val, false);
 	if (isfinite(v))
@@ -54,86 +49,95 @@ static void value_line(struct qp_buf *b, const char *name, const json_t *row, co
 		qp_buf_puts(b, "} NaN\n");
 }
 
-int qp_export_metrics(const json_t *status, const json_t *scopes, const json_t *values, struct qp_buf *out)
+static double finite_or_0(double v)
 {
-	static const struct { const char *key, *q; } quantiles[] = {
-		{ "p50_ns", "0.5" }, { "p90_ns", "0.9" }, { "p99_ns", "0.99" }, { "p999_ns", "0.999" },
+	return isfinite(v) ? v : 0;
+}
+
+static void scope_lines(struct qp_buf *out, const struct qp_scope_item *it)
+{
+	static const char *const q[] = { "0.5", "0.9", "0.99", "0.999" };
+	const double qv[] = { it->p50_ns, it->p90_ns, it->p99_ns, it->p999_ns };
+	const char *m = "qprof_scope_duration_seconds";
+	bool timed = it->shape == QP_ITEM_TIMED;
+	size_t k;
+
+	for (k = 0; k < QP_ARRAY_SIZE(q); k++)
+		sample(out, m, it->pid, it->name, true, it->parent, "quantile", q[k],
+		       timed ? finite_or_0(qv[k]) / 1e9 : 0);
+	sample(out, "qprof_scope_duration_seconds_sum", it->pid, it->name, true, it->parent, NULL, NULL,
+	       timed ? (double)it->total_ns / 1e9 : 0);
+	sample(out, "qprof_scope_duration_seconds_count", it->pid, it->name, true, it->parent, NULL, NULL,
+	       (double)it->count);
+}
+
+static void value_lines(struct qp_buf *out, const struct qp_value_item *v)
+{
+	static const char *const stats[] = { "min", "max", "mean", "last", "p50", "p99" };
+	const double x[] = { v->min, v->max, v->mean, v->last, v->p50, v->p99 };
+	size_t k;
+
+	for (k = 0; k < QP_ARRAY_SIZE(stats); k++) {
+		/* what the JSON has as a number: "last" always, the rest with a count */
+		if ((v->count || k == 3) && isfinite(x[k]))
+			sample(out, "qprof_value", v->pid, v->name, false, NULL, "stat", stats[k], x[k]);
+	}
+	sample(out, "qprof_value", v->pid, v->name, false, NULL, "stat", "count", (double)v->count);
+}
+
+int qp_export_metrics(const struct qp_status_model *status, const struct qp_scope_model *scopes,
+		      const struct qp_value_model *values, struct qp_buf *out)
+{
+	const struct qp_scope_drops *d = &status->scopes.drops;
+	const struct {
+		const char *reason;
+		uint64_t n;
+	} drops[] = {
+		{ "exit_without_enter", d->exit_without_enter }, { "out_of_order", d->out_of_order },
+		{ "too_deep", d->too_deep }, { "thread_exit", d->thread_exit }, { "map_full", d->map_full },
+		{ "stack_unavailable", d->stack_unavailable },
 	};
-	const json_t *arr, *row, *o, *v;
-	const char *key;
-	size_t i, k;
-	bool ok;
+	size_t i;
 
 	qp_buf_puts(out, "# HELP qprof_up 1 while qprofd answers.\n# TYPE qprof_up gauge\nqprof_up 1\n");
 	qp_buf_puts(out, "# HELP qprof_scope_duration_seconds Latency of qprof scopes and spans since attach.\n"
 			 "# TYPE qprof_scope_duration_seconds summary\n");
-	arr = json_object_get(scopes, "scopes");
-	json_array_foreach(arr, i, row) {
-		const char *kind = json_string_value(json_object_get(row, "kind"));
+	for (i = 0; i < scopes->n; i++) {
+		const char *kind = scopes->items[i].kind;
 
-		if (!kind || (strcmp(kind, "scope") && strcmp(kind, "span")))
-			continue;
-		for (k = 0; k < sizeof(quantiles) / sizeof(quantiles[0]); k++)
-			value_line(out, "qprof_scope_duration_seconds", row, "quantile", quantiles[k].q,
-				   num(row, quantiles[k].key, &ok) / 1e9);
-		value_line(out, "qprof_scope_duration_seconds_sum", row, NULL, NULL,
-			   num(row, "total_ns", &ok) / 1e9);
-		value_line(out, "qprof_scope_duration_seconds_count", row, NULL, NULL, num(row, "count", &ok));
+		if (!strcmp(kind, "scope") || !strcmp(kind, "span"))
+			scope_lines(out, &scopes->items[i]);
 	}
 	qp_buf_puts(out, "# HELP qprof_events_total Hits of QPROF_MARK sites and of counted USDT probes.\n"
 			 "# TYPE qprof_events_total counter\n");
-	json_array_foreach(arr, i, row) {
-		const char *kind = json_string_value(json_object_get(row, "kind"));
+	for (i = 0; i < scopes->n; i++) {
+		const struct qp_scope_item *it = &scopes->items[i];
 
-		if (kind && (!strcmp(kind, "mark") || !strcmp(kind, "probe")))
-			value_line(out, "qprof_events_total", row, "kind", kind, num(row, "count", &ok));
+		if (!strcmp(it->kind, "mark") || !strcmp(it->kind, "probe"))
+			sample(out, "qprof_events_total", it->pid, it->name, true, it->parent, "kind", it->kind,
+			       (double)it->count);
 	}
 	qp_buf_puts(out, "# HELP qprof_value QPROF_VALUE statistics since attach.\n# TYPE qprof_value gauge\n");
-	arr = json_object_get(values, "values");
-	json_array_foreach(arr, i, row) {
-		static const char *const stats[] = { "min", "max", "mean", "last", "p50", "p99" };
-
-		for (k = 0; k < sizeof(stats) / sizeof(stats[0]); k++) {
-			double x = num(row, stats[k], &ok);
-
-			if (ok)
-				value_line(out, "qprof_value", row, "stat", stats[k], x);
-		}
-		value_line(out, "qprof_value", row, "stat", "count", num(row, "count", &ok));
-	}
+	for (i = 0; i < values->n; i++)
+		value_lines(out, &values->items[i]);
 	/* daemon counters */
-	o = json_object_get(status, "cpu");
 	qp_buf_printf(out, "# TYPE qprof_cpu_samples_total counter\nqprof_cpu_samples_total %.0f\n",
-		      num(o, "samples", &ok));
+		      (double)status->cpu.samples);
 	qp_buf_printf(out, "# TYPE qprof_cpu_samples_lost_total counter\nqprof_cpu_samples_lost_total %.0f\n",
-		      num(o, "lost", &ok));
-	o = json_object_get(status, "logs");
+		      (double)status->cpu.lost);
 	qp_buf_printf(out, "# TYPE qprof_logs_received_total counter\nqprof_logs_received_total %.0f\n",
-		      num(o, "received", &ok));
+		      (double)status->logs.received);
 	qp_buf_printf(out, "# TYPE qprof_logs_lost_total counter\nqprof_logs_lost_total %.0f\n",
-		      num(o, "lost", &ok));
-	o = json_object_get(json_object_get(status, "scopes"), "dropped_by_reason");
+		      (double)status->logs.lost);
 	qp_buf_puts(out, "# HELP qprof_scopes_dropped_total Scope events that could not be measured.\n"
 			 "# TYPE qprof_scopes_dropped_total counter\n");
-	json_object_foreach((json_t *)o, key, v) {
+	for (i = 0; i < QP_ARRAY_SIZE(drops); i++) {
 		qp_buf_puts(out, "qprof_scopes_dropped_total{");
-		label(out, "reason", key, true);
-		qp_buf_printf(out, "} %.0f\n", json_is_number(v) ? json_number_value(v) : 0);
+		label(out, "reason", drops[i].reason, true);
+		qp_buf_printf(out, "} %.0f\n", (double)drops[i].n);
 	}
 	qp_buf_puts(out, "# TYPE qprof_targets gauge\n");
-	{
-		unsigned int running = 0, exited = 0;
-
-		json_array_foreach(json_object_get(status, "targets"), i, row) {
-			const char *st = json_string_value(json_object_get(row, "state"));
-
-			if (st && !strcmp(st, "running"))
-				running++;
-			else
-				exited++;
-		}
-		qp_buf_printf(out, "qprof_targets{state=\"running\"} %u\nqprof_targets{state=\"exited\"} %u\n",
-			      running, exited);
-	}
-	return out->failed ? -12 : 0;
+	qp_buf_printf(out, "qprof_targets{state=\"running\"} %u\nqprof_targets{state=\"exited\"} %u\n",
+		      status->targets_running, status->targets_exited);
+	return out->failed ? -ENOMEM : 0;
 }

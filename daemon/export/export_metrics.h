@@ -1,9 +1,14 @@
-/* export_metrics.h - the Prometheus text exposition of GET /metrics, from
- * the JSON of /api/status, /api/scopes and /api/values. */
+/* export_metrics.h - the Prometheus text exposition of GET /metrics, read
+ * from the status, scope and value models (the figures /api/status,
+ * /api/scopes and /api/values answer). */
 #ifndef QPROF_EXPORT_METRICS_H
 #define QPROF_EXPORT_METRICS_H
-#include <jansson.h>
 #include "buf.h"
+#include "model_scopes.h"
+#include "model_status.h"
+#include "model_values.h"
 
-int qp_export_metrics(const json_t *status, const json_t *scopes, const json_t *values, struct qp_buf *out);
+/* 0 or -ENOMEM. */
+int qp_export_metrics(const struct qp_status_model *status, const struct qp_scope_model *scopes,
+		      const struct qp_value_model *values, struct qp_buf *out);
 #endif

@@ -1,5 +1,5 @@
 /* report.c - see report.h. When a target exits, the poll thread (registry
- * lock held) reads its scopes and its CPU samples once more and writes
+ * lock held) builds its scope model and CPU profile once more and writes
  *
  *   summary.txt   what a person reads: header, three scope tables, top functions
  *   report.json   the same figures for programs
@@ -22,21 +22,18 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <jansson.h>
 #include "buf.h"
 #include "collect_cpu.h"
-#include "collect_scopes.h"
 #include "export.h"
-#include "http.h"
-#include "http_query.h"
+#include "export_json.h"
 #include "json_writer.h"
 #include "log.h"
 #include "model_cpu_build.h"
 #include "model_scopes.h"
-#include "qprofd.h"
 #include "report.h"
 #include "report_figures.h"
 #include "report_fs.h"
+#include "targets.h"
 #include "util.h"
 
 #define REPORT_TOP 20
@@ -53,11 +50,11 @@ static int write_buf(const struct qp_report_fs *fs, int dirfd, const char *name,
 /* ---- the report ----------------------------------------------------------- */
 
 struct report {
-	struct qprofd *d;
+	const struct qp_model_src *src;
 	struct qp_target *t;
 	char *scopes_json;
 	size_t scopes_len;
-	json_t *scopes_root;
+	struct qp_scope_model scopes;
 	struct srow *rows;
 	size_t nrows;
 	bool cpu_ok;
@@ -109,34 +106,21 @@ static void sanitize(char *dst, size_t len, const char *src)
 
 static int collect_scopes(struct report *r)
 {
-	struct qp_scope_snapshot snap = { 0 };
+	/* as GET /api/scopes?pid= has them, without counted probes; marks
+	 * left out when they cannot be read */
+	const struct qp_scope_query q = { .pid = r->t->pid, .reg_locked = true };
 	struct qp_json j;
-	json_error_t jerr;
 	int ret;
 
-	struct qp_marks_view mv = { 0 };
-	struct qp_mark_row *marks = NULL;
-	size_t nmarks = 0;
-
-	ret = qp_scopes_read(r->d->scopes, r->t->pid, &snap);
+	ret = qp_scope_model_build(r->src, &q, &r->scopes);
 	if (ret)
 		return ret;
-	/* marks too, as /api/scopes has them (without them when they cannot be read) */
-	if (qp_marks_read(r->d->scopes, r->t->pid, &marks, &nmarks) == 0) {
-		mv.now = marks;
-		mv.nnow = nmarks;
-	}
 	qp_json_init(&j);
-	qp_model_scopes_json(&r->d->reg, &snap, NULL, mv.now ? &mv : NULL, r->t->pid, &j);
-	qp_scope_snapshot_free(&snap);
-	free(marks);
+	qp_export_scopes_json(&r->scopes, &j);
 	r->scopes_json = qp_json_finish(&j, &r->scopes_len);
 	if (!r->scopes_json)
 		return -ENOMEM;
-	r->scopes_root = json_loadb(r->scopes_json, r->scopes_len, 0, &jerr);
-	if (!r->scopes_root)
-		return -EINVAL;
-	r->nrows = qp_srows_parse(r->scopes_root, &r->rows);
+	r->nrows = qp_srows_from(&r->scopes, &r->rows);
 	return r->rows ? 0 : -ENOMEM;
 }
 
@@ -144,12 +128,12 @@ static void collect_cpu(struct report *r)
 {
 	struct qp_cpu_snapshot now = { 0 };
 	struct qp_cpu_query q = { 0 };
-	struct qprofd *d = r->d;
+	const struct qp_model_src *d = r->src;
 	int ret;
 
 	if (!d->cpu) {
 		snprintf(r->cpu_why, sizeof(r->cpu_why), "CPU sampling is unavailable: %.256s",
-			 d->cpu_error[0] ? d->cpu_error : "not started");
+			 d->cpu_error && d->cpu_error[0] ? d->cpu_error : "not started");
 		return;
 	}
 	ret = qp_cpu_read(d->cpu, &now);
@@ -161,7 +145,7 @@ static void collect_cpu(struct report *r)
 	q.period_ns = 1000000000ull / (d->frequency_hz ? d->frequency_hz : 99);
 	q.duration_ns = duration_ms(r->t) * 1000000ull;
 	q.time_ns = r->t->attached_ms * 1000000ull;
-	ret = qp_cpu_build(d->cpu, d->reg.sym, &d->reg, &now, NULL, &q, &r->prof);
+	ret = qp_cpu_build(d->cpu, d->reg->sym, d->reg, &now, NULL, &q, &r->prof);
 	qp_cpu_snapshot_free(&now);
 	if (ret) {
 		memset(&r->prof, 0, sizeof(r->prof));
@@ -190,7 +174,7 @@ static void collect_cpu(struct report *r)
 static void report_free(struct report *r)
 {
 	free(r->scopes_json);
-	json_decref(r->scopes_root);
+	qp_scope_model_free(&r->scopes);
 	free(r->rows);
 	if (r->prof.arena)
 		qp_cpu_profile_free(&r->prof);
@@ -287,7 +271,7 @@ static void write_summary(struct report *r, const char *dir, struct qp_buf *b)
 	qp_buf_printf(b, "  scopes:    %zu rows\n", r->nrows);
 	if (r->cpu_ok)
 		qp_buf_printf(b, "  cpu:       %" PRIu64 " samples at %u Hz\n", r->funcs.samples,
-			      r->d->frequency_hz);
+			      r->src->frequency_hz);
 	else
 		qp_buf_printf(b, "  cpu:       no CPU profile (%s)\n", r->cpu_why);
 	qp_buf_printf(b, "  directory: %s\n", dir);
@@ -394,14 +378,14 @@ static char *write_report_json(struct report *r, const char *dir, size_t *len)
 	if (r->cpu_ok) {
 		qp_json_kv_null(&j, "error");
 		qp_json_kv_u64(&j, "samples", r->funcs.samples);
-		qp_json_kv_u64(&j, "frequency_hz", r->d->frequency_hz);
+		qp_json_kv_u64(&j, "frequency_hz", r->src->frequency_hz);
 		qp_json_kv_u64(&j, "period_ns", r->prof.period_ns);
 		json_funcs(&j, "by_self", r->by_self, r->funcs.n, r->funcs.samples);
 		json_funcs(&j, "by_total", r->by_total, r->funcs.n, r->funcs.samples);
 	} else {
 		qp_json_kv_str(&j, "error", r->cpu_why);
 		qp_json_kv_u64(&j, "samples", 0);
-		qp_json_kv_u64(&j, "frequency_hz", r->d->frequency_hz);
+		qp_json_kv_u64(&j, "frequency_hz", r->src->frequency_hz);
 		qp_json_key(&j, "by_self");
 		qp_json_arr_begin(&j);
 		qp_json_arr_end(&j);
@@ -419,12 +403,12 @@ static void warn_file(const struct qp_target *t, const char *dir, const char *na
 	qp_warn("report of pid %d: cannot write %s/%s: %s", t->pid, dir, name, strerror(-ret));
 }
 
-int qp_report_write(struct qprofd *d, struct qp_target *t)
+int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *fs, const char *report_dir,
+		    struct qp_target *t)
 {
-	struct report r = { .d = d, .t = t };
+	struct report r = { .src = src, .t = t };
 	char dir[512], name[128], comm[64], stamp[32], title[512];
-	const struct qp_report_fs *fs = &d->report_fs;
-	const char *base = d->report_dir && d->report_dir[0] ? d->report_dir : QPROF_REPORT_DIR;
+	const char *base = report_dir && report_dir[0] ? report_dir : QPROF_REPORT_DIR;
 	time_t s = (time_t)(t->exited_ms / 1000);
 	struct qp_buf b;
 	struct tm tm;

@@ -4,18 +4,17 @@
 #ifndef QPROF_REPORT_H
 #define QPROF_REPORT_H
 
-struct qprofd;
+#include "model_src.h"
+#include "report_fs.h"
+
 struct qp_target;
-struct qp_request;
-struct qp_response;
 
 #define QPROF_REPORT_DIR "/var/lib/qprof/reports"
 
-/* Write T's report under d->report_dir/PID-COMM-YYYYmmddTHHMMSS/ and set
- * t->report_dir. 0 or -errno (logged). The caller holds d->reg.lock. */
-int qp_report_write(struct qprofd *d, struct qp_target *t);
-
-/* GET /api/report?pid=N: the summary of N's report (text/plain), 404 when N
- * has none (yet); without pid=, the list of reports (JSON). */
-void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+/* Write T's report, read from SRC, under REPORT_DIR/PID-COMM-YYYYmmddTHHMMSS/
+ * (REPORT_DIR NULL or "": QPROF_REPORT_DIR) through FS, the report
+ * directory opened at start, and set t->report_dir. 0 or -errno (logged).
+ * The caller holds src->reg->lock. GET /api/report is http/report_http.c. */
+int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *fs, const char *report_dir,
+		    struct qp_target *t);
 #endif

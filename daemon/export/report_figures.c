@@ -1,56 +1,51 @@
 /* report_figures.c - see report_figures.h. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "report_figures.h"
 #include "buf.h"
 #include "stackstats.h"
 
-static double num(const json_t *o, const char *k, bool *ok)
+/* A figure as the JSON has it: 0 and not ok when it would be null. */
+static double fig(double v, bool *ok)
 {
-	const json_t *v = json_object_get(o, k);
-
-	if (!json_is_number(v)) {
-		*ok = false;
-		return 0;
-	}
-	return json_number_value(v);
+	if (isfinite(v))
+		return v;
+	*ok = false;
+	return 0;
 }
 
-size_t qp_srows_parse(json_t *root, struct srow **out)
+size_t qp_srows_from(const struct qp_scope_model *m, struct srow **out)
 {
-	json_t *arr = json_object_get(root, "scopes");
-	size_t i, n = json_array_size(arr), k = 0;
-	struct srow *v = calloc(n ? n : 1, sizeof(*v));
+	struct srow *v = calloc(m->n ? m->n : 1, sizeof(*v));
+	size_t i;
 
 	*out = v;
 	if (!v)
 		return 0;
-	for (i = 0; i < n; i++) {
-		json_t *o = json_array_get(arr, i);
-		struct srow *r = &v[k];
-		bool ok = true, cok = true;
+	for (i = 0; i < m->n; i++) {
+		const struct qp_scope_item *it = &m->items[i];
+		struct srow *r = &v[i];
+		bool ok = it->shape == QP_ITEM_TIMED;
 
-		r->name = json_string_value(json_object_get(o, "name"));
-		if (!r->name)
-			continue;
-		r->parent = json_string_value(json_object_get(o, "parent"));
-		r->kind = json_string_value(json_object_get(o, "kind"));
-		if (!r->kind)
-			r->kind = "scope";
-		r->count = (uint64_t)num(o, "count", &cok);
-		r->total = num(o, "total_ns", &ok);
-		r->mean = num(o, "mean_ns", &ok);
-		r->min = num(o, "min_ns", &ok);
-		r->p50 = num(o, "p50_ns", &ok);
-		r->p90 = num(o, "p90_ns", &ok);
-		r->p99 = num(o, "p99_ns", &ok);
-		r->p999 = num(o, "p999_ns", &ok);
-		r->max = num(o, "max_ns", &ok);
+		r->name = it->name;
+		r->parent = it->parent;
+		r->kind = it->kind;
+		r->count = (uint64_t)(double)it->count;
+		if (ok) {
+			r->total = (double)it->total_ns;
+			r->mean = fig(it->mean_ns, &ok);
+			r->min = (double)it->min_ns;
+			r->p50 = fig(it->p50_ns, &ok);
+			r->p90 = fig(it->p90_ns, &ok);
+			r->p99 = fig(it->p99_ns, &ok);
+			r->p999 = fig(it->p999_ns, &ok);
+			r->max = (double)it->max_ns;
+		}
 		r->dur = ok && strcmp(r->kind, "mark") && strcmp(r->kind, "probe");
-		k++;
 	}
-	return k;
+	return m->n;
 }
 
 static int cmp_str(const char *a, const char *b)

@@ -1,24 +1,25 @@
-/* report_figures.h - the figures of an exit report: scope rows parsed from
- * the /api/scopes JSON and sorted three ways, functions of the CPU profile
+/* report_figures.h - the figures of an exit report: scope rows of the scope
+ * model sorted three ways, functions of the CPU profile
  * with self and total samples. */
 #ifndef QPROF_REPORT_FIGURES_H
 #define QPROF_REPORT_FIGURES_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <jansson.h>
 #include "model_cpu_build.h"
+#include "model_scopes.h"
 
 struct srow {
-	const char *kind, *name, *parent;	/* owned by the parsed scopes JSON */
+	const char *kind, *name, *parent;	/* owned by the scope model */
 	uint64_t count;
 	bool dur;				/* has durations (not a mark or probe) */
 	double total, mean, min, p50, p90, p99, p999, max;
 };
 
-/* The rows of ROOT's "scopes" array into *OUT (calloc'ed, strings owned by
- * ROOT); their number. *OUT is NULL when out of memory. */
-size_t qp_srows_parse(json_t *root, struct srow **out);
+/* The rows of M into *OUT (calloc'ed, strings owned by M); their number.
+ * *OUT is NULL when out of memory. A figure that is not finite reads 0 and
+ * makes the row one without durations, as /api/scopes writes it null. */
+size_t qp_srows_from(const struct qp_scope_model *m, struct srow **out);
 /* qsort comparators: timed rows first, then by total / p99 / count */
 int qp_srow_by_total(const void *a, const void *b);
 int qp_srow_by_p99(const void *a, const void *b);

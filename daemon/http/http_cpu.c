@@ -6,64 +6,45 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <jansson.h>
-#include "collect_cpu.h"
+#include "cpu_window.h"
 #include "export.h"
-#include "model_cpu_build.h"
 #include "symbolize.h"
 #include "qprofd.h"
 #include "http_auth.h"
 #include "http_routes.h"
 
-/* A CPU profile for pid=, seconds=, scope=: the difference of two
- * snapshots for a window (several requests share the one sample stream),
- * everything since attach without seconds. false when resp holds an error. */
+/* A CPU profile for pid=, seconds=, scope= (cpu_window.h). false when resp
+ * holds an error. */
 static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
 			const char *const *allowed, struct qp_cpu_profile *prof)
 {
-	struct qp_cpu_snapshot base = { 0 }, now = { 0 };
-	struct qp_cpu_query q = { 0 };
+	struct qp_cpu_window_query q = { 0 };
 	const char *scope = req->query(req->arg, "scope");
-	unsigned int seconds;
-	int pid, ret;
+	struct qp_model_src src;
+	int ret;
 
-	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &seconds) ||
-	    !qp_req_pid(d, req, resp, &pid))
+	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &q.seconds) ||
+	    !qp_req_pid(d, req, resp, &q.pid))
 		return false;
 	if (scope && (!scope[0] || strlen(scope) > 256)) {
 		qp_reply_error(resp, 400, "scope must be a scope name of 1..256 bytes");
 		return false;
 	}
-	if (!d->cpu) {
+	q.scope = scope;
+	qprofd_model_src(d, &src);
+	ret = qp_cpu_window(&src, &q, prof);
+	if (ret == -ENODEV) {
 		qp_reply_error(resp, 503, "CPU sampling is unavailable: %s", d->cpu_error);
 		return false;
 	}
-	if (seconds && qp_cpu_read(d->cpu, &base)) {
+	if (ret == -EIO) {
 		qp_reply_error(resp, 500, "cannot read the samples");
 		return false;
 	}
-	q.time_ns = qp_realtime_ns();
-	if (seconds && !qprofd_wait(d, seconds)) {
-		qp_cpu_snapshot_free(&base);
+	if (ret == -ECANCELED) {
 		qp_reply_error(resp, 503, "qprofd is shutting down");
 		return false;
 	}
-	if (qp_cpu_read(d->cpu, &now)) {
-		qp_cpu_snapshot_free(&base);
-		qp_reply_error(resp, 500, "cannot read the samples");
-		return false;
-	}
-	q.pid = pid;
-	q.scope = scope;
-	q.period_ns = 1000000000ull / (d->frequency_hz ? d->frequency_hz : 99);
-	q.duration_ns = seconds ? (uint64_t)seconds * 1000000000ull : qp_now_ns() - d->start_ns;
-	if (!seconds)
-		q.time_ns = qp_realtime_ns() - q.duration_ns;
-	pthread_mutex_lock(&d->reg.lock);
-	ret = qp_cpu_build(d->cpu, d->reg.sym, &d->reg, &now, seconds ? &base : NULL, &q, prof);
-	pthread_mutex_unlock(&d->reg.lock);
-	qp_cpu_snapshot_free(&base);
-	qp_cpu_snapshot_free(&now);
 	if (ret) {
 		qp_reply_error(resp, 500, "cannot build the profile: %s", strerror(-ret));
 		return false;

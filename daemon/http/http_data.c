@@ -1,103 +1,73 @@
 /* http_data.c - the routes of measured scopes, values and logs:
- * /api/scopes (also windowed), /api/values and /api/logs (NDJSON, streamed
- * with follow=1). */
+ * /api/scopes (also windowed) and /api/values (query -> model -> JSON
+ * encoder), /api/logs (NDJSON, streamed with follow=1). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <jansson.h>
 #include "collect_scopes.h"
-#include "model_cpu_build.h"
+#include "export_json.h"
 #include "logs.h"
 #include "model_scopes.h"
 #include "model_values.h"
 #include "qprofd.h"
 #include "http_routes.h"
 
+/* The answer to a model builder's error. */
+static void model_error(struct qp_response *resp, int ret)
+{
+	if (ret == -ECANCELED)
+		qp_reply_error(resp, 503, "qprofd is shutting down");
+	else if (ret == -ENOMEM)
+		qp_reply_error(resp, 500, "out of memory");
+	else
+		qp_reply_error(resp, 500, "cannot read the BPF maps");
+}
+
 void qp_route_scopes(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { "pid", "seconds", NULL };
-	struct qp_scope_snapshot base = { 0 }, now = { 0 };
-	struct qp_mark_row *mbase = NULL, *mnow = NULL;
-	struct qp_probe_row *pbase = NULL, *pnow = NULL;
-	size_t nmbase = 0, nmnow = 0, npbase = 0, npnow = 0;
-	struct qp_marks_view mv = { 0 };
-	unsigned int seconds;
+	struct qp_scope_query q = { .probes = true, .strict = true };
+	struct qp_scope_model m;
+	struct qp_model_src src;
 	struct qp_json j;
-	int pid;
+	int ret;
 
-	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &seconds) ||
-	    !qp_req_pid(d, req, resp, &pid))
+	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &q.seconds) ||
+	    !qp_req_pid(d, req, resp, &q.pid))
 		return;
-	if (seconds) {
-		if (qp_scopes_read(d->scopes, pid, &base) || qp_marks_read(d->scopes, pid, &mbase, &nmbase) ||
-		    qp_probe_counts_read(d->scopes, pid, &pbase, &npbase)) {
-			qp_scope_snapshot_free(&base);
-			qp_reply_error(resp, 500, "cannot read the BPF maps");
-			return;
-		}
-		if (!qprofd_wait(d, seconds)) {
-			qp_scope_snapshot_free(&base);
-			free(mbase);
-			free(pbase);
-			qp_reply_error(resp, 503, "qprofd is shutting down");
-			return;
-		}
-	}
-	if (qp_scopes_read(d->scopes, pid, &now) || qp_marks_read(d->scopes, pid, &mnow, &nmnow) ||
-	    qp_probe_counts_read(d->scopes, pid, &pnow, &npnow)) {
-		qp_scope_snapshot_free(&base);
-		qp_scope_snapshot_free(&now);
-		free(mbase);
-		free(mnow);
-		free(pbase);
-		qp_reply_error(resp, 500, "cannot read the BPF maps");
+	qprofd_model_src(d, &src);
+	ret = qp_scope_model_build(&src, &q, &m);
+	if (ret) {
+		model_error(resp, ret);
 		return;
-	}
-	mv.now = mnow;
-	mv.nnow = nmnow;
-	mv.pnow = pnow;
-	mv.npnow = npnow;
-	if (seconds) {
-		mv.base = mbase;
-		mv.nbase = nmbase;
-		mv.pbase = pbase;
-		mv.npbase = npbase;
-		mv.window_s = seconds;
 	}
 	qp_json_init(&j);
-	pthread_mutex_lock(&d->reg.lock);
-	qp_model_scopes_json(&d->reg, &now, seconds ? &base : NULL, &mv, pid, &j);
-	pthread_mutex_unlock(&d->reg.lock);
-	qp_scope_snapshot_free(&base);
-	qp_scope_snapshot_free(&now);
-	free(mbase);
-	free(mnow);
-	free(pbase);
-	free(pnow);
+	qp_export_scopes_json(&m, &j);
+	qp_scope_model_free(&m);
 	qp_reply_json(resp, 200, &j);
 }
 
 void qp_route_values(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { "pid", NULL };
-	struct qp_value_row *rows = NULL;
+	struct qp_value_model m;
+	struct qp_model_src src;
 	struct qp_json j;
-	size_t n = 0;
-	int pid;
+	int pid, ret;
 
 	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_pid(d, req, resp, &pid))
 		return;
-	if (qp_values_read(d->scopes, pid, &rows, &n)) {
-		qp_reply_error(resp, 500, "cannot read the BPF maps");
+	qprofd_model_src(d, &src);
+	ret = qp_value_model_build(&src, pid, &m);
+	if (ret) {
+		model_error(resp, ret);
 		return;
 	}
 	qp_json_init(&j);
-	pthread_mutex_lock(&d->reg.lock);
-	qp_model_values_json(&d->reg, rows, n, &j);
-	pthread_mutex_unlock(&d->reg.lock);
-	qp_values_free(rows, n);
+	qp_export_values_json(&m, &j);
+	qp_value_model_free(&m);
 	qp_reply_json(resp, 200, &j);
 }
 

@@ -1,26 +1,35 @@
 /* http_routes.c - the API of DESIGN.md: a table of routes and the router;
- * the replies and query checks every handler shares; GET /api/status and
- * /metrics. The other handlers are in http_targets.c, http_data.c and
- * http_cpu.c. Handlers take the registry lock only while they touch it; a
- * windowed request waits without it. */
+ * the replies and query checks every handler shares, and the model's view
+ * of the daemon. The handlers are in http_status.c, http_targets.c,
+ * http_data.c, http_cpu.c and report_http.c: each parses its query, asks
+ * the model, and encodes what it gets. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <jansson.h>
-#include "collect_cpu.h"
-#include "collect_scopes.h"
-#include "export_metrics.h"
-#include "http_conn.h"
-#include "model_cpu_build.h"
 #include "http_query.h"
-#include "lifecycle.h"
-#include "logs.h"
-#include "model_scopes.h"
 #include "qprofd.h"
-#include "report.h"
 #include "http_routes.h"
+
+static bool wait_cb(void *arg, unsigned int seconds)
+{
+	return qprofd_wait(arg, seconds);
+}
+
+void qprofd_model_src(struct qprofd *d, struct qp_model_src *out)
+{
+	out->reg = &d->reg;
+	out->scopes = d->scopes;
+	out->cpu = d->cpu;
+	out->logs = d->logs;
+	out->cpu_error = d->cpu_error;
+	out->frequency_hz = d->frequency_hz;
+	out->sample_all = d->sample_all;
+	out->start_ns = d->start_ns;
+	out->wait = wait_cb;
+	out->wait_arg = d;
+}
 
 void qp_reply_json(struct qp_response *resp, int status, struct qp_json *j)
 {
@@ -157,155 +166,6 @@ void qp_reply_buf(struct qp_response *resp, struct qp_buf *b, const char *ctype,
 }
 
 
-void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
-{
-	static const char *const allowed[] = { NULL };
-	struct qp_scope_snapshot snap;
-	struct qp_json j;
-	uint64_t dropped = 0, events = 0;
-	size_t i;
-	int c;
-
-	if (!qp_req_keys_ok(req, resp, allowed))
-		return;
-	if (qp_scopes_read(d->scopes, 0, &snap)) {
-		qp_reply_error(resp, 500, "cannot read the BPF maps");
-		return;
-	}
-	for (c = QPROF_CNT_DROP_NO_ENTER; c <= QPROF_CNT_DROP_MAP_FULL; c++)
-		dropped += snap.counters[c];
-	dropped += snap.counters[QPROF_CNT_DROP_NO_STACK];
-	/* events: scopes measured, summed from the aggregates (no per-event counter) */
-	for (i = 0; i < snap.n; i++)
-		events += snap.rows[i].stats.count;
-	qp_json_init(&j);
-	qp_json_obj_begin(&j);
-	qp_json_kv_str(&j, "version", QPROF_VERSION);
-	qp_json_kv_u64(&j, "uptime_ms", (qp_now_ns() - d->start_ns) / 1000000);
-	pthread_mutex_lock(&d->reg.lock);
-	qp_json_key(&j, "targets");
-	qp_json_arr_begin(&j);
-	for (i = 0; i < d->reg.ntargets; i++)
-		qp_target_json(d->reg.targets[i], &j);
-	qp_json_arr_end(&j);
-	qp_json_key(&j, "binaries");
-	qp_json_arr_begin(&j);
-	for (i = 0; i < d->reg.nbinaries; i++)
-		qp_binary_json(&d->reg, d->reg.binaries[i], &j);
-	qp_json_arr_end(&j);
-	qp_json_kv_u64(&j, "exited_targets_forgotten", d->reg.exited_forgotten);
-	qp_lifecycle_json(d->reg.lc, &j);
-	pthread_mutex_unlock(&d->reg.lock);
-	qp_json_key(&j, "cpu");
-	qp_json_obj_begin(&j);
-	{
-		uint64_t samples = 0, lost = 0, aged = 0;
-		size_t table_bytes = 0;
-
-		if (d->cpu) {
-			qp_cpu_counters(d->cpu, &samples, &lost);
-			qp_cpu_memory(d->cpu, &aged, &table_bytes);
-		}
-		qp_json_kv_bool(&j, "running", d->cpu != NULL);
-		qp_json_kv_u64(&j, "frequency_hz", d->frequency_hz);
-		qp_json_kv_u64(&j, "samples", samples);
-		qp_json_kv_u64(&j, "lost", lost);
-		qp_json_kv_u64(&j, "aged", aged);
-		qp_json_kv_u64(&j, "table_bytes", table_bytes);
-		qp_json_kv_bool(&j, "all", d->sample_all);
-		qp_json_kv_u64(&j, "cpus", qp_cpu_ncpus(d->cpu));
-		if (!d->cpu)
-			qp_json_kv_str(&j, "error", d->cpu_error);
-	}
-	qp_json_obj_end(&j);
-	qp_json_key(&j, "scopes");
-	qp_json_obj_begin(&j);
-	qp_json_kv_u64(&j, "sites", qp_model_count_sites(&snap));
-	qp_json_kv_u64(&j, "events", events);
-	qp_json_kv_u64(&j, "dropped", dropped);
-	qp_json_key(&j, "dropped_by_reason");
-	qp_json_obj_begin(&j);
-	qp_json_kv_u64(&j, "exit_without_enter", snap.counters[QPROF_CNT_DROP_NO_ENTER]);
-	qp_json_kv_u64(&j, "out_of_order", snap.counters[QPROF_CNT_DROP_OUT_OF_ORDER]);
-	qp_json_kv_u64(&j, "too_deep", snap.counters[QPROF_CNT_DROP_TOO_DEEP]);
-	qp_json_kv_u64(&j, "thread_exit", snap.counters[QPROF_CNT_DROP_THREAD_EXIT]);
-	qp_json_kv_u64(&j, "map_full", snap.counters[QPROF_CNT_DROP_MAP_FULL]);
-	qp_json_kv_u64(&j, "stack_unavailable", snap.counters[QPROF_CNT_DROP_NO_STACK]);
-	qp_json_obj_end(&j);
-	qp_json_obj_end(&j);
-	qp_json_key(&j, "logs");
-	qp_json_obj_begin(&j);
-	{
-		uint64_t received = 0, oldest = 0;
-
-		if (d->logs)
-			qp_logs_stats(d->logs, &received, &oldest);
-		qp_json_kv_bool(&j, "running", d->logs != NULL);
-		qp_json_kv_u64(&j, "received", received);
-		qp_json_kv_u64(&j, "lost", snap.counters[QPROF_CNT_LOG_LOST]);
-		qp_json_kv_u64(&j, "oldest_seq", oldest);
-	}
-	qp_json_obj_end(&j);
-	qp_json_key(&j, "values");
-	qp_json_obj_begin(&j);
-	qp_json_kv_u64(&j, "lost", snap.counters[QPROF_CNT_VALUE_LOST]);
-	qp_json_obj_end(&j);
-	qp_json_key(&j, "marks");
-	qp_json_obj_begin(&j);
-	qp_json_kv_u64(&j, "lost", snap.counters[QPROF_CNT_MARK_LOST]);
-	qp_json_obj_end(&j);
-	{
-		struct qp_conns_stats hs;
-
-		/* the limits of http_conn.h, summed over the socket and --listen */
-		qp_conns_totals(&hs);
-		qp_json_key(&j, "http");
-		qp_json_obj_begin(&j);
-		qp_json_kv_u64(&j, "connections", hs.open);
-		qp_json_kv_u64(&j, "long_polls", hs.long_polls);
-		qp_json_kv_u64(&j, "closed_overdue", hs.closed_overdue);
-		qp_json_kv_u64(&j, "refused_long_polls", hs.refused_long);
-		qp_json_kv_u64(&j, "refused_connections", hs.refused_full);
-		qp_json_obj_end(&j);
-	}
-	qp_json_obj_end(&j);
-	qp_scope_snapshot_free(&snap);
-	qp_reply_json(resp, 200, &j);
-}
-
-/* GET /metrics: Prometheus text, made from the API's own JSON answers. */
-static void metrics_handler(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
-{
-	static const char *const allowed[] = { NULL };
-	struct qp_response parts[3];
-	json_t *docs[3] = { NULL, NULL, NULL };
-	struct qp_buf b;
-	int i, ret = -1;
-
-	if (!qp_req_keys_ok(req, resp, allowed))
-		return;
-	memset(parts, 0, sizeof(parts));
-	qp_route_status(d, req, &parts[0]);
-	qp_route_scopes(d, req, &parts[1]);
-	qp_route_values(d, req, &parts[2]);
-	for (i = 0; i < 3; i++)
-		if (parts[i].status == 200 && parts[i].body)
-			docs[i] = json_loadb(parts[i].body, parts[i].len, 0, NULL);
-	qp_buf_init(&b);
-	if (docs[0] && docs[1] && docs[2])
-		ret = qp_export_metrics(docs[0], docs[1], docs[2], &b);
-	for (i = 0; i < 3; i++) {
-		free(parts[i].body);
-		json_decref(docs[i]);
-	}
-	if (ret) {
-		qp_buf_free(&b);
-		qp_reply_error(resp, 500, "cannot build the metrics");
-		return;
-	}
-	qp_reply_buf(resp, &b, "text/plain; version=0.0.4", 0);
-}
-
 /* Routes of DESIGN.md that later versions fill in: say so plainly. */
 static const char *const not_yet[] = {
 	NULL,
@@ -321,7 +181,7 @@ static const struct route {
 	const char *allow;
 } routes[] = {
 	{ "/api/status", qp_route_status, NULL, NULL, "GET" },
-	{ "/metrics", metrics_handler, NULL, NULL, "GET" },
+	{ "/metrics", qp_route_metrics, NULL, NULL, "GET" },
 	{ "/api/targets", qp_route_targets_list, qp_route_targets_add, qp_route_binary_delete, "GET, POST, DELETE" },
 	{ "/api/targets/*", NULL, NULL, qp_route_target_delete, "DELETE" },
 	{ "/api/scopes", qp_route_scopes, NULL, NULL, "GET" },

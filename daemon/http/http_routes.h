@@ -26,7 +26,9 @@ bool qp_req_seconds(const struct qp_request *req, struct qp_response *resp, unsi
 
 typedef void (*qp_route_fn)(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 
+/* http_status.c */
 void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 /* http_targets.c */
 void qp_route_targets_list(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
@@ -41,4 +43,7 @@ void qp_route_cpu_folded(struct qprofd *d, const struct qp_request *req, struct 
 void qp_route_cpu_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_pprof_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+/* report_http.c: GET /api/report?pid=N, the summary of N's exit report
+ * (text/plain), 404 when N has none (yet); without pid=, the list (JSON) */
+void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 #endif

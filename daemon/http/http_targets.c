@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "model_cpu_build.h"
 #include "qprofd.h"
 #include "http_routes.h"
 

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "model_src.h"
 #include "report_fs.h"
 #include "targets.h"
 
@@ -31,4 +32,7 @@ struct qprofd {
 
 /* Sleep SECONDS unless the daemon stops first; false when it stops. */
 bool qprofd_wait(struct qprofd *d, unsigned int seconds);
+/* The model's view of D: its registry, collectors, settings, and
+ * qprofd_wait (http_routes.c). */
+void qprofd_model_src(struct qprofd *d, struct qp_model_src *out);
 #endif

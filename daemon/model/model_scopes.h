@@ -1,30 +1,85 @@
-/* model_scopes.h - turns scope snapshots into the rows of GET /api/scopes:
- * names from the registry, a window as the difference of two snapshots,
- * percentiles from the histograms. Reads only. */
+/* model_scopes.h - the scope model: the rows of GET /api/scopes as plain
+ * structs. A row per (process, site, parent) of the scope aggregates, like a
+ * call tree (a scope entered under two parents is two rows), then one per
+ * mark site and one per counted USDT probe; over a window (the difference
+ * of two snapshots, scope_window.h) or since attach. Names come from the
+ * registry through a namer (target_names.h); every string is copied into
+ * the model's arena, so exporters read it without any lock. No JSON, no I/O
+ * of its own. */
 #ifndef QPROF_MODEL_SCOPES_H
 #define QPROF_MODEL_SCOPES_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include "collect_scopes.h"
-#include "targets.h"
+#include "model_src.h"
+#include "target_names.h"
 
-struct qp_json;
+struct qp_arena;
 
-/* Marks, for the same rows: counts now and at the window's start. */
-struct qp_marks_view {
-	const struct qp_mark_row *now, *base;	/* base NULL: since attach */
-	size_t nnow, nbase;
-	double window_s;			/* > 0 with base */
-	/* counted USDT probes (kind "probe"), likewise */
-	const struct qp_probe_row *pnow, *pbase;
-	size_t npnow, npbase;
+enum qp_item_shape {
+	QP_ITEM_TIMED,		/* a scope or span: durations */
+	QP_ITEM_MARK,		/* a QPROF_MARK site: a count and a rate */
+	QP_ITEM_PROBE,		/* a counted USDT probe: a count and a rate */
 };
 
-/* Write {"scopes": [...]} for NOW, or for NOW - BASE when BASE is not NULL,
- * limited to PID when pid > 0; then the marks as kind "mark" rows (count,
- * rate_per_s, null durations). Caller holds r->lock. */
-void qp_model_scopes_json(struct qp_registry *r, const struct qp_scope_snapshot *now,
-			  const struct qp_scope_snapshot *base, const struct qp_marks_view *marks,
-			  int pid, struct qp_json *j);
+struct qp_scope_item {
+	enum qp_item_shape shape;
+	int32_t pid;
+	const char *kind;	/* "scope", "span", "mark" (also a timed row whose site is a mark), "probe" */
+	const char *name;	/* the site's or the span's name; "0x..." when the site is unknown */
+	const char *site_kind;	/* qp_site_kind_name(), "span" or "unknown"; NULL for probes */
+	const char *begin, *end;	/* spans: "provider:name" of each end; NULL otherwise */
+	bool located;		/* a known qprof site: file, line, function are its */
+	const char *file, *function;
+	uint32_t line;
+	uint64_t count;
+	/* QP_ITEM_TIMED */
+	uint64_t total_ns, min_ns, max_ns;
+	double mean_ns, p50_ns, p90_ns, p99_ns, p999_ns;
+	const char *parent;	/* the enclosing scope's name, NULL at top level */
+	/* QP_ITEM_MARK and QP_ITEM_PROBE: per second of the window, or of the
+	 * target's attached life without one */
+	double rate_per_s;
+};
 
-/* Distinct sites in a snapshot. */
-size_t qp_model_count_sites(const struct qp_scope_snapshot *s);
+struct qp_scope_model {
+	size_t n;
+	struct qp_scope_item *items;	/* timed rows by pid then total time, marks, probes */
+	struct qp_arena *arena;		/* owns items and their strings */
+};
+
+/* What the model is made of: collector snapshots and the query. */
+struct qp_scope_input {
+	const struct qp_scope_snapshot *now, *base;	/* base NULL: since attach */
+	const struct qp_mark_row *marks, *mbase;	/* sorted by key; mbase with base */
+	size_t nmarks, nmbase;
+	const struct qp_probe_row *probes, *pbase;
+	size_t nprobes, npbase;
+	int pid;		/* > 0: this process only */
+	double window_s;	/* > 0 with base */
+	uint64_t now_ms;	/* wall clock: a running target's rates since attach */
+};
+
+/* The model of IN, named through NM (a timed row's pid is adopted when it
+ * is not a target yet; rows of processes that are no target are left out).
+ * 0 or -ENOMEM. Pure but for what NM does. */
+int qp_scope_model_make(const struct qp_scope_input *in, const struct qp_namer *nm,
+			struct qp_scope_model *out);
+void qp_scope_model_free(struct qp_scope_model *m); /* accepts NULL and a zeroed model */
+
+struct qp_scope_query {
+	int pid;		/* > 0: this process only */
+	unsigned int seconds;	/* > 0: the next SECONDS (src->wait), else since attach */
+	bool probes;		/* counted probes too (GET /api/scopes; not the exit report) */
+	bool strict;		/* a mark or probe read failure fails (else: rows without them) */
+	bool reg_locked;	/* the caller holds src->reg->lock already (exit reports) */
+};
+
+/* Read the collector (twice for a window, waiting between through
+ * src->wait), name under the registry lock (taken unless q->reg_locked),
+ * fill OUT. 0, -EIO (a map could
+ * not be read), -ECANCELED (the daemon stops during the wait), -ENOMEM. */
+int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_query *q,
+			 struct qp_scope_model *out);
 #endif

@@ -1,61 +1,83 @@
-/* model_values.c - see model_values.h: the JSON of GET /api/values. The
- * arithmetic on order keys and buckets is in value_math.c. */
-#include <math.h>
+/* model_values.c - see model_values.h: the values model from the
+ * collector's rows. The arithmetic on order keys and buckets is in
+ * value_math.c. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "json_writer.h"
+#include "arena.h"
 #include "model_values.h"
+#include "targets.h"
 
-void qp_model_values_json(struct qp_registry *reg, const struct qp_value_row *rows, size_t n,
-			  struct qp_json *j)
+static const char *copy_str(struct qp_arena *a, const char *s, bool *oom)
 {
+	const char *p;
+
+	if (!s)
+		return NULL;
+	p = qp_arena_strdup(a, s);
+	if (!p)
+		*oom = true;
+	return p;
+}
+
+int qp_value_model_make(const struct qp_value_row *rows, size_t n, const struct qp_namer *nm,
+			struct qp_value_model *out)
+{
+	bool oom = false;
 	size_t i;
 
-	qp_json_obj_begin(j);
-	qp_json_key(j, "values");
-	qp_json_arr_begin(j);
+	memset(out, 0, sizeof(*out));
+	out->arena = qp_arena_new();
+	out->items = out->arena ? qp_arena_alloc(out->arena, (n ? n : 1) * sizeof(*out->items)) : NULL;
+	if (!out->items) {
+		qp_value_model_free(out);
+		return -ENOMEM;
+	}
 	for (i = 0; i < n; i++) {
 		const struct qp_value_row *r = &rows[i];
-		struct qp_target *t = qp_registry_find(reg, (int)r->key.tgid);
-		const struct qp_site_info *site = t ? qp_target_site(reg, t, r->key.site) : NULL;
-		double last;
+		struct qp_value_item *it = &out->items[out->n];
+		const struct qp_site_info *site;
+		struct qp_target_times tt;
 		char buf[32];
 
-		if (!t)
+		if (!nm->target(nm->arg, r->key.tgid, false, &tt))
 			continue;
-		memcpy(&last, &r->st.last_bits, sizeof(last));
-		qp_json_obj_begin(j);
-		qp_json_kv_i64(j, "pid", r->key.tgid);
+		site = nm->site(nm->arg, r->key.tgid, r->key.site);
+		it->pid = (int32_t)r->key.tgid;
 		if (site) {
-			qp_json_kv_str(j, "name", site->name);
-			qp_json_kv_str(j, "file", site->file);
-			qp_json_kv_u64(j, "line", site->line);
+			it->name = copy_str(out->arena, site->name, &oom);
+			it->located = true;
+			it->file = copy_str(out->arena, site->file, &oom);
+			it->line = site->line;
 		} else {
 			snprintf(buf, sizeof(buf), "0x%llx", (unsigned long long)r->key.site);
-			qp_json_kv_str(j, "name", buf);
-			qp_json_kv_null(j, "file");
-			qp_json_kv_null(j, "line");
+			it->name = copy_str(out->arena, buf, &oom);
 		}
-		qp_json_kv_u64(j, "count", r->st.count);
+		it->count = r->st.count;
 		if (r->st.count) {
-			qp_json_kv_double(j, "min", qp_value_from_key(r->st.min_key));
-			qp_json_kv_double(j, "max", qp_value_from_key(r->st.max_key));
-			qp_json_kv_double(j, "mean", qp_value_mean(r));
-			qp_json_kv_double(j, "p50", qp_value_quantile(r, 0.50));
-			qp_json_kv_double(j, "p99", qp_value_quantile(r, 0.99));
-		} else {
-			qp_json_kv_null(j, "min");
-			qp_json_kv_null(j, "max");
-			qp_json_kv_null(j, "mean");
-			qp_json_kv_null(j, "p50");
-			qp_json_kv_null(j, "p99");
+			it->min = qp_value_from_key(r->st.min_key);
+			it->max = qp_value_from_key(r->st.max_key);
+			it->mean = qp_value_mean(r);
+			it->p50 = qp_value_quantile(r, 0.50);
+			it->p99 = qp_value_quantile(r, 0.99);
 		}
-		qp_json_kv_double(j, "last", last); /* null when NaN or infinite */
-		qp_json_kv_u64(j, "nan", r->st.nan);
-		qp_json_kv_u64(j, "pos_inf", r->st.pos_inf);
-		qp_json_kv_u64(j, "neg_inf", r->st.neg_inf);
-		qp_json_obj_end(j);
+		memcpy(&it->last, &r->st.last_bits, sizeof(it->last));
+		it->nan = r->st.nan;
+		it->pos_inf = r->st.pos_inf;
+		it->neg_inf = r->st.neg_inf;
+		out->n++;
 	}
-	qp_json_arr_end(j);
-	qp_json_obj_end(j);
+	if (oom) {
+		qp_value_model_free(out);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void qp_value_model_free(struct qp_value_model *m)
+{
+	if (!m)
+		return;
+	qp_arena_free(m->arena);
+	memset(m, 0, sizeof(*m));
 }

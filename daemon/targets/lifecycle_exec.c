@@ -75,7 +75,12 @@ static void handle_one(struct qprofd *d, const struct qp_lc_exec *e)
 	qp_maps_free(&now);
 	qp_target_exited(r, t);
 	t->report_pending = false;
-	qp_report_write(d, t);
+	{
+		struct qp_model_src src;
+
+		qprofd_model_src(d, &src);
+		qp_report_write(&src, &d->report_fs, d->report_dir, t);
+	}
 	snprintf(dir, sizeof(dir), "%s", t->report_dir);
 	qp_registry_remove_pid(r, e->pid);
 	if (by_binary)

@@ -1,0 +1,165 @@
+/* export_json.c - see export_json.h: the scope, value and status models as
+ * the JSON the API has always answered (the same keys in the same order). */
+#include "export_json.h"
+#include "util.h"
+
+/* Marks and counted probes: a count, no durations, no parent. */
+static void no_durations(struct qp_json *j)
+{
+	static const char *const keys[] = { "total_ns", "mean_ns", "min_ns", "max_ns", "p50_ns",
+					    "p90_ns", "p99_ns", "p999_ns", "parent" };
+	size_t i;
+
+	for (i = 0; i < QP_ARRAY_SIZE(keys); i++)
+		qp_json_kv_null(j, keys[i]);
+}
+
+static void location(struct qp_json *j, const struct qp_scope_item *it)
+{
+	if (it->located) {
+		qp_json_kv_str(j, "file", it->file);
+		qp_json_kv_u64(j, "line", it->line);
+		qp_json_kv_str(j, "function", it->function);
+	} else {
+		qp_json_kv_null(j, "file");
+		qp_json_kv_null(j, "line");
+		qp_json_kv_null(j, "function");
+	}
+}
+
+static void scope_item(struct qp_json *j, const struct qp_scope_item *it)
+{
+	qp_json_obj_begin(j);
+	qp_json_kv_i64(j, "pid", it->pid);
+	qp_json_kv_str(j, "kind", it->kind);
+	qp_json_kv_str(j, "name", it->name);
+	if (it->site_kind)
+		qp_json_kv_str(j, "site_kind", it->site_kind);
+	if (it->begin || it->end) {
+		qp_json_kv_str(j, "begin", it->begin);
+		qp_json_kv_str(j, "end", it->end);
+	}
+	location(j, it);
+	qp_json_kv_u64(j, "count", it->count);
+	if (it->shape == QP_ITEM_TIMED) {
+		qp_json_kv_u64(j, "total_ns", it->total_ns);
+		qp_json_kv_double(j, "mean_ns", it->mean_ns);
+		qp_json_kv_u64(j, "min_ns", it->min_ns);
+		qp_json_kv_u64(j, "max_ns", it->max_ns);
+		qp_json_kv_double(j, "p50_ns", it->p50_ns);
+		qp_json_kv_double(j, "p90_ns", it->p90_ns);
+		qp_json_kv_double(j, "p99_ns", it->p99_ns);
+		qp_json_kv_double(j, "p999_ns", it->p999_ns);
+		qp_json_kv_str(j, "parent", it->parent);
+	} else {
+		qp_json_kv_double(j, "rate_per_s", it->rate_per_s);
+		no_durations(j);
+	}
+	qp_json_obj_end(j);
+}
+
+void qp_export_scopes_json(const struct qp_scope_model *m, struct qp_json *j)
+{
+	size_t i;
+
+	qp_json_obj_begin(j);
+	qp_json_key(j, "scopes");
+	qp_json_arr_begin(j);
+	for (i = 0; i < m->n; i++)
+		scope_item(j, &m->items[i]);
+	qp_json_arr_end(j);
+	qp_json_obj_end(j);
+}
+
+void qp_export_values_json(const struct qp_value_model *m, struct qp_json *j)
+{
+	size_t i;
+
+	qp_json_obj_begin(j);
+	qp_json_key(j, "values");
+	qp_json_arr_begin(j);
+	for (i = 0; i < m->n; i++) {
+		const struct qp_value_item *v = &m->items[i];
+
+		qp_json_obj_begin(j);
+		qp_json_kv_i64(j, "pid", v->pid);
+		qp_json_kv_str(j, "name", v->name);
+		if (v->located) {
+			qp_json_kv_str(j, "file", v->file);
+			qp_json_kv_u64(j, "line", v->line);
+		} else {
+			qp_json_kv_null(j, "file");
+			qp_json_kv_null(j, "line");
+		}
+		qp_json_kv_u64(j, "count", v->count);
+		if (v->count) {
+			qp_json_kv_double(j, "min", v->min);
+			qp_json_kv_double(j, "max", v->max);
+			qp_json_kv_double(j, "mean", v->mean);
+			qp_json_kv_double(j, "p50", v->p50);
+			qp_json_kv_double(j, "p99", v->p99);
+		} else {
+			qp_json_kv_null(j, "min");
+			qp_json_kv_null(j, "max");
+			qp_json_kv_null(j, "mean");
+			qp_json_kv_null(j, "p50");
+			qp_json_kv_null(j, "p99");
+		}
+		qp_json_kv_double(j, "last", v->last); /* null when NaN or infinite */
+		qp_json_kv_u64(j, "nan", v->nan);
+		qp_json_kv_u64(j, "pos_inf", v->pos_inf);
+		qp_json_kv_u64(j, "neg_inf", v->neg_inf);
+		qp_json_obj_end(j);
+	}
+	qp_json_arr_end(j);
+	qp_json_obj_end(j);
+}
+
+void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_json *j)
+{
+	const struct qp_scope_drops *d = &m->scopes.drops;
+
+	qp_json_key(j, "cpu");
+	qp_json_obj_begin(j);
+	qp_json_kv_bool(j, "running", m->cpu.running);
+	qp_json_kv_u64(j, "frequency_hz", m->cpu.frequency_hz);
+	qp_json_kv_u64(j, "samples", m->cpu.samples);
+	qp_json_kv_u64(j, "lost", m->cpu.lost);
+	qp_json_kv_u64(j, "aged", m->cpu.aged);
+	qp_json_kv_u64(j, "table_bytes", m->cpu.table_bytes);
+	qp_json_kv_bool(j, "all", m->cpu.all);
+	qp_json_kv_u64(j, "cpus", m->cpu.cpus);
+	if (!m->cpu.running)
+		qp_json_kv_str(j, "error", m->cpu.error);
+	qp_json_obj_end(j);
+	qp_json_key(j, "scopes");
+	qp_json_obj_begin(j);
+	qp_json_kv_u64(j, "sites", m->scopes.sites);
+	qp_json_kv_u64(j, "events", m->scopes.events);
+	qp_json_kv_u64(j, "dropped", m->scopes.dropped);
+	qp_json_key(j, "dropped_by_reason");
+	qp_json_obj_begin(j);
+	qp_json_kv_u64(j, "exit_without_enter", d->exit_without_enter);
+	qp_json_kv_u64(j, "out_of_order", d->out_of_order);
+	qp_json_kv_u64(j, "too_deep", d->too_deep);
+	qp_json_kv_u64(j, "thread_exit", d->thread_exit);
+	qp_json_kv_u64(j, "map_full", d->map_full);
+	qp_json_kv_u64(j, "stack_unavailable", d->stack_unavailable);
+	qp_json_obj_end(j);
+	qp_json_obj_end(j);
+	qp_json_key(j, "logs");
+	qp_json_obj_begin(j);
+	qp_json_kv_bool(j, "running", m->logs.running);
+	qp_json_kv_u64(j, "received", m->logs.received);
+	qp_json_kv_u64(j, "lost", m->logs.lost);
+	qp_json_kv_u64(j, "oldest_seq", m->logs.oldest_seq);
+	qp_json_obj_end(j);
+	qp_json_key(j, "values");
+	qp_json_obj_begin(j);
+	qp_json_kv_u64(j, "lost", m->values_lost);
+	qp_json_obj_end(j);
+	qp_json_key(j, "marks");
+	qp_json_obj_begin(j);
+	qp_json_kv_u64(j, "lost", m->marks_lost);
+	qp_json_obj_end(j);
+}

@@ -1,0 +1,17 @@
+/* export_json.h - the JSON documents of the data routes, written from the
+ * model's structs: {"scopes": [...]} (GET /api/scopes, and scopes.json of
+ * an exit report), {"values": [...]} (GET /api/values), and the figure
+ * sections of GET /api/status. Pure: no lock, no I/O. */
+#ifndef QPROF_EXPORT_JSON_H
+#define QPROF_EXPORT_JSON_H
+#include "json_writer.h"
+#include "model_scopes.h"
+#include "model_status.h"
+#include "model_values.h"
+
+void qp_export_scopes_json(const struct qp_scope_model *m, struct qp_json *j);
+void qp_export_values_json(const struct qp_value_model *m, struct qp_json *j);
+/* The keys "cpu", "scopes", "logs", "values", "marks" of the status
+ * object J is inside of. */
+void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_json *j);
+#endif

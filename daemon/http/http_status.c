@@ -1,0 +1,97 @@
+/* http_status.c - the routes of the daemon's own state: GET /api/status
+ * (the targets and binaries as the registry writes them, then the status
+ * model's figures, then the HTTP limits) and GET /metrics (the status,
+ * scope and value models as Prometheus text). */
+#include <errno.h>
+#include <string.h>
+#include "export_json.h"
+#include "export_metrics.h"
+#include "http_conn.h"
+#include "lifecycle.h"
+#include "model_scopes.h"
+#include "model_status.h"
+#include "model_values.h"
+#include "qprofd.h"
+#include "http_routes.h"
+
+void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { NULL };
+	struct qp_status_model m;
+	struct qp_model_src src;
+	struct qp_conns_stats hs;
+	struct qp_json j;
+	size_t i;
+
+	if (!qp_req_keys_ok(req, resp, allowed))
+		return;
+	qprofd_model_src(d, &src);
+	if (qp_status_model_build(&src, &m)) {
+		qp_reply_error(resp, 500, "cannot read the BPF maps");
+		return;
+	}
+	qp_json_init(&j);
+	qp_json_obj_begin(&j);
+	qp_json_kv_str(&j, "version", QPROF_VERSION);
+	qp_json_kv_u64(&j, "uptime_ms", m.uptime_ms);
+	pthread_mutex_lock(&d->reg.lock);
+	qp_json_key(&j, "targets");
+	qp_json_arr_begin(&j);
+	for (i = 0; i < d->reg.ntargets; i++)
+		qp_target_json(d->reg.targets[i], &j);
+	qp_json_arr_end(&j);
+	qp_json_key(&j, "binaries");
+	qp_json_arr_begin(&j);
+	for (i = 0; i < d->reg.nbinaries; i++)
+		qp_binary_json(&d->reg, d->reg.binaries[i], &j);
+	qp_json_arr_end(&j);
+	qp_json_kv_u64(&j, "exited_targets_forgotten", d->reg.exited_forgotten);
+	qp_lifecycle_json(d->reg.lc, &j);
+	pthread_mutex_unlock(&d->reg.lock);
+	qp_export_status_figures_json(&m, &j);
+	/* the limits of http_conn.h, summed over the socket and --listen */
+	qp_conns_totals(&hs);
+	qp_json_key(&j, "http");
+	qp_json_obj_begin(&j);
+	qp_json_kv_u64(&j, "connections", hs.open);
+	qp_json_kv_u64(&j, "long_polls", hs.long_polls);
+	qp_json_kv_u64(&j, "closed_overdue", hs.closed_overdue);
+	qp_json_kv_u64(&j, "refused_long_polls", hs.refused_long);
+	qp_json_kv_u64(&j, "refused_connections", hs.refused_full);
+	qp_json_obj_end(&j);
+	qp_json_obj_end(&j);
+	qp_reply_json(resp, 200, &j);
+}
+
+/* GET /metrics: everything since attach, for every target. */
+void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { NULL };
+	const struct qp_scope_query q = { .probes = true, .strict = true };
+	struct qp_scope_model scopes = { 0 };
+	struct qp_value_model values = { 0 };
+	struct qp_status_model status;
+	struct qp_model_src src;
+	struct qp_buf b;
+	int ret;
+
+	if (!qp_req_keys_ok(req, resp, allowed))
+		return;
+	qprofd_model_src(d, &src);
+	qp_buf_init(&b);
+	ret = qp_status_model_build(&src, &status);
+	if (!ret)
+		ret = qp_scope_model_build(&src, &q, &scopes);
+	if (!ret)
+		ret = qp_value_model_build(&src, 0, &values);
+	if (!ret)
+		ret = qp_export_metrics(&status, &scopes, &values, &b);
+	qp_scope_model_free(&scopes);
+	qp_value_model_free(&values);
+	if (ret) {
+		qp_buf_free(&b);
+		qp_reply_error(resp, 500, "cannot build the metrics");
+		return;
+	}
+	qp_reply_buf(resp, &b, "text/plain; version=0.0.4", 0);
+}

@@ -1,0 +1,46 @@
+/* cpu_window.c - see cpu_window.h. */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include "collect_cpu.h"
+#include "cpu_window.h"
+#include "model_cpu_build.h"
+#include "targets.h"
+#include "util.h"
+
+int qp_cpu_window(const struct qp_model_src *src, const struct qp_cpu_window_query *wq,
+		  struct qp_cpu_profile *prof)
+{
+	struct qp_cpu_snapshot base = { 0 }, now = { 0 };
+	struct qp_cpu_query q = { 0 };
+	int ret;
+
+	memset(prof, 0, sizeof(*prof));
+	if (!src->cpu)
+		return -ENODEV;
+	if (wq->seconds && qp_cpu_read(src->cpu, &base))
+		return -EIO;
+	q.time_ns = qp_realtime_ns();
+	if (wq->seconds && !src->wait(src->wait_arg, wq->seconds)) {
+		qp_cpu_snapshot_free(&base);
+		return -ECANCELED;
+	}
+	if (qp_cpu_read(src->cpu, &now)) {
+		qp_cpu_snapshot_free(&base);
+		return -EIO;
+	}
+	q.pid = wq->pid;
+	q.scope = wq->scope;
+	q.period_ns = 1000000000ull / (src->frequency_hz ? src->frequency_hz : 99);
+	q.duration_ns = wq->seconds ? (uint64_t)wq->seconds * 1000000000ull : qp_now_ns() - src->start_ns;
+	if (!wq->seconds)
+		q.time_ns = qp_realtime_ns() - q.duration_ns;
+	pthread_mutex_lock(&src->reg->lock);
+	ret = qp_cpu_build(src->cpu, src->reg->sym, src->reg, &now, wq->seconds ? &base : NULL, &q, prof);
+	pthread_mutex_unlock(&src->reg->lock);
+	qp_cpu_snapshot_free(&base);
+	qp_cpu_snapshot_free(&now);
+	if (ret)
+		memset(prof, 0, sizeof(*prof));
+	return ret;
+}

@@ -1,0 +1,29 @@
+/* model_src.h - what the model stage reads: the registry of targets, the
+ * collectors, the daemon's settings and clock, and how to wait out a window.
+ * The HTTP layer and the poll loop fill one from the daemon's state; the
+ * model builders take it instead of the daemon (model/ may not include
+ * http/qprofd.h). Plain pointers, owned by the daemon. */
+#ifndef QPROF_MODEL_SRC_H
+#define QPROF_MODEL_SRC_H
+#include <stdbool.h>
+#include <stdint.h>
+
+struct qp_registry;
+struct qp_scopes;
+struct qp_cpu;
+struct qp_logs;
+
+struct qp_model_src {
+	struct qp_registry *reg;
+	struct qp_scopes *scopes;
+	struct qp_cpu *cpu;		/* NULL when sampling could not start */
+	struct qp_logs *logs;		/* NULL when the log ring buffer could not start */
+	const char *cpu_error;		/* why cpu is NULL */
+	unsigned int frequency_hz;
+	bool sample_all;
+	uint64_t start_ns;		/* CLOCK_MONOTONIC when the daemon started */
+	/* sleep SECONDS unless the daemon stops first; false when it stops */
+	bool (*wait)(void *arg, unsigned int seconds);
+	void *wait_arg;
+};
+#endif

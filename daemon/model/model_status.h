@@ -1,0 +1,52 @@
+/* model_status.h - the daemon's own figures (those of GET /api/status and
+ * the counters of /metrics) as a plain struct: scope events and sites, the
+ * BPF drop counters by name and their sum, CPU sampling, logs, values,
+ * marks, targets by state. No JSON, no I/O of its own. */
+#ifndef QPROF_MODEL_STATUS_H
+#define QPROF_MODEL_STATUS_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "collect_scopes.h"
+#include "model_src.h"
+
+/* Scope events that could not be measured, by reason (bpf/scopes.h). */
+struct qp_scope_drops {
+	uint64_t exit_without_enter, out_of_order, too_deep, thread_exit, map_full, stack_unavailable;
+};
+
+struct qp_status_model {
+	uint64_t uptime_ms;
+	struct {
+		bool running;
+		unsigned int frequency_hz, cpus;
+		uint64_t samples, lost;
+		uint64_t aged;		/* samples aged out of the CPU table */
+		uint64_t table_bytes;	/* what the CPU table holds now */
+		bool all;
+		char error[256];	/* why it is not running */
+	} cpu;
+	struct {
+		uint64_t sites, events, dropped;	/* dropped: the sum of drops */
+		struct qp_scope_drops drops;
+	} scopes;
+	struct {
+		bool running;
+		uint64_t received, lost, oldest_seq;
+	} logs;
+	uint64_t values_lost, marks_lost;
+	unsigned int targets_running, targets_exited;
+};
+
+/* The named counters of COUNTERS (a snapshot's, indexed by enum
+ * scope_counter) and their sum. */
+void qp_scope_drops_from(const uint64_t *counters, struct qp_scope_drops *out);
+uint64_t qp_scope_drops_total(const struct qp_scope_drops *d);
+
+/* The scope figures of OUT from SNAP (sites, events, drops, log, value and
+ * mark losses). */
+void qp_status_from_snapshot(const struct qp_scope_snapshot *snap, struct qp_status_model *out);
+
+/* Read every figure (the collectors, the registry under its lock). 0 or
+ * -EIO when the scope maps could not be read. */
+int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model *out);
+#endif

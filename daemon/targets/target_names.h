@@ -1,0 +1,34 @@
+/* target_names.h - what the model asks of the registry to name the rows of
+ * its aggregates: is a pid a target (adopting a process a --binary target
+ * produced), the site descriptor at a runtime address, the definition of a
+ * span or counted probe. The /proc and ELF reads and the adoption happen
+ * here in targets/; the model sees only this table of functions, so its
+ * unit tests can hand it a fake one. */
+#ifndef QPROF_TARGET_NAMES_H
+#define QPROF_TARGET_NAMES_H
+#include <stdbool.h>
+#include <stdint.h>
+#include "elf_probes.h"
+
+struct qp_registry;
+struct qp_usdt_def;
+
+struct qp_target_times {
+	bool exited;
+	uint64_t attached_ms, exited_ms;	/* wall clock */
+};
+
+struct qp_namer {
+	/* PID is a target (after adopting it when ADOPT): its times; false if not */
+	bool (*target)(void *arg, uint32_t pid, bool adopt, struct qp_target_times *out);
+	/* the qprof site at ADDR in target PID, NULL when unknown */
+	const struct qp_site_info *(*site)(void *arg, uint32_t pid, uint64_t addr);
+	/* a span's or counted probe's definition, NULL when unknown */
+	const struct qp_usdt_def *(*def)(void *arg, uint32_t id);
+	void *arg;
+};
+
+/* A namer over R. Pointers it returns stay valid while the caller holds
+ * r->lock, which it does for as long as it uses the namer. */
+void qp_registry_namer(struct qp_registry *r, struct qp_namer *out);
+#endif

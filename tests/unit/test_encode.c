@@ -1,0 +1,215 @@
+/* test_encode.c - each data route's encoding from a hand-made model, byte
+ * for byte: {"scopes": ...} (a scope, a span, a child scope with a hostile
+ * name, a timed row of a mark site, a mark, a probe), {"values": ...}, the
+ * figure sections of /api/status, and the /metrics text of all three. */
+#include <stdlib.h>
+#include "../testlib.h"
+#include "export_json.h"
+#include "export_metrics.h"
+#include "util.h"
+
+static const struct qp_scope_item scope_items[] = {
+	{ .shape = QP_ITEM_TIMED, .pid = 10, .kind = "span", .name = "gc", .site_kind = "span",
+	  .begin = "py:gc__start", .end = "py:gc__done", .count = 3, .total_ns = 3000000, .min_ns = 900000,
+	  .max_ns = 1100000, .mean_ns = 1000000, .p50_ns = 990000, .p90_ns = 1050000, .p99_ns = 1100000,
+	  .p999_ns = 1100000 },
+	{ .shape = QP_ITEM_TIMED, .pid = 10, .kind = "scope", .name = "calc", .site_kind = "scope",
+	  .located = true, .file = "s.c", .line = 10, .function = "gen", .count = 11, .total_ns = 15000,
+	  .min_ns = 992, .max_ns = 5000, .mean_ns = 15000.0 / 11, .p50_ns = 1000.8, .p90_ns = 1007.2,
+	  .p99_ns = 5000, .p999_ns = 5000 },
+	{ .shape = QP_ITEM_TIMED, .pid = 10, .kind = "scope", .name = "in\"ner\n", .site_kind = "func",
+	  .located = true, .file = NULL, .line = 20, .function = "f", .count = 2, .total_ns = 600, .min_ns = 300,
+	  .max_ns = 300, .mean_ns = 300, .p50_ns = 300, .p90_ns = 300, .p99_ns = 300, .p999_ns = NAN,
+	  .parent = "calc" },
+	{ .shape = QP_ITEM_TIMED, .pid = 10, .kind = "mark", .name = "0x9000", .site_kind = "unknown",
+	  .count = 1, .total_ns = 7, .min_ns = 7, .max_ns = 7, .mean_ns = 7, .p50_ns = 7, .p90_ns = 7,
+	  .p99_ns = 7, .p999_ns = 7 },
+	{ .shape = QP_ITEM_MARK, .pid = 10, .kind = "mark", .name = "tick", .site_kind = "mark", .located = true,
+	  .file = "m.c", .line = 40, .function = "loop", .count = 50, .rate_per_s = 12.5 },
+	{ .shape = QP_ITEM_PROBE, .pid = 20, .kind = "probe", .name = "libc:malloc", .count = 60,
+	  .rate_per_s = 1.0 / 3 },
+};
+
+static const char scopes_json[] =
+	"{\"scopes\":["
+	"{\"pid\":10,\"kind\":\"span\",\"name\":\"gc\",\"site_kind\":\"span\",\"begin\":\"py:gc__start\","
+	"\"end\":\"py:gc__done\",\"file\":null,\"line\":null,\"function\":null,\"count\":3,"
+	"\"total_ns\":3000000,\"mean_ns\":1000000,\"min_ns\":900000,\"max_ns\":1100000,\"p50_ns\":990000,"
+	"\"p90_ns\":1050000,\"p99_ns\":1100000,\"p999_ns\":1100000,\"parent\":null},"
+	"{\"pid\":10,\"kind\":\"scope\",\"name\":\"calc\",\"site_kind\":\"scope\",\"file\":\"s.c\",\"line\":10,"
+	"\"function\":\"gen\",\"count\":11,\"total_ns\":15000,\"mean_ns\":1363.6363636363637,\"min_ns\":992,"
+	"\"max_ns\":5000,\"p50_ns\":1000.8,\"p90_ns\":1007.2,\"p99_ns\":5000,\"p999_ns\":5000,\"parent\":null},"
+	"{\"pid\":10,\"kind\":\"scope\",\"name\":\"in\\\"ner\\n\",\"site_kind\":\"func\",\"file\":null,"
+	"\"line\":20,\"function\":\"f\",\"count\":2,\"total_ns\":600,\"mean_ns\":300,\"min_ns\":300,"
+	"\"max_ns\":300,\"p50_ns\":300,\"p90_ns\":300,\"p99_ns\":300,\"p999_ns\":null,\"parent\":\"calc\"},"
+	"{\"pid\":10,\"kind\":\"mark\",\"name\":\"0x9000\",\"site_kind\":\"unknown\",\"file\":null,"
+	"\"line\":null,\"function\":null,\"count\":1,\"total_ns\":7,\"mean_ns\":7,\"min_ns\":7,\"max_ns\":7,"
+	"\"p50_ns\":7,\"p90_ns\":7,\"p99_ns\":7,\"p999_ns\":7,\"parent\":null},"
+	"{\"pid\":10,\"kind\":\"mark\",\"name\":\"tick\",\"site_kind\":\"mark\",\"file\":\"m.c\",\"line\":40,"
+	"\"function\":\"loop\",\"count\":50,\"rate_per_s\":12.5,\"total_ns\":null,\"mean_ns\":null,"
+	"\"min_ns\":null,\"max_ns\":null,\"p50_ns\":null,\"p90_ns\":null,\"p99_ns\":null,\"p999_ns\":null,"
+	"\"parent\":null},"
+	"{\"pid\":20,\"kind\":\"probe\",\"name\":\"libc:malloc\",\"file\":null,\"line\":null,"
+	"\"function\":null,\"count\":60,\"rate_per_s\":0.3333333333333333,\"total_ns\":null,\"mean_ns\":null,"
+	"\"min_ns\":null,\"max_ns\":null,\"p50_ns\":null,\"p90_ns\":null,\"p99_ns\":null,\"p999_ns\":null,"
+	"\"parent\":null}]}";
+
+static const struct qp_value_item value_items[] = {
+	{ .pid = 10, .name = "price", .located = true, .file = "v.c", .line = 50, .count = 4, .min = 2,
+	  .max = 8, .mean = 5.0009765625, .p50 = 2.0001220703125, .p99 = 8, .last = 8 },
+	{ .pid = 10, .name = "0x5100", .nan = 3, .pos_inf = 1, .neg_inf = 2, .last = INFINITY },
+};
+
+static const char values_json[] =
+	"{\"values\":["
+	"{\"pid\":10,\"name\":\"price\",\"file\":\"v.c\",\"line\":50,\"count\":4,\"min\":2,\"max\":8,"
+	"\"mean\":5.0009765625,\"p50\":2.0001220703125,\"p99\":8,\"last\":8,\"nan\":0,\"pos_inf\":0,"
+	"\"neg_inf\":0},"
+	"{\"pid\":10,\"name\":\"0x5100\",\"file\":null,\"line\":null,\"count\":0,\"min\":null,\"max\":null,"
+	"\"mean\":null,\"p50\":null,\"p99\":null,\"last\":null,\"nan\":3,\"pos_inf\":1,\"neg_inf\":2}]}";
+
+static void status_model(struct qp_status_model *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->uptime_ms = 1234;
+	m->cpu.running = false;
+	m->cpu.frequency_hz = 99;
+	m->cpu.aged = 31;
+	m->cpu.table_bytes = 262144;
+	snprintf(m->cpu.error, sizeof(m->cpu.error), "perf_event_open: \"denied\"");
+	m->scopes.sites = 7;
+	m->scopes.events = 47;
+	m->scopes.drops = (struct qp_scope_drops){ 3, 5, 7, 11, 13, 17 };
+	m->scopes.dropped = qp_scope_drops_total(&m->scopes.drops);
+	m->logs.running = true;
+	m->logs.received = 100;
+	m->logs.lost = 19;
+	m->logs.oldest_seq = 42;
+	m->values_lost = 23;
+	m->marks_lost = 29;
+	m->targets_running = 1;
+	m->targets_exited = 2;
+}
+
+static const char status_json[] =
+	"{\"cpu\":{\"running\":false,\"frequency_hz\":99,\"samples\":0,\"lost\":0,\"aged\":31,\"table_bytes\":262144,\"all\":false,\"cpus\":0,"
+	"\"error\":\"perf_event_open: \\\"denied\\\"\"},"
+	"\"scopes\":{\"sites\":7,\"events\":47,\"dropped\":56,\"dropped_by_reason\":{\"exit_without_enter\":3,"
+	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17}},"
+	"\"logs\":{\"running\":true,\"received\":100,\"lost\":19,\"oldest_seq\":42},"
+	"\"values\":{\"lost\":23},\"marks\":{\"lost\":29}}";
+
+static const char metrics_text[] =
+	"# HELP qprof_up 1 while qprofd answers.\n# TYPE qprof_up gauge\nqprof_up 1\n"
+	"# HELP qprof_scope_duration_seconds Latency of qprof scopes and spans since attach.\n"
+	"# TYPE qprof_scope_duration_seconds summary\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"gc\",parent=\"\",quantile=\"0.5\"} 0.00098999999999999999\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"gc\",parent=\"\",quantile=\"0.9\"} 0.0010499999999999999\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"gc\",parent=\"\",quantile=\"0.99\"} 0.0011000000000000001\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"gc\",parent=\"\",quantile=\"0.999\"} 0.0011000000000000001\n"
+	"qprof_scope_duration_seconds_sum{pid=\"10\",name=\"gc\",parent=\"\"} 0.0030000000000000001\n"
+	"qprof_scope_duration_seconds_count{pid=\"10\",name=\"gc\",parent=\"\"} 3\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"calc\",parent=\"\",quantile=\"0.5\"} 1.0008e-06\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"calc\",parent=\"\",quantile=\"0.9\"} 1.0072000000000001e-06\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"calc\",parent=\"\",quantile=\"0.99\"} 5.0000000000000004e-06\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"calc\",parent=\"\",quantile=\"0.999\"} 5.0000000000000004e-06\n"
+	"qprof_scope_duration_seconds_sum{pid=\"10\",name=\"calc\",parent=\"\"} 1.5e-05\n"
+	"qprof_scope_duration_seconds_count{pid=\"10\",name=\"calc\",parent=\"\"} 11\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\",quantile=\"0.5\"} 2.9999999999999999e-07\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\",quantile=\"0.9\"} 2.9999999999999999e-07\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\",quantile=\"0.99\"} 2.9999999999999999e-07\n"
+	"qprof_scope_duration_seconds{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\",quantile=\"0.999\"} 0\n"
+	"qprof_scope_duration_seconds_sum{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\"} 5.9999999999999997e-07\n"
+	"qprof_scope_duration_seconds_count{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\"} 2\n"
+	"# HELP qprof_events_total Hits of QPROF_MARK sites and of counted USDT probes.\n"
+	"# TYPE qprof_events_total counter\n"
+	"qprof_events_total{pid=\"10\",name=\"0x9000\",parent=\"\",kind=\"mark\"} 1\n"
+	"qprof_events_total{pid=\"10\",name=\"tick\",parent=\"\",kind=\"mark\"} 50\n"
+	"qprof_events_total{pid=\"20\",name=\"libc:malloc\",parent=\"\",kind=\"probe\"} 60\n"
+	"# HELP qprof_value QPROF_VALUE statistics since attach.\n# TYPE qprof_value gauge\n"
+	"qprof_value{pid=\"10\",name=\"price\",stat=\"min\"} 2\n"
+	"qprof_value{pid=\"10\",name=\"price\",stat=\"max\"} 8\n"
+	"qprof_value{pid=\"10\",name=\"price\",stat=\"mean\"} 5.0009765625\n"
+	"qprof_value{pid=\"10\",name=\"price\",stat=\"last\"} 8\n"
+	"qprof_value{pid=\"10\",name=\"price\",stat=\"p50\"} 2.0001220703125\n"
+	"qprof_value{pid=\"10\",name=\"price\",stat=\"p99\"} 8\n"
+	"qprof_value{pid=\"10\",name=\"price\",stat=\"count\"} 4\n"
+	"qprof_value{pid=\"10\",name=\"0x5100\",stat=\"count\"} 0\n"
+	"# TYPE qprof_cpu_samples_total counter\nqprof_cpu_samples_total 0\n"
+	"# TYPE qprof_cpu_samples_lost_total counter\nqprof_cpu_samples_lost_total 0\n"
+	"# TYPE qprof_logs_received_total counter\nqprof_logs_received_total 100\n"
+	"# TYPE qprof_logs_lost_total counter\nqprof_logs_lost_total 19\n"
+	"# HELP qprof_scopes_dropped_total Scope events that could not be measured.\n"
+	"# TYPE qprof_scopes_dropped_total counter\n"
+	"qprof_scopes_dropped_total{reason=\"exit_without_enter\"} 3\n"
+	"qprof_scopes_dropped_total{reason=\"out_of_order\"} 5\n"
+	"qprof_scopes_dropped_total{reason=\"too_deep\"} 7\n"
+	"qprof_scopes_dropped_total{reason=\"thread_exit\"} 11\n"
+	"qprof_scopes_dropped_total{reason=\"map_full\"} 13\n"
+	"qprof_scopes_dropped_total{reason=\"stack_unavailable\"} 17\n"
+	"# TYPE qprof_targets gauge\n"
+	"qprof_targets{state=\"running\"} 1\nqprof_targets{state=\"exited\"} 2\n";
+
+/* J's text, compared whole; on a mismatch the first differing byte is shown */
+static void check_text(const char *what, const char *got, size_t len, const char *want)
+{
+	size_t i;
+
+	CHECK(got != NULL);
+	if (!got)
+		return;
+	CHECK_INT(len, strlen(want));
+	for (i = 0; got[i] && got[i] == want[i]; i++)
+		;
+	if (got[i] || want[i])
+		fprintf(stderr, "%s differs at byte %zu:\n got: %.80s\nwant: %.80s\n", what, i, got + i, want + i);
+	CHECK_STR(got, want);
+}
+
+int main(void)
+{
+	struct qp_scope_model sm = { QP_ARRAY_SIZE(scope_items), (struct qp_scope_item *)scope_items, NULL };
+	struct qp_value_model vm = { QP_ARRAY_SIZE(value_items), (struct qp_value_item *)value_items, NULL };
+	struct qp_status_model st;
+	struct qp_json j;
+	struct qp_buf b;
+	size_t len;
+	char *s;
+
+	qp_json_init(&j);
+	qp_export_scopes_json(&sm, &j);
+	s = qp_json_finish(&j, &len);
+	check_text("scopes", s, len, scopes_json);
+	free(s);
+
+	qp_json_init(&j);
+	qp_export_values_json(&vm, &j);
+	s = qp_json_finish(&j, &len);
+	check_text("values", s, len, values_json);
+	free(s);
+
+	status_model(&st);
+	qp_json_init(&j);
+	qp_json_obj_begin(&j);
+	qp_export_status_figures_json(&st, &j);
+	qp_json_obj_end(&j);
+	s = qp_json_finish(&j, &len);
+	check_text("status", s, len, status_json);
+	free(s);
+
+	/* an empty model: an empty array, not a missing one */
+	sm.n = 0;
+	qp_json_init(&j);
+	qp_export_scopes_json(&sm, &j);
+	s = qp_json_finish(&j, &len);
+	check_text("empty scopes", s, len, "{\"scopes\":[]}");
+	free(s);
+	sm.n = QP_ARRAY_SIZE(scope_items);
+
+	qp_buf_init(&b);
+	CHECK_INT(qp_export_metrics(&st, &sm, &vm, &b), 0);
+	qp_buf_add(&b, "", 1);
+	check_text("metrics", b.data, b.len - 1, metrics_text);
+	qp_buf_free(&b);
+	return test_done("test_encode");
+}

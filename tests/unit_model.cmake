@@ -1,0 +1,11 @@
+# Model and encoder unit tests (no root, no BPF): windows, scope trees,
+# values and status figures from hand-made snapshots (test_model); the JSON
+# of /api/scopes, /api/values, /api/status and the /metrics text from
+# hand-made models, byte for byte (test_encode).
+add_executable(test_model ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_model.c)
+target_link_libraries(test_model qprof_common m)
+add_test(NAME unit_model COMMAND test_model)
+
+add_executable(test_encode ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_encode.c)
+target_link_libraries(test_encode qprof_common m)
+add_test(NAME unit_encode COMMAND test_encode)
