@@ -5,7 +5,9 @@
  * demangled. Each file is parsed once and cached by build-id (else path +
  * inode). A process keeps the mappings read while it lived, so it is still
  * symbolized after it exits. A frame that cannot be named is "module+0xoff"
- * and is never dropped. Not thread-safe: callers serialize. */
+ * and is never dropped. Thread-safe: any function may be called from
+ * several threads at once (one lock of its own, never held while a file
+ * is read); every string it returns lives as long as the symbolizer. */
 #ifndef QPROF_SYMBOLIZE_H
 #define QPROF_SYMBOLIZE_H
 #include <stdbool.h>
