@@ -160,6 +160,19 @@ static struct symmap *maps_name_locked(struct qp_symbolizer *s, const struct qp_
 	return v;
 }
 
+/* The entry of PID, made when new (s->lock held). NULL: no memory. */
+static struct qp_sym_process *proc_get_locked(struct qp_symbolizer *s, int pid)
+{
+	struct qp_sym_process *p = proc_find(s, pid);
+
+	if (!p && (p = calloc(1, sizeof(*p)))) {
+		p->pid = pid;
+		p->next = s->procs;
+		s->procs = p;
+	}
+	return p;
+}
+
 int qp_sym_process_refresh(struct qp_symbolizer *s, int pid)
 {
 	struct qp_sym_process *p;
@@ -177,27 +190,22 @@ int qp_sym_process_refresh(struct qp_symbolizer *s, int pid)
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&s->lock);
-	p = proc_find(s, pid);
-	if (!p) {
-		p = calloc(1, sizeof(*p));
-		if (!p) {
-			pthread_mutex_unlock(&s->lock);
-			qp_maps_free(&maps);
-			free(deleted);
-			return -ENOMEM;
-		}
-		p->pid = pid;
-		p->next = s->procs;
-		s->procs = p;
-	}
-	p->last_refresh_ns = qp_now_ns();
 	if (err) {
 		/* Keep what was read while it lived. */
-		if (err == -ESRCH)
-			p->gone = true;
+		p = proc_get_locked(s, pid);
+		if (p) {
+			p->last_refresh_ns = qp_now_ns();
+			if (err == -ESRCH)
+				p->gone = true;
+		}
 		pthread_mutex_unlock(&s->lock);
-		return err;
+		return p ? err : -ENOMEM;
 	}
+	/* an entry is made only with its list: a reader never sees a new
+	 * process without mappings */
+	p = proc_find(s, pid);
+	if (p)
+		p->last_refresh_ns = qp_now_ns();
 	v = maps_name_locked(s, p, &maps, deleted, &missing);
 	pthread_mutex_unlock(&s->lock);
 	if (!v) {
@@ -211,18 +219,19 @@ int qp_sym_process_refresh(struct qp_symbolizer *s, int pid)
 			v[i].file = map_file(s, pid, &maps.v[i], v[i].path, deleted[i]);
 	free(deleted);
 	pthread_mutex_lock(&s->lock);
-	p = proc_find(s, pid);	/* forgotten meanwhile: the list goes */
+	p = proc_get_locked(s, pid);
 	if (p) {
 		free(p->v);
 		p->v = v;
 		p->n = maps.n;
 		p->gone = false;
+		p->last_refresh_ns = qp_now_ns();
 		v = NULL;
 	}
 	pthread_mutex_unlock(&s->lock);
 	free(v);
 	qp_maps_free(&maps);
-	return 0;
+	return p ? 0 : -ENOMEM;
 }
 
 void qp_sym_forget(struct qp_symbolizer *s, int pid)
