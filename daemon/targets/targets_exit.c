@@ -60,14 +60,24 @@ void qp_target_exited(struct qp_registry *r, struct qp_target *t)
 	qp_info("pid %d (%s) exited; its data is kept until it is detached", t->pid, t->comm);
 }
 
+/* Links of exited targets, detached after the registry lock is dropped:
+ * the kernel's uprobe unregistration waits for RCU grace periods. */
+struct dead_links {
+	struct qp_scope_link **links;
+	size_t nlinks;
+};
+
 void qp_registry_poll(struct qp_registry *r, bool rescan)
 {
+	struct dead_links *dead = NULL;
 	int *fresh = NULL;
-	size_t i, nfresh = 0;
+	size_t i, nfresh = 0, ndead = 0;
 
 	pthread_mutex_lock(&r->lock);
 	if (rescan && r->sym && r->ntargets)
 		fresh = malloc(r->ntargets * sizeof(*fresh));
+	if (r->ntargets)
+		dead = malloc(r->ntargets * sizeof(*dead));
 	for (i = 0; i < r->ntargets; i++) {
 		struct qp_target *t = r->targets[i];
 		bool gone;
@@ -84,6 +94,12 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			gone = qp_proc_starttime(t->pid, &st) || st != t->starttime;
 		}
 		if (gone) {
+			if (dead && t->nlinks) {	/* a dead process: its links detach later */
+				dead[ndead].links = t->links;
+				dead[ndead++].nlinks = t->nlinks;
+				t->links = NULL;
+				t->nlinks = 0;
+			}
 			qp_target_exited(r, t);
 		} else if (rescan) {
 			struct qp_maps m;
@@ -101,6 +117,11 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 	if (rescan)
 		qp_binary_scan(r);
 	pthread_mutex_unlock(&r->lock);
+	for (i = 0; i < ndead; i++) {
+		qp_scopes_detach_links(dead[i].links, dead[i].nlinks);
+		free(dead[i].links);
+	}
+	free(dead);
 	/* the symbolizer reads the mappings and any new file (ELF, debug
 	 * files) under its own lock only: nobody waits for the registry */
 	for (i = 0; i < nfresh; i++)
