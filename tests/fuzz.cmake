@@ -46,7 +46,8 @@ foreach(w qp_scopes_read qp_marks_read qp_probe_counts_read qp_values_read qp_sc
     qp_registry_add_pid qp_registry_add_binary qp_stop_wait)
   list(APPEND QP_FUZZ_HTTP_WRAP -Wl,--wrap=${w})
 endforeach()
-set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC})
+set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/common/arena.c
+  ${PROJECT_SOURCE_DIR}/common/hashtab.c)
 foreach(f symbolize sym_intern sym_elf sym_maps sym_kernel)
   list(APPEND QP_FUZZ_SYM_SRC ${PROJECT_SOURCE_DIR}/daemon/symbolize/${f}.c)
 endforeach()

@@ -88,7 +88,8 @@ execute_process(COMMAND ${BPF_CLANG} -fsanitize=thread ${CMAKE_CURRENT_BINARY_DI
 if(_qp_notsan EQUAL 0)
   set(SF_TSAN_SRC ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c
     ${PROJECT_SOURCE_DIR}/common/procfs.c ${PROJECT_SOURCE_DIR}/common/util.c
-    ${PROJECT_SOURCE_DIR}/common/elf_build_id.c)
+    ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/arena.c
+    ${PROJECT_SOURCE_DIR}/common/hashtab.c)
   foreach(f symbolize sym_intern sym_elf sym_maps sym_kernel)
     list(APPEND SF_TSAN_SRC ${PROJECT_SOURCE_DIR}/daemon/symbolize/${f}.c)
   endforeach()

@@ -116,7 +116,7 @@ static int elf_symbols(Elf *elf, Elf64_Word type, struct symfile *f)
 				f->syms = nv;
 				cap = ncap;
 			}
-			name = sym_arena_strndup(&f->names, name, strnlen(name, SYM_MAX_NAME));
+			name = qp_arena_strndup(f->names, name, strnlen(name, SYM_MAX_NAME));
 			if (!name) {
 				err = -ENOMEM;
 				goto done;
@@ -213,7 +213,7 @@ static bool try_debug_file(struct qp_symbolizer *s, struct symfile *f, const str
 	if (!(f->build_id[0] && bid[0] && strcmp(f->build_id, bid))) {
 		elf_symbols(elf, SHT_SYMTAB, f);
 		if (f->nsyms) {
-			f->debug_path = sym_arena_strndup(&f->names, path, strlen(path));
+			f->debug_path = qp_arena_strndup(f->names, path, strlen(path));
 			ok = true;
 		}
 	}
@@ -346,8 +346,10 @@ static struct symfile *file_load(struct qp_symbolizer *s, const struct stat *st,
 	if (!f)
 		return NULL;
 	snprintf(f->build_id, sizeof(f->build_id), "%s", bid);
-	f->path = sym_arena_strndup(&f->names, path, strlen(path));
+	f->names = qp_arena_new();
+	f->path = f->names ? qp_arena_strndup(f->names, path, strlen(path)) : NULL;
 	if (!f->path) {
+		qp_arena_free(f->names);
 		free(f);
 		return NULL;
 	}
@@ -420,7 +422,7 @@ void sym_file_free(struct symfile *f)
 {
 	free(f->segs);
 	free(f->syms);
-	sym_arena_free(f->names);
+	qp_arena_free(f->names);
 	free(f);
 }
 
@@ -501,6 +503,10 @@ struct symfile *sym_vdso_locked(struct qp_symbolizer *s)
 	if (!elf)
 		return NULL;
 	f = calloc(1, sizeof(*f));
+	if (f && !(f->names = qp_arena_new())) {
+		free(f);
+		f = NULL;
+	}
 	if (f) {
 		qp_elf_build_id(elf, f->build_id, sizeof(f->build_id));
 		f->path = "[vdso]";

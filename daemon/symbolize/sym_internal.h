@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include "arena.h"
+#include "hashtab.h"
 #include "symbolize.h"
 #include "util.h"
 
@@ -25,27 +27,9 @@
 #define SYM_BUILD_ID_MAX 64		/* bytes of a build-id kept */
 #define SYM_MISS_REFRESH_NS 100000000ull /* re-read maps on a miss at most 10/s */
 
-/* ---- sym_intern.c: strings -------------------------------------------- */
+/* ---- sym_intern.c: strings (the table: common/hashtab.h) ----------------- */
 
-struct sym_arena;	/* chunks of NUL-terminated strings, freed at once */
-
-char *sym_arena_strndup(struct sym_arena **head, const char *s, size_t len);
-void sym_arena_free(struct sym_arena *a);
-
-struct sym_istr {
-	const char *s;
-	const char *dem;	/* demangled form, set on first demangle */
-	uint64_t h;
-};
-
-struct sym_intern {
-	struct sym_istr *v;
-	size_t n, cap;		/* cap is a power of two */
-	struct sym_arena *arena;
-};
-
-int sym_intern_init(struct sym_intern *t);
-void sym_intern_free(struct sym_intern *t);
+int sym_intern_init(struct qp_htab *t);
 
 /* ---- sym_elf.c: one parsed ELF file ------------------------------------ */
 
@@ -70,7 +54,7 @@ struct symfile {
 	size_t nsegs, nsyms;
 	struct sym_fseg *segs;
 	struct sym_fsym *syms;	/* sorted by addr, one per address */
-	struct sym_arena *names;
+	struct qp_arena *names;
 };
 
 /* dev+inode+mtime+size of a file already seen -> its parse. */
@@ -115,7 +99,7 @@ struct sym_kernel {
 	bool loaded, restricted;
 	size_t n;
 	struct sym_ksym *v;
-	struct sym_arena *names;
+	struct qp_arena *names;
 };
 
 /* ---- the symbolizer ----------------------------------------------------- */
@@ -127,7 +111,7 @@ struct qp_symbolizer {
 	 * from qprofd's own copy (getauxval(AT_SYSINFO_EHDR)) on first use */
 	bool vdso_tried;
 	struct symfile *vdso;
-	struct sym_intern in;
+	struct qp_htab in;	/* interned strings; value: the demangled form */
 	struct symfile *files;
 	struct sym_fileid *ids;
 	struct qp_sym_process *procs;

@@ -24,6 +24,8 @@ static void kernel_load(const char *kallsyms, struct sym_kernel *k)
 	char *text, *p, *end;
 
 	k->loaded = true;
+	if (!(k->names = qp_arena_new()))
+		return;
 	if (qp_read_file(kallsyms, SYM_MAX_TEXT, &text, &len))
 		return;
 	p = text;
@@ -68,7 +70,7 @@ static void kernel_load(const char *kallsyms, struct sym_kernel *k)
 			cap = ncap;
 		}
 		k->v[n].addr = a;
-		k->v[n].name = sym_arena_strndup(&k->names, name, nlen);
+		k->v[n].name = qp_arena_strndup(k->names, name, nlen);
 		if (!k->v[n].name)
 			break;
 		if (!a)
@@ -89,7 +91,7 @@ static void kernel_load(const char *kallsyms, struct sym_kernel *k)
 void sym_kernel_free(struct sym_kernel *k)
 {
 	free(k->v);
-	sym_arena_free(k->names);
+	qp_arena_free(k->names);
 	memset(k, 0, sizeof(*k));
 }
 

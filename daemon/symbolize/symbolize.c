@@ -64,7 +64,7 @@ void qp_symbolizer_free(struct qp_symbolizer *s)
 		free(id);
 	}
 	sym_kernel_free(&s->k);
-	sym_intern_free(&s->in);
+	qp_htab_free(&s->in);
 	free(s->kallsyms);
 	free(s->debug_root);
 	free(s->proc_root);
