@@ -60,9 +60,11 @@ void qp_target_exited(struct qp_registry *r, struct qp_target *t)
 	qp_info("pid %d (%s) exited; its data is kept until it is detached", t->pid, t->comm);
 }
 
-/* Links of exited targets, detached after the registry lock is dropped:
- * the kernel's uprobe unregistration waits for RCU grace periods. */
+/* Links of targets found dead, detached after the registry lock is
+ * dropped (the kernel's uprobe unregistration waits for RCU grace
+ * periods); the target turns "exited" only once they are gone. */
 struct dead_links {
+	int pid;
 	struct qp_scope_link **links;
 	size_t nlinks;
 };
@@ -93,13 +95,13 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 
 			gone = qp_proc_starttime(t->pid, &st) || st != t->starttime;
 		}
-		if (gone) {
-			if (dead && t->nlinks) {	/* a dead process: its links detach later */
-				dead[ndead].links = t->links;
-				dead[ndead++].nlinks = t->nlinks;
-				t->links = NULL;
-				t->nlinks = 0;
-			}
+		if (gone && dead && t->nlinks) {	/* its links detach first, unlocked */
+			dead[ndead].pid = t->pid;
+			dead[ndead].links = t->links;
+			dead[ndead++].nlinks = t->nlinks;
+			t->links = NULL;
+			t->nlinks = 0;
+		} else if (gone) {
 			qp_target_exited(r, t);
 		} else if (rescan) {
 			struct qp_maps m;
@@ -120,6 +122,18 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 	for (i = 0; i < ndead; i++) {
 		qp_scopes_detach_links(dead[i].links, dead[i].nlinks);
 		free(dead[i].links);
+	}
+	if (ndead) {
+		pthread_mutex_lock(&r->lock);
+		for (i = 0; i < ndead; i++) {
+			struct qp_target *t = qp_registry_find(r, dead[i].pid);
+
+			/* still the record we took the links from (not detached,
+			 * not attached again meanwhile) */
+			if (t && t->state == QP_TARGET_RUNNING && !t->nlinks)
+				qp_target_exited(r, t);
+		}
+		pthread_mutex_unlock(&r->lock);
 	}
 	free(dead);
 	/* the symbolizer reads the mappings and any new file (ELF, debug
