@@ -158,8 +158,8 @@ int qp_registry_push(struct qp_registry *r, struct qp_target *t)
 	qp_lifecycle_watch(r->lc, t->pid, true);	/* its forks and execs */
 	if (r->cpu && qp_cpu_add_pid(r->cpu, (uint32_t)t->pid))
 		qp_warn("pid %d: cannot add it to the CPU sampler", t->pid);
-	if (r->sym)
-		qp_sym_process_refresh(r->sym, t->pid);
+	if (r->sym)	/* the mappings just read: /proc/PID/maps is not read twice */
+		qp_sym_process_set_maps(r->sym, t->pid, &t->maps);
 	t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	if (t->pidfd < 0)
 		qp_warn("pidfd_open(%d): %s; exit detection falls back to polling", t->pid,
@@ -402,6 +402,13 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 			goto fail;
 		}
 		extras++;
+	}
+	if (!files && !extras && t->files_unopened && !qp_pid_alive(pid)) {
+		/* its map_files went with it: gone, not unopenable */
+		*status = 404;
+		snprintf(err, errlen, "process %d exited while being attached", pid);
+		ret = -ESRCH;
+		goto fail;
 	}
 	if (!files && !extras && t->files_unopened) {
 		*status = 422;
