@@ -173,18 +173,15 @@ static struct qp_sym_process *proc_get_locked(struct qp_symbolizer *s, int pid)
 	return p;
 }
 
-int qp_sym_process_refresh(struct qp_symbolizer *s, int pid)
+/* PID's mappings are MAPS (taken over and freed), or ERR when they could
+ * not be read. */
+static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, int err)
 {
 	struct qp_sym_process *p;
-	struct qp_maps maps = { 0 };
 	struct symmap *v = NULL;
 	bool *deleted = NULL, missing = false;
 	size_t i;
-	int err;
 
-	if (!s || pid <= 0)
-		return -EINVAL;
-	err = qp_maps_read_at(s->proc_root, pid, &maps);
 	if (!err && !(deleted = calloc(maps.n ? maps.n : 1, sizeof(*deleted)))) {
 		qp_maps_free(&maps);
 		return -ENOMEM;
@@ -232,6 +229,28 @@ int qp_sym_process_refresh(struct qp_symbolizer *s, int pid)
 	free(v);
 	qp_maps_free(&maps);
 	return p ? 0 : -ENOMEM;
+}
+
+int qp_sym_process_refresh(struct qp_symbolizer *s, int pid)
+{
+	struct qp_maps maps = { 0 };
+	int err;
+
+	if (!s || pid <= 0)
+		return -EINVAL;
+	err = qp_maps_read_at(s->proc_root, pid, &maps);
+	return process_set(s, pid, maps, err);
+}
+
+int qp_sym_process_set_maps(struct qp_symbolizer *s, int pid, const struct qp_maps *maps)
+{
+	struct qp_maps copy;
+	int err;
+
+	if (!s || pid <= 0 || !maps)
+		return -EINVAL;
+	err = qp_maps_copy(maps, &copy);
+	return err ? err : process_set(s, pid, copy, 0);
 }
 
 void qp_sym_forget(struct qp_symbolizer *s, int pid)

@@ -40,6 +40,10 @@ void qp_symbolizer_free(struct qp_symbolizer *s); /* accepts NULL */
 /* Read PID's mappings now (call while it lives; again when it maps more).
  * The result is cached in the symbolizer under PID until qp_sym_forget. */
 int qp_sym_process_refresh(struct qp_symbolizer *s, int pid);
+/* The same with mappings the caller read already (the registry's, so
+ * /proc/PID/maps is not read twice); MAPS is copied. 0 or -errno. */
+struct qp_maps;
+int qp_sym_process_set_maps(struct qp_symbolizer *s, int pid, const struct qp_maps *maps);
 void qp_sym_forget(struct qp_symbolizer *s, int pid);
 
 /* Name ADDR of process PID (its cached mappings; refreshed once on a miss

@@ -69,10 +69,16 @@ struct dead_links {
 	size_t nlinks;
 };
 
+/* Mappings just read, for the symbolizer after the lock is dropped. */
+struct fresh_maps {
+	int pid;
+	struct qp_maps maps;
+};
+
 void qp_registry_poll(struct qp_registry *r, bool rescan)
 {
 	struct dead_links *dead = NULL;
-	int *fresh = NULL;
+	struct fresh_maps *fresh = NULL;
 	size_t i, nfresh = 0, ndead = 0;
 
 	pthread_mutex_lock(&r->lock);
@@ -110,9 +116,10 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			if (!qp_maps_read(t->pid, &m)) {
 				qp_maps_free(&t->maps);
 				t->maps = m;
+				/* the symbolizer's copy: /proc/PID/maps read once */
+				if (fresh && !qp_maps_copy(&m, &fresh[nfresh].maps))
+					fresh[nfresh++].pid = t->pid;
 			}
-			if (fresh)
-				fresh[nfresh++] = t->pid;
 		}
 	}
 	qp_binaries_refresh(r, rescan);
@@ -138,8 +145,10 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 	free(dead);
 	/* the symbolizer reads the mappings and any new file (ELF, debug
 	 * files) under its own lock only: nobody waits for the registry */
-	for (i = 0; i < nfresh; i++)
-		qp_sym_process_refresh(r->sym, fresh[i]);
+	for (i = 0; i < nfresh; i++) {
+		qp_sym_process_set_maps(r->sym, fresh[i].pid, &fresh[i].maps);
+		qp_maps_free(&fresh[i].maps);
+	}
 	free(fresh);
 }
 
