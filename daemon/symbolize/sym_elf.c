@@ -121,8 +121,9 @@ static int elf_symbols(Elf *elf, Elf64_Word type, struct symfile *f)
 				err = -ENOMEM;
 				goto done;
 			}
-			f->syms[f->nsyms++] = (struct sym_fsym){ sym.st_value, sym.st_size, name,
-							     (uint8_t)GELF_ST_BIND(sym.st_info) };
+			f->syms[f->nsyms++] = (struct sym_fsym){ .addr = sym.st_value, .size = sym.st_size,
+								 .name = name,
+								 .bind = (uint8_t)GELF_ST_BIND(sym.st_info) };
 		}
 	}
 done:
@@ -427,7 +428,7 @@ void sym_file_free(struct symfile *f)
 }
 
 /* File offset -> link-time address -> symbol. */
-const struct sym_fsym *sym_file_lookup(const struct symfile *f, uint64_t off, uint64_t *vaddr_out)
+struct sym_fsym *sym_file_lookup(const struct symfile *f, uint64_t off, uint64_t *vaddr_out)
 {
 	const struct sym_fseg *seg = NULL;
 	uint64_t va;

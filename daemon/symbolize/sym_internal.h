@@ -36,6 +36,7 @@ int sym_intern_init(struct qp_htab *t);
 struct sym_fsym {
 	uint64_t addr, size;
 	const char *name;	/* mangled, in the file's arena */
+	const char *dem;	/* interned demangled name, set (under s->lock) on first use */
 	uint8_t bind;
 };
 
@@ -44,7 +45,7 @@ struct sym_fseg {
 };
 
 /* One parsed ELF file (or one that could not be parsed: err != 0).
- * Immutable once in s->files. */
+ * Immutable once in s->files, but for syms[].dem (s->lock). */
 struct symfile {
 	struct symfile *next;
 	char build_id[2 * SYM_BUILD_ID_MAX + 1];
@@ -93,10 +94,12 @@ struct qp_sym_process {
 struct sym_ksym {
 	uint64_t addr;
 	const char *name;
+	const char *dem;	/* as sym_fsym's */
 };
 
 struct sym_kernel {
 	bool loaded, restricted;
+	const char *module;	/* "[kernel]", interned once loaded */
 	size_t n;
 	struct sym_ksym *v;
 	struct qp_arena *names;
@@ -123,7 +126,7 @@ const char *sym_intern_locked(struct qp_symbolizer *s, const char *str);
 const char *sym_internf_locked(struct qp_symbolizer *s, const char *fmt, ...) __printf(2, 3);
 const char *sym_demangle_locked(struct qp_symbolizer *s, const char *name);
 struct symfile *sym_vdso_locked(struct qp_symbolizer *s);
-const struct sym_fsym *sym_file_lookup(const struct symfile *f, uint64_t off, uint64_t *vaddr);
+struct sym_fsym *sym_file_lookup(const struct symfile *f, uint64_t off, uint64_t *vaddr);
 
 /* s->lock NOT held (taken inside for the cache): the parse of the open
  * regular file FD (stat ST), from the cache when the same file or the same

@@ -70,6 +70,7 @@ static void kernel_load(const char *kallsyms, struct sym_kernel *k)
 			cap = ncap;
 		}
 		k->v[n].addr = a;
+		k->v[n].dem = NULL;
 		k->v[n].name = qp_arena_strndup(k->names, name, nlen);
 		if (!k->v[n].name)
 			break;
@@ -118,7 +119,9 @@ int qp_sym_kernel(struct qp_symbolizer *s, uint64_t addr, struct qp_sym *out)
 		else
 			sym_kernel_free(&k);
 	}
-	out->module = sym_intern_locked(s, "[kernel]");
+	if (!s->k.module)
+		s->k.module = sym_intern_locked(s, "[kernel]");
+	out->module = s->k.module;
 	out->file_off = addr;
 	hi = s->k.n;
 	while (lo < hi) {
@@ -132,7 +135,11 @@ int qp_sym_kernel(struct qp_symbolizer *s, uint64_t addr, struct qp_sym *out)
 	if (!lo || s->k.restricted) {
 		out->name = sym_internf_locked(s, "[kernel]+0x%" PRIx64, addr);
 	} else {
-		out->name = sym_demangle_locked(s, s->k.v[lo - 1].name);
+		struct sym_ksym *k = &s->k.v[lo - 1];
+
+		if (!k->dem)
+			k->dem = sym_demangle_locked(s, k->name);
+		out->name = k->dem;
 		out->offset = addr - s->k.v[lo - 1].addr;
 		out->found = true;
 	}

@@ -294,7 +294,7 @@ static void sym_init(struct qp_sym *out)
 static void resolve_map(struct qp_symbolizer *s, const struct symmap *m, uint64_t addr,
 			struct qp_sym *out)
 {
-	const struct sym_fsym *fs = NULL;
+	struct sym_fsym *fs = NULL;
 	uint64_t va = 0;
 
 	out->map_start = m->start;
@@ -316,7 +316,9 @@ static void resolve_map(struct qp_symbolizer *s, const struct symmap *m, uint64_
 		out->name = sym_internf_locked(s, "%s+0x%" PRIx64, m->module, out->file_off);
 		return;
 	}
-	out->name = sym_demangle_locked(s, fs->name);
+	if (!fs->dem)	/* hashed once per symbol, not once per frame */
+		fs->dem = sym_demangle_locked(s, fs->name);
+	out->name = fs->dem;
 	out->offset = va - fs->addr;
 	out->found = true;
 }
