@@ -9,6 +9,7 @@
  * proportion to the file. Strings are read through the section that holds their link-time
  * address, so no runtime relocation or running process is needed. */
 #include "elf_probes_priv.h"
+#include "elf_build_id.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -198,22 +199,6 @@ static int add_stapsdt(struct qp_ctx *c, const unsigned char *desc, size_t descs
 	return 0;
 }
 
-static void set_build_id(struct qp_ctx *c, const unsigned char *desc, size_t descsz)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t i;
-
-	/* build_id holds 20 bytes (SHA-1, the GNU ld default); a longer custom
-	 * id is cut, which still identifies the file in practice. */
-	if (descsz > (sizeof(c->p->build_id) - 1) / 2)
-		descsz = (sizeof(c->p->build_id) - 1) / 2;
-	for (i = 0; i < descsz; i++) {
-		c->p->build_id[2 * i] = hex[desc[i] >> 4];
-		c->p->build_id[2 * i + 1] = hex[desc[i] & 15];
-	}
-	c->p->build_id[2 * descsz] = '\0';
-}
-
 static int parse_notes(struct qp_ctx *c, Elf_Scn *scn, uint64_t sh_offset)
 {
 	size_t off = 0, next, name_off, desc_off;
@@ -240,9 +225,10 @@ static int parse_notes(struct qp_ctx *c, Elf_Scn *scn, uint64_t sh_offset)
 			err = add_stapsdt(c, desc, nh.n_descsz);
 			if (err)
 				return err;
-		} else if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == sizeof(ELF_NOTE_GNU) &&
-			   memcmp(name, ELF_NOTE_GNU, sizeof(ELF_NOTE_GNU)) == 0 && nh.n_descsz) {
-			set_build_id(c, desc, nh.n_descsz);
+		} else if (qp_note_is_build_id(&nh, name)) {
+			/* build_id holds 20 bytes (SHA-1, the GNU ld default); a
+			 * longer custom id is cut, which still identifies the file */
+			qp_build_id_hex(desc, nh.n_descsz, c->p->build_id, sizeof(c->p->build_id));
 			c->p->build_id_off = sh_offset + desc_off;
 			c->p->build_id_len = (uint32_t)(strlen(c->p->build_id) / 2);
 		}

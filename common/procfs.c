@@ -243,18 +243,29 @@ static int read_proc_file(int pid, const char *name, char **buf, size_t *len)
 	return err == -ENOENT ? -ESRCH : err;
 }
 
-int qp_maps_read(int pid, struct qp_maps *out)
+int qp_maps_read_at(const char *proc_root, int pid, struct qp_maps *out)
 {
+	char path[PATH_MAX];
 	size_t len;
 	char *text;
 	int err;
 
-	err = read_proc_file(pid, "maps", &text, &len);
+	memset(out, 0, sizeof(*out));
+	if (pid <= 0)
+		return -EINVAL;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%d/maps", proc_root, pid) >= sizeof(path))
+		return -ENAMETOOLONG;
+	err = qp_read_file(path, QP_PROC_FILE_MAX, &text, &len);
 	if (err)
-		return err;
+		return err == -ENOENT ? -ESRCH : err;
 	err = qp_maps_parse(text, len, out);
 	free(text);
 	return err;
+}
+
+int qp_maps_read(int pid, struct qp_maps *out)
+{
+	return qp_maps_read_at("/proc", pid, out);
 }
 
 int qp_proc_comm(int pid, char *buf, size_t len)

@@ -22,6 +22,9 @@ struct qp_maps {
 int qp_maps_parse(const char *text, size_t len, struct qp_maps *out);
 /* Read /proc/PID/maps. 0 or -errno (-ESRCH when the process is gone). */
 int qp_maps_read(int pid, struct qp_maps *out);
+/* The same under PROC_ROOT instead of /proc (the symbolizer's tests point
+ * it at fixtures). The one reader of maps files in the tree. */
+int qp_maps_read_at(const char *proc_root, int pid, struct qp_maps *out);
 void qp_maps_free(struct qp_maps *m); /* accepts a zeroed struct */
 /* A deep copy of FROM in TO. 0 or -ENOMEM (TO is then empty). */
 int qp_maps_copy(const struct qp_maps *from, struct qp_maps *to);

@@ -1,6 +1,8 @@
-/* main.c - qprofd: parse the command line, load BPF, attach the targets
- * given on it, serve the API, poll for exits and new processes, and on
- * SIGINT/SIGTERM detach everything and remove the socket.
+/* main.c - qprofd's top, which wires the stages: parse the command line,
+ * load BPF, attach the targets given on it, serve the API, poll for exits
+ * and new processes (their reports written through the callback it gives
+ * the registry), and on SIGINT/SIGTERM detach everything and remove the
+ * socket.
  *
  * Exit codes: 0 clean shutdown, 1 runtime error, 2 usage error, 3 BPF could
  * not be loaded (not root, no BTF, no uprobes). */
@@ -220,20 +222,14 @@ static void raise_fd_limit(void)
 		qp_warn("cannot raise the descriptor limit: %s", strerror(errno));
 }
 
-bool qprofd_wait(struct qprofd *d, unsigned int seconds)
+/* The registry's report callback: the exporter, which targets/ may not call. */
+static void write_report(void *arg, const struct qp_target *t, char *dir, size_t dirlen)
 {
-	struct timespec until;
-	bool stopping;
+	struct qprofd *d = arg;
+	struct qp_model_src src;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += seconds;
-	pthread_mutex_lock(&d->wait_lock);
-	while (!d->stopping &&
-	       pthread_cond_timedwait(&d->wait_cond, &d->wait_lock, &until) != ETIMEDOUT)
-		;
-	stopping = d->stopping;
-	pthread_mutex_unlock(&d->wait_lock);
-	return !stopping;
+	qprofd_model_src(d, &src);
+	qp_report_write(&src, &d->report_fs, d->report_dir, t, dir, dirlen);
 }
 
 int main(int argc, char **argv)
@@ -246,7 +242,6 @@ int main(int argc, char **argv)
 	struct qprofd d = { .report_fs.fd = -1 };
 	char *token = NULL;
 	int fd_unix = -1, fd_tcp = -1;
-	pthread_condattr_t ca;
 	char err[512] = "";
 	sigset_t sigs;
 	int ret, tick = 0, exit_code = 1;
@@ -300,10 +295,7 @@ int main(int argc, char **argv)
 	d.start_ns = qp_now_ns();
 	d.frequency_hz = o.frequency;
 	d.report_dir = o.report_dir;
-	pthread_mutex_init(&d.wait_lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&d.wait_cond, &ca);
+	qp_stop_init(&d.stop);
 
 	ret = qp_scopes_open(&d.scopes, o.max_sites, !o.no_multi, err, sizeof(err));
 	if (ret) {
@@ -313,6 +305,7 @@ int main(int argc, char **argv)
 		goto out_free;
 	}
 	qp_registry_init(&d.reg, d.scopes);
+	qp_registry_set_reporter(&d.reg, write_report, &d);
 	d.reg.sym = qp_symbolizer_new(NULL);
 	if (!d.reg.sym) {
 		fprintf(stderr, "qprofd: out of memory\n");
@@ -397,36 +390,23 @@ int main(int argc, char **argv)
 			sd_notify(0, "STOPPING=1\nSTATUS=detaching");
 			break;
 		}
-		pthread_mutex_lock(&d.reg.lock);
-		qp_lifecycle_handle_execs(&d);	/* woken by SIGRTMIN: at once */
-		if (qp_now_ns() < next_poll) {
-			pthread_mutex_unlock(&d.reg.lock);
+		/* the registry lock is taken inside each step, never across
+		 * the slow ones (a report, a symbolizer refresh) */
+		qp_lifecycle_handle_execs(&d.reg);	/* woken by SIGRTMIN: at once */
+		if (qp_now_ns() < next_poll)
 			continue;
-		}
 		next_poll = qp_now_ns() + POLL_MS * 1000000ull;
 		qp_registry_poll(&d.reg, ++tick % 4 == 0);
 		if (tick % 4 == 0)
 			qp_lifecycle_check_exes(lc);
-		for (i = 0; i < d.reg.ntargets; i++) {
-			struct qp_target *t = d.reg.targets[i];
-
-			if (t->report_pending) {
-				struct qp_model_src src;
-
-				t->report_pending = false;
-				qprofd_model_src(&d, &src);
-				qp_report_write(&src, &d.report_fs, d.report_dir, t);
-			}
-		}
+		qp_registry_write_reports(&d.reg);
+		pthread_mutex_lock(&d.reg.lock);
 		qp_registry_trim(&d.reg, o.max_exited);
 		pthread_mutex_unlock(&d.reg.lock);
 	}
 	exit_code = 0;
 out_http:
-	pthread_mutex_lock(&d.wait_lock);
-	d.stopping = true;
-	pthread_cond_broadcast(&d.wait_cond);
-	pthread_mutex_unlock(&d.wait_lock);
+	qp_stop_set(&d.stop);
 	qp_http_stop(http_tcp);
 	qp_http_stop(http);
 out:

@@ -3,7 +3,7 @@
 # -fsanitize=fuzzer,address,undefined. ctest runs each for a fixed number of
 # inputs from a seed corpus as a smoke test; tests/fuzz/run_long.sh runs each
 # for 10 M inputs (figures in README.md, "Fuzzing").
-set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/common/elf_probes.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/elf_sites.c ${PROJECT_SOURCE_DIR}/common/procfs.c
+set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/common/elf_probes.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/elf_sites.c ${PROJECT_SOURCE_DIR}/common/procfs.c
   ${PROJECT_SOURCE_DIR}/common/usdt_spec.c ${PROJECT_SOURCE_DIR}/daemon/http/http_query.c
   ${PROJECT_SOURCE_DIR}/common/util.c)
 # every folder of the tree (QP_INCLUDE_DIRS, the top CMakeLists.txt)
@@ -43,10 +43,14 @@ foreach(s ${_qp_daemon_src})
 endforeach()
 set(QP_FUZZ_HTTP_WRAP)
 foreach(w qp_scopes_read qp_marks_read qp_probe_counts_read qp_values_read qp_scopes_counter
-    qp_registry_add_pid qp_registry_add_binary)
+    qp_registry_add_pid qp_registry_add_binary qp_stop_wait)
   list(APPEND QP_FUZZ_HTTP_WRAP -Wl,--wrap=${w})
 endforeach()
-set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/daemon/symbolize/symbolize.c)
+set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/common/arena.c
+  ${PROJECT_SOURCE_DIR}/common/hashtab.c)
+foreach(f symbolize sym_intern sym_elf sym_maps sym_kernel)
+  list(APPEND QP_FUZZ_SYM_SRC ${PROJECT_SOURCE_DIR}/daemon/symbolize/${f}.c)
+endforeach()
 if(_qp_nofuzz EQUAL 0)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes
@@ -65,7 +69,7 @@ if(_qp_nofuzz EQUAL 0)
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
             ${QP_FUZZ_INC}
             ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_symbolize.c ${QP_FUZZ_SYM_SRC}
-            -lelf -lz -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
+            -lelf -lz -lpthread -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_symbolize.c ${QP_FUZZ_SYM_SRC}
     COMMENT "libFuzzer target fuzz_symbolize"
     VERBATIM)

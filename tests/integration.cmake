@@ -119,3 +119,10 @@ add_test(NAME integration_cpu_stacks
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
           $<TARGET_FILE:stacks_target>)
 set_tests_properties(integration_cpu_stacks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 400 RUN_SERIAL TRUE)
+
+# No lock held across slow work: the status answers within 100 ms while CPU
+# profiles are built and an exit report is written.
+add_test(NAME integration_lock_latency
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lock_latency.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:stacks_target>)
+set_tests_properties(integration_lock_latency PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -68,3 +68,44 @@ add_test(NAME unit_symbolize COMMAND test_symbolize
   kallsyms=${SF_SRC}/kallsyms.txt
   tmp=${SF_OUT}/tmp)
 set_tests_properties(unit_symbolize PROPERTIES TIMEOUT 120)
+
+# The symbolizer from 4 threads at once against a single-threaded reference.
+add_executable(test_symbolize_threads ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c)
+target_include_directories(test_symbolize_threads PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_symbolize_threads PRIVATE qprof_common Threads::Threads)
+add_dependencies(test_symbolize_threads sf_split sf_pie sf_cxx)
+set(SF_THREAD_ARGS pie=$<TARGET_FILE:sf_pie> bid=${SF_OUT}/bid/sf_bid cxx=$<TARGET_FILE:sf_cxx>
+  debugroot=${SF_DEBUGROOT} kallsyms=${SF_SRC}/kallsyms.txt)
+add_test(NAME unit_symbolize_threads COMMAND test_symbolize_threads ${SF_THREAD_ARGS})
+set_tests_properties(unit_symbolize_threads PROPERTIES TIMEOUT 120)
+
+# The same test built with ThreadSanitizer (clang, the compiler of the BPF
+# objects), when its runtime is there: a data race fails it (exit 66) even
+# when the answers happen to come out right.
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/tsan_probe.c "int main(void) { return 0; }\n")
+execute_process(COMMAND ${BPF_CLANG} -fsanitize=thread ${CMAKE_CURRENT_BINARY_DIR}/tsan_probe.c
+  -o ${CMAKE_CURRENT_BINARY_DIR}/tsan_probe RESULT_VARIABLE _qp_notsan OUTPUT_QUIET ERROR_QUIET)
+if(_qp_notsan EQUAL 0)
+  set(SF_TSAN_SRC ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c
+    ${PROJECT_SOURCE_DIR}/common/procfs.c ${PROJECT_SOURCE_DIR}/common/util.c
+    ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/arena.c
+    ${PROJECT_SOURCE_DIR}/common/hashtab.c)
+  foreach(f symbolize sym_intern sym_elf sym_maps sym_kernel)
+    list(APPEND SF_TSAN_SRC ${PROJECT_SOURCE_DIR}/daemon/symbolize/${f}.c)
+  endforeach()
+  add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
+    COMMAND ${BPF_CLANG} -fsanitize=thread -g -O1 -pthread -I${PROJECT_SOURCE_DIR}/common
+            -I${PROJECT_SOURCE_DIR}/daemon/symbolize -I${CMAKE_CURRENT_SOURCE_DIR} ${SF_TSAN_SRC}
+            -lelf -lz -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
+    DEPENDS ${SF_TSAN_SRC} ${PROJECT_SOURCE_DIR}/daemon/symbolize/sym_internal.h
+            ${PROJECT_SOURCE_DIR}/daemon/symbolize/symbolize.h
+    COMMENT "test_symbolize_threads with ThreadSanitizer" VERBATIM)
+  add_custom_target(test_symbolize_threads_tsan_build ALL
+    DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan)
+  add_test(NAME unit_symbolize_threads_tsan
+    COMMAND ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan ${SF_THREAD_ARGS})
+  set_tests_properties(unit_symbolize_threads_tsan PROPERTIES TIMEOUT 300
+    ENVIRONMENT "TSAN_OPTIONS=halt_on_error=1 exitcode=66")
+else()
+  message(STATUS "no ThreadSanitizer runtime for ${BPF_CLANG}: unit_symbolize_threads_tsan not built")
+endif()

@@ -1,5 +1,6 @@
-/* report.c - see report.h. When a target exits, the poll thread (registry
- * lock held) builds its scope model and CPU profile once more and writes
+/* report.c - see report.h. When a target exits, the poll thread (without
+ * the registry lock: taken only while the scopes are named) reads its
+ * scopes and its CPU samples once more and writes
  *
  *   summary.txt   what a person reads: header, three scope tables, top functions
  *   report.json   the same figures for programs
@@ -8,8 +9,9 @@
  *   cpu.svg       the flame graph
  *
  * into REPORT_DIR/PID-COMM-YYYYmmddTHHMMSS/. Each file is written beside its
- * name and renamed into place; summary.txt goes last and t->report_dir is set
- * only once it is there, so a reader never sees half a report. Failures are
+ * name and renamed into place; summary.txt goes last and the directory is
+ * handed back (the registry sets t->report_dir) only once it is there, so a
+ * reader never sees half a report. Failures are
  * logged and the daemon carries on. The files are made by report_fs.c;
  * GET /api/report is report_http.c. */
 #include <errno.h>
@@ -51,7 +53,7 @@ static int write_buf(const struct qp_report_fs *fs, int dirfd, const char *name,
 
 struct report {
 	const struct qp_model_src *src;
-	struct qp_target *t;
+	const struct qp_target *t;
 	char *scopes_json;
 	size_t scopes_len;
 	struct qp_scope_model scopes;
@@ -108,7 +110,7 @@ static int collect_scopes(struct report *r)
 {
 	/* as GET /api/scopes?pid= has them, without counted probes; marks
 	 * left out when they cannot be read */
-	const struct qp_scope_query q = { .pid = r->t->pid, .reg_locked = true };
+	const struct qp_scope_query q = { .pid = r->t->pid };	/* the builder locks to name */
 	struct qp_json j;
 	int ret;
 
@@ -404,7 +406,7 @@ static void warn_file(const struct qp_target *t, const char *dir, const char *na
 }
 
 int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *fs, const char *report_dir,
-		    struct qp_target *t)
+		    const struct qp_target *t, char *dir_out, size_t dirlen)
 {
 	struct report r = { .src = src, .t = t };
 	char dir[512], name[128], comm[64], stamp[32], title[512];
@@ -499,7 +501,7 @@ int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *f
 		warn_file(t, dir, "summary.txt", ret);
 		return ret;
 	}
-	snprintf(t->report_dir, sizeof(t->report_dir), "%s", dir);
+	snprintf(dir_out, dirlen, "%s", dir);
 	qp_info("report of pid %d (%s) written to %s", t->pid, t->comm, dir);
 	return first;
 }

@@ -3,6 +3,7 @@
  * graph; one directory per target under the report directory. */
 #ifndef QPROF_REPORT_H
 #define QPROF_REPORT_H
+#include <stddef.h>
 
 #include "model_src.h"
 #include "report_fs.h"
@@ -13,8 +14,11 @@ struct qp_target;
 
 /* Write T's report, read from SRC, under REPORT_DIR/PID-COMM-YYYYmmddTHHMMSS/
  * (REPORT_DIR NULL or "": QPROF_REPORT_DIR) through FS, the report
- * directory opened at start, and set t->report_dir. 0 or -errno (logged).
- * The caller holds src->reg->lock. GET /api/report is http/report_http.c. */
+ * directory opened at start, and put that directory in DIR_OUT (untouched
+ * when no report was made). 0 or -errno (logged). The caller does NOT hold
+ * src->reg->lock (the model builder takes it while the scopes are named);
+ * T is exited and pinned (targets.h). GET /api/report is
+ * http/report_http.c. */
 int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *fs, const char *report_dir,
-		    struct qp_target *t);
+		    const struct qp_target *t, char *dir_out, size_t dirlen);
 #endif

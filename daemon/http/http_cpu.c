@@ -170,7 +170,7 @@ void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struc
 	}
 	p = req->body ? req->body : "";
 	end = p + req->body_len;
-	pthread_mutex_lock(&d->reg.lock);
+	/* the symbolizer locks itself */
 	while (p < end) {
 		const char *q = p;
 		char tok[24];
@@ -185,7 +185,6 @@ void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struc
 			char *e;
 
 			if (n >= sizeof(tok)) {
-				pthread_mutex_unlock(&d->reg.lock);
 				qp_buf_free(&b);
 				qp_reply_error(resp, 400, "malformed address in the symbol request");
 				return;
@@ -195,7 +194,6 @@ void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struc
 			errno = 0;
 			addr = strtoull(tok, &e, 16);
 			if (errno || *e || tok[0] == '-' || tok[0] == '+' || e == tok) {
-				pthread_mutex_unlock(&d->reg.lock);
 				qp_buf_free(&b);
 				qp_reply_error(resp, 400, "malformed address '%s' in the symbol request", tok);
 				return;
@@ -209,7 +207,6 @@ void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struc
 		}
 		p = q + 1;
 	}
-	pthread_mutex_unlock(&d->reg.lock);
 	if (!count) {
 		qp_buf_free(&b);
 		qp_reply_error(resp, 400, "send addresses as 0xADDR+0xADDR...");

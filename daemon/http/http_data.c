@@ -13,6 +13,7 @@
 #include "model_values.h"
 #include "qprofd.h"
 #include "http_routes.h"
+#include "util.h"
 
 /* The answer to a model builder's error. */
 static void model_error(struct qp_response *resp, int ret)
@@ -94,16 +95,36 @@ static uint64_t kernel_log_losses(struct qprofd *d)
 static void format_logs(struct log_stream *ls, size_t n, uint64_t gap)
 {
 	struct qprofd *d = ls->d;
+	/* the sites' names, copied under the registry lock; the JSON is made
+	 * after it is dropped */
+	struct {
+		char *file, *function;
+		uint32_t line;
+		bool known;
+	} names[QP_ARRAY_SIZE(ls->batch)];
 	size_t i;
 
 	if (gap) {
 		qp_buf_printf(&ls->pending, "{\"lost\": %llu}\n", (unsigned long long)gap);
 	}
+	memset(names, 0, sizeof(names));
 	pthread_mutex_lock(&d->reg.lock);
 	for (i = 0; i < n; i++) {
 		const struct qp_log_entry *e = &ls->batch[i];
 		struct qp_target *t = qp_registry_find(&d->reg, (int)e->pid);
 		const struct qp_site_info *site = t ? qp_target_site(&d->reg, t, e->site) : NULL;
+
+		if (!site)
+			continue;
+		names[i].file = site->file ? strdup(site->file) : NULL;
+		names[i].function = site->function ? strdup(site->function) : NULL;
+		names[i].line = site->line;
+		names[i].known = (names[i].file || !site->file) && (names[i].function || !site->function);
+	}
+	pthread_mutex_unlock(&d->reg.lock);
+	for (i = 0; i < n; i++) {
+		const struct qp_log_entry *e = &ls->batch[i];
+		bool site = names[i].known;
 		struct qp_json j;
 		size_t len;
 		char *line;
@@ -114,12 +135,12 @@ static void format_logs(struct log_stream *ls, size_t n, uint64_t gap)
 		qp_json_kv_u64(&j, "ts_ns", e->ts_ns);
 		qp_json_kv_u64(&j, "pid", e->pid);
 		qp_json_kv_u64(&j, "tid", e->tid);
-		qp_json_kv_str(&j, "file", site ? site->file : NULL);
+		qp_json_kv_str(&j, "file", site ? names[i].file : NULL);
 		if (site)
-			qp_json_kv_u64(&j, "line", site->line);
+			qp_json_kv_u64(&j, "line", names[i].line);
 		else
 			qp_json_kv_null(&j, "line");
-		qp_json_kv_str(&j, "function", site ? site->function : NULL);
+		qp_json_kv_str(&j, "function", site ? names[i].function : NULL);
 		qp_json_kv_str(&j, "message", e->msg);
 		qp_json_kv_bool(&j, "truncated", e->len >= QPROF_LOG_MSG);
 		qp_json_obj_end(&j);
@@ -129,18 +150,9 @@ static void format_logs(struct log_stream *ls, size_t n, uint64_t gap)
 			qp_buf_add(&ls->pending, "\n", 1);
 			free(line);
 		}
+		free(names[i].file);
+		free(names[i].function);
 	}
-	pthread_mutex_unlock(&d->reg.lock);
-}
-
-static bool daemon_stopping(struct qprofd *d)
-{
-	bool s;
-
-	pthread_mutex_lock(&d->wait_lock);
-	s = d->stopping;
-	pthread_mutex_unlock(&d->wait_lock);
-	return s;
 }
 
 static ssize_t log_stream_read(void *state, char *buf, size_t max)
@@ -161,7 +173,7 @@ static ssize_t log_stream_read(void *state, char *buf, size_t max)
 		}
 		qp_buf_free(&ls->pending);
 		ls->off = 0;
-		if (daemon_stopping(ls->d))
+		if (qp_stop_is_set(&ls->d->stop))
 			return QP_STREAM_END;
 		n = qp_logs_get(ls->d->logs, ls->since, ls->pid, ls->batch, QP_ARRAY_SIZE(ls->batch), &last);
 		kl = kernel_log_losses(ls->d);

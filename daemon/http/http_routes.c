@@ -14,7 +14,7 @@
 
 static bool wait_cb(void *arg, unsigned int seconds)
 {
-	return qprofd_wait(arg, seconds);
+	return qp_stop_wait(&((struct qprofd *)arg)->stop, seconds);
 }
 
 void qprofd_model_src(struct qprofd *d, struct qp_model_src *out)

@@ -1,6 +1,6 @@
 /* qprofd.h - the daemon's state that main.c builds and hands to the HTTP
  * handlers: the registry of targets, the collectors, the clock it started
- * at, and the condition variable that windowed requests wait on (woken at
+ * at, and the stop flag that windowed requests wait on (stop.h: woken at
  * shutdown). It lives in http/ because the handlers are its top reader;
  * nothing below http/ may include it (scripts/check_deps.py). */
 #ifndef QPROF_QPROFD_H
@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include "model_src.h"
 #include "report_fs.h"
+#include "stop.h"
 #include "targets.h"
 
 #define QPROF_VERSION "0.1.0"
@@ -25,14 +26,10 @@ struct qprofd {
 	unsigned int frequency_hz;
 	const char *report_dir;		/* exit reports go here (--report-dir) */
 	struct qp_report_fs report_fs;	/* that directory, opened at start */
-	pthread_mutex_t wait_lock;
-	pthread_cond_t wait_cond;
-	bool stopping;
+	struct qp_stop stop;		/* set at shutdown: windows and streams end */
 };
 
-/* Sleep SECONDS unless the daemon stops first; false when it stops. */
-bool qprofd_wait(struct qprofd *d, unsigned int seconds);
-/* The model's view of D: its registry, collectors, settings, and
- * qprofd_wait (http_routes.c). */
+/* The model's view of D: its registry, collectors, settings, and the stop
+ * flag's wait (http_routes.c). */
 void qprofd_model_src(struct qprofd *d, struct qp_model_src *out);
 #endif

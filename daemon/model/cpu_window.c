@@ -35,9 +35,9 @@ int qp_cpu_window(const struct qp_model_src *src, const struct qp_cpu_window_que
 	q.duration_ns = wq->seconds ? (uint64_t)wq->seconds * 1000000000ull : qp_now_ns() - src->start_ns;
 	if (!wq->seconds)
 		q.time_ns = qp_realtime_ns() - q.duration_ns;
-	pthread_mutex_lock(&src->reg->lock);
+	/* no lock: the build names scopes through the registry and frames
+	 * through the symbolizer, each locking only for its lookups */
 	ret = qp_cpu_build(src->cpu, src->reg->sym, src->reg, &now, wq->seconds ? &base : NULL, &q, prof);
-	pthread_mutex_unlock(&src->reg->lock);
 	qp_cpu_snapshot_free(&base);
 	qp_cpu_snapshot_free(&now);
 	if (ret)

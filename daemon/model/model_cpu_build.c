@@ -46,24 +46,6 @@ static uint32_t mapping_index(struct build *b, const struct qp_sym *s)
 	return (uint32_t)++p->nmappings;
 }
 
-static bool in_scope(struct qp_registry *reg, struct qp_target *t, const struct sample_key *k,
-		     const char *scope)
-{
-	int i;
-
-	if (!scope)
-		return true;
-	if (!t)
-		return false;
-	for (i = 0; i < QPROF_SAMPLE_SCOPES && k->scopes[i]; i++) {
-		const struct qp_site_info *s = qp_target_site(reg, t, k->scopes[i]);
-
-		if (s && !strcmp(s->name, scope))
-			return true;
-	}
-	return false;
-}
-
 static int add_sample(struct build *b, struct qp_cpu *cpu, struct qp_symbolizer *sym,
 		      const struct qp_cpu_raw *r, uint64_t count)
 {
@@ -140,12 +122,12 @@ int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_regist
 		const struct qp_cpu_raw *r = &now->v[i];
 		const struct qp_cpu_raw *old = base ? qp_cpu_snapshot_find(base, &r->key) : NULL;
 		uint64_t count = r->count - (old && old->count <= r->count ? old->count : 0);
-		struct qp_target *t;
 
 		if (!count || (q->pid > 0 && r->key.tgid != (uint32_t)q->pid))
 			continue;
-		t = qp_registry_find(reg, (int)r->key.tgid);
-		if (!in_scope(reg, t, &r->key, q->scope))
+		/* the registry is locked for the names only, sample by sample */
+		if (q->scope && !qp_registry_site_named(reg, (int)r->key.tgid, (const uint64_t *)r->key.scopes,
+							 QPROF_SAMPLE_SCOPES, q->scope))
 			continue;
 		ret = add_sample(&b, cpu, sym, r, count);
 	}

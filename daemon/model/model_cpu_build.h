@@ -18,7 +18,8 @@ struct qp_cpu_query {
 	uint64_t time_ns;
 };
 
-/* Caller holds the registry lock (it also guards the symbolizer). */
+/* Caller does NOT hold the registry lock: it is taken for the scope names
+ * only (qp_registry_site_named); the symbolizer locks itself. */
 int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_registry *reg,
 		 const struct qp_cpu_snapshot *now, const struct qp_cpu_snapshot *base,
 		 const struct qp_cpu_query *q, struct qp_cpu_profile *out);

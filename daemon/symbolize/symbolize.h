@@ -5,7 +5,9 @@
  * demangled. Each file is parsed once and cached by build-id (else path +
  * inode). A process keeps the mappings read while it lived, so it is still
  * symbolized after it exits. A frame that cannot be named is "module+0xoff"
- * and is never dropped. Not thread-safe: callers serialize. */
+ * and is never dropped. Thread-safe: any function may be called from
+ * several threads at once (one lock of its own, never held while a file
+ * is read); every string it returns lives as long as the symbolizer. */
 #ifndef QPROF_SYMBOLIZE_H
 #define QPROF_SYMBOLIZE_H
 #include <stdbool.h>
@@ -38,6 +40,10 @@ void qp_symbolizer_free(struct qp_symbolizer *s); /* accepts NULL */
 /* Read PID's mappings now (call while it lives; again when it maps more).
  * The result is cached in the symbolizer under PID until qp_sym_forget. */
 int qp_sym_process_refresh(struct qp_symbolizer *s, int pid);
+/* The same with mappings the caller read already (the registry's, so
+ * /proc/PID/maps is not read twice); MAPS is copied. 0 or -errno. */
+struct qp_maps;
+int qp_sym_process_set_maps(struct qp_symbolizer *s, int pid, const struct qp_maps *maps);
 void qp_sym_forget(struct qp_symbolizer *s, int pid);
 
 /* Name ADDR of process PID (its cached mappings; refreshed once on a miss

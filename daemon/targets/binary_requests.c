@@ -218,6 +218,7 @@ int qp_registry_remove_binary(struct qp_registry *r, const char *path)
 	struct qp_binary *b = NULL;
 	size_t bi, i, k;
 
+	qp_registry_wait_reports(r);	/* its processes' reports read them */
 	for (bi = 0; bi < r->nbinaries && !b; bi++)
 		if (!strcmp(r->binaries[bi]->path, path) ||
 		    (realpath(path, real) && !strcmp(r->binaries[bi]->path, real)))

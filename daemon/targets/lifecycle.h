@@ -14,7 +14,7 @@
 
 struct qp_lifecycle;
 struct qp_json;
-struct qprofd;
+struct qp_registry;
 
 struct qp_lc_exec {
 	int pid;
@@ -50,6 +50,7 @@ void qp_lifecycle_exec_done(struct qp_lifecycle *lc, const struct qp_lc_exec *e)
 /* "lifecycle": {...} counters for /api/status. */
 void qp_lifecycle_json(struct qp_lifecycle *lc, struct qp_json *j);
 
-/* lifecycle_exec.c: handle the queued execs, registry lock held. */
-void qp_lifecycle_handle_execs(struct qprofd *d);
+/* lifecycle_exec.c: handle the queued execs. r->lock NOT held: taken for
+ * each exec, dropped while the old image's report is written. */
+void qp_lifecycle_handle_execs(struct qp_registry *r);
 #endif

@@ -5,15 +5,17 @@
  * has qprof probes: state running, the new exe, a fresh attach time, and
  * report_dir pointing at the pre-exec report. A process stopped by the BPF
  * side at its exec is resumed whatever happens here. Also: the children of
- * --binary targets are adopted as soon as they are forked. */
+ * --binary targets are adopted as soon as they are forked. The registry
+ * lock is taken here, per exec, and dropped while the report is written
+ * (the registry's report callback, which main.c sets: targets/ includes no
+ * exporter). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lifecycle.h"
 #include "log.h"
 #include "procfs.h"
-#include "qprofd.h"
-#include "report.h"
+#include "targets.h"
 
 /* The files the old image mapped executable and the new one does not map
  * (yet): its libraries, which the new image's loader maps only once it
@@ -45,9 +47,9 @@ static void old_files(const struct qp_maps *old, const struct qp_maps *now, stru
 	}
 }
 
-static void handle_one(struct qprofd *d, const struct qp_lc_exec *e)
+/* r->lock held (dropped and taken again while the report is written). */
+static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e)
 {
-	struct qp_registry *r = &d->reg;
 	struct qp_target *t = qp_registry_find(r, e->pid), *nt = NULL;
 	char dir[sizeof(t->report_dir)] = "", err[512], old_exe[sizeof(t->exe)];
 	struct qp_maps now = { 0 }, libs = { 0 };
@@ -74,13 +76,7 @@ static void handle_one(struct qprofd *d, const struct qp_lc_exec *e)
 		old_files(&t->maps, &now, &libs);
 	qp_maps_free(&now);
 	qp_target_exited(r, t);
-	t->report_pending = false;
-	{
-		struct qp_model_src src;
-
-		qprofd_model_src(d, &src);
-		qp_report_write(&src, &d->report_fs, d->report_dir, t);
-	}
+	qp_target_write_report(r, t);	/* pinned meanwhile: t stays */
 	snprintf(dir, sizeof(dir), "%s", t->report_dir);
 	qp_registry_remove_pid(r, e->pid);
 	if (by_binary)
@@ -103,15 +99,17 @@ static void handle_one(struct qprofd *d, const struct qp_lc_exec *e)
 	}
 }
 
-void qp_lifecycle_handle_execs(struct qprofd *d)
+void qp_lifecycle_handle_execs(struct qp_registry *r)
 {
 	struct qp_lc_exec v[64];
 	size_t n, i;
 
-	while ((n = qp_lifecycle_take_execs(d->reg.lc, v, 64))) {
+	while ((n = qp_lifecycle_take_execs(r->lc, v, 64))) {
 		for (i = 0; i < n; i++) {
-			handle_one(d, &v[i]);
-			qp_lifecycle_exec_done(d->reg.lc, &v[i]);
+			pthread_mutex_lock(&r->lock);
+			handle_one(r, &v[i]);
+			pthread_mutex_unlock(&r->lock);
+			qp_lifecycle_exec_done(r->lc, &v[i]);
 		}
 	}
 }

@@ -114,3 +114,21 @@ const struct qp_site_info *qp_target_site(struct qp_registry *r, struct qp_targe
 	}
 	return site;
 }
+
+bool qp_registry_site_named(struct qp_registry *r, int pid, const uint64_t *addrs, size_t n,
+			    const char *name)
+{
+	struct qp_target *t;
+	bool hit = false;
+	size_t i;
+
+	pthread_mutex_lock(&r->lock);
+	t = qp_registry_find(r, pid);
+	for (i = 0; t && i < n && addrs[i] && !hit; i++) {
+		const struct qp_site_info *s = qp_target_site(r, t, addrs[i]);
+
+		hit = s && !strcmp(s->name, name);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return hit;
+}

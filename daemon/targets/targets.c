@@ -1,8 +1,8 @@
 /* targets.c - see targets.h. Attaching a pid: read its mappings, open each
  * mapped file through /proc/PID/map_files (the very inode it runs), find the
  * ones that carry qprof notes, attach the scope programs to each for that
- * pid, watch a pidfd for its exit. Exits, detach, trimming, and the
- * resolution of site addresses to names. --binary targets: binaries.c. */
+ * pid, watch a pidfd for its exit; detach. Exits, reports and trimming:
+ * targets_exit.c; --binary targets: binaries.c; site names: target_sites.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +37,7 @@ void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes)
 {
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->report_done, NULL);
 	r->scopes = scopes;
 	if (scopes && qp_watch_start(r))
 		qp_warn("no fanotify (CAP_SYS_ADMIN): --binary targets attach each process once adopted, "
@@ -80,6 +81,7 @@ void qp_registry_destroy(struct qp_registry *r)
 	free(r->binaries);
 	free(r->modules);
 	free(r->defs);
+	pthread_cond_destroy(&r->report_done);
 	pthread_mutex_destroy(&r->lock);
 	memset(r, 0, sizeof(*r));
 }
@@ -156,8 +158,8 @@ int qp_registry_push(struct qp_registry *r, struct qp_target *t)
 	qp_lifecycle_watch(r->lc, t->pid, true);	/* its forks and execs */
 	if (r->cpu && qp_cpu_add_pid(r->cpu, (uint32_t)t->pid))
 		qp_warn("pid %d: cannot add it to the CPU sampler", t->pid);
-	if (r->sym)
-		qp_sym_process_refresh(r->sym, t->pid);
+	if (r->sym)	/* the mappings just read: /proc/PID/maps is not read twice */
+		qp_sym_process_set_maps(r->sym, t->pid, &t->maps);
 	t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	if (t->pidfd < 0)
 		qp_warn("pidfd_open(%d): %s; exit detection falls back to polling", t->pid,
@@ -401,6 +403,13 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 		}
 		extras++;
 	}
+	if (!files && !extras && t->files_unopened && !qp_pid_alive(pid)) {
+		/* its map_files went with it: gone, not unopenable */
+		*status = 404;
+		snprintf(err, errlen, "process %d exited while being attached", pid);
+		ret = -ESRCH;
+		goto fail;
+	}
 	if (!files && !extras && t->files_unopened) {
 		*status = 422;
 		snprintf(err, errlen, "process %d (%s): no qprof probes attached; %u mapped file(s) could not "
@@ -475,6 +484,8 @@ int qp_registry_remove_pid(struct qp_registry *r, int pid)
 {
 	size_t i;
 
+	/* a report being written reads the target and its data: after it */
+	qp_registry_wait_reports(r);
 	for (i = 0; i < r->ntargets; i++) {
 		struct qp_target *t = r->targets[i];
 		int bi;
@@ -498,89 +509,6 @@ int qp_registry_remove_pid(struct qp_registry *r, int pid)
 		return 0;
 	}
 	return -ENOENT;
-}
-
-void qp_registry_trim(struct qp_registry *r, size_t max_exited)
-{
-	for (;;) {
-		size_t i, n = 0, oldest = SIZE_MAX;
-
-		for (i = 0; i < r->ntargets; i++) {
-			const struct qp_target *t = r->targets[i];
-
-			if (t->state != QP_TARGET_EXITED || t->report_pending)
-				continue;
-			n++;
-			if (oldest == SIZE_MAX || t->exited_ms < r->targets[oldest]->exited_ms)
-				oldest = i;
-		}
-		if (n <= max_exited || oldest == SIZE_MAX)
-			return;
-		qp_info("forgetting pid %d: more than %zu exited targets are kept", r->targets[oldest]->pid,
-			max_exited);
-		qp_registry_remove_at(r, oldest);
-		r->exited_forgotten++;
-	}
-}
-
-void qp_target_exited(struct qp_registry *r, struct qp_target *t)
-{
-	qp_lifecycle_watch(r->lc, t->pid, false);
-	if (r->cpu)
-		qp_cpu_remove_pid(r->cpu, (uint32_t)t->pid, false); /* keep its samples */
-	t->state = QP_TARGET_EXITED;
-	t->exited_ms = qp_realtime_ns() / 1000000;
-	t->report_pending = true;
-	qp_scopes_detach_links(t->links, t->nlinks);
-	free(t->links);
-	t->links = NULL;
-	t->nlinks = 0;
-	if (t->pidfd >= 0)
-		close(t->pidfd);
-	t->pidfd = -1;
-	if (t->excludes_binary) {	/* the pid may come back as another process */
-		qp_scopes_exclude(r->scopes, (uint32_t)t->pid, false);
-		t->excludes_binary = false;
-	}
-	qp_info("pid %d (%s) exited; its data is kept until it is detached", t->pid, t->comm);
-}
-
-void qp_registry_poll(struct qp_registry *r, bool rescan)
-{
-	size_t i;
-
-	for (i = 0; i < r->ntargets; i++) {
-		struct qp_target *t = r->targets[i];
-		bool gone;
-
-		if (t->state != QP_TARGET_RUNNING)
-			continue;
-		if (t->pidfd >= 0) {
-			struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
-
-			gone = poll(&p, 1, 0) > 0;
-		} else {
-			uint64_t st = 0;
-
-			gone = qp_proc_starttime(t->pid, &st) || st != t->starttime;
-		}
-		if (gone) {
-			qp_target_exited(r, t);
-		} else if (rescan) {
-			struct qp_maps m;
-
-			/* fresh mappings so that a library loaded later resolves */
-			if (!qp_maps_read(t->pid, &m)) {
-				qp_maps_free(&t->maps);
-				t->maps = m;
-			}
-			if (r->sym)
-				qp_sym_process_refresh(r->sym, t->pid);
-		}
-	}
-	qp_binaries_refresh(r, rescan);
-	if (rescan)
-		qp_binary_scan(r);
 }
 
 int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char *path, uint64_t ino)

@@ -2,7 +2,10 @@
  * exit detection (pidfd), discovery of processes running a --binary file,
  * and the resolution of a runtime site address to its name through the
  * process's mappings and the ELF file. One mutex guards the registry; the
- * HTTP threads and the poll thread take it for every access. */
+ * HTTP threads and the poll thread take it for every access, and never
+ * across slow work: a CPU profile, a symbolization, an exit report are
+ * made outside it (the symbolizer and the collectors have locks of their
+ * own; a target being reported is pinned, see qp_registry_write_reports). */
 #ifndef QPROF_TARGETS_H
 #define QPROF_TARGETS_H
 #include <pthread.h>
@@ -60,6 +63,7 @@ struct qp_target {
 	unsigned int files_unopened;	/* executable mappings that could not be opened as the very
 					 * inode mapped (e.g. deleted, without CAP_SYS_ADMIN): not probed */
 	bool excludes_binary;	/* its own links count it: --binary links skip its pid */
+	bool reporting;		/* its report is being written (lock not held): pinned */
 };
 
 /* One version (inode) of a --binary file with the links on it. */
@@ -113,13 +117,22 @@ struct qp_attach_extra {
 	bool privileged;	/* root client on the unix socket: may name any ELF file */
 };
 
+/* Write the report of T (exited; pinned, registry lock NOT held: read T's
+ * fields, take the lock for anything else) and put where it went in DIR
+ * ("" when none). main.c registers the exporter's: targets/ knows none. */
+typedef void (*qp_report_fn)(void *arg, const struct qp_target *t, char *dir, size_t dirlen);
+
 struct qp_registry {
 	pthread_mutex_t lock;
+	pthread_cond_t report_done;	/* with lock: a pinned target's report is written */
+	unsigned int reporting;		/* targets pinned for their report */
+	qp_report_fn report;		/* NULL: no reports */
+	void *report_arg;
 	struct qp_usdt_def *defs;
 	size_t ndefs;
 	struct qp_scopes *scopes;
 	struct qp_cpu *cpu;		/* NULL when CPU sampling is unavailable */
-	struct qp_symbolizer *sym;	/* guarded by lock too */
+	struct qp_symbolizer *sym;	/* thread-safe: its own locks */
 	struct qp_lifecycle *lc;	/* forks and execs; NULL when unavailable */
 	struct qp_target **targets;
 	size_t ntargets;
@@ -147,10 +160,11 @@ const struct qp_usdt_def *qp_registry_def(const struct qp_registry *r, uint32_t 
  * not tell whether the file exists. */
 int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct qp_attach_extra *extra,
 			   struct qp_json *j, int *status, char *err, size_t errlen);
-/* Detach a --binary file (PATH as given or its realpath) and its processes.
- * -ENOENT when no binary has that path. */
+/* Detach a --binary file (PATH as given or its realpath) and its processes,
+ * after any report being written. -ENOENT when no binary has that path. */
 int qp_registry_remove_binary(struct qp_registry *r, const char *path);
-/* Detach PID and drop its data. -ENOENT when PID is not a target. A pid
+/* Detach PID and drop its data (after any report being written: the lock
+ * is released while waiting). -ENOENT when PID is not a target. A pid
  * attached by --pid that a --binary target also covers is handed over to
  * that binary (1 is returned): it stays a target with its links and data,
  * so no event is lost or counted twice; a second call detaches it. */
@@ -166,8 +180,28 @@ void qp_registry_trim(struct qp_registry *r, size_t max_exited);
  * data, mark it exited with its report pending. */
 void qp_target_exited(struct qp_registry *r, struct qp_target *t);
 
-/* Periodic work, r->lock held: exits, discovery for --binary, fresh maps. */
+/* Periodic work, r->lock NOT held (taken inside): exits, discovery for
+ * --binary, fresh maps; the symbolizer reads the mappings after the lock is
+ * dropped. */
 void qp_registry_poll(struct qp_registry *r, bool rescan);
+
+/* The report writer (main.c's), called without r->lock. */
+void qp_registry_set_reporter(struct qp_registry *r, qp_report_fn fn, void *arg);
+/* Write the pending exit reports, r->lock NOT held: the targets are taken
+ * and pinned under the lock, the lock is dropped, each report is written,
+ * and report_dir is set under the lock again. Returns how many. */
+size_t qp_registry_write_reports(struct qp_registry *r);
+/* The same for T alone, r->lock held on entry and on return (dropped while
+ * the report is written): the exec of a target. */
+void qp_target_write_report(struct qp_registry *r, struct qp_target *t);
+/* r->lock held: wait (releasing it) until no report is being written. */
+void qp_registry_wait_reports(struct qp_registry *r);
+
+/* Does one of ADDRS (runtime site addresses of process PID) name a qprof
+ * site called NAME? Takes and drops r->lock: for the CPU profile's scope=,
+ * built without the lock. */
+bool qp_registry_site_named(struct qp_registry *r, int pid, const uint64_t *addrs, size_t n,
+			    const char *name);
 /* Make sure every pid in PIDS (from the BPF maps) is a known target when a
  * --binary attachment produced it. */
 void qp_registry_adopt(struct qp_registry *r, int pid);
@@ -181,7 +215,8 @@ int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char
  * target, with the parent's mappings if its own are gone (it exited). */
 void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent);
 
-/* Site descriptor at runtime address ADDR in target T, or NULL. */
+/* Site descriptor at runtime address ADDR in target T, or NULL. r->lock
+ * held; the result lives while T does (copy what is kept past the lock). */
 const struct qp_site_info *qp_target_site(struct qp_registry *r, struct qp_target *t, uint64_t addr);
 
 void qp_target_json(const struct qp_target *t, struct qp_json *j);

@@ -1,7 +1,8 @@
 /* targets_priv.h - what the registry's files share and nothing outside
  * uses: targets.c (pid targets, exits, names), binaries.c (--binary
  * targets and their versions), watch.c (fanotify on those files),
- * modules.c (the cache of parsed ELF files). Callers hold r->lock unless
+ * modules.c (the cache of parsed ELF files), targets_exit.c (exits,
+ * reports, trimming). Callers hold r->lock unless
  * said otherwise. */
 #ifndef QPROF_TARGETS_PRIV_H
 #define QPROF_TARGETS_PRIV_H
@@ -39,6 +40,11 @@ bool qp_split_probe(const char *spec, char *prov, size_t plen, char *name, size_
 /* The HTTP status of an attach failure -ERR: the target's or its file's
  * fault (a 4xx), or qprofd's own (500). */
 int qp_attach_status(int err);
+
+/* targets_exit.c */
+/* Pin T for its report / unpin it, set report_dir to DIR, wake waiters. */
+void qp_target_report_begin(struct qp_registry *r, struct qp_target *t);
+void qp_target_report_end(struct qp_registry *r, struct qp_target *t, const char *dir);
 
 /* binaries.c */
 /* Does MAPS map any version of binary B? */

@@ -8,7 +8,8 @@
  * another process: the BPF map readers answer an empty collector, and an
  * attach request is refused after the router has checked it, so that a
  * fuzzed {"pid": N} never attaches to a process of this machine. A windowed
- * request (seconds=N) does not sleep: qprofd_wait returns at once.
+ * request (seconds=N) does not sleep: qp_stop_wait is wrapped to return at
+ * once, as if the window had passed.
  *
  * Input: byte 0 picks the method (bits 0-2: GET, POST, DELETE, PUT, HEAD,
  * ...), whether the peer is privileged (bit 3: root on the unix socket) and
@@ -83,8 +84,9 @@ int __wrap_qp_registry_add_binary(struct qp_registry *r, const char *path,
 	return -EPERM;
 }
 
-/* main.c's, without the wait: a window of N seconds passes at once. */
-bool qprofd_wait(struct qprofd *d, unsigned int seconds)
+/* stop.c's, without the wait: a window of N seconds passes at once. */
+bool __wrap_qp_stop_wait(struct qp_stop *s, unsigned int seconds);
+bool __wrap_qp_stop_wait(struct qp_stop *s, unsigned int seconds)
 {
 	return true;
 }
@@ -260,10 +262,9 @@ static void daemon_init(void)
 	daemon_state.frequency_hz = 99;
 	daemon_state.start_ns = 1;
 	snprintf(daemon_state.cpu_error, sizeof(daemon_state.cpu_error), "not in the fuzzer");
-	pthread_mutex_init(&daemon_state.wait_lock, NULL);
-	pthread_cond_init(&daemon_state.wait_cond, NULL);
+	qp_stop_init(&daemon_state.stop);
 	/* a log stream ends when it has nothing more instead of waiting */
-	daemon_state.stopping = true;
+	qp_stop_set(&daemon_state.stop);
 }
 
 static void cleanup(void)

@@ -1,0 +1,140 @@
+/* sym_internal.h - what the symbolizer's files share and nothing outside
+ * uses: the symbolizer's state and its one lock, the string interning
+ * (sym_intern.c), the parsed ELF files (sym_elf.c), the processes' mappings
+ * (sym_maps.c) and the kernel's symbols (sym_kernel.c).
+ *
+ * Locking: s->lock guards every table of struct qp_symbolizer. It is held
+ * only for lookups and inserts, never while a file is read: an ELF file, a
+ * debug file, a maps file or kallsyms is read and parsed without it, then
+ * put in under it (the first one in wins; a duplicate is freed). What is
+ * handed out (strings, struct symfile) is never freed before the
+ * symbolizer, so a result stays valid after the lock is dropped. */
+#ifndef QPROF_SYM_INTERNAL_H
+#define QPROF_SYM_INTERNAL_H
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include "arena.h"
+#include "hashtab.h"
+#include "symbolize.h"
+#include "util.h"
+
+#define SYM_MAX_SYMS (1u << 24)		/* symbols kept from one table */
+#define SYM_MAX_TEXT (256u << 20)	/* kallsyms text read */
+#define SYM_MAX_NAME 4096		/* longest symbol name kept */
+#define SYM_BUILD_ID_MAX 64		/* bytes of a build-id kept */
+#define SYM_MISS_REFRESH_NS 100000000ull /* re-read maps on a miss at most 10/s */
+
+/* ---- sym_intern.c: strings (the table: common/hashtab.h) ----------------- */
+
+int sym_intern_init(struct qp_htab *t);
+
+/* ---- sym_elf.c: one parsed ELF file ------------------------------------ */
+
+struct sym_fsym {
+	uint64_t addr, size;
+	const char *name;	/* mangled, in the file's arena */
+	const char *dem;	/* interned demangled name, set (under s->lock) on first use */
+	uint8_t bind;
+};
+
+struct sym_fseg {
+	uint64_t vaddr, memsz, offset, filesz;
+};
+
+/* One parsed ELF file (or one that could not be parsed: err != 0).
+ * Immutable once in s->files, but for syms[].dem (s->lock). */
+struct symfile {
+	struct symfile *next;
+	char build_id[2 * SYM_BUILD_ID_MAX + 1];
+	const char *path;	/* as first seen, in names */
+	const char *debug_path;	/* in names; where .symtab came from, NULL if here */
+	int err;
+	size_t nsegs, nsyms;
+	struct sym_fseg *segs;
+	struct sym_fsym *syms;	/* sorted by addr, one per address */
+	struct qp_arena *names;
+};
+
+/* dev+inode+mtime+size of a file already seen -> its parse. */
+struct sym_fileid {
+	struct sym_fileid *next;
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	off_t size;
+	struct symfile *f;
+};
+
+/* ---- sym_maps.c: a process's mappings ----------------------------------- */
+
+enum { SYM_MAP_FILE, SYM_MAP_ANON, SYM_MAP_SPECIAL };
+
+struct symmap {
+	uint64_t start, end, offset, inode;
+	const char *path;	/* interned, " (deleted)" removed; NULL for anon */
+	const char *module;	/* interned */
+	struct symfile *file;	/* NULL: not executable or unreadable */
+	int kind;
+};
+
+struct qp_sym_process {
+	struct qp_sym_process *next;
+	int pid;
+	bool gone;
+	uint64_t last_refresh_ns;
+	size_t n;
+	struct symmap *v;	/* sorted by start, not overlapping */
+};
+
+/* ---- sym_kernel.c ------------------------------------------------------ */
+
+struct sym_ksym {
+	uint64_t addr;
+	const char *name;
+	const char *dem;	/* as sym_fsym's */
+};
+
+struct sym_kernel {
+	bool loaded, restricted;
+	const char *module;	/* "[kernel]", interned once loaded */
+	size_t n;
+	struct sym_ksym *v;
+	struct qp_arena *names;
+};
+
+/* ---- the symbolizer ----------------------------------------------------- */
+
+struct qp_symbolizer {
+	char *kallsyms, *debug_root, *proc_root;	/* set at creation, read-only */
+	pthread_mutex_t lock;
+	/* the vDSO: the same image in every process of this kernel, parsed
+	 * from qprofd's own copy (getauxval(AT_SYSINFO_EHDR)) on first use */
+	bool vdso_tried;
+	struct symfile *vdso;
+	struct qp_htab in;	/* interned strings; value: the demangled form */
+	struct symfile *files;
+	struct sym_fileid *ids;
+	struct qp_sym_process *procs;
+	struct sym_kernel k;	/* read on first use */
+};
+
+/* s->lock held: */
+const char *sym_intern_locked(struct qp_symbolizer *s, const char *str);
+const char *sym_internf_locked(struct qp_symbolizer *s, const char *fmt, ...) __printf(2, 3);
+const char *sym_demangle_locked(struct qp_symbolizer *s, const char *name);
+struct symfile *sym_vdso_locked(struct qp_symbolizer *s);
+struct sym_fsym *sym_file_lookup(const struct symfile *f, uint64_t off, uint64_t *vaddr);
+
+/* s->lock NOT held (taken inside for the cache): the parse of the open
+ * regular file FD (stat ST), from the cache when the same file or the same
+ * build-id was seen. DIRPATH: where to look for a .gnu_debuglink file
+ * (NULL: nowhere). NULL only when out of memory. */
+struct symfile *sym_file_get(struct qp_symbolizer *s, int fd, const struct stat *st,
+			     const char *path, const char *dirpath);
+void sym_file_free(struct symfile *f);
+void sym_procs_free(struct qp_symbolizer *s);
+void sym_kernel_free(struct sym_kernel *k);
+#endif

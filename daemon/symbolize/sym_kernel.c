@@ -1,0 +1,148 @@
+/* sym_kernel.c - kernel addresses to names: the text symbols of kallsyms
+ * (read on first use, without the symbolizer's lock, then put in under
+ * it), the nearest lower one for an address; "[kernel]+0xaddr" when
+ * kptr_restrict hides the addresses (every one reads 0). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sym_internal.h"
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct sym_ksym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return strcmp(x->name, y->name);	/* aliases: a stable choice */
+}
+
+/* "ffffffff81000000 T _stext" or "... t name\t[module]". Text symbols only. */
+static void kernel_load(const char *kallsyms, struct sym_kernel *k)
+{
+	size_t len, cap = 0, n = 0, nzero = 0, i, j;
+	char *text, *p, *end;
+
+	k->loaded = true;
+	if (!(k->names = qp_arena_new()))
+		return;
+	if (qp_read_file(kallsyms, SYM_MAX_TEXT, &text, &len))
+		return;
+	p = text;
+	end = text + len;
+	while (p < end) {
+		char *eol = memchr(p, '\n', (size_t)(end - p)), *q, *name;
+		unsigned long long a;
+		size_t nlen;
+		char type;
+
+		if (!eol)
+			eol = end;
+		*eol = '\0';
+		q = p;
+		p = eol + 1;
+		for (nlen = 0; q + nlen < eol && ((q[nlen] >= '0' && q[nlen] <= '9') ||
+						  (q[nlen] >= 'a' && q[nlen] <= 'f') ||
+						  (q[nlen] >= 'A' && q[nlen] <= 'F'));
+		     nlen++)
+			;
+		if (nlen == 0 || nlen > 16 || eol - q < (ptrdiff_t)nlen + 4 || q[nlen] != ' ' ||
+		    q[nlen + 2] != ' ')
+			continue;
+		type = q[nlen + 1];
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		a = strtoull(q, NULL, 16);
+		name = q + nlen + 3;
+		nlen = strcspn(name, " \t");
+		if (!nlen || nlen >= SYM_MAX_NAME)
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 4096;
+			struct sym_ksym *nv;
+
+			if (ncap > SYM_MAX_SYMS)
+				break;
+			nv = realloc(k->v, ncap * sizeof(*nv));
+			if (!nv)
+				break;
+			k->v = nv;
+			cap = ncap;
+		}
+		k->v[n].addr = a;
+		k->v[n].dem = NULL;
+		k->v[n].name = qp_arena_strndup(k->names, name, nlen);
+		if (!k->v[n].name)
+			break;
+		if (!a)
+			nzero++;
+		n++;
+	}
+	free(text);
+	if (n && nzero == n)
+		k->restricted = true;
+	if (n)
+		qsort(k->v, n, sizeof(*k->v), cmp_ksym);
+	for (i = j = 0; i < n; i++)
+		if (k->v[i].addr && (!j || k->v[j - 1].addr != k->v[i].addr))
+			k->v[j++] = k->v[i];
+	k->n = j;
+}
+
+void sym_kernel_free(struct sym_kernel *k)
+{
+	free(k->v);
+	qp_arena_free(k->names);
+	memset(k, 0, sizeof(*k));
+}
+
+int qp_sym_kernel(struct qp_symbolizer *s, uint64_t addr, struct qp_sym *out)
+{
+	size_t lo = 0, hi;
+
+	memset(out, 0, sizeof(*out));
+	out->build_id = "";
+	if (!s) {
+		out->name = out->module = "[kernel]";
+		return 0;
+	}
+	pthread_mutex_lock(&s->lock);
+	if (!s->k.loaded) {
+		struct sym_kernel k = { 0 };
+
+		/* kallsyms is large: read without the lock; the first in wins */
+		pthread_mutex_unlock(&s->lock);
+		kernel_load(s->kallsyms, &k);
+		pthread_mutex_lock(&s->lock);
+		if (!s->k.loaded)
+			s->k = k;
+		else
+			sym_kernel_free(&k);
+	}
+	if (!s->k.module)
+		s->k.module = sym_intern_locked(s, "[kernel]");
+	out->module = s->k.module;
+	out->file_off = addr;
+	hi = s->k.n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (s->k.v[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || s->k.restricted) {
+		out->name = sym_internf_locked(s, "[kernel]+0x%" PRIx64, addr);
+	} else {
+		struct sym_ksym *k = &s->k.v[lo - 1];
+
+		if (!k->dem)
+			k->dem = sym_demangle_locked(s, k->name);
+		out->name = k->dem;
+		out->offset = addr - s->k.v[lo - 1].addr;
+		out->found = true;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}

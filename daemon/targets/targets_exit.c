@@ -1,0 +1,235 @@
+/* targets_exit.c - the end of a target: exit detection in the poll loop
+ * (pidfd, else the start time), the exited state, the exit report written
+ * WITHOUT the registry lock (the target is pinned meanwhile: a detach waits
+ * for it, trimming skips it), and the trimming of old exited targets. */
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "collect_cpu.h"
+#include "collect_scopes.h"
+#include "symbolize.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "targets_priv.h"
+#include "util.h"
+
+void qp_registry_trim(struct qp_registry *r, size_t max_exited)
+{
+	for (;;) {
+		size_t i, n = 0, oldest = SIZE_MAX;
+
+		for (i = 0; i < r->ntargets; i++) {
+			const struct qp_target *t = r->targets[i];
+
+			if (t->state != QP_TARGET_EXITED || t->report_pending)
+				continue;
+			n++;
+			if (oldest == SIZE_MAX || t->exited_ms < r->targets[oldest]->exited_ms)
+				oldest = i;
+		}
+		if (n <= max_exited || oldest == SIZE_MAX)
+			return;
+		qp_info("forgetting pid %d: more than %zu exited targets are kept", r->targets[oldest]->pid,
+			max_exited);
+		qp_registry_remove_at(r, oldest);
+		r->exited_forgotten++;
+	}
+}
+
+void qp_target_exited(struct qp_registry *r, struct qp_target *t)
+{
+	qp_lifecycle_watch(r->lc, t->pid, false);
+	if (r->cpu)
+		qp_cpu_remove_pid(r->cpu, (uint32_t)t->pid, false); /* keep its samples */
+	t->state = QP_TARGET_EXITED;
+	t->exited_ms = qp_realtime_ns() / 1000000;
+	t->report_pending = true;
+	qp_scopes_detach_links(t->links, t->nlinks);
+	free(t->links);
+	t->links = NULL;
+	t->nlinks = 0;
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->pidfd = -1;
+	if (t->excludes_binary) {	/* the pid may come back as another process */
+		qp_scopes_exclude(r->scopes, (uint32_t)t->pid, false);
+		t->excludes_binary = false;
+	}
+	qp_info("pid %d (%s) exited; its data is kept until it is detached", t->pid, t->comm);
+}
+
+/* Links of targets found dead, detached after the registry lock is
+ * dropped (the kernel's uprobe unregistration waits for RCU grace
+ * periods); the target turns "exited" only once they are gone. */
+struct dead_links {
+	int pid;
+	struct qp_scope_link **links;
+	size_t nlinks;
+};
+
+/* Mappings just read, for the symbolizer after the lock is dropped. */
+struct fresh_maps {
+	int pid;
+	struct qp_maps maps;
+};
+
+void qp_registry_poll(struct qp_registry *r, bool rescan)
+{
+	struct dead_links *dead = NULL;
+	struct fresh_maps *fresh = NULL;
+	size_t i, nfresh = 0, ndead = 0;
+
+	pthread_mutex_lock(&r->lock);
+	if (rescan && r->sym && r->ntargets)
+		fresh = malloc(r->ntargets * sizeof(*fresh));
+	if (r->ntargets)
+		dead = malloc(r->ntargets * sizeof(*dead));
+	for (i = 0; i < r->ntargets; i++) {
+		struct qp_target *t = r->targets[i];
+		bool gone;
+
+		if (t->state != QP_TARGET_RUNNING)
+			continue;
+		if (t->pidfd >= 0) {
+			struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
+
+			gone = poll(&p, 1, 0) > 0;
+		} else {
+			uint64_t st = 0;
+
+			gone = qp_proc_starttime(t->pid, &st) || st != t->starttime;
+		}
+		if (gone && dead && t->nlinks) {	/* its links detach first, unlocked */
+			dead[ndead].pid = t->pid;
+			dead[ndead].links = t->links;
+			dead[ndead++].nlinks = t->nlinks;
+			t->links = NULL;
+			t->nlinks = 0;
+		} else if (gone) {
+			qp_target_exited(r, t);
+		} else if (rescan) {
+			struct qp_maps m;
+
+			/* fresh mappings so that a library loaded later resolves */
+			if (!qp_maps_read(t->pid, &m)) {
+				qp_maps_free(&t->maps);
+				t->maps = m;
+				/* the symbolizer's copy: /proc/PID/maps read once */
+				if (fresh && !qp_maps_copy(&m, &fresh[nfresh].maps))
+					fresh[nfresh++].pid = t->pid;
+			}
+		}
+	}
+	qp_binaries_refresh(r, rescan);
+	if (rescan)
+		qp_binary_scan(r);
+	pthread_mutex_unlock(&r->lock);
+	for (i = 0; i < ndead; i++) {
+		qp_scopes_detach_links(dead[i].links, dead[i].nlinks);
+		free(dead[i].links);
+	}
+	if (ndead) {
+		pthread_mutex_lock(&r->lock);
+		for (i = 0; i < ndead; i++) {
+			struct qp_target *t = qp_registry_find(r, dead[i].pid);
+
+			/* still the record we took the links from (not detached,
+			 * not attached again meanwhile) */
+			if (t && t->state == QP_TARGET_RUNNING && !t->nlinks)
+				qp_target_exited(r, t);
+		}
+		pthread_mutex_unlock(&r->lock);
+	}
+	free(dead);
+	/* the symbolizer reads the mappings and any new file (ELF, debug
+	 * files) under its own lock only: nobody waits for the registry */
+	for (i = 0; i < nfresh; i++) {
+		qp_sym_process_set_maps(r->sym, fresh[i].pid, &fresh[i].maps);
+		qp_maps_free(&fresh[i].maps);
+	}
+	free(fresh);
+}
+
+void qp_registry_set_reporter(struct qp_registry *r, qp_report_fn fn, void *arg)
+{
+	pthread_mutex_lock(&r->lock);
+	r->report = fn;
+	r->report_arg = arg;
+	pthread_mutex_unlock(&r->lock);
+}
+
+void qp_target_report_begin(struct qp_registry *r, struct qp_target *t)
+{
+	t->reporting = true;
+	r->reporting++;
+}
+
+void qp_target_report_end(struct qp_registry *r, struct qp_target *t, const char *dir)
+{
+	t->reporting = false;
+	t->report_pending = false;
+	if (dir && dir[0])
+		snprintf(t->report_dir, sizeof(t->report_dir), "%s", dir);
+	r->reporting--;
+	pthread_cond_broadcast(&r->report_done);
+}
+
+void qp_registry_wait_reports(struct qp_registry *r)
+{
+	while (r->reporting)
+		pthread_cond_wait(&r->report_done, &r->lock);
+}
+
+void qp_target_write_report(struct qp_registry *r, struct qp_target *t)
+{
+	char dir[sizeof(t->report_dir)] = "";
+	qp_report_fn fn = r->report;
+	void *arg = r->report_arg;
+
+	qp_target_report_begin(r, t);
+	pthread_mutex_unlock(&r->lock);
+	if (fn)
+		fn(arg, t, dir, sizeof(dir));
+	pthread_mutex_lock(&r->lock);
+	qp_target_report_end(r, t, dir);
+}
+
+size_t qp_registry_write_reports(struct qp_registry *r)
+{
+	struct qp_target **v = NULL;
+	qp_report_fn fn;
+	void *arg;
+	size_t n = 0, i;
+
+	pthread_mutex_lock(&r->lock);
+	fn = r->report;
+	arg = r->report_arg;
+	for (i = 0; i < r->ntargets; i++)
+		n += r->targets[i]->report_pending && !r->targets[i]->reporting;
+	if (n)
+		v = malloc(n * sizeof(*v));
+	for (i = 0, n = 0; v && i < r->ntargets; i++) {
+		struct qp_target *t = r->targets[i];
+
+		if (t->report_pending && !t->reporting) {
+			qp_target_report_begin(r, t);
+			v[n++] = t;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	/* the slow part (the scopes, the CPU profile, five files and an SVG):
+	 * the HTTP threads and the exits of other targets go on meanwhile */
+	for (i = 0; i < n; i++) {
+		char dir[sizeof(v[i]->report_dir)] = "";
+
+		if (fn)
+			fn(arg, v[i], dir, sizeof(dir));
+		pthread_mutex_lock(&r->lock);
+		qp_target_report_end(r, v[i], dir);
+		pthread_mutex_unlock(&r->lock);
+	}
+	free(v);
+	return n;
+}
