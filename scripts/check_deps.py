@@ -3,7 +3,9 @@
 tree"): an #include "..." in common/, daemon/ or cli/ may point only into its
 own folder or into a folder of a lower layer, and the include graph between
 files has no cycle. Prints each violation as FILE:LINE: and exits 1 if there
-is any, 0 otherwise (ctest runs it as check_deps).
+is any, 0 otherwise (ctest runs it as check_deps). It also fails on a source
+file of those folders longer than MAX_LINES (the tree keeps files to one job,
+about 600 lines at most).
 
 Layers, lowest first (a folder may include its own folder and lower ones):
   0  common/            shared by qprofd and qprof-cli
@@ -40,6 +42,7 @@ SKEL_OK = {"daemon/collect", "daemon/targets"}
 SEARCH = ["common", "daemon", "daemon/collect", "daemon/targets",
           "daemon/symbolize", "daemon/model", "daemon/export", "daemon/http",
           "bpf", "include"]
+MAX_LINES = 650
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
@@ -63,6 +66,9 @@ def main():
         with open(os.path.join(root, rel), encoding="utf-8",
                   errors="replace") as f:
             lines = f.readlines()
+        if len(lines) > MAX_LINES:
+            errors.append(f"{rel}: {len(lines)} lines (more than {MAX_LINES}:"
+                          " split it by job)")
         for no, line in enumerate(lines, 1):
             m = INC.match(line)
             if not m:
