@@ -11,7 +11,8 @@
 #   SOAK_SECONDS=S     how long the workload runs under qprofd (default 1800)
 #   SOAK_THREADS=N     workload threads (default 4: an attached scope costs about
 #                      0.85 us, so 1 M events/s needs most of both cores here)
-#   SOAK_WARMUP=S      RSS reference: the first sample at or after S s (default 120)
+#   SOAK_WARMUP=S      RSS reference: the first sample at or after S s (default 620:
+#                      the CPU table keeps an idle key 600 s, so it fills until then)
 #   SOAK_RSS_EVERY=S   seconds between RSS samples (default 10)
 #   SOAK_RSS_TOL=P     allowed RSS drift from the reference, % (default 5)
 #   SOAK_MIN_RATE=R    scope events/s to reach; 0: print the rate, no goal
@@ -34,7 +35,7 @@ QPROFD=${QPROFD:-$build/daemon/qprofd}
 WORK=$build/bench/soak_work
 SOAK_SECONDS=${SOAK_SECONDS:-1800}
 SOAK_THREADS=${SOAK_THREADS:-4}
-SOAK_WARMUP=${SOAK_WARMUP:-120}
+SOAK_WARMUP=${SOAK_WARMUP:-620}
 SOAK_RSS_EVERY=${SOAK_RSS_EVERY:-10}
 SOAK_RSS_TOL=${SOAK_RSS_TOL:-5}
 SOAK_MIN_RATE=${SOAK_MIN_RATE:-1000000}

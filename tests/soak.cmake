@@ -2,7 +2,7 @@
 # skipped without BPF). It asserts what the 30-minute run asserts: every
 # poll of every route answered 200, every scope, value, mark and log either
 # measured or counted as lost. Two things are looser, on purpose: qprofd's RSS
-# may move +-25 % after a 5 s warm-up (the full run: +-5 % after 120 s; in
+# may move +-25 % after a 5 s warm-up (the full run: +-5 % after 620 s; in
 # 25 s the caches and the allocator are still settling), and the event rate
 # is printed but not judged (it depends on the machine's load, and CI does
 # not gate on wall-clock figures).
