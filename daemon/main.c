@@ -222,14 +222,22 @@ static void raise_fd_limit(void)
 		qp_warn("cannot raise the descriptor limit: %s", strerror(errno));
 }
 
-/* The registry's report callback: the exporter, which targets/ may not call. */
-static void write_report(void *arg, const struct qp_target *t, char *dir, size_t dirlen)
+/* The registry's report callbacks: the exporter, which targets/ may not call. */
+static void *collect_report(void *arg, const struct qp_target *t)
 {
 	struct qprofd *d = arg;
 	struct qp_model_src src;
 
 	qprofd_model_src(d, &src);
-	qp_report_write(&src, &d->report_fs, d->report_dir, t, dir, dirlen);
+	return qp_report_collect(&src, t);
+}
+
+static void emit_report(void *arg, void *figs, char *dir, size_t dirlen)
+{
+	struct qprofd *d = arg;
+
+	qp_report_emit(figs, &d->report_fs, d->report_dir, dir, dirlen);
+	qp_report_free(figs);
 }
 
 int main(int argc, char **argv)
@@ -305,7 +313,7 @@ int main(int argc, char **argv)
 		goto out_free;
 	}
 	qp_registry_init(&d.reg, d.scopes);
-	qp_registry_set_reporter(&d.reg, write_report, &d);
+	qp_registry_set_reporter(&d.reg, collect_report, emit_report, &d);
 	d.reg.sym = qp_symbolizer_new(NULL);
 	if (!d.reg.sym) {
 		fprintf(stderr, "qprofd: out of memory\n");

@@ -51,9 +51,20 @@ static int write_buf(const struct qp_report_fs *fs, int dirfd, const char *name,
 
 /* ---- the report ----------------------------------------------------------- */
 
-struct report {
-	const struct qp_model_src *src;
-	const struct qp_target *t;
+/* Who the report is of: copied from the target at collect time, so that the
+ * files can be written after the target record is gone (an exec). */
+struct who {
+	int pid;
+	char comm[32];
+	char exe[4096];
+	uint64_t attached_ms, exited_ms;
+};
+
+struct qp_report {
+	const struct qp_model_src *src;	/* collect only: NULL once collected */
+	struct who w;
+	const struct who *t;		/* &w */
+	unsigned int frequency_hz;
 	char *scopes_json;
 	size_t scopes_len;
 	struct qp_scope_model scopes;
@@ -82,7 +93,7 @@ static void fmt_time(char *buf, size_t len, uint64_t ms)
 	snprintf(buf + strlen(buf), len - strlen(buf), "%s", tmp);
 }
 
-static uint64_t duration_ms(const struct qp_target *t)
+static uint64_t duration_ms(const struct who *t)
 {
 	return t->exited_ms > t->attached_ms ? t->exited_ms - t->attached_ms : 0;
 }
@@ -106,7 +117,7 @@ static void sanitize(char *dst, size_t len, const char *src)
 		dst[0] = '_';
 }
 
-static int collect_scopes(struct report *r)
+static int collect_scopes(struct qp_report *r)
 {
 	/* as GET /api/scopes?pid= has them, without counted probes; marks
 	 * left out when they cannot be read */
@@ -126,7 +137,7 @@ static int collect_scopes(struct report *r)
 	return r->rows ? 0 : -ENOMEM;
 }
 
-static void collect_cpu(struct report *r)
+static void collect_cpu(struct qp_report *r)
 {
 	struct qp_cpu_snapshot now = { 0 };
 	struct qp_cpu_query q = { 0 };
@@ -173,7 +184,7 @@ static void collect_cpu(struct report *r)
 	r->cpu_ok = true;
 }
 
-static void report_free(struct report *r)
+static void report_free(struct qp_report *r)
 {
 	free(r->scopes_json);
 	qp_scope_model_free(&r->scopes);
@@ -257,9 +268,9 @@ static void func_table(struct qp_buf *b, const char *title, const struct func *v
 	}
 }
 
-static void write_summary(struct report *r, const char *dir, struct qp_buf *b)
+static void write_summary(struct qp_report *r, const char *dir, struct qp_buf *b)
 {
-	const struct qp_target *t = r->t;
+	const struct who *t = r->t;
 	char at[80], ex[80], dur[32];
 
 	fmt_time(at, sizeof(at), t->attached_ms);
@@ -273,7 +284,7 @@ static void write_summary(struct report *r, const char *dir, struct qp_buf *b)
 	qp_buf_printf(b, "  scopes:    %zu rows\n", r->nrows);
 	if (r->cpu_ok)
 		qp_buf_printf(b, "  cpu:       %" PRIu64 " samples at %u Hz\n", r->funcs.samples,
-			      r->src->frequency_hz);
+			      r->frequency_hz);
 	else
 		qp_buf_printf(b, "  cpu:       no CPU profile (%s)\n", r->cpu_why);
 	qp_buf_printf(b, "  directory: %s\n", dir);
@@ -353,9 +364,9 @@ static void json_funcs(struct qp_json *j, const char *key, const struct func *v,
 	qp_json_arr_end(j);
 }
 
-static char *write_report_json(struct report *r, const char *dir, size_t *len)
+static char *write_report_json(struct qp_report *r, const char *dir, size_t *len)
 {
-	const struct qp_target *t = r->t;
+	const struct who *t = r->t;
 	struct qp_json j;
 
 	qp_json_init(&j);
@@ -380,14 +391,14 @@ static char *write_report_json(struct report *r, const char *dir, size_t *len)
 	if (r->cpu_ok) {
 		qp_json_kv_null(&j, "error");
 		qp_json_kv_u64(&j, "samples", r->funcs.samples);
-		qp_json_kv_u64(&j, "frequency_hz", r->src->frequency_hz);
+		qp_json_kv_u64(&j, "frequency_hz", r->frequency_hz);
 		qp_json_kv_u64(&j, "period_ns", r->prof.period_ns);
 		json_funcs(&j, "by_self", r->by_self, r->funcs.n, r->funcs.samples);
 		json_funcs(&j, "by_total", r->by_total, r->funcs.n, r->funcs.samples);
 	} else {
 		qp_json_kv_str(&j, "error", r->cpu_why);
 		qp_json_kv_u64(&j, "samples", 0);
-		qp_json_kv_u64(&j, "frequency_hz", r->src->frequency_hz);
+		qp_json_kv_u64(&j, "frequency_hz", r->frequency_hz);
 		qp_json_key(&j, "by_self");
 		qp_json_arr_begin(&j);
 		qp_json_arr_end(&j);
@@ -400,15 +411,50 @@ static char *write_report_json(struct report *r, const char *dir, size_t *len)
 	return qp_json_finish(&j, len);
 }
 
-static void warn_file(const struct qp_target *t, const char *dir, const char *name, int ret)
+static void warn_file(const struct who *t, const char *dir, const char *name, int ret)
 {
 	qp_warn("report of pid %d: cannot write %s/%s: %s", t->pid, dir, name, strerror(-ret));
 }
 
-int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *fs, const char *report_dir,
-		    const struct qp_target *t, char *dir_out, size_t dirlen)
+struct qp_report *qp_report_collect(const struct qp_model_src *src, const struct qp_target *t)
 {
-	struct report r = { .src = src, .t = t };
+	struct qp_report *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r) {
+		qp_warn("report of pid %d: out of memory", t->pid);
+		return NULL;
+	}
+	r->w.pid = t->pid;
+	snprintf(r->w.comm, sizeof(r->w.comm), "%s", t->comm);
+	snprintf(r->w.exe, sizeof(r->w.exe), "%s", t->exe);
+	r->w.attached_ms = t->attached_ms;
+	r->w.exited_ms = t->exited_ms;
+	r->t = &r->w;
+	r->src = src;
+	r->frequency_hz = src->frequency_hz;
+	ret = collect_scopes(r);
+	if (ret) {
+		qp_warn("report of pid %d: cannot read the scopes: %s", t->pid, strerror(-ret));
+		r->nrows = 0;
+	}
+	collect_cpu(r);
+	r->src = NULL;
+	return r;
+}
+
+void qp_report_free(struct qp_report *r)
+{
+	if (!r)
+		return;
+	report_free(r);
+	free(r);
+}
+
+int qp_report_emit(struct qp_report *r, const struct qp_report_fs *fs, const char *report_dir, char *dir_out,
+		   size_t dirlen)
+{
+	const struct who *t = r->t;
 	char dir[512], name[128], comm[64], stamp[32], title[512];
 	const char *base = report_dir && report_dir[0] ? report_dir : QPROF_REPORT_DIR;
 	time_t s = (time_t)(t->exited_ms / 1000);
@@ -444,16 +490,9 @@ int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *f
 		return dfd;
 	}
 
-	ret = collect_scopes(&r);
-	if (ret) {
-		qp_warn("report of pid %d: cannot read the scopes: %s", t->pid, strerror(-ret));
-		r.nrows = 0;
-	}
-	collect_cpu(&r);
-
 	/* scopes.json */
-	if (r.scopes_json) {
-		ret = qp_report_fs_write(fs, dfd, "scopes.json", r.scopes_json, r.scopes_len);
+	if (r->scopes_json) {
+		ret = qp_report_fs_write(fs, dfd, "scopes.json", r->scopes_json, r->scopes_len);
 		if (ret)
 			warn_file(t, dir, "scopes.json", first = ret);
 	}
@@ -461,7 +500,7 @@ int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *f
 	/* cpu.folded and cpu.svg: empty ones when there is no profile, saying why */
 	{
 		struct qp_cpu_profile empty = { 0 };
-		const struct qp_cpu_profile *p = r.cpu_ok ? &r.prof : &empty;
+		const struct qp_cpu_profile *p = r->cpu_ok ? &r->prof : &empty;
 		struct qp_flame_opts o = { 0 };
 
 		qp_buf_init(&b);
@@ -473,8 +512,8 @@ int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *f
 
 		snprintf(title, sizeof(title), "qprof: pid %d (%s), attached to exit", t->pid, t->comm);
 		o.title = title;
-		if (!r.cpu_ok)
-			o.subtitle = r.cpu_why;
+		if (!r->cpu_ok)
+			o.subtitle = r->cpu_why;
 		qp_buf_init(&b);
 		ret = qp_export_flamegraph(p, &o, &b);
 		ret = ret ? ret : write_buf(fs, dfd, "cpu.svg", &b);
@@ -484,7 +523,7 @@ int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *f
 	}
 
 	/* report.json (sorts the rows: before the summary, which sorts them again) */
-	json = write_report_json(&r, dir, &len);
+	json = write_report_json(r, dir, &len);
 	ret = json ? qp_report_fs_write(fs, dfd, "report.json", json, len) : -ENOMEM;
 	free(json);
 	if (ret)
@@ -492,10 +531,9 @@ int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *f
 
 	/* summary.txt last: its presence makes the report visible */
 	qp_buf_init(&b);
-	write_summary(&r, dir, &b);
+	write_summary(r, dir, &b);
 	ret = write_buf(fs, dfd, "summary.txt", &b);
 	qp_buf_free(&b);
-	report_free(&r);
 	close(dfd);
 	if (ret) {
 		warn_file(t, dir, "summary.txt", ret);
@@ -504,4 +542,17 @@ int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *f
 	snprintf(dir_out, dirlen, "%s", dir);
 	qp_info("report of pid %d (%s) written to %s", t->pid, t->comm, dir);
 	return first;
+}
+
+int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *fs, const char *report_dir,
+		    const struct qp_target *t, char *dir_out, size_t dirlen)
+{
+	struct qp_report *r = qp_report_collect(src, t);
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	ret = qp_report_emit(r, fs, report_dir, dir_out, dirlen);
+	qp_report_free(r);
+	return ret;
 }

@@ -21,4 +21,16 @@ struct qp_target;
  * http/report_http.c. */
 int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *fs, const char *report_dir,
 		    const struct qp_target *t, char *dir_out, size_t dirlen);
+
+/* The same in two steps, for an exec, where the process waits stopped while
+ * its old image's figures are read, and not while the files are written:
+ * qp_report_collect reads T's figures (scopes, CPU profile: names resolved
+ * now, against T's mappings) and copies what the files say of T, so T may
+ * go before qp_report_emit writes them (0 or -errno, logged). Collect
+ * returns NULL when out of memory (logged); free accepts NULL. */
+struct qp_report;
+struct qp_report *qp_report_collect(const struct qp_model_src *src, const struct qp_target *t);
+int qp_report_emit(struct qp_report *r, const struct qp_report_fs *fs, const char *report_dir, char *dir_out,
+		   size_t dirlen);
+void qp_report_free(struct qp_report *r);
 #endif

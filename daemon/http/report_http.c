@@ -3,6 +3,7 @@
  * the report directory fd, no symlink followed, regular files only). Replies
  * and query checks are the router's (http_routes.h). */
 #include <errno.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,24 @@ static void report_list(struct qprofd *d, struct qp_response *resp)
 	qp_reply_json(resp, 200, &j);
 }
 
+/* The target PID (NULL: none), once no report of it is being or waiting
+ * to be written (an exit's, or the old image's after an exec), or after
+ * REPORT_WAIT_S: the answer then says it is not there. reg->lock held; it
+ * is released while waiting. */
+#define REPORT_WAIT_S 10
+static struct qp_target *report_wait(struct qp_registry *reg, int pid)
+{
+	struct timespec until;
+	struct qp_target *t;
+
+	clock_gettime(CLOCK_REALTIME, &until);	/* the condition variable's clock */
+	until.tv_sec += REPORT_WAIT_S;
+	while ((t = qp_registry_find(reg, pid)) && !t->report_dir[0] && (t->reporting || t->report_pending))
+		if (pthread_cond_timedwait(&reg->report_done, &reg->lock, &until) == ETIMEDOUT)
+			return qp_registry_find(reg, pid);
+	return t;
+}
+
 void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { "pid", "format", NULL };
@@ -69,7 +88,7 @@ void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_re
 		return report_list(d, resp);
 
 	pthread_mutex_lock(&d->reg.lock);
-	t = qp_registry_find(&d->reg, pid);
+	t = report_wait(&d->reg, pid);
 	if (t) {
 		known = true;
 		exited = t->state == QP_TARGET_EXITED;

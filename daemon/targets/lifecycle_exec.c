@@ -4,10 +4,13 @@
  * go, and the process is attached again as a new target when its new image
  * has qprof probes: state running, the new exe, a fresh attach time, and
  * report_dir pointing at the pre-exec report. A process stopped by the BPF
- * side at its exec is resumed whatever happens here. Also: the children of
- * --binary targets are adopted as soon as they are forked. The registry
- * lock is taken here, per exec, and dropped while the report is written
- * (the registry's report callback, which main.c sets: targets/ includes no
+ * side at its exec is resumed whatever happens here, and as soon as it can:
+ * while it waits, only the old image's figures are read (the scopes, the CPU
+ * profile, names resolved) and the new image attached; the report's files
+ * are written once it runs again. Also: the children of --binary targets
+ * are adopted as soon as they are forked. The registry lock is taken here,
+ * per exec, and dropped while the figures are read and the files written
+ * (the registry's report callbacks, which main.c sets: targets/ includes no
  * exporter). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include "log.h"
 #include "procfs.h"
 #include "targets.h"
+#include "util.h"
 
 /* The files the old image mapped executable and the new one does not map
  * (yet): its libraries, which the new image's loader maps only once it
@@ -47,12 +51,20 @@ static void old_files(const struct qp_maps *old, const struct qp_maps *now, stru
 	}
 }
 
-/* r->lock held (dropped and taken again while the report is written). */
-static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e)
+/* The old image's report, read while the process waits and written once it
+ * runs again; PIN is the target that stands for the process then. */
+struct exec_report {
+	void *figs;
+	struct qp_target *pin;
+};
+
+/* r->lock held (dropped and taken again while the figures are read). */
+static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct exec_report *out)
 {
 	struct qp_target *t = qp_registry_find(r, e->pid), *nt = NULL;
-	char dir[sizeof(t->report_dir)] = "", err[512], old_exe[sizeof(t->exe)];
+	char err[512], old_exe[sizeof(t->exe)];
 	struct qp_maps now = { 0 }, libs = { 0 };
+	uint64_t t0, t1, t2;
 	size_t i;
 	int status;
 	bool by_binary;
@@ -76,8 +88,9 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e)
 		old_files(&t->maps, &now, &libs);
 	qp_maps_free(&now);
 	qp_target_exited(r, t);
-	qp_target_write_report(r, t);	/* pinned meanwhile: t stays */
-	snprintf(dir, sizeof(dir), "%s", t->report_dir);
+	t0 = qp_now_ns();
+	out->figs = qp_target_collect_report(r, t);	/* pinned meanwhile: t stays */
+	t1 = qp_now_ns();
 	qp_registry_remove_pid(r, e->pid);
 	if (by_binary)
 		qp_registry_adopt(r, e->pid);
@@ -89,14 +102,18 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e)
 	for (i = 0; nt && !by_binary && i < libs.n; i++)
 		qp_target_attach_file(r, nt, libs.v[i].path, libs.v[i].inode);
 	qp_maps_free(&libs);
-	if (nt) {
-		snprintf(nt->report_dir, sizeof(nt->report_dir), "%s", dir);
-		qp_info("pid %d exec'd %s (was %s): old image reported to %s, attached again", e->pid,
-			nt->exe, old_exe, dir[0] ? dir : "(no report)");
-	} else {
-		qp_info("pid %d exec'd (was %s): old image reported to %s; the new image is no target",
-			e->pid, old_exe, dir[0] ? dir : "(no report)");
+	if (nt && out->figs) {
+		/* its report_dir: the old image's report, once written */
+		qp_target_pin_report(r, nt);
+		out->pin = nt;
 	}
+	t2 = qp_now_ns();
+	if (nt)
+		qp_info("pid %d exec'd %s (was %s): attached again (seen after %.1f ms, figures read in %.1f ms, new image in %.1f ms)",
+			e->pid, nt->exe, old_exe, e->ts_ns ? (t0 - e->ts_ns) / 1e6 : 0, (t1 - t0) / 1e6, (t2 - t1) / 1e6);
+	else
+		qp_info("pid %d exec'd (was %s): the new image is no target (figures read in %.1f ms)", e->pid,
+			old_exe, (t1 - t0) / 1e6);
 }
 
 void qp_lifecycle_handle_execs(struct qp_registry *r)
@@ -106,10 +123,14 @@ void qp_lifecycle_handle_execs(struct qp_registry *r)
 
 	while ((n = qp_lifecycle_take_execs(r->lc, v, 64))) {
 		for (i = 0; i < n; i++) {
+			struct exec_report rep = { 0 };
+
 			pthread_mutex_lock(&r->lock);
-			handle_one(r, &v[i]);
+			handle_one(r, &v[i], &rep);
 			pthread_mutex_unlock(&r->lock);
-			qp_lifecycle_exec_done(r->lc, &v[i]);
+			qp_lifecycle_exec_done(r->lc, &v[i]);	/* runs again */
+			if (rep.figs || rep.pin)
+				qp_registry_emit_report(r, rep.figs, rep.pin);
 		}
 	}
 }

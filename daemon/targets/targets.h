@@ -117,16 +117,21 @@ struct qp_attach_extra {
 	bool privileged;	/* root client on the unix socket: may name any ELF file */
 };
 
-/* Write the report of T (exited; pinned, registry lock NOT held: read T's
- * fields, take the lock for anything else) and put where it went in DIR
- * ("" when none). main.c registers the exporter's: targets/ knows none. */
-typedef void (*qp_report_fn)(void *arg, const struct qp_target *t, char *dir, size_t dirlen);
+/* The report of an exited target, in two steps; main.c registers the
+ * exporter's (targets/ knows none). COLLECT reads T's figures (T exited and
+ * pinned, registry lock NOT held: read T's fields, take the lock for
+ * anything else) and returns them, NULL when there are none; EMIT writes
+ * them out and frees them (lock NOT held; T may be gone by then) and puts
+ * where they went in DIR ("" when nowhere). */
+typedef void *(*qp_report_collect_fn)(void *arg, const struct qp_target *t);
+typedef void (*qp_report_emit_fn)(void *arg, void *figs, char *dir, size_t dirlen);
 
 struct qp_registry {
 	pthread_mutex_t lock;
 	pthread_cond_t report_done;	/* with lock: a pinned target's report is written */
 	unsigned int reporting;		/* targets pinned for their report */
-	qp_report_fn report;		/* NULL: no reports */
+	qp_report_collect_fn report_collect;	/* NULL: no reports */
+	qp_report_emit_fn report_emit;
 	void *report_arg;
 	struct qp_usdt_def *defs;
 	size_t ndefs;
@@ -186,14 +191,21 @@ void qp_target_exited(struct qp_registry *r, struct qp_target *t);
 void qp_registry_poll(struct qp_registry *r, bool rescan);
 
 /* The report writer (main.c's), called without r->lock. */
-void qp_registry_set_reporter(struct qp_registry *r, qp_report_fn fn, void *arg);
+void qp_registry_set_reporter(struct qp_registry *r, qp_report_collect_fn collect, qp_report_emit_fn emit,
+			      void *arg);
 /* Write the pending exit reports, r->lock NOT held: the targets are taken
  * and pinned under the lock, the lock is dropped, each report is written,
  * and report_dir is set under the lock again. Returns how many. */
 size_t qp_registry_write_reports(struct qp_registry *r);
-/* The same for T alone, r->lock held on entry and on return (dropped while
- * the report is written): the exec of a target. */
-void qp_target_write_report(struct qp_registry *r, struct qp_target *t);
+/* The exec of a target T, in two steps. First, r->lock held on entry and
+ * on return (dropped meanwhile, T pinned): read T's figures, returned for
+ * the second step (NULL: no report). Then, r->lock NOT held, once the
+ * process runs again: write them out; PIN (may be NULL), the target that
+ * stands for the process now, pinned by qp_target_pin_report meanwhile,
+ * gets report_dir if it has none and is unpinned. */
+void *qp_target_collect_report(struct qp_registry *r, struct qp_target *t);
+void qp_target_pin_report(struct qp_registry *r, struct qp_target *t);
+void qp_registry_emit_report(struct qp_registry *r, void *figs, struct qp_target *pin);
 /* r->lock held: wait (releasing it) until no report is being written. */
 void qp_registry_wait_reports(struct qp_registry *r);
 

@@ -23,7 +23,7 @@ void qp_registry_trim(struct qp_registry *r, size_t max_exited)
 		for (i = 0; i < r->ntargets; i++) {
 			const struct qp_target *t = r->targets[i];
 
-			if (t->state != QP_TARGET_EXITED || t->report_pending)
+			if (t->state != QP_TARGET_EXITED || t->report_pending || t->reporting)
 				continue;
 			n++;
 			if (oldest == SIZE_MAX || t->exited_ms < r->targets[oldest]->exited_ms)
@@ -152,10 +152,12 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 	free(fresh);
 }
 
-void qp_registry_set_reporter(struct qp_registry *r, qp_report_fn fn, void *arg)
+void qp_registry_set_reporter(struct qp_registry *r, qp_report_collect_fn collect, qp_report_emit_fn emit,
+			      void *arg)
 {
 	pthread_mutex_lock(&r->lock);
-	r->report = fn;
+	r->report_collect = collect;
+	r->report_emit = emit;
 	r->report_arg = arg;
 	pthread_mutex_unlock(&r->lock);
 }
@@ -166,14 +168,21 @@ void qp_target_report_begin(struct qp_registry *r, struct qp_target *t)
 	r->reporting++;
 }
 
-void qp_target_report_end(struct qp_registry *r, struct qp_target *t, const char *dir)
+/* Unpin T; DIR ("" or NULL: none) becomes its report_dir unless KEEP_DIR and
+ * it has one. */
+static void unpin(struct qp_registry *r, struct qp_target *t, const char *dir, bool keep_dir)
 {
 	t->reporting = false;
-	t->report_pending = false;
-	if (dir && dir[0])
+	if (dir && dir[0] && !(keep_dir && t->report_dir[0]))
 		snprintf(t->report_dir, sizeof(t->report_dir), "%s", dir);
 	r->reporting--;
 	pthread_cond_broadcast(&r->report_done);
+}
+
+void qp_target_report_end(struct qp_registry *r, struct qp_target *t, const char *dir)
+{
+	t->report_pending = false;
+	unpin(r, t, dir, false);
 }
 
 void qp_registry_wait_reports(struct qp_registry *r)
@@ -182,29 +191,66 @@ void qp_registry_wait_reports(struct qp_registry *r)
 		pthread_cond_wait(&r->report_done, &r->lock);
 }
 
-void qp_target_write_report(struct qp_registry *r, struct qp_target *t)
+/* Collect and emit with the lock NOT held: "" in DIR when no report. */
+static void write_one(qp_report_collect_fn collect, qp_report_emit_fn emit, void *arg, const struct qp_target *t,
+		      char *dir, size_t dirlen)
 {
-	char dir[sizeof(t->report_dir)] = "";
-	qp_report_fn fn = r->report;
-	void *arg = r->report_arg;
+	void *figs = collect ? collect(arg, t) : NULL;
+
+	dir[0] = '\0';
+	if (figs)
+		emit(arg, figs, dir, dirlen);
+}
+
+void *qp_target_collect_report(struct qp_registry *r, struct qp_target *t)
+{
+	qp_report_collect_fn collect = r->report_collect;
+	void *arg = r->report_arg, *figs;
 
 	qp_target_report_begin(r, t);
 	pthread_mutex_unlock(&r->lock);
-	if (fn)
-		fn(arg, t, dir, sizeof(dir));
+	figs = collect ? collect(arg, t) : NULL;
 	pthread_mutex_lock(&r->lock);
-	qp_target_report_end(r, t, dir);
+	t->report_pending = false;
+	unpin(r, t, NULL, false);
+	return figs;
+}
+
+void qp_target_pin_report(struct qp_registry *r, struct qp_target *t)
+{
+	qp_target_report_begin(r, t);
+}
+
+void qp_registry_emit_report(struct qp_registry *r, void *figs, struct qp_target *pin)
+{
+	char dir[sizeof(pin->report_dir)] = "";
+	qp_report_emit_fn emit;
+	void *arg;
+
+	pthread_mutex_lock(&r->lock);
+	emit = r->report_emit;
+	arg = r->report_arg;
+	pthread_mutex_unlock(&r->lock);
+	if (figs && emit)
+		emit(arg, figs, dir, sizeof(dir));
+	if (!pin)
+		return;
+	pthread_mutex_lock(&r->lock);
+	unpin(r, pin, dir, true);
+	pthread_mutex_unlock(&r->lock);
 }
 
 size_t qp_registry_write_reports(struct qp_registry *r)
 {
 	struct qp_target **v = NULL;
-	qp_report_fn fn;
+	qp_report_collect_fn collect;
+	qp_report_emit_fn emit;
 	void *arg;
 	size_t n = 0, i;
 
 	pthread_mutex_lock(&r->lock);
-	fn = r->report;
+	collect = r->report_collect;
+	emit = r->report_emit;
 	arg = r->report_arg;
 	for (i = 0; i < r->ntargets; i++)
 		n += r->targets[i]->report_pending && !r->targets[i]->reporting;
@@ -222,10 +268,9 @@ size_t qp_registry_write_reports(struct qp_registry *r)
 	/* the slow part (the scopes, the CPU profile, five files and an SVG):
 	 * the HTTP threads and the exits of other targets go on meanwhile */
 	for (i = 0; i < n; i++) {
-		char dir[sizeof(v[i]->report_dir)] = "";
+		char dir[sizeof(v[i]->report_dir)];
 
-		if (fn)
-			fn(arg, v[i], dir, sizeof(dir));
+		write_one(collect, emit, arg, v[i], dir, sizeof(dir));
 		pthread_mutex_lock(&r->lock);
 		qp_target_report_end(r, v[i], dir);
 		pthread_mutex_unlock(&r->lock);

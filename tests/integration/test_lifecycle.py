@@ -219,6 +219,9 @@ def exec_case(by_binary, n, m):
                      "the report's attach time is the first image's")
         lc = lifecycle(d)
         print(f"exec {what}: {lc}", flush=True)
+        for line in d.logtext().splitlines():
+            if "exec'd" in line:
+                print(f"exec {what}: qprofd: {line}", flush=True)
         t.eq(lc.get("execs"), 1, "one exec seen")
         prog.finish()
         ok = wait_for(lambda: [x for x in d.get("/api/status")[1]["targets"]
