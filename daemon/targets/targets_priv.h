@@ -14,6 +14,10 @@
  * *ret = -errno and a reason in err. */
 struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *path, int *ret,
 				   char *err, size_t errlen);
+/* The same, called WITHOUT r->lock: looked up under it, parsed without it,
+ * then put in under it (a version another thread put in meanwhile wins). */
+struct qp_module *qp_module_get_fd_unlocked(struct qp_registry *r, int fd, const char *path, int *ret,
+					    char *err, size_t errlen);
 /* A module for ELF, parsed without the lock: the cached one of the same
  * version (ELF is freed) or ELF itself. Takes a reference; NULL: no memory
  * (ELF freed). */
