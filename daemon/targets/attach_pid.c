@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "collect_scopes.h"
 #include "json_writer.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "symbolize.h"
 #include "targets_priv.h"
@@ -103,6 +104,7 @@ static void pending_drop(struct qp_registry *r, struct qp_target *t, bool sym_se
 		qp_sym_forget(r->sym, t->pid);
 	pthread_mutex_lock(&r->lock);
 	pending_remove(r, t);
+	qp_lifecycle_watch(r->lc, t->pid, false);	/* its links are gone */
 	if (t->excludes_binary) {
 		qp_scopes_exclude(r->scopes, (uint32_t)t->pid, false);
 		bi = qp_binary_covering(r, t->pid, &t->maps);
@@ -334,6 +336,9 @@ static int reserve(struct qp_registry *r, struct qp_target *t, const struct qp_a
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	/* its forks from now on: a child must not inherit a site optimized by
+	 * links made before the target is published */
+	qp_lifecycle_watch(r->lc, t->pid, true);
 	return 0;
 }
 

@@ -241,6 +241,7 @@ static void reap_push(struct qp_registry *r, struct qp_target *t)
 		free(e);
 		qp_scopes_detach_links(t->links, t->nlinks);
 		free(t->links);
+		qp_lifecycle_watch(r->lc, t->pid, false);
 		qp_scopes_forget(r->scopes, (uint32_t)t->pid);
 	} else {
 		r->reap = v;
@@ -270,7 +271,9 @@ void qp_registry_reap(struct qp_registry *r)
 			return;
 		qp_scopes_detach_links(e->links, e->nlinks);
 		free(e->links);
-		/* after its links: nothing counts the pid again */
+		/* after its links: no fork copies an optimized site, nothing
+		 * counts the pid again */
+		qp_lifecycle_watch(r->lc, e->pid, false);
 		qp_scopes_forget(r->scopes, (uint32_t)e->pid);
 		pthread_mutex_lock(&r->lock);
 		for (i = 0; i < r->nreap; i++) {
@@ -330,8 +333,9 @@ void qp_registry_remove_at(struct qp_registry *r, size_t i)
 	}
 	memmove(&r->targets[i], &r->targets[i + 1], (r->ntargets - i - 1) * sizeof(*r->targets));
 	r->ntargets--;
-	qp_lifecycle_watch(r->lc, pid, false);
-	reap_push(r, t);	/* its links and scope data: dropped by qp_registry_reap */
+	/* its links, then its fork watch (a fork before the links are gone may
+	 * still copy optimized sites) and its scope data: qp_registry_reap */
+	reap_push(r, t);
 	qp_target_free(r, t);
 	if (r->cpu)
 		qp_cpu_remove_pid(r->cpu, (uint32_t)pid, true);
