@@ -88,8 +88,11 @@ static int fd_id(int fd, const char *path, struct qp_file_id *id, char *err, siz
 	return 0;
 }
 
-struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *path, int *ret,
-				   char *err, size_t errlen)
+/* The module of the file open at FD: the cached version or a fresh parse.
+ * TAKE: the caller does not hold r->lock, which is then taken for the cache
+ * only, never across the parse. */
+static struct qp_module *get_fd(struct qp_registry *r, int fd, const char *path, bool take, int *ret,
+				char *err, size_t errlen)
 {
 	struct qp_elf_probes *elf;
 	struct qp_module *m;
@@ -98,13 +101,22 @@ struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *pa
 	*ret = fd_id(fd, path, &id, err, errlen);
 	if (*ret)
 		return NULL;
+	if (take)
+		pthread_mutex_lock(&r->lock);
 	m = module_find_fd(r, fd, &id);
+	if (take)
+		pthread_mutex_unlock(&r->lock);
 	if (m)
 		return m;
+	/* notes, descriptors and site bytes: without the lock when TAKE */
 	*ret = qp_elf_probes_fdopen(fd, path, &elf, err, errlen);
 	if (*ret)
 		return NULL;
-	m = qp_module_insert(r, elf, path);
+	if (take)
+		pthread_mutex_lock(&r->lock);
+	m = qp_module_insert(r, elf, path);	/* a version put in meanwhile wins */
+	if (take)
+		pthread_mutex_unlock(&r->lock);
 	if (!m) {
 		*ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
@@ -112,33 +124,16 @@ struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *pa
 	return m;
 }
 
+struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *path, int *ret,
+				   char *err, size_t errlen)
+{
+	return get_fd(r, fd, path, false, ret, err, errlen);
+}
+
 struct qp_module *qp_module_get_fd_unlocked(struct qp_registry *r, int fd, const char *path, int *ret,
 					    char *err, size_t errlen)
 {
-	struct qp_elf_probes *elf;
-	struct qp_module *m;
-	struct qp_file_id id;
-
-	*ret = fd_id(fd, path, &id, err, errlen);
-	if (*ret)
-		return NULL;
-	pthread_mutex_lock(&r->lock);
-	m = module_find_fd(r, fd, &id);
-	pthread_mutex_unlock(&r->lock);
-	if (m)
-		return m;
-	/* the parse (notes, descriptors, site bytes) holds up nobody */
-	*ret = qp_elf_probes_fdopen(fd, path, &elf, err, errlen);
-	if (*ret)
-		return NULL;
-	pthread_mutex_lock(&r->lock);
-	m = qp_module_insert(r, elf, path);	/* a version parsed meanwhile wins */
-	pthread_mutex_unlock(&r->lock);
-	if (!m) {
-		*ret = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-	}
-	return m;
+	return get_fd(r, fd, path, true, ret, err, errlen);
 }
 
 void qp_module_put(struct qp_registry *r, struct qp_module *m)
