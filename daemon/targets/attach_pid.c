@@ -90,8 +90,9 @@ static void pending_remove(struct qp_registry *r, struct qp_target *t)
 }
 
 /* A pending target that will not be published, r->lock NOT held: its links
- * go first, then (under the lock) its modules, and a --binary that skipped
- * it meanwhile counts it from now on. */
+ * go first, with what they counted, then (under the lock) its fork watch and
+ * its modules, and a --binary that skipped it meanwhile counts it from now
+ * on. */
 static void pending_drop(struct qp_registry *r, struct qp_target *t, bool sym_set)
 {
 	int bi;
@@ -100,6 +101,9 @@ static void pending_drop(struct qp_registry *r, struct qp_target *t, bool sym_se
 	free(t->links);
 	t->links = NULL;
 	t->nlinks = 0;
+	/* what its links counted meanwhile: no target holds it (the pid was
+	 * reserved, and a --binary that covers it skipped it) */
+	qp_scopes_forget(r->scopes, (uint32_t)t->pid);
 	if (sym_set && r->sym)
 		qp_sym_forget(r->sym, t->pid);
 	pthread_mutex_lock(&r->lock);
