@@ -341,18 +341,14 @@ int main(int argc, char **argv)
 	if (qp_logs_start(&d.logs, qp_scopes_logs_fd(d.scopes), 65536, err, sizeof(err)))
 		qp_warn("QPROF_LOG messages unavailable: %s", err);
 
-	pthread_mutex_lock(&d.reg.lock);
 	for (i = 0; i < o.npids; i++) {
-		struct qp_target *t;
 		int status;
 
-		if (qp_registry_add_pid(&d.reg, o.pids[i], NULL, &t, &status, err, sizeof(err))) {
+		if (qp_registry_add_pid(&d.reg, o.pids[i], NULL, NULL, &status, err, sizeof(err))) {
 			fprintf(stderr, "qprofd: --pid %d: %s\n", o.pids[i], err);
-			pthread_mutex_unlock(&d.reg.lock);
 			goto out;
 		}
 	}
-	pthread_mutex_unlock(&d.reg.lock);
 	for (i = 0; i < o.nbinaries; i++) {
 		/* command-line flags come from root: any ELF file may be named */
 		struct qp_attach_extra trusted = { .privileged = true };
@@ -411,6 +407,7 @@ int main(int argc, char **argv)
 		pthread_mutex_lock(&d.reg.lock);
 		qp_registry_trim(&d.reg, o.max_exited);
 		pthread_mutex_unlock(&d.reg.lock);
+		qp_registry_reap(&d.reg);
 	}
 	exit_code = 0;
 out_http:

@@ -126,3 +126,13 @@ add_test(NAME integration_lock_latency
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lock_latency.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:stacks_target>)
 set_tests_properties(integration_lock_latency PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Attach and detach (8194 sites each, several at once) while the status is
+# timed: no registry lock across the parse, the links or their removal.
+add_executable(sites_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/sites_target.c)
+target_include_directories(sites_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(sites_target PRIVATE -O1)
+add_test(NAME integration_attach_latency
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_attach_latency.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:sites_target>)
+set_tests_properties(integration_attach_latency PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -97,7 +97,8 @@ if(_qp_notsan EQUAL 0)
     COMMAND ${BPF_CLANG} -fsanitize=thread -g -O1 -pthread -I${PROJECT_SOURCE_DIR}/common
             -I${PROJECT_SOURCE_DIR}/daemon/symbolize -I${CMAKE_CURRENT_SOURCE_DIR} ${SF_TSAN_SRC}
             -lelf -lz -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
-    DEPENDS ${SF_TSAN_SRC} ${PROJECT_SOURCE_DIR}/daemon/symbolize/sym_internal.h
+    DEPENDS ${SF_TSAN_SRC} ${CMAKE_CURRENT_SOURCE_DIR}/unit/symfix_child.h
+            ${PROJECT_SOURCE_DIR}/daemon/symbolize/sym_internal.h
             ${PROJECT_SOURCE_DIR}/daemon/symbolize/symbolize.h
     COMMENT "test_symbolize_threads with ThreadSanitizer" VERBATIM)
   add_custom_target(test_symbolize_threads_tsan_build ALL

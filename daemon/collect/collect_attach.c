@@ -41,12 +41,28 @@ static void link_free(struct qp_scope_link *l)
 	free(l);
 }
 
-void qp_scopes_detach_links(struct qp_scope_link **links, size_t n)
+/* Caller holds the owner's lock. */
+static void links_free(struct qp_scope_link **links, size_t n)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		link_free(links[i]);
+}
+
+void qp_scopes_detach_links(struct qp_scope_link **links, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct qp_scopes *s = links[i] ? links[i]->owner : NULL;
+
+		if (!s)
+			continue;
+		pthread_mutex_lock(&s->lock);
+		link_free(links[i]);
+		pthread_mutex_unlock(&s->lock);
+	}
 }
 
 /* Notes PROVIDER:NAME of ELF refused by qp_elf_check_sites. */
@@ -198,9 +214,9 @@ out:
 	return ret;
 }
 
-int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
-		     uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
-		     size_t errlen)
+static int attach_locked(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
+			 uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
+			 size_t errlen)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, opts);
 	/* exits first: an exit seen without its enter is counted and harmless,
@@ -265,14 +281,27 @@ int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struc
 	}
 	return made;
 undo:
-	qp_scopes_detach_links(*links + first, *nlinks - first);
+	links_free(*links + first, *nlinks - first);
 	*nlinks = first;
 	return ret;
 }
 
-int qp_scopes_attach_usdt(struct qp_scopes *s, int pid, const char *path,
-			  const struct qp_elf_probes *elf, uint64_t epoch, const struct qp_usdt_req *req,
-			  struct qp_scope_link ***links, size_t *nlinks, char *err, size_t errlen)
+int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
+		     uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
+		     size_t errlen)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	ret = attach_locked(s, pid, path, elf, epoch, links, nlinks, err, errlen);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+static int attach_usdt_locked(struct qp_scopes *s, int pid, const char *path,
+			      const struct qp_elf_probes *elf, uint64_t epoch,
+			      const struct qp_usdt_req *req, struct qp_scope_link ***links,
+			      size_t *nlinks, char *err, size_t errlen)
 {
 	struct bpf_program *prog = req->role == QP_USDT_COUNT ? s->skel->progs.usdt_count :
 				   req->role == QP_USDT_SPAN_BEGIN ? s->skel->progs.span_begin :
@@ -321,4 +350,16 @@ int qp_scopes_attach_usdt(struct qp_scopes *s, int pid, const char *path,
 		return ret;
 	}
 	return 1;
+}
+
+int qp_scopes_attach_usdt(struct qp_scopes *s, int pid, const char *path,
+			  const struct qp_elf_probes *elf, uint64_t epoch, const struct qp_usdt_req *req,
+			  struct qp_scope_link ***links, size_t *nlinks, char *err, size_t errlen)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->lock);
+	ret = attach_usdt_locked(s, pid, path, elf, epoch, req, links, nlinks, err, errlen);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
 }

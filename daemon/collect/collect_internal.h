@@ -4,6 +4,7 @@
  * walker. Nothing outside those files includes it. */
 #ifndef QPROF_COLLECT_INTERNAL_H
 #define QPROF_COLLECT_INTERNAL_H
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +15,10 @@
 #define ATTACH_UPROBE_MULTI 48	/* BPF_TRACE_UPROBE_MULTI (kernel >= 6.6) */
 
 struct qp_scopes {
+	/* held while links are made or destroyed and an epoch is handed out:
+	 * the registry attaches and detaches without its own lock, from the
+	 * HTTP threads and the poll thread at once. A leaf lock. */
+	pthread_mutex_t lock;
 	struct scopes *skel;
 	int ncpus;
 	uint64_t epoch;		/* last attach epoch handed out */

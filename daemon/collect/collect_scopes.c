@@ -38,6 +38,7 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0) {
 		snprintf(err, errlen, "cannot count possible CPUs: %s", strerror(-s->ncpus));
@@ -123,6 +124,7 @@ void qp_scopes_close(struct qp_scopes *s)
 	if (!s)
 		return;
 	scopes__destroy(s->skel);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
@@ -133,7 +135,12 @@ int qp_scopes_thread_stacks_fd(struct qp_scopes *s)
 
 uint64_t qp_scopes_new_epoch(struct qp_scopes *s)
 {
-	return ++s->epoch;
+	uint64_t e;
+
+	pthread_mutex_lock(&s->lock);
+	e = ++s->epoch;
+	pthread_mutex_unlock(&s->lock);
+	return e;
 }
 
 bool qp_scopes_multi(const struct qp_scopes *s)

@@ -1,7 +1,8 @@
 /* collect_scopes.h - the user side of bpf/scopes.bpf.c: load the programs,
  * attach them to the qprof USDT sites of a file (for one process or for all),
  * read the per-CPU aggregates and counters, forget a process. Thread-safe:
- * reads are map syscalls; attach/detach are serialized by the caller. */
+ * reads are map syscalls; attach, detach and epochs take the collector's
+ * own lock (a leaf: nothing else is taken under it). */
 #ifndef QPROF_COLLECT_SCOPES_H
 #define QPROF_COLLECT_SCOPES_H
 #include <linux/types.h>

@@ -3,15 +3,25 @@
 #include "export_json.h"
 #include "util.h"
 
+void qp_export_figures_json(struct qp_json *j, const char *const *keys, const double *vals, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (vals)
+			qp_json_kv_double(j, keys[i], vals[i]);
+		else
+			qp_json_kv_null(j, keys[i]);
+	}
+}
+
 /* Marks and counted probes: a count, no durations, no parent. */
 static void no_durations(struct qp_json *j)
 {
 	static const char *const keys[] = { "total_ns", "mean_ns", "min_ns", "max_ns", "p50_ns",
 					    "p90_ns", "p99_ns", "p999_ns", "parent" };
-	size_t i;
 
-	for (i = 0; i < QP_ARRAY_SIZE(keys); i++)
-		qp_json_kv_null(j, keys[i]);
+	qp_export_figures_json(j, keys, NULL, QP_ARRAY_SIZE(keys));
 }
 
 static void location(struct qp_json *j, const struct qp_scope_item *it)
@@ -73,6 +83,7 @@ void qp_export_scopes_json(const struct qp_scope_model *m, struct qp_json *j)
 
 void qp_export_values_json(const struct qp_value_model *m, struct qp_json *j)
 {
+	static const char *const fig_keys[] = { "min", "max", "mean", "p50", "p99" };
 	size_t i;
 
 	qp_json_obj_begin(j);
@@ -91,20 +102,10 @@ void qp_export_values_json(const struct qp_value_model *m, struct qp_json *j)
 			qp_json_kv_null(j, "file");
 			qp_json_kv_null(j, "line");
 		}
+		const double figs[] = { v->min, v->max, v->mean, v->p50, v->p99 };
+
 		qp_json_kv_u64(j, "count", v->count);
-		if (v->count) {
-			qp_json_kv_double(j, "min", v->min);
-			qp_json_kv_double(j, "max", v->max);
-			qp_json_kv_double(j, "mean", v->mean);
-			qp_json_kv_double(j, "p50", v->p50);
-			qp_json_kv_double(j, "p99", v->p99);
-		} else {
-			qp_json_kv_null(j, "min");
-			qp_json_kv_null(j, "max");
-			qp_json_kv_null(j, "mean");
-			qp_json_kv_null(j, "p50");
-			qp_json_kv_null(j, "p99");
-		}
+		qp_export_figures_json(j, fig_keys, v->count ? figs : NULL, QP_ARRAY_SIZE(fig_keys));
 		qp_json_kv_double(j, "last", v->last); /* null when NaN or infinite */
 		qp_json_kv_u64(j, "nan", v->nan);
 		qp_json_kv_u64(j, "pos_inf", v->pos_inf);

@@ -9,6 +9,9 @@
 #include "model_status.h"
 #include "model_values.h"
 
+/* KEYS[i]: VALS[i] for each of the N keys, or null for every key when VALS
+ * is NULL: a row's figures, or the same keys for a row without them. */
+void qp_export_figures_json(struct qp_json *j, const char *const *keys, const double *vals, size_t n);
 void qp_export_scopes_json(const struct qp_scope_model *m, struct qp_json *j);
 void qp_export_values_json(const struct qp_value_model *m, struct qp_json *j);
 /* The keys "cpu", "scopes", "logs", "values", "marks" of the status

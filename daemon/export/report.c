@@ -307,6 +307,8 @@ static void write_summary(struct qp_report *r, const char *dir, struct qp_buf *b
 static void json_rows(struct qp_json *j, const char *key, struct srow *rows, size_t n,
 		      int (*cmp)(const void *, const void *), bool need_dur)
 {
+	static const char *const keys[] = { "total_ns", "mean_ns", "min_ns", "p50_ns", "p90_ns",
+					    "p99_ns", "p999_ns", "max_ns" };
 	size_t i, shown = 0;
 
 	qsort(rows, n, sizeof(*rows), cmp);
@@ -314,6 +316,7 @@ static void json_rows(struct qp_json *j, const char *key, struct srow *rows, siz
 	qp_json_arr_begin(j);
 	for (i = 0; i < n && shown < REPORT_TOP; i++) {
 		const struct srow *r = &rows[i];
+		const double figs[] = { r->total, r->mean, r->min, r->p50, r->p90, r->p99, r->p999, r->max };
 
 		if (need_dur && !r->dur)
 			continue;
@@ -323,23 +326,7 @@ static void json_rows(struct qp_json *j, const char *key, struct srow *rows, siz
 		qp_json_kv_str(j, "parent", r->parent);
 		qp_json_kv_str(j, "kind", r->kind);
 		qp_json_kv_u64(j, "count", r->count);
-		if (r->dur) {
-			qp_json_kv_double(j, "total_ns", r->total);
-			qp_json_kv_double(j, "mean_ns", r->mean);
-			qp_json_kv_double(j, "min_ns", r->min);
-			qp_json_kv_double(j, "p50_ns", r->p50);
-			qp_json_kv_double(j, "p90_ns", r->p90);
-			qp_json_kv_double(j, "p99_ns", r->p99);
-			qp_json_kv_double(j, "p999_ns", r->p999);
-			qp_json_kv_double(j, "max_ns", r->max);
-		} else {
-			static const char *const k[] = { "total_ns", "mean_ns", "min_ns", "p50_ns",
-							 "p90_ns", "p99_ns", "p999_ns", "max_ns" };
-			size_t x;
-
-			for (x = 0; x < QP_ARRAY_SIZE(k); x++)
-				qp_json_kv_null(j, k[x]);
-		}
+		qp_export_figures_json(j, keys, r->dur ? figs : NULL, QP_ARRAY_SIZE(keys));
 		qp_json_obj_end(j);
 	}
 	qp_json_arr_end(j);

@@ -58,7 +58,11 @@ static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct q
 	return true;
 }
 
-void qp_route_cpu_folded(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+/* A CPU profile as one document of TYPE made by EXPORT; DISPOSITION (or
+ * NULL) is sent with a 200. */
+static void cpu_document(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
+			 const char *type, int (*export)(const struct qp_cpu_profile *, struct qp_buf *),
+			 const char *disposition)
 {
 	static const char *const allowed[] = { "pid", "seconds", "scope", NULL };
 	struct qp_cpu_profile prof;
@@ -67,8 +71,15 @@ void qp_route_cpu_folded(struct qprofd *d, const struct qp_request *req, struct 
 	if (!cpu_profile(d, req, resp, allowed, &prof))
 		return;
 	qp_buf_init(&b);
-	qp_reply_buf(resp, &b, "text/plain; charset=utf-8", qp_export_folded(&prof, &b));
+	qp_reply_buf(resp, &b, type, export(&prof, &b));
+	if (disposition && resp->status == 200)
+		resp->disposition = disposition;
 	qp_cpu_profile_free(&prof);
+}
+
+void qp_route_cpu_folded(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	cpu_document(d, req, resp, "text/plain; charset=utf-8", qp_export_folded, NULL);
 }
 
 void qp_route_cpu_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
@@ -133,17 +144,8 @@ void qp_route_cpu_flamegraph(struct qprofd *d, const struct qp_request *req, str
 
 void qp_route_pprof_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
-	static const char *const allowed[] = { "pid", "seconds", "scope", NULL };
-	struct qp_cpu_profile prof;
-	struct qp_buf b;
-
-	if (!cpu_profile(d, req, resp, allowed, &prof))
-		return;
-	qp_buf_init(&b);
-	qp_reply_buf(resp, &b, "application/octet-stream", qp_export_pprof(&prof, &b));
-	if (resp->status == 200)
-		resp->disposition = "attachment; filename=\"profile.pb.gz\"";
-	qp_cpu_profile_free(&prof);
+	cpu_document(d, req, resp, "application/octet-stream", qp_export_pprof,
+		     "attachment; filename=\"profile.pb.gz\"");
 }
 
 /* The gperftools symbol protocol: GET says symbols are available; POST

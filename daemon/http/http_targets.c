@@ -151,7 +151,6 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	extra.privileged = req->privileged;
 	qp_json_init(&j);
 	if ((v = json_object_get(root, "pid"))) {
-		struct qp_target *t;
 		json_int_t pid = json_is_integer(v) ? json_integer_value(v) : -1;
 
 		if (pid <= 0 || pid > INT32_MAX) {
@@ -159,11 +158,8 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 			qp_reply_error(resp, 400, "\"pid\" must be a positive integer");
 			goto out;
 		}
-		pthread_mutex_lock(&d->reg.lock);
-		ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &t, &status, err, sizeof(err));
-		if (!ret)
-			qp_target_json(t, &j);
-		pthread_mutex_unlock(&d->reg.lock);
+		/* takes the lock itself, around the parse and attach only briefly */
+		ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &j, &status, err, sizeof(err));
 	} else {
 		v = json_object_get(root, "binary");
 		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 4095 ||
@@ -207,6 +203,7 @@ static void target_delete(struct qprofd *d, const struct qp_request *req, struct
 	pthread_mutex_lock(&d->reg.lock);
 	ret = qp_registry_remove_pid(&d->reg, (int)pid);
 	pthread_mutex_unlock(&d->reg.lock);
+	qp_registry_reap(&d->reg);	/* its links go without the lock */
 	if (ret < 0) {
 		qp_reply_error(resp, 404, "process %lld is not a target", (long long)pid);
 		return;
@@ -237,6 +234,7 @@ void qp_route_binary_delete(struct qprofd *d, const struct qp_request *req, stru
 	pthread_mutex_lock(&d->reg.lock);
 	ret = qp_registry_remove_binary(&d->reg, path);
 	pthread_mutex_unlock(&d->reg.lock);
+	qp_registry_reap(&d->reg);
 	if (ret) {
 		qp_reply_error(resp, 404, "%.3000s is not a --binary target", path);
 		return;

@@ -75,7 +75,7 @@ void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_
 	struct qp_binary *b = r->binaries[bi];
 	struct qp_target *t;
 
-	if (qp_registry_find(r, pid) || qp_binary_detached(b, pid))
+	if (qp_registry_busy(r, pid) || qp_binary_detached(b, pid))
 		return;
 	if (qp_target_new(pid, &t))
 		return;
@@ -87,7 +87,7 @@ void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_
 	t->probes = b->probes;
 	if (b->per_process)
 		qp_binary_attach_process(r, b, t);
-	if (qp_registry_push(r, t)) {
+	if (qp_registry_push(r, t, true)) {
 		qp_target_free(r, t);
 		return;
 	}
@@ -162,37 +162,103 @@ refused:
 	return false;
 }
 
-void qp_binary_scan(struct qp_registry *r)
-{
-	DIR *d;
-	struct dirent *de;
+/* A process the rescan read without the lock: it maps a file with the path
+ * of some binary. */
+struct scan_hit {
+	int pid;
 	struct qp_maps maps;
-	size_t bi;
+};
 
-	if (!r->nbinaries)
-		return;
+static bool maps_name_any(const struct qp_maps *maps, char **paths, size_t n)
+{
+	size_t i, k;
+
+	for (i = 0; i < maps->n; i++)
+		for (k = 0; k < n; k++)
+			if (same_path(maps->v[i].path, paths[k]))
+				return true;
+	return false;
+}
+
+/* Every process's mappings, read WITHOUT r->lock: those that map a file
+ * with one of PATHS (what qp_maps_hold and earlier_version both need) go
+ * to *HITS. */
+static size_t scan_proc(char **paths, size_t npaths, struct scan_hit **hits)
+{
+	struct scan_hit *v;
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	*hits = NULL;
 	d = opendir("/proc");
 	if (!d)
-		return;
+		return 0;
 	while ((de = readdir(d))) {
+		struct qp_maps maps;
 		int64_t pid;
 
-		if (qp_parse_i64(de->d_name, 1, INT32_MAX, &pid))
+		if (qp_parse_i64(de->d_name, 1, INT32_MAX, &pid) || pid == getpid() ||
+		    qp_maps_read((int)pid, &maps))
 			continue;
-		if (qp_registry_find(r, (int)pid) || pid == getpid())
+		if (!maps_name_any(&maps, paths, npaths) ||
+		    !(v = realloc(*hits, (n + 1) * sizeof(*v)))) {
+			qp_maps_free(&maps);
 			continue;
-		if (qp_maps_read((int)pid, &maps))
+		}
+		*hits = v;
+		v[n].pid = (int)pid;
+		v[n++].maps = maps;
+	}
+	closedir(d);
+	return n;
+}
+
+int qp_binary_scan(struct qp_registry *r, const struct qp_binary *jb, struct qp_json *j)
+{
+	struct scan_hit *hits = NULL;
+	size_t bi, i, npaths = 0, nhits = 0;
+	char **paths = NULL;
+	int ret = j ? -ENOENT : 0;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->nbinaries)
+		paths = calloc(r->nbinaries, sizeof(*paths));
+	for (bi = 0; paths && bi < r->nbinaries; bi++)
+		if ((paths[npaths] = strdup(r->binaries[bi]->path)))
+			npaths++;
+	pthread_mutex_unlock(&r->lock);
+	/* the slow part (every process's maps) holds up nobody */
+	if (npaths)
+		nhits = scan_proc(paths, npaths, &hits);
+	pthread_mutex_lock(&r->lock);
+	for (i = 0; i < nhits; i++) {
+		int pid = hits[i].pid;
+
+		if (qp_registry_busy(r, pid))
 			continue;
 		for (bi = 0; bi < r->nbinaries; bi++) {
-			if (qp_maps_hold(&maps, r->binaries[bi]) ||
-			    earlier_version(r, r->binaries[bi], (int)pid, &maps)) {
-				qp_binary_adopt(r, bi, (int)pid, &maps);
+			if (qp_maps_hold(&hits[i].maps, r->binaries[bi]) ||
+			    earlier_version(r, r->binaries[bi], pid, &hits[i].maps)) {
+				qp_binary_adopt(r, bi, pid, &hits[i].maps);
 				break;
 			}
 		}
-		qp_maps_free(&maps);
 	}
-	closedir(d);
+	for (bi = 0; j && bi < r->nbinaries; bi++) {
+		if (r->binaries[bi] == jb) {
+			qp_binary_json(r, jb, j);
+			ret = 0;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	for (i = 0; i < nhits; i++)
+		qp_maps_free(&hits[i].maps);
+	free(hits);
+	for (i = 0; i < npaths; i++)
+		free(paths[i]);
+	free(paths);
+	return ret;
 }
 
 void qp_binary_gen_unlink(struct qp_binary_gen *g)

@@ -42,14 +42,15 @@ static bool mapped_by_any_process(uint64_t dev, uint64_t ino)
 	return found;
 }
 
-/* Exclude from B's links every --pid target that maps B: their own links
- * count them. Returns how many. */
+/* Exclude from B's links every --pid target that maps B, and every process
+ * being attached by pid (attach_pid.c): their own links count them.
+ * Returns how many. */
 static size_t exclude_pid_targets(struct qp_registry *r, const struct qp_binary *b, bool on)
 {
 	size_t i, n = 0;
 
-	for (i = 0; i < r->ntargets; i++) {
-		struct qp_target *t = r->targets[i];
+	for (i = 0; i < r->ntargets + r->npending; i++) {
+		struct qp_target *t = i < r->ntargets ? r->targets[i] : r->pending[i - r->ntargets];
 
 		if (t->binary >= 0 || t->state != QP_TARGET_RUNNING || !qp_maps_hold(&t->maps, b))
 			continue;
@@ -65,7 +66,7 @@ static size_t exclude_pid_targets(struct qp_registry *r, const struct qp_binary 
 }
 
 static int add_locked(struct qp_registry *r, const char *real, int fd, struct qp_elf_probes *elf,
-		      const struct qp_attach_extra *x, struct qp_json *j, int *status, char *err,
+		      const struct qp_attach_extra *x, struct qp_binary **out, int *status, char *err,
 		      size_t errlen)
 {
 	struct qp_binary *b, **v;
@@ -150,8 +151,7 @@ static int add_locked(struct qp_registry *r, const char *real, int fd, struct qp
 		return ret;
 	}
 	qp_info("attached to every process running %s (%u probe sites)", real, b->probes);
-	qp_binary_scan(r);
-	qp_binary_json(r, b, j);
+	*out = b;
 	return 0;
 }
 
@@ -160,6 +160,7 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct
 {
 	bool priv = extra && extra->privileged;
 	struct qp_elf_probes *elf = NULL;
+	struct qp_binary *b = NULL;
 	char real[PATH_MAX], oerr[256];
 	struct stat st;
 	int fd = -1, ret;
@@ -201,8 +202,16 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct
 		return ret;
 	}
 	pthread_mutex_lock(&r->lock);
-	ret = add_locked(r, real, fd, elf, extra, j, status, err, errlen);
+	ret = add_locked(r, real, fd, elf, extra, &b, status, err, errlen);
 	pthread_mutex_unlock(&r->lock);
+	if (ret)
+		return ret;
+	/* its running processes: /proc is read without the lock */
+	ret = qp_binary_scan(r, b, j);
+	if (ret) {
+		*status = 409;
+		snprintf(err, errlen, "%.3000s was detached while being attached", real);
+	}
 	return ret;
 hidden:
 	/* the same answer whether the file is missing, unreadable or unmapped */

@@ -58,7 +58,8 @@ struct exec_report {
 	struct qp_target *pin;
 };
 
-/* r->lock held (dropped and taken again while the figures are read). */
+/* r->lock held (dropped and taken again while the figures are read and
+ * while the new image is attached). */
 static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct exec_report *out)
 {
 	struct qp_target *t = qp_registry_find(r, e->pid), *nt = NULL;
@@ -92,10 +93,15 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct
 	out->figs = qp_target_collect_report(r, t);	/* pinned meanwhile: t stays */
 	t1 = qp_now_ns();
 	qp_registry_remove_pid(r, e->pid);
+	/* the old image's links and data go, then the new image is parsed and
+	 * attached, without the lock (the process stays stopped meanwhile) */
+	pthread_mutex_unlock(&r->lock);
+	qp_registry_reap(r);
+	if (!by_binary && qp_registry_add_pid(r, e->pid, NULL, NULL, &status, err, sizeof(err)))
+		qp_info("pid %d exec'd: not attached again: %s", e->pid, err);
+	pthread_mutex_lock(&r->lock);
 	if (by_binary)
 		qp_registry_adopt(r, e->pid);
-	else if (qp_registry_add_pid(r, e->pid, NULL, &nt, &status, err, sizeof(err)))
-		qp_info("pid %d exec'd: not attached again: %s", e->pid, err);
 	nt = qp_registry_find(r, e->pid);
 	/* the old image's libraries with probes, if the new one maps them again
 	 * (an exec of the same program): probed from the moment they are mapped */

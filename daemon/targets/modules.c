@@ -27,48 +27,21 @@ static void module_count(struct qp_module *m)
 			"their bytes or semaphores are not what their notes promise");
 }
 
-struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *path, int *ret,
-				   char *err, size_t errlen)
+/* The cached module of the version open at FD (identity, then the build-id
+ * bytes: no parse), with a new reference, or NULL. */
+static struct qp_module *module_find_fd(struct qp_registry *r, int fd, const struct qp_file_id *id)
 {
-	struct qp_module *m, **v;
-	struct qp_file_id id;
-	struct stat st;
 	size_t i;
 
-	if (fstat(fd, &st)) {
-		*ret = -errno;
-		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
-		return NULL;
-	}
-	qp_file_id_of(&st, &id);
 	for (i = 0; i < r->nmodules; i++) {
-		m = r->modules[i];
-		/* the identity first (no I/O), then the build-id bytes */
-		if (qp_file_id_eq(&m->elf->id, &id) && qp_elf_same_file(m->elf, fd) == 1) {
+		struct qp_module *m = r->modules[i];
+
+		if (qp_file_id_eq(&m->elf->id, id) && qp_elf_same_file(m->elf, fd) == 1) {
 			m->refs++;
 			return m;
 		}
 	}
-	m = calloc(1, sizeof(*m));
-	v = m ? realloc(r->modules, (r->nmodules + 1) * sizeof(*v)) : NULL;
-	if (v)
-		r->modules = v;
-	if (!m || !v || !(m->path = strdup(path))) {
-		free(m);
-		*ret = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	*ret = qp_elf_probes_fdopen(fd, path, &m->elf, err, errlen);
-	if (*ret) {
-		free(m->path);
-		free(m);
-		return NULL;
-	}
-	module_count(m);
-	m->refs = 1;
-	r->modules[r->nmodules++] = m;
-	return m;
+	return NULL;
 }
 
 struct qp_module *qp_module_insert(struct qp_registry *r, struct qp_elf_probes *elf, const char *path)
@@ -98,6 +71,69 @@ struct qp_module *qp_module_insert(struct qp_registry *r, struct qp_elf_probes *
 	m->refs = 1;
 	r->modules[r->nmodules++] = m;
 	return m;
+}
+
+/* FD's identity into ID; -errno with the reason in ERR. */
+static int fd_id(int fd, const char *path, struct qp_file_id *id, char *err, size_t errlen)
+{
+	struct stat st;
+
+	if (fstat(fd, &st)) {
+		int e = errno;
+
+		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+		return -e;
+	}
+	qp_file_id_of(&st, id);
+	return 0;
+}
+
+/* The module of the file open at FD: the cached version or a fresh parse.
+ * TAKE: the caller does not hold r->lock, which is then taken for the cache
+ * only, never across the parse. */
+static struct qp_module *get_fd(struct qp_registry *r, int fd, const char *path, bool take, int *ret,
+				char *err, size_t errlen)
+{
+	struct qp_elf_probes *elf;
+	struct qp_module *m;
+	struct qp_file_id id;
+
+	*ret = fd_id(fd, path, &id, err, errlen);
+	if (*ret)
+		return NULL;
+	if (take)
+		pthread_mutex_lock(&r->lock);
+	m = module_find_fd(r, fd, &id);
+	if (take)
+		pthread_mutex_unlock(&r->lock);
+	if (m)
+		return m;
+	/* notes, descriptors and site bytes: without the lock when TAKE */
+	*ret = qp_elf_probes_fdopen(fd, path, &elf, err, errlen);
+	if (*ret)
+		return NULL;
+	if (take)
+		pthread_mutex_lock(&r->lock);
+	m = qp_module_insert(r, elf, path);	/* a version put in meanwhile wins */
+	if (take)
+		pthread_mutex_unlock(&r->lock);
+	if (!m) {
+		*ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+	}
+	return m;
+}
+
+struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *path, int *ret,
+				   char *err, size_t errlen)
+{
+	return get_fd(r, fd, path, false, ret, err, errlen);
+}
+
+struct qp_module *qp_module_get_fd_unlocked(struct qp_registry *r, int fd, const char *path, int *ret,
+					    char *err, size_t errlen)
+{
+	return get_fd(r, fd, path, true, ret, err, errlen);
 }
 
 void qp_module_put(struct qp_registry *r, struct qp_module *m)

@@ -1,8 +1,9 @@
-/* targets.c - see targets.h. Attaching a pid: read its mappings, open each
- * mapped file through /proc/PID/map_files (the very inode it runs), find the
- * ones that carry qprof notes, attach the scope programs to each for that
- * pid, watch a pidfd for its exit; detach. Exits, reports and trimming:
- * targets_exit.c; --binary targets: binaries.c; site names: target_sites.c. */
+/* targets.c - see targets.h. The registry's targets: making, listing and
+ * freeing a target record, detaching one (its links and data dropped
+ * without the lock: qp_registry_reap), the children and new processes a
+ * --binary target adopts. Attaching a pid: attach_pid.c; exits, reports and
+ * trimming: targets_exit.c; --binary targets: binaries.c; site names:
+ * target_sites.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +39,7 @@ void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes)
 	memset(r, 0, sizeof(*r));
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->report_done, NULL);
+	pthread_cond_init(&r->reaped, NULL);
 	r->scopes = scopes;
 	if (scopes && qp_watch_start(r))
 		qp_warn("no fanotify (CAP_SYS_ADMIN): --binary targets attach each process once adopted, "
@@ -66,6 +68,7 @@ void qp_registry_destroy(struct qp_registry *r)
 {
 	size_t i;
 
+	qp_registry_reap(r);	/* no thread is left to do it */
 	qp_lifecycle_forget_files(r->lc);	/* before the --binary uprobes go */
 	qp_watch_stop(r);	/* first: it reads the binaries */
 	for (i = 0; i < r->ntargets; i++)
@@ -81,6 +84,9 @@ void qp_registry_destroy(struct qp_registry *r)
 	free(r->binaries);
 	free(r->modules);
 	free(r->defs);
+	free(r->pending);	/* empty: no attach runs any more */
+	free(r->reap);
+	pthread_cond_destroy(&r->reaped);
 	pthread_cond_destroy(&r->report_done);
 	pthread_mutex_destroy(&r->lock);
 	memset(r, 0, sizeof(*r));
@@ -147,7 +153,7 @@ int qp_target_new(int pid, struct qp_target **out)
 	return 0;
 }
 
-int qp_registry_push(struct qp_registry *r, struct qp_target *t)
+int qp_registry_push(struct qp_registry *r, struct qp_target *t, bool sym)
 {
 	struct qp_target **v = realloc(r->targets, (r->ntargets + 1) * sizeof(*v));
 
@@ -158,7 +164,7 @@ int qp_registry_push(struct qp_registry *r, struct qp_target *t)
 	qp_lifecycle_watch(r->lc, t->pid, true);	/* its forks and execs */
 	if (r->cpu && qp_cpu_add_pid(r->cpu, (uint32_t)t->pid))
 		qp_warn("pid %d: cannot add it to the CPU sampler", t->pid);
-	if (r->sym)	/* the mappings just read: /proc/PID/maps is not read twice */
+	if (sym && r->sym)	/* the mappings just read: /proc/PID/maps is not read twice */
 		qp_sym_process_set_maps(r->sym, t->pid, &t->maps);
 	t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
 	if (t->pidfd < 0)
@@ -222,232 +228,88 @@ uint32_t qp_def_new(struct qp_registry *r, bool span, const char *name, const ch
 	return v[r->ndefs++].id;
 }
 
-/* Attach one other-USDT request in every module of T that has the probe.
- * Returns the number of files it was attached in, or -errno. */
-static int attach_extra_one(struct qp_registry *r, struct qp_target *t, struct qp_module **mods,
-			    char (*paths)[PATH_MAX + 32], size_t nmods, uint64_t epoch, uint32_t id,
-			    enum qp_usdt_role role, const char *spec, char *err, size_t errlen)
+/* T's links and the pid's scope data, to be dropped by qp_registry_reap
+ * once the lock is released (the kernel's uprobe unregistration waits for
+ * RCU grace periods). Without memory for that, dropped here. */
+static void reap_push(struct qp_registry *r, struct qp_target *t)
 {
-	char prov[64], name[72];
-	struct qp_usdt_req req = { .id = id, .role = role, .provider = prov, .name = name };
-	size_t i;
-	int ret, files = 0;
+	struct qp_reap *e = calloc(1, sizeof(*e)), **v = NULL;
 
-	if (!qp_split_probe(spec, prov, sizeof(prov), name, sizeof(name))) {
-		snprintf(err, errlen, "'%.80s' is not a USDT probe (want provider:name)", spec);
-		return -EINVAL;
+	if (e)
+		v = realloc(r->reap, (r->nreap + 1) * sizeof(*v));
+	if (!v) {
+		free(e);
+		qp_scopes_detach_links(t->links, t->nlinks);
+		free(t->links);
+		qp_lifecycle_watch(r->lc, t->pid, false);
+		qp_scopes_forget(r->scopes, (uint32_t)t->pid);
+	} else {
+		r->reap = v;
+		e->pid = t->pid;
+		e->links = t->links;
+		e->nlinks = t->nlinks;
+		r->reap[r->nreap++] = e;
 	}
-	for (i = 0; i < nmods; i++) {
-		ret = qp_scopes_attach_usdt(r->scopes, t->pid, paths[i], mods[i]->elf, epoch, &req,
-					    &t->links, &t->nlinks, err, errlen);
-		if (ret < 0)
-			return ret;
-		files += ret;
-	}
-	if (!files) {
-		snprintf(err, errlen, "probe %s:%s is not in the executable or libraries of process %d (%s)",
-			 prov, name, t->pid, t->comm);
-		return -ENOENT;
-	}
-	return files;
+	t->links = NULL;
+	t->nlinks = 0;
 }
 
-int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_extra *extra,
-			struct qp_target **out, int *status, char *err, size_t errlen)
+void qp_registry_reap(struct qp_registry *r)
 {
-	struct qp_target *t = NULL;
-	char path[PATH_MAX + 32], merr[256];
-	char (*paths)[PATH_MAX + 32] = NULL;
-	struct qp_module **mods = NULL;
-	size_t i, j, files = 0, nmods = 0, extras = 0;
-	uint64_t epoch = qp_scopes_new_epoch(r->scopes);
-	int ret, bi;
+	for (;;) {
+		struct qp_reap *e = NULL;
+		size_t i;
 
-	*out = NULL;
-	if (pid <= 0) {
-		*status = 400;
-		snprintf(err, errlen, "pid must be a positive integer");
-		return -EINVAL;
-	}
-	if (qp_registry_find(r, pid)) {
-		struct qp_target *old = qp_registry_find(r, pid);
-
-		*status = 409;
-		if (old->state == QP_TARGET_EXITED)
-			snprintf(err, errlen, "pid %d is still listed as an exited target; detach it first", pid);
-		else
-			snprintf(err, errlen, "process %d is already a target", pid);
-		return -EEXIST;
-	}
-	if (!qp_pid_alive(pid)) {
-		*status = 404;
-		snprintf(err, errlen, kill(pid, 0) == 0 || errno == EPERM ?
-			 "process %d has exited (a zombie not yet reaped)" : "no such process: %d", pid);
-		return -ESRCH;
-	}
-	ret = qp_target_new(pid, &t);
-	if (ret) {
-		*status = ret == -ENOENT || ret == -ESRCH ? 404 : ret == -EACCES || ret == -EPERM ? 403 :
-			  ret == -ENOMEM ? 500 : 422;
-		snprintf(err, errlen, ret == -ENOENT || ret == -ESRCH ? "no such process: %d"
-			 : "cannot read /proc/%d/maps: %s", pid, strerror(-ret));
-		return ret;
-	}
-	bi = qp_binary_covering(r, pid, &t->maps);
-	if (bi >= 0) {
-		/* its binary's links count it already: a second set would count twice */
-		*status = 409;
-		snprintf(err, errlen, "process %d runs %s, already a target through --binary", pid,
-			 r->binaries[bi]->path);
-		qp_target_free(r, t);
-		qp_binary_adopt(r, (size_t)bi, pid, NULL);
-		return -EEXIST;
-	}
-	for (i = 0; i < t->maps.n; i++) {
-		const struct qp_map *m = &t->maps.v[i];
-		struct qp_module *mod;
-		bool seen = false;
-		int fd;
-
-		if (m->path[0] != '/' || !strchr(m->perms, 'x'))
-			continue;
-		for (j = 0; j < i && !seen; j++)
-			seen = t->maps.v[j].inode == m->inode && t->maps.v[j].dev == m->dev &&
-			       strchr(t->maps.v[j].perms, 'x');
-		if (seen)
-			continue;
-		/* the mapped inode itself, even deleted or replaced on disk */
-		ret = qp_map_open(pid, m, path, sizeof(path), &fd, merr, sizeof(merr));
-		if (ret) {
-			/* never a path that may name another version: counted, not probed */
-			t->files_unopened++;
-			qp_info("pid %d: %s not probed: %s", pid, m->path, merr);
-			continue;
-		}
-		mod = qp_module_get_fd(r, fd, m->path, &ret, merr, sizeof(merr));
-		close(fd);
-		if (!mod) {
-			qp_debug("pid %d: skipping %s: %s", pid, m->path, merr);
-			continue;
-		}
-		if (qp_target_hold(t, mod)) {
-			qp_module_put(r, mod);
-			*status = 500;
-			snprintf(err, errlen, "out of memory");
-			ret = -ENOMEM;
-			goto fail;
-		}
-		t->sites_refused += (unsigned int)mod->elf->nbad_notes;
-		if (extra && (extra->nusdt || extra->nspans) && mod->elf->nnotes) {
-			/* kept for the other probes asked for, attached below */
-			void *np = realloc(paths, (nmods + 1) * sizeof(*paths));
-			void *nm = np ? realloc(mods, (nmods + 1) * sizeof(*mods)) : NULL;
-
-			if (np)
-				paths = np;
-			if (nm)
-				mods = nm;
-			if (!np || !nm) {
-				*status = 500;
-				snprintf(err, errlen, "out of memory");
-				ret = -ENOMEM;
-				goto fail;
+		pthread_mutex_lock(&r->lock);
+		for (i = 0; i < r->nreap && !e; i++)
+			if (!r->reap[i]->taken)
+				e = r->reap[i];
+		if (e)
+			e->taken = true;
+		pthread_mutex_unlock(&r->lock);
+		if (!e)
+			return;
+		qp_scopes_detach_links(e->links, e->nlinks);
+		free(e->links);
+		/* after its links: no fork copies an optimized site, nothing
+		 * counts the pid again */
+		qp_lifecycle_watch(r->lc, e->pid, false);
+		qp_scopes_forget(r->scopes, (uint32_t)e->pid);
+		pthread_mutex_lock(&r->lock);
+		for (i = 0; i < r->nreap; i++) {
+			if (r->reap[i] == e) {
+				r->reap[i] = r->reap[--r->nreap];
+				break;
 			}
-			snprintf(paths[nmods], sizeof(paths[0]), "%s", path);
-			mods[nmods++] = mod;
 		}
-		if (!mod->qprof_notes)
-			continue;
-		ret = qp_scopes_attach(r->scopes, pid, path, mod->elf, epoch, &t->links, &t->nlinks,
-				       merr, sizeof(merr));
-		if (ret < 0) {
-			if (ret == -ESRCH || !qp_pid_alive(pid)) {
-				*status = 404;
-				snprintf(err, errlen, "process %d exited while being attached", pid);
-			} else {
-				*status = qp_attach_status(ret);
-				snprintf(err, errlen, "%s", merr);
-			}
-			goto fail;
-		}
-		t->probes += (unsigned int)mod->qprof_notes;
-		files++;
+		pthread_cond_broadcast(&r->reaped);
+		pthread_mutex_unlock(&r->lock);
+		free(e);
 	}
-	for (i = 0; extra && i < extra->nusdt + extra->nspans; i++) {
-		bool span = i >= extra->nusdt;
-		size_t k = span ? i - extra->nusdt : i;
-		uint32_t id = span ? qp_def_new(r, true, extra->span_names[k], extra->span_begin[k], extra->span_end[k])
-				   : qp_def_new(r, false, extra->usdt[k], NULL, NULL);
+}
 
-		if (!id) {
-			ret = -ENOMEM;
-			*status = 500;
-			snprintf(err, errlen, "out of memory");
-			goto fail;
+void qp_registry_wait_reaped(struct qp_registry *r, int pid)
+{
+	for (;;) {
+		bool found = false, untaken = false;
+		size_t i;
+
+		for (i = 0; i < r->nreap; i++) {
+			if (r->reap[i]->pid == pid) {
+				found = true;
+				untaken |= !r->reap[i]->taken;
+			}
 		}
-		if (span) {
-			/* end first, as for scopes: a lone end is counted, a lone begin would stay */
-			ret = attach_extra_one(r, t, mods, paths, nmods, epoch, id, QP_USDT_SPAN_END,
-					       extra->span_end[k], err, errlen);
-			if (ret >= 0)
-				ret = attach_extra_one(r, t, mods, paths, nmods, epoch, id, QP_USDT_SPAN_BEGIN,
-						       extra->span_begin[k], err, errlen);
+		if (!found)
+			return;
+		if (untaken) {
+			pthread_mutex_unlock(&r->lock);
+			qp_registry_reap(r);
+			pthread_mutex_lock(&r->lock);
 		} else {
-			ret = attach_extra_one(r, t, mods, paths, nmods, epoch, id, QP_USDT_COUNT,
-					       extra->usdt[k], err, errlen);
+			pthread_cond_wait(&r->reaped, &r->lock);
 		}
-		if (ret < 0) {
-			*status = ret == -EINVAL || ret == -ENOENT ? 400 :
-				  (!qp_pid_alive(pid) ? 404 : qp_attach_status(ret));
-			goto fail;
-		}
-		extras++;
 	}
-	if (!files && !extras && t->files_unopened && !qp_pid_alive(pid)) {
-		/* its map_files went with it: gone, not unopenable */
-		*status = 404;
-		snprintf(err, errlen, "process %d exited while being attached", pid);
-		ret = -ESRCH;
-		goto fail;
-	}
-	if (!files && !extras && t->files_unopened) {
-		*status = 422;
-		snprintf(err, errlen, "process %d (%s): no qprof probes attached; %u mapped file(s) could not "
-			 "be opened as the inode mapped (deleted, and /proc/PID/map_files needs "
-			 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)", pid, t->comm, t->files_unopened);
-		ret = -ENOENT;
-		goto fail;
-	}
-	if (!files && !extras) {
-		*status = 400;
-		snprintf(err, errlen, "process %d (%s) has no qprof probes in its executable or libraries",
-			 pid, t->comm);
-		ret = -ENOENT;
-		goto fail;
-	}
-	if (!qp_pid_alive(pid)) {
-		*status = 404;
-		snprintf(err, errlen, "process %d exited while being attached", pid);
-		ret = -ESRCH;
-		goto fail;
-	}
-	ret = qp_registry_push(r, t);
-	if (ret) {
-		*status = 500;
-		snprintf(err, errlen, "out of memory");
-		goto fail;
-	}
-	qp_info("attached to pid %d (%s): %u probe sites in %zu file(s), %zu other probe(s)/span(s)", pid,
-		t->comm, t->probes, files, extras);
-	free(paths);
-	free(mods);
-	*out = t;
-	return 0;
-fail:
-	free(paths);
-	free(mods);
-	qp_target_free(r, t);
-	return ret;
 }
 
 /* Drop target I with its data. A running process of a --binary target is
@@ -471,9 +333,10 @@ void qp_registry_remove_at(struct qp_registry *r, size_t i)
 	}
 	memmove(&r->targets[i], &r->targets[i + 1], (r->ntargets - i - 1) * sizeof(*r->targets));
 	r->ntargets--;
-	qp_lifecycle_watch(r->lc, pid, false);
+	/* its links, then its fork watch (a fork before the links are gone may
+	 * still copy optimized sites) and its scope data: qp_registry_reap */
+	reap_push(r, t);
 	qp_target_free(r, t);
-	qp_scopes_forget(r->scopes, (uint32_t)pid);
 	if (r->cpu)
 		qp_cpu_remove_pid(r->cpu, (uint32_t)pid, true);
 	if (r->sym)
@@ -550,7 +413,7 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 {
 	struct qp_target *p = qp_registry_find(r, parent), *t;
 
-	if (!p || p->binary < 0 || qp_registry_find(r, pid) ||
+	if (!p || p->binary < 0 || qp_registry_busy(r, pid) ||
 	    qp_binary_detached(r->binaries[p->binary], pid))
 		return;
 	t = calloc(1, sizeof(*t));
@@ -576,7 +439,7 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 	t->state = QP_TARGET_RUNNING;
 	if (r->binaries[t->binary]->per_process)	/* no links for every process to cover it */
 		qp_binary_attach_process(r, r->binaries[t->binary], t);
-	if (qp_registry_push(r, t)) {
+	if (qp_registry_push(r, t, true)) {
 		qp_target_free(r, t);
 		return;
 	}
@@ -587,7 +450,7 @@ void qp_registry_adopt(struct qp_registry *r, int pid)
 {
 	size_t bi;
 
-	if (qp_registry_find(r, pid))
+	if (qp_registry_busy(r, pid))
 		return;
 	for (bi = 0; bi < r->nbinaries; bi++) {
 		qp_binary_adopt(r, bi, pid, NULL);

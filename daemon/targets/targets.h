@@ -126,6 +126,15 @@ struct qp_attach_extra {
 typedef void *(*qp_report_collect_fn)(void *arg, const struct qp_target *t);
 typedef void (*qp_report_emit_fn)(void *arg, void *figs, char *dir, size_t dirlen);
 
+/* A detached target's links and its pid's scope data, dropped by
+ * qp_registry_reap without the registry lock. */
+struct qp_reap {
+	int pid;
+	struct qp_scope_link **links;
+	size_t nlinks;
+	bool taken;		/* a thread is dropping them now */
+};
+
 struct qp_registry {
 	pthread_mutex_t lock;
 	pthread_cond_t report_done;	/* with lock: a pinned target's report is written */
@@ -141,6 +150,13 @@ struct qp_registry {
 	struct qp_lifecycle *lc;	/* forks and execs; NULL when unavailable */
 	struct qp_target **targets;
 	size_t ntargets;
+	/* processes being attached without the lock (attach_pid.c): reserved,
+	 * not targets yet; only pid, maps and excludes_binary are read */
+	struct qp_target **pending;
+	size_t npending;
+	struct qp_reap **reap;		/* detached, their links not yet dropped */
+	size_t nreap;
+	pthread_cond_t reaped;		/* with lock: an entry of reap is done */
 	struct qp_binary **binaries;
 	size_t nbinaries;
 	struct qp_module **modules;
@@ -152,10 +168,16 @@ struct qp_registry {
 void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes);
 void qp_registry_destroy(struct qp_registry *r); /* detaches everything */
 
-/* Attach. On failure return -errno, an HTTP status in *status and a message
- * in err. Callers hold r->lock. */
+/* Attach to process PID. Called WITHOUT r->lock: the pid is reserved under
+ * it, its files are parsed and attached to without it, and the target is
+ * published under it (attach_pid.c). On success the target's JSON goes to J
+ * (when not NULL). On failure return -errno, an HTTP status in *status and a
+ * message in err. */
 int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_extra *extra,
-			struct qp_target **out, int *status, char *err, size_t errlen);
+			struct qp_json *j, int *status, char *err, size_t errlen);
+/* Is PID a target, being attached, or being detached? Adoption (rescan,
+ * fork, exec) leaves such a pid alone. r->lock held. */
+bool qp_registry_busy(struct qp_registry *r, int pid);
 /* The definition of a probe or span id, or NULL. */
 const struct qp_usdt_def *qp_registry_def(const struct qp_registry *r, uint32_t id);
 /* Attach to a --binary file. Called WITHOUT r->lock: the file is opened and
@@ -168,8 +190,16 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct
 /* Detach a --binary file (PATH as given or its realpath) and its processes,
  * after any report being written. -ENOENT when no binary has that path. */
 int qp_registry_remove_binary(struct qp_registry *r, const char *path);
+/* Drop the links and scope data of the targets removed (remove_pid,
+ * remove_binary, trim): called WITHOUT r->lock after those, as soon as the
+ * lock is released. An attach of such a pid waits for it. */
+void qp_registry_reap(struct qp_registry *r);
+/* r->lock held: wait (releasing it) until PID's removed links and data are
+ * dropped. */
+void qp_registry_wait_reaped(struct qp_registry *r, int pid);
 /* Detach PID and drop its data (after any report being written: the lock
- * is released while waiting). -ENOENT when PID is not a target. A pid
+ * is released while waiting; its links and scope data go in
+ * qp_registry_reap). -ENOENT when PID is not a target. A pid
  * attached by --pid that a --binary target also covers is handed over to
  * that binary (1 is returned): it stays a target with its links and data,
  * so no event is lost or counted twice; a second call detaches it. */

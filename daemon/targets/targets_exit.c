@@ -69,10 +69,13 @@ struct dead_links {
 	size_t nlinks;
 };
 
-/* Mappings just read, for the symbolizer after the lock is dropped. */
+/* A running target's mappings, read again without the lock on a rescan
+ * (so that a library loaded later resolves). */
 struct fresh_maps {
 	int pid;
+	uint64_t starttime;
 	struct qp_maps maps;
+	bool read;
 };
 
 void qp_registry_poll(struct qp_registry *r, bool rescan)
@@ -82,8 +85,8 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 	size_t i, nfresh = 0, ndead = 0;
 
 	pthread_mutex_lock(&r->lock);
-	if (rescan && r->sym && r->ntargets)
-		fresh = malloc(r->ntargets * sizeof(*fresh));
+	if (rescan && r->ntargets)
+		fresh = calloc(r->ntargets, sizeof(*fresh));
 	if (r->ntargets)
 		dead = malloc(r->ntargets * sizeof(*dead));
 	for (i = 0; i < r->ntargets; i++) {
@@ -109,28 +112,20 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			t->nlinks = 0;
 		} else if (gone) {
 			qp_target_exited(r, t);
-		} else if (rescan) {
-			struct qp_maps m;
-
-			/* fresh mappings so that a library loaded later resolves */
-			if (!qp_maps_read(t->pid, &m)) {
-				qp_maps_free(&t->maps);
-				t->maps = m;
-				/* the symbolizer's copy: /proc/PID/maps read once */
-				if (fresh && !qp_maps_copy(&m, &fresh[nfresh].maps))
-					fresh[nfresh++].pid = t->pid;
-			}
+		} else if (fresh) {
+			fresh[nfresh].pid = t->pid;
+			fresh[nfresh++].starttime = t->starttime;
 		}
 	}
 	qp_binaries_refresh(r, rescan);
-	if (rescan)
-		qp_binary_scan(r);
 	pthread_mutex_unlock(&r->lock);
 	for (i = 0; i < ndead; i++) {
 		qp_scopes_detach_links(dead[i].links, dead[i].nlinks);
 		free(dead[i].links);
 	}
-	if (ndead) {
+	for (i = 0; i < nfresh; i++)
+		fresh[i].read = !qp_maps_read(fresh[i].pid, &fresh[i].maps);
+	if (ndead || nfresh) {
 		pthread_mutex_lock(&r->lock);
 		for (i = 0; i < ndead; i++) {
 			struct qp_target *t = qp_registry_find(r, dead[i].pid);
@@ -140,16 +135,31 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			if (t && t->state == QP_TARGET_RUNNING && !t->nlinks)
 				qp_target_exited(r, t);
 		}
+		for (i = 0; i < nfresh; i++) {
+			struct qp_target *t = qp_registry_find(r, fresh[i].pid);
+			struct qp_maps keep;
+
+			/* the same process, still running: its record takes a copy */
+			if (!fresh[i].read || !t || t->state != QP_TARGET_RUNNING ||
+			    t->starttime != fresh[i].starttime || qp_maps_copy(&fresh[i].maps, &keep))
+				continue;
+			qp_maps_free(&t->maps);
+			t->maps = keep;
+		}
 		pthread_mutex_unlock(&r->lock);
 	}
 	free(dead);
 	/* the symbolizer reads the mappings and any new file (ELF, debug
 	 * files) under its own lock only: nobody waits for the registry */
 	for (i = 0; i < nfresh; i++) {
-		qp_sym_process_set_maps(r->sym, fresh[i].pid, &fresh[i].maps);
+		if (fresh[i].read && r->sym)
+			qp_sym_process_set_maps(r->sym, fresh[i].pid, &fresh[i].maps);
 		qp_maps_free(&fresh[i].maps);
 	}
 	free(fresh);
+	/* the processes of --binary files: /proc is read without the lock */
+	if (rescan)
+		qp_binary_scan(r, NULL, NULL);
 }
 
 void qp_registry_set_reporter(struct qp_registry *r, qp_report_collect_fn collect, qp_report_emit_fn emit,

@@ -14,6 +14,10 @@
  * *ret = -errno and a reason in err. */
 struct qp_module *qp_module_get_fd(struct qp_registry *r, int fd, const char *path, int *ret,
 				   char *err, size_t errlen);
+/* The same, called WITHOUT r->lock: looked up under it, parsed without it,
+ * then put in under it (a version another thread put in meanwhile wins). */
+struct qp_module *qp_module_get_fd_unlocked(struct qp_registry *r, int fd, const char *path, int *ret,
+					    char *err, size_t errlen);
 /* A module for ELF, parsed without the lock: the cached one of the same
  * version (ELF is freed) or ELF itself. Takes a reference; NULL: no memory
  * (ELF freed). */
@@ -31,7 +35,9 @@ int qp_target_hold(struct qp_target *t, struct qp_module *m);
 bool qp_pid_alive(int pid);
 int qp_target_new(int pid, struct qp_target **out);
 void qp_target_free(struct qp_registry *r, struct qp_target *t);
-int qp_registry_push(struct qp_registry *r, struct qp_target *t);
+/* List T as a target: its forks, execs and CPU samples are watched; SYM:
+ * hand its mappings to the symbolizer now. */
+int qp_registry_push(struct qp_registry *r, struct qp_target *t, bool sym);
 /* Drop target I with its data (see remove_at). */
 void qp_registry_remove_at(struct qp_registry *r, size_t i);
 uint32_t qp_def_new(struct qp_registry *r, bool span, const char *name, const char *begin,
@@ -52,7 +58,11 @@ bool qp_maps_hold(const struct qp_maps *maps, const struct qp_binary *b);
 /* Index of a binary (not detached from PID) whose file PID maps, or -1. */
 int qp_binary_covering(const struct qp_registry *r, int pid, const struct qp_maps *maps);
 void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_maps *known);
-void qp_binary_scan(struct qp_registry *r);
+/* Adopt the processes that run a --binary file, r->lock NOT held: /proc
+ * is read without it, then the hits are adopted under it. With J, the JSON
+ * of binary JB (with the pids adopted) goes to J under the same lock:
+ * -ENOENT when JB was detached meanwhile. */
+int qp_binary_scan(struct qp_registry *r, const struct qp_binary *jb, struct qp_json *j);
 /* Replaced files get new links; on RESCAN unused old versions go. */
 void qp_binaries_refresh(struct qp_registry *r, bool rescan);
 void qp_binary_free(struct qp_registry *r, struct qp_binary *b);

@@ -20,69 +20,12 @@
 
 #include "symbolize.h"
 #include "testlib.h"
+#include "symfix_child.h"
 
 #define QP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *arg_pie, *arg_nopie, *arg_bid, *arg_link, *arg_dyn, *arg_cxx;
 static const char *arg_debugroot, *arg_kallsyms, *arg_tmp;
-
-struct child {
-	pid_t pid;
-	int in_fd;
-	unsigned long v[6];
-	int nv;
-};
-
-/* Run PATH, read its first line of numbers. */
-static int spawn(const char *path, struct child *c)
-{
-	int in[2], out[2];
-	char line[512];
-	FILE *f;
-	char *p, *e;
-
-	memset(c, 0, sizeof(*c));
-	if (pipe(in) || pipe(out))
-		return -1;
-	c->pid = fork();
-	if (c->pid < 0)
-		return -1;
-	if (c->pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		execl(path, path, (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	c->in_fd = in[1];
-	f = fdopen(out[0], "r");
-	if (!f || !fgets(line, sizeof(line), f)) {
-		fprintf(stderr, "%s: no output\n", path);
-		if (f)
-			fclose(f);
-		return -1;
-	}
-	fclose(f);
-	for (p = line; c->nv < 6; p = e) {
-		c->v[c->nv] = strtoul(p, &e, 0);
-		if (e == p)
-			break;
-		c->nv++;
-	}
-	return 0;
-}
-
-static int finish(struct child *c)
-{
-	int st = 0;
-
-	close(c->in_fd);
-	waitpid(c->pid, &st, 0);
-	return st;
-}
 
 static const char *base(const char *p)
 {

@@ -29,6 +29,7 @@
 #include "procfs.h"
 #include "symbolize.h"
 #include "testlib.h"
+#include "symfix_child.h"
 
 #define NTHREADS 4
 #define ROUNDS 4
@@ -36,61 +37,6 @@
 #define NUNKNOWN 3000
 
 static const char *arg_pie, *arg_bid, *arg_cxx, *arg_debugroot, *arg_kallsyms;
-
-struct child {
-	pid_t pid;
-	int in_fd;
-	unsigned long v[6];
-	int nv;
-};
-
-static int spawn(const char *path, struct child *c)
-{
-	int in[2], out[2];
-	char line[512], *p, *e;
-	FILE *f;
-
-	memset(c, 0, sizeof(*c));
-	/* close-on-exec: a later child must not hold this one's stdin open */
-	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC))
-		return -1;
-	c->pid = fork();
-	if (c->pid < 0)
-		return -1;
-	if (c->pid == 0) {
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		close(in[1]);
-		close(out[0]);
-		execl(path, path, (char *)NULL);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	c->in_fd = in[1];
-	f = fdopen(out[0], "r");
-	if (!f || !fgets(line, sizeof(line), f)) {
-		if (f)
-			fclose(f);
-		return -1;
-	}
-	fclose(f);
-	for (p = line; c->nv < 6; p = e) {
-		c->v[c->nv] = strtoul(p, &e, 0);
-		if (e == p)
-			break;
-		c->nv++;
-	}
-	return 0;
-}
-
-static void finish(struct child *c)
-{
-	int st;
-
-	close(c->in_fd);
-	waitpid(c->pid, &st, 0);
-}
 
 struct query {
 	int pid;	/* 0: a kernel address */
