@@ -9,3 +9,9 @@ add_test(NAME unit_model COMMAND test_model)
 add_executable(test_encode ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_encode.c)
 target_link_libraries(test_encode qprof_common m)
 add_test(NAME unit_encode COMMAND test_encode)
+
+# The targets model's JSON (/api/targets, /api/status, POST answers) from a
+# hand-made view, byte for byte.
+add_executable(test_encode_targets ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_encode_targets.c)
+target_link_libraries(test_encode_targets qprof_common m)
+add_test(NAME unit_encode_targets COMMAND test_encode_targets)
