@@ -21,3 +21,10 @@ add_test(NAME unit_encode_targets COMMAND test_encode_targets)
 add_executable(test_encode_logs ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_encode_logs.c)
 target_link_libraries(test_encode_logs qprof_common m)
 add_test(NAME unit_encode_logs COMMAND test_encode_logs)
+
+# The log model's reader on a fake store, loss counter and namer (the test
+# defines those in place of logs.c's, collect_scopes.c's, target_names.c's).
+add_executable(test_model_logs ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_model_logs.c
+  ${PROJECT_SOURCE_DIR}/daemon/model/model_logs.c)
+target_link_libraries(test_model_logs qprof_common Threads::Threads m)
+add_test(NAME unit_model_logs COMMAND test_model_logs)
