@@ -101,8 +101,7 @@ static int copy_locked(struct qp_registry *r, unsigned int what, struct qp_targe
 			return ret;
 		out->ntargets++;
 	}
-	if (what & QP_VIEW_LIFECYCLE)
-		out->exited_forgotten = r->exited_forgotten;
+	out->exited_forgotten = r->exited_forgotten;
 	if (!(what & QP_VIEW_BINARIES) || !r->nbinaries)
 		return 0;
 	out->binaries = calloc(r->nbinaries, sizeof(*out->binaries));

@@ -70,7 +70,7 @@ struct qp_targets_view {
 /* What qp_targets_view_take copies besides the targets. */
 enum {
 	QP_VIEW_BINARIES = 1 << 0,
-	QP_VIEW_LIFECYCLE = 1 << 1,	/* also exited_forgotten */
+	QP_VIEW_LIFECYCLE = 1 << 1,
 };
 
 /* Copy T / B (r->lock held). 0 or -ENOMEM (OUT is then empty). */
