@@ -23,7 +23,6 @@
 #include "http.h"
 #include "http_auth.h"
 #include "lifecycle.h"
-#include "json_writer.h"
 #include "log.h"
 #include "logs.h"
 #include "qprofd.h"
@@ -352,12 +351,9 @@ int main(int argc, char **argv)
 	for (i = 0; i < o.nbinaries; i++) {
 		/* command-line flags come from root: any ELF file may be named */
 		struct qp_attach_extra trusted = { .privileged = true };
-		struct qp_json j;
 		int status;
 
-		qp_json_init(&j);
-		ret = qp_registry_add_binary(&d.reg, o.binaries[i], &trusted, &j, &status, err, sizeof(err));
-		qp_json_free(&j);
+		ret = qp_registry_add_binary(&d.reg, o.binaries[i], &trusted, NULL, &status, err, sizeof(err));
 		if (ret) {
 			fprintf(stderr, "qprofd: --binary %s: %s\n", o.binaries[i], err);
 			goto out;

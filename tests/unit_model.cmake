@@ -1,7 +1,8 @@
 # Model and encoder unit tests (no root, no BPF): windows, scope trees,
 # values and status figures from hand-made snapshots (test_model); the JSON
 # of /api/scopes, /api/values, /api/status and the /metrics text from
-# hand-made models, byte for byte (test_encode).
+# hand-made models, byte for byte (test_encode; the targets model and the
+# log lines: test_encode_targets, test_encode_logs).
 add_executable(test_model ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_model.c)
 target_link_libraries(test_model qprof_common m)
 add_test(NAME unit_model COMMAND test_model)
@@ -9,3 +10,21 @@ add_test(NAME unit_model COMMAND test_model)
 add_executable(test_encode ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_encode.c)
 target_link_libraries(test_encode qprof_common m)
 add_test(NAME unit_encode COMMAND test_encode)
+
+# The targets model's JSON (/api/targets, /api/status, POST answers) from a
+# hand-made view, byte for byte.
+add_executable(test_encode_targets ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_encode_targets.c)
+target_link_libraries(test_encode_targets qprof_common m)
+add_test(NAME unit_encode_targets COMMAND test_encode_targets)
+
+# The NDJSON lines of /api/logs from a hand-made batch, byte for byte.
+add_executable(test_encode_logs ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_encode_logs.c)
+target_link_libraries(test_encode_logs qprof_common m)
+add_test(NAME unit_encode_logs COMMAND test_encode_logs)
+
+# The log model's reader on a fake store, loss counter and namer (the test
+# defines those in place of logs.c's, collect_scopes.c's, target_names.c's).
+add_executable(test_model_logs ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_model_logs.c
+  ${PROJECT_SOURCE_DIR}/daemon/model/model_logs.c)
+target_link_libraries(test_model_logs qprof_common Threads::Threads m)
+add_test(NAME unit_model_logs COMMAND test_model_logs)

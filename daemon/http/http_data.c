@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collect_scopes.h"
 #include "export_json.h"
-#include "logs.h"
+#include "export_logs.h"
+#include "model_logs.h"
 #include "model_scopes.h"
 #include "model_values.h"
 #include "qprofd.h"
@@ -75,91 +75,22 @@ void qp_route_values(struct qprofd *d, const struct qp_request *req, struct qp_r
 /* GET /api/logs: NDJSON, one message per line, oldest first; with
  * follow=1 the answer stays open and streams new messages. A gap in the
  * sequence (messages lost in the kernel or evicted before this reader got
- * them) is reported in the stream as {"lost": N}. */
+ * them) is reported in the stream as {"lost": N}. The log model reads and
+ * names each batch, export_logs.c writes it; this only streams. */
 struct log_stream {
 	struct qprofd *d;
-	uint64_t since;
-	uint64_t kernel_lost;	/* kernel losses already reported */
-	int pid;
+	struct qp_model_src src;
+	struct qp_log_reader rd;
 	bool follow;
-	struct qp_buf pending;	/* formatted, not yet handed to MHD */
+	struct qp_buf pending;	/* encoded, not yet handed to MHD */
 	size_t off;
-	struct qp_log_entry batch[64];
+	struct qp_log_batch batch;
 };
-
-static uint64_t kernel_log_losses(struct qprofd *d)
-{
-	return qp_scopes_counter(d->scopes, QPROF_CNT_LOG_LOST);
-}
-
-static void format_logs(struct log_stream *ls, size_t n, uint64_t gap)
-{
-	struct qprofd *d = ls->d;
-	/* the sites' names, copied under the registry lock; the JSON is made
-	 * after it is dropped */
-	struct {
-		char *file, *function;
-		uint32_t line;
-		bool known;
-	} names[QP_ARRAY_SIZE(ls->batch)];
-	size_t i;
-
-	if (gap) {
-		qp_buf_printf(&ls->pending, "{\"lost\": %llu}\n", (unsigned long long)gap);
-	}
-	memset(names, 0, sizeof(names));
-	pthread_mutex_lock(&d->reg.lock);
-	for (i = 0; i < n; i++) {
-		const struct qp_log_entry *e = &ls->batch[i];
-		struct qp_target *t = qp_registry_find(&d->reg, (int)e->pid);
-		const struct qp_site_info *site = t ? qp_target_site(&d->reg, t, e->site) : NULL;
-
-		if (!site)
-			continue;
-		names[i].file = site->file ? strdup(site->file) : NULL;
-		names[i].function = site->function ? strdup(site->function) : NULL;
-		names[i].line = site->line;
-		names[i].known = (names[i].file || !site->file) && (names[i].function || !site->function);
-	}
-	pthread_mutex_unlock(&d->reg.lock);
-	for (i = 0; i < n; i++) {
-		const struct qp_log_entry *e = &ls->batch[i];
-		bool site = names[i].known;
-		struct qp_json j;
-		size_t len;
-		char *line;
-
-		qp_json_init(&j);
-		qp_json_obj_begin(&j);
-		qp_json_kv_u64(&j, "seq", e->seq);
-		qp_json_kv_u64(&j, "ts_ns", e->ts_ns);
-		qp_json_kv_u64(&j, "pid", e->pid);
-		qp_json_kv_u64(&j, "tid", e->tid);
-		qp_json_kv_str(&j, "file", site ? names[i].file : NULL);
-		if (site)
-			qp_json_kv_u64(&j, "line", names[i].line);
-		else
-			qp_json_kv_null(&j, "line");
-		qp_json_kv_str(&j, "function", site ? names[i].function : NULL);
-		qp_json_kv_str(&j, "message", e->msg);
-		qp_json_kv_bool(&j, "truncated", e->len >= QPROF_LOG_MSG);
-		qp_json_obj_end(&j);
-		line = qp_json_finish(&j, &len);
-		if (line) {
-			qp_buf_add(&ls->pending, line, len);
-			qp_buf_add(&ls->pending, "\n", 1);
-			free(line);
-		}
-		free(names[i].file);
-		free(names[i].function);
-	}
-}
 
 static ssize_t log_stream_read(void *state, char *buf, size_t max)
 {
 	struct log_stream *ls = state;
-	uint64_t last, kl;
-	size_t n;
+	int ret;
 
 	for (;;) {
 		if (ls->off < ls->pending.len) {
@@ -175,29 +106,20 @@ static ssize_t log_stream_read(void *state, char *buf, size_t max)
 		ls->off = 0;
 		if (qp_stop_is_set(&ls->d->stop))
 			return QP_STREAM_END;
-		n = qp_logs_get(ls->d->logs, ls->since, ls->pid, ls->batch, QP_ARRAY_SIZE(ls->batch), &last);
-		kl = kernel_log_losses(ls->d);
-		if (n || last > ls->since || kl > ls->kernel_lost) {
-			uint64_t gap = 0;
-
-			/* sequence numbers skipped: evicted before this reader saw them */
-			if (n && ls->batch[0].seq > ls->since + 1 && ls->pid <= 0)
-				gap = ls->batch[0].seq - ls->since - 1;
-			gap += kl - ls->kernel_lost;
-			ls->kernel_lost = kl;
-			ls->since = last;
-			format_logs(ls, n, gap);
-			if (ls->pending.failed)
+		if (qp_log_read(&ls->src, &ls->rd, &ls->batch)) {
+			ret = qp_export_log_ndjson(&ls->batch, &ls->pending);
+			qp_log_batch_clear(&ls->batch);
+			if (ret)
 				return QP_STREAM_ERROR;
 			if (ls->pending.len)
 				continue;
 		}
 		if (!ls->follow)
 			return QP_STREAM_END;
-		if (!qp_logs_wait(ls->d->logs, ls->since, 1000))
+		ret = qp_log_wait(&ls->src, &ls->rd, 1000);
+		if (ret < 0)
 			return QP_STREAM_END;
-		if (!qp_logs_get(ls->d->logs, ls->since, ls->pid, ls->batch, 0, &last) && last == ls->since &&
-		    kernel_log_losses(ls->d) == ls->kernel_lost)
+		if (!ret)
 			return 0; /* nothing new yet; MHD calls again */
 	}
 }
@@ -239,11 +161,10 @@ void qp_route_logs(struct qprofd *d, const struct qp_request *req, struct qp_res
 		return;
 	}
 	ls->d = d;
-	ls->since = sv;
-	ls->pid = pid;
+	qprofd_model_src(d, &ls->src);
 	ls->follow = follow && !strcmp(follow, "1");
 	/* kernel losses from before this request are history, not news */
-	ls->kernel_lost = sv ? kernel_log_losses(d) : 0;
+	qp_log_reader_init(&ls->src, &ls->rd, sv, pid);
 	qp_buf_init(&ls->pending);
 	resp->status = 200;
 	resp->content_type = "application/x-ndjson";

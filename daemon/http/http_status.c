@@ -1,13 +1,13 @@
 /* http_status.c - the routes of the daemon's own state: GET /api/status
- * (the targets and binaries as the registry writes them, then the status
- * model's figures, then the HTTP limits) and GET /metrics (the status,
- * scope and value models as Prometheus text). */
+ * (the targets model's copy of the targets, binaries and fork/exec
+ * figures, then the status model's figures, then the HTTP limits) and
+ * GET /metrics (the status, scope and value models as Prometheus text). */
 #include <errno.h>
 #include <string.h>
 #include "export_json.h"
 #include "export_metrics.h"
+#include "export_targets.h"
 #include "http_conn.h"
-#include "lifecycle.h"
 #include "model_scopes.h"
 #include "model_status.h"
 #include "model_values.h"
@@ -20,8 +20,8 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	struct qp_status_model m;
 	struct qp_model_src src;
 	struct qp_conns_stats hs;
+	struct qp_targets_view tv;
 	struct qp_json j;
-	size_t i;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
@@ -30,24 +30,17 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 		qp_reply_error(resp, 500, "cannot read the BPF maps");
 		return;
 	}
+	/* copied under the registry lock, written without it */
+	if (qp_targets_view_take(&d->reg, QP_VIEW_BINARIES | QP_VIEW_LIFECYCLE, &tv)) {
+		qp_reply_error(resp, 500, "out of memory");
+		return;
+	}
 	qp_json_init(&j);
 	qp_json_obj_begin(&j);
 	qp_json_kv_str(&j, "version", QPROF_VERSION);
 	qp_json_kv_u64(&j, "uptime_ms", m.uptime_ms);
-	pthread_mutex_lock(&d->reg.lock);
-	qp_json_key(&j, "targets");
-	qp_json_arr_begin(&j);
-	for (i = 0; i < d->reg.ntargets; i++)
-		qp_target_json(d->reg.targets[i], &j);
-	qp_json_arr_end(&j);
-	qp_json_key(&j, "binaries");
-	qp_json_arr_begin(&j);
-	for (i = 0; i < d->reg.nbinaries; i++)
-		qp_binary_json(&d->reg, d->reg.binaries[i], &j);
-	qp_json_arr_end(&j);
-	qp_json_kv_u64(&j, "exited_targets_forgotten", d->reg.exited_forgotten);
-	qp_lifecycle_json(d->reg.lc, &j);
-	pthread_mutex_unlock(&d->reg.lock);
+	qp_export_status_targets_json(&tv, &j);
+	qp_targets_view_free(&tv);
 	qp_export_status_figures_json(&m, &j);
 	/* the limits of http_conn.h, summed over the socket and --listen */
 	qp_conns_totals(&hs);

@@ -7,27 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "export_targets.h"
 #include "qprofd.h"
 #include "http_routes.h"
 
 void qp_route_targets_list(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { NULL };
+	struct qp_targets_view tv;
 	struct qp_json j;
-	size_t i;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
+	if (qp_targets_view_take(&d->reg, 0, &tv)) {
+		qp_reply_error(resp, 500, "out of memory");
+		return;
+	}
 	qp_json_init(&j);
-	qp_json_obj_begin(&j);
-	qp_json_key(&j, "targets");
-	qp_json_arr_begin(&j);
-	pthread_mutex_lock(&d->reg.lock);
-	for (i = 0; i < d->reg.ntargets; i++)
-		qp_target_json(d->reg.targets[i], &j);
-	pthread_mutex_unlock(&d->reg.lock);
-	qp_json_arr_end(&j);
-	qp_json_obj_end(&j);
+	qp_export_targets_json(&tv, &j);
+	qp_targets_view_free(&tv);
 	qp_reply_json(resp, 200, &j);
 }
 
@@ -111,6 +109,8 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	json_t *root, *v;
 	const char *key;
 	char err[512] = "";
+	struct qp_target_view tv = { 0 };
+	struct qp_binary_view bv = { 0 };
 	struct qp_json j;
 	int status = 500, ret;
 
@@ -159,7 +159,10 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 			goto out;
 		}
 		/* takes the lock itself, around the parse and attach only briefly */
-		ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &j, &status, err, sizeof(err));
+		ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &tv, &status, err, sizeof(err));
+		if (!ret)
+			qp_export_target_json(&tv, &j);
+		qp_target_view_free(&tv);
 	} else {
 		v = json_object_get(root, "binary");
 		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 4095 ||
@@ -169,8 +172,11 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 			goto out;
 		}
 		/* takes the lock itself, after opening and parsing the file */
-		ret = qp_registry_add_binary(&d->reg, json_string_value(v), &extra, &j, &status, err,
+		ret = qp_registry_add_binary(&d->reg, json_string_value(v), &extra, &bv, &status, err,
 					     sizeof(err));
+		if (!ret)
+			qp_export_binary_json(&bv, &j);
+		qp_binary_view_free(&bv);
 	}
 	if (ret) {
 		qp_json_free(&j);

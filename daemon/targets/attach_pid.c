@@ -18,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 #include "collect_scopes.h"
-#include "json_writer.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "symbolize.h"
@@ -347,7 +346,7 @@ static int reserve(struct qp_registry *r, struct qp_target *t, const struct qp_a
 }
 
 int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_extra *extra,
-			struct qp_json *j, int *status, char *err, size_t errlen)
+			struct qp_target_view *out, int *status, char *err, size_t errlen)
 {
 	struct attach_state a = { 0 };
 	struct qp_target *t = NULL;
@@ -417,8 +416,13 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	if (j)
-		qp_target_json(t, j);
+	ret = out ? qp_target_view_copy(t, out) : 0;
+	if (ret) {
+		/* attached all the same: say so, and that the answer is missing */
+		*status = 500;
+		snprintf(err, errlen, "process %d is attached, but there was no memory left to describe it",
+			 pid);
+	}
 	/* T is the registry's now: a DELETE may free it once the lock is dropped */
 	qp_info("attached to pid %d (%s): %u probe sites in %zu file(s), %zu other probe(s)/span(s)", pid,
 		t->comm, t->probes, a.files, a.extras);
@@ -426,7 +430,7 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 	free(a.paths);
 	free(a.mods);
 	free(a.ids);
-	return 0;
+	return ret;
 fail:
 	free(a.paths);
 	free(a.mods);

@@ -17,7 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collect_scopes.h"
-#include "json_writer.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "targets_priv.h"
@@ -214,12 +213,12 @@ static size_t scan_proc(char **paths, size_t npaths, struct scan_hit **hits)
 	return n;
 }
 
-int qp_binary_scan(struct qp_registry *r, const struct qp_binary *jb, struct qp_json *j)
+int qp_binary_scan(struct qp_registry *r, const struct qp_binary *jb, struct qp_binary_view *out)
 {
 	struct scan_hit *hits = NULL;
 	size_t bi, i, npaths = 0, nhits = 0;
 	char **paths = NULL;
-	int ret = j ? -ENOENT : 0;
+	int ret = out ? -ENOENT : 0;
 
 	pthread_mutex_lock(&r->lock);
 	if (r->nbinaries)
@@ -245,12 +244,9 @@ int qp_binary_scan(struct qp_registry *r, const struct qp_binary *jb, struct qp_
 			}
 		}
 	}
-	for (bi = 0; j && bi < r->nbinaries; bi++) {
-		if (r->binaries[bi] == jb) {
-			qp_binary_json(r, jb, j);
-			ret = 0;
-		}
-	}
+	for (bi = 0; out && bi < r->nbinaries; bi++)
+		if (r->binaries[bi] == jb)
+			ret = qp_binary_view_copy(r, jb, out);
 	pthread_mutex_unlock(&r->lock);
 	for (i = 0; i < nhits; i++)
 		qp_maps_free(&hits[i].maps);
@@ -534,31 +530,4 @@ void qp_binaries_refresh(struct qp_registry *r, bool rescan)
 		}
 		qp_watch_unlock(r);
 	}
-}
-
-void qp_binary_json(const struct qp_registry *r, const struct qp_binary *b, struct qp_json *j)
-{
-	size_t i;
-
-	qp_json_obj_begin(j);
-	qp_json_kv_str(j, "binary", b->path);
-	qp_json_kv_u64(j, "probes", b->probes);
-	qp_json_kv_u64(j, "attached_ms", b->attached_ms);
-	qp_json_kv_str(j, "state", b->stale ? "changed" :
-			 b->cur.nlinks || (b->per_process && b->cur.mod && b->cur.mod->qprof_notes) ? "attached" :
-										  "unprobed");
-	/* every_process: one set of links catches each process from its start;
-	 * per_process (no fanotify): each process gets links once adopted */
-	qp_json_kv_str(j, "mode", b->per_process ? "per_process" : "every_process");
-	qp_json_kv_u64(j, "versions_replaced", b->replaced);
-	qp_json_kv_u64(j, "old_versions_running", b->nold);
-	qp_json_kv_u64(j, "sites_refused", b->sites_refused);
-	qp_json_kv_u64(j, "processes_refused", b->nrefused);
-	qp_json_key(j, "pids");
-	qp_json_arr_begin(j);
-	for (i = 0; i < r->ntargets; i++)
-		if (r->targets[i]->binary >= 0 && r->binaries[r->targets[i]->binary] == b)
-			qp_json_i64(j, r->targets[i]->pid);
-	qp_json_arr_end(j);
-	qp_json_obj_end(j);
 }

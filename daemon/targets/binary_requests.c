@@ -156,7 +156,7 @@ static int add_locked(struct qp_registry *r, const char *real, int fd, struct qp
 }
 
 int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct qp_attach_extra *extra,
-			   struct qp_json *j, int *status, char *err, size_t errlen)
+			   struct qp_binary_view *out, int *status, char *err, size_t errlen)
 {
 	bool priv = extra && extra->privileged;
 	struct qp_elf_probes *elf = NULL;
@@ -207,8 +207,12 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct
 	if (ret)
 		return ret;
 	/* its running processes: /proc is read without the lock */
-	ret = qp_binary_scan(r, b, j);
-	if (ret) {
+	ret = qp_binary_scan(r, b, out);
+	if (ret == -ENOMEM) {
+		/* attached all the same: say so, and that the answer is missing */
+		*status = 500;
+		snprintf(err, errlen, "%.300s is attached, but there was no memory left to describe it", real);
+	} else if (ret) {
 		*status = 409;
 		snprintf(err, errlen, "%.3000s was detached while being attached", real);
 	}

@@ -18,7 +18,7 @@
 #include "lifecycle.skel.h"
 #include "lifecycle.h"
 #include "lifecycle_fork.h"
-#include "json_writer.h"
+#include "targets_view.h"
 #include "log.h"
 #include "procfs.h"
 #include "util.h"
@@ -398,32 +398,25 @@ static uint64_t counter(struct qp_lifecycle *lc, __u32 which)
 	return sum;
 }
 
-void qp_lifecycle_json(struct qp_lifecycle *lc, struct qp_json *j)
+void qp_lifecycle_figures(struct qp_lifecycle *lc, struct qp_lifecycle_figures *out)
 {
-	qp_json_key(j, "lifecycle");
-	if (!lc) {
-		qp_json_null(j);
-		return;
-	}
-	qp_json_obj_begin(j);
-	qp_json_kv_u64(j, "forks", counter(lc, QPROF_LCNT_FORKS));
-	qp_json_kv_u64(j, "shared_mm_children", counter(lc, QPROF_LCNT_SHARED_MM));
-	qp_json_kv_u64(j, "children_stopped", counter(lc, QPROF_LCNT_STOPPED));
-	qp_json_kv_u64(j, "stop_failed", counter(lc, QPROF_LCNT_SIGNAL_FAILED));
-	qp_json_kv_u64(j, "records_lost", counter(lc, QPROF_LCNT_LOST));
-	qp_json_kv_u64(j, "descendants_unwatched", counter(lc, QPROF_LCNT_WATCH_FULL));
+	out->forks = counter(lc, QPROF_LCNT_FORKS);
+	out->shared_mm_children = counter(lc, QPROF_LCNT_SHARED_MM);
+	out->children_stopped = counter(lc, QPROF_LCNT_STOPPED);
+	out->stop_failed = counter(lc, QPROF_LCNT_SIGNAL_FAILED);
+	out->records_lost = counter(lc, QPROF_LCNT_LOST);
+	out->descendants_unwatched = counter(lc, QPROF_LCNT_WATCH_FULL);
 	pthread_mutex_lock(&lc->lock);
-	qp_json_kv_u64(j, "children_resumed", lc->resumed);
-	qp_json_kv_u64(j, "sites_restored_nop", lc->rep.nop);
-	qp_json_kv_u64(j, "sites_restored_int3", lc->rep.int3);
-	qp_json_kv_u64(j, "site_rewrites_failed", lc->rep.failed);
-	qp_json_kv_u64(j, "child_stall_max_ns", lc->stall_max_ns);
-	qp_json_kv_u64(j, "child_stall_mean_ns", lc->resumed ? lc->stall_sum_ns / lc->resumed : 0);
-	qp_json_kv_u64(j, "execs", lc->execs_seen);
-	qp_json_kv_u64(j, "exec_stall_max_ns", lc->exec_stall_max_ns);
-	qp_json_kv_u64(j, "binary_starts", lc->binary_starts);
-	qp_json_kv_u64(j, "execs_seen_in_proc", lc->execs_by_proc);
-	qp_json_kv_u64(j, "execs_dropped", lc->execs_dropped);
+	out->children_resumed = lc->resumed;
+	out->sites_restored_nop = lc->rep.nop;
+	out->sites_restored_int3 = lc->rep.int3;
+	out->site_rewrites_failed = lc->rep.failed;
+	out->child_stall_max_ns = lc->stall_max_ns;
+	out->child_stall_mean_ns = lc->resumed ? lc->stall_sum_ns / lc->resumed : 0;
+	out->execs = lc->execs_seen;
+	out->exec_stall_max_ns = lc->exec_stall_max_ns;
+	out->binary_starts = lc->binary_starts;
+	out->execs_seen_in_proc = lc->execs_by_proc;
+	out->execs_dropped = lc->execs_dropped;
 	pthread_mutex_unlock(&lc->lock);
-	qp_json_obj_end(j);
 }

@@ -13,7 +13,7 @@
 #include <sys/types.h>
 
 struct qp_lifecycle;
-struct qp_json;
+struct qp_lifecycle_figures;
 struct qp_registry;
 
 struct qp_lc_exec {
@@ -47,8 +47,9 @@ size_t qp_lifecycle_take_execs(struct qp_lifecycle *lc, struct qp_lc_exec *v, si
 /* After an exec was handled: note the new exe of PID, SIGCONT it if STOPPED. */
 void qp_lifecycle_exec_done(struct qp_lifecycle *lc, const struct qp_lc_exec *e);
 
-/* "lifecycle": {...} counters for /api/status. */
-void qp_lifecycle_json(struct qp_lifecycle *lc, struct qp_json *j);
+/* The fork/exec figures of /api/status (targets_view.h): the kernel's
+ * counters, then the thread's under its own lock. */
+void qp_lifecycle_figures(struct qp_lifecycle *lc, struct qp_lifecycle_figures *out);
 
 /* lifecycle_exec.c: handle the queued execs. r->lock NOT held: taken for
  * each exec, dropped while the old image's report is written. */

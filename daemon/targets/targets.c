@@ -19,7 +19,6 @@
 #include "collect_cpu.h"
 #include "collect_scopes.h"
 #include "symbolize.h"
-#include "json_writer.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "targets_priv.h"
@@ -28,11 +27,6 @@
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
 #endif
-
-const char *qp_target_state_name(enum qp_target_state s)
-{
-	return s == QP_TARGET_RUNNING ? "running" : "exited";
-}
 
 void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes)
 {
@@ -457,23 +451,4 @@ void qp_registry_adopt(struct qp_registry *r, int pid)
 		if (qp_registry_find(r, pid))
 			return;
 	}
-}
-
-void qp_target_json(const struct qp_target *t, struct qp_json *j)
-{
-	qp_json_obj_begin(j);
-	qp_json_kv_i64(j, "pid", t->pid);
-	qp_json_kv_str(j, "comm", t->comm);
-	qp_json_kv_str(j, "exe", t->exe);
-	qp_json_kv_str(j, "state", qp_target_state_name(t->state));
-	qp_json_kv_u64(j, "attached_ms", t->attached_ms);
-	qp_json_kv_u64(j, "probes", t->probes);
-	if (t->state == QP_TARGET_EXITED)
-		qp_json_kv_u64(j, "exited_ms", t->exited_ms);
-	else
-		qp_json_kv_null(j, "exited_ms");
-	qp_json_kv_str(j, "attached_by", t->binary >= 0 ? "binary" : "pid");
-	qp_json_kv_u64(j, "sites_refused", t->sites_refused);
-	qp_json_kv_u64(j, "files_unopened", t->files_unopened);
-	qp_json_obj_end(j);
 }

@@ -15,9 +15,9 @@
 #include <sys/types.h>
 #include "elf_probes.h"
 #include "procfs.h"
+#include "targets_view.h"
 
 struct qp_scopes;
-struct qp_json;
 struct qp_watch;
 struct qp_scope_link;
 struct qp_lifecycle;
@@ -31,8 +31,6 @@ struct qp_module {
 	size_t qprof_notes;	/* qprof sites that may be probed (elf->notes[].bad unset) */
 	unsigned int refs;
 };
-
-enum qp_target_state { QP_TARGET_RUNNING, QP_TARGET_EXITED };
 
 struct qp_resolved {
 	uint64_t addr;
@@ -170,23 +168,24 @@ void qp_registry_destroy(struct qp_registry *r); /* detaches everything */
 
 /* Attach to process PID. Called WITHOUT r->lock: the pid is reserved under
  * it, its files are parsed and attached to without it, and the target is
- * published under it (attach_pid.c). On success the target's JSON goes to J
- * (when not NULL). On failure return -errno, an HTTP status in *status and a
+ * published under it (attach_pid.c). On success a copy of the target goes
+ * to OUT (when not NULL; free it with qp_target_view_free). On failure return -errno, an HTTP status in *status and a
  * message in err. */
 int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_extra *extra,
-			struct qp_json *j, int *status, char *err, size_t errlen);
+			struct qp_target_view *out, int *status, char *err, size_t errlen);
 /* Is PID a target, being attached, or being detached? Adoption (rescan,
  * fork, exec) leaves such a pid alone. r->lock held. */
 bool qp_registry_busy(struct qp_registry *r, int pid);
 /* The definition of a probe or span id, or NULL. */
 const struct qp_usdt_def *qp_registry_def(const struct qp_registry *r, uint32_t id);
 /* Attach to a --binary file. Called WITHOUT r->lock: the file is opened and
- * parsed before the lock is taken. On success the binary's JSON goes to J.
+ * parsed before the lock is taken. On success a copy of the binary goes to
+ * OUT (may be NULL; free it with qp_binary_view_free).
  * An unprivileged caller (extra NULL or !extra->privileged) may name only a
  * file some running process maps; anything else gets one 404 text that does
  * not tell whether the file exists. */
 int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct qp_attach_extra *extra,
-			   struct qp_json *j, int *status, char *err, size_t errlen);
+			   struct qp_binary_view *out, int *status, char *err, size_t errlen);
 /* Detach a --binary file (PATH as given or its realpath) and its processes,
  * after any report being written. -ENOENT when no binary has that path. */
 int qp_registry_remove_binary(struct qp_registry *r, const char *path);
@@ -261,7 +260,4 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent);
  * held; the result lives while T does (copy what is kept past the lock). */
 const struct qp_site_info *qp_target_site(struct qp_registry *r, struct qp_target *t, uint64_t addr);
 
-void qp_target_json(const struct qp_target *t, struct qp_json *j);
-void qp_binary_json(const struct qp_registry *r, const struct qp_binary *b, struct qp_json *j);
-const char *qp_target_state_name(enum qp_target_state s);
 #endif

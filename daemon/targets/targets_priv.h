@@ -59,10 +59,10 @@ bool qp_maps_hold(const struct qp_maps *maps, const struct qp_binary *b);
 int qp_binary_covering(const struct qp_registry *r, int pid, const struct qp_maps *maps);
 void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_maps *known);
 /* Adopt the processes that run a --binary file, r->lock NOT held: /proc
- * is read without it, then the hits are adopted under it. With J, the JSON
- * of binary JB (with the pids adopted) goes to J under the same lock:
- * -ENOENT when JB was detached meanwhile. */
-int qp_binary_scan(struct qp_registry *r, const struct qp_binary *jb, struct qp_json *j);
+ * is read without it, then the hits are adopted under it. With OUT, a copy
+ * of binary JB (with the pids adopted) goes to OUT under the same lock:
+ * -ENOENT when JB was detached meanwhile, -ENOMEM when no copy was made. */
+int qp_binary_scan(struct qp_registry *r, const struct qp_binary *jb, struct qp_binary_view *out);
 /* Replaced files get new links; on RESCAN unused old versions go. */
 void qp_binaries_refresh(struct qp_registry *r, bool rescan);
 void qp_binary_free(struct qp_registry *r, struct qp_binary *b);

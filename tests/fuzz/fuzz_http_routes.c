@@ -68,7 +68,7 @@ uint64_t __wrap_qp_scopes_counter(struct qp_scopes *s, unsigned int which)
 }
 
 int __wrap_qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_extra *extra,
-			       struct qp_json *j, int *status, char *err, size_t errlen)
+			       struct qp_target_view *out, int *status, char *err, size_t errlen)
 {
 	*status = 403;
 	snprintf(err, errlen, "the fuzzer attaches nothing (pid %d)", pid);
@@ -76,7 +76,7 @@ int __wrap_qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_a
 }
 
 int __wrap_qp_registry_add_binary(struct qp_registry *r, const char *path,
-				  const struct qp_attach_extra *extra, struct qp_json *j,
+				  const struct qp_attach_extra *extra, struct qp_binary_view *out,
 				  int *status, char *err, size_t errlen)
 {
 	*status = 403;

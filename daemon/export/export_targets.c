@@ -1,0 +1,118 @@
+/* export_targets.c - see export_targets.h: the targets model as the JSON
+ * the API has always answered (the same keys in the same order). */
+#include "export_targets.h"
+
+static const char *target_state(enum qp_target_state s)
+{
+	return s == QP_TARGET_RUNNING ? "running" : "exited";
+}
+
+static const char *binary_state(enum qp_binary_state s)
+{
+	return s == QP_BINARY_CHANGED ? "changed" : s == QP_BINARY_ATTACHED ? "attached" : "unprobed";
+}
+
+void qp_export_target_json(const struct qp_target_view *t, struct qp_json *j)
+{
+	qp_json_obj_begin(j);
+	qp_json_kv_i64(j, "pid", t->pid);
+	qp_json_kv_str(j, "comm", t->comm);
+	qp_json_kv_str(j, "exe", t->exe);
+	qp_json_kv_str(j, "state", target_state(t->state));
+	qp_json_kv_u64(j, "attached_ms", t->attached_ms);
+	qp_json_kv_u64(j, "probes", t->probes);
+	if (t->state == QP_TARGET_EXITED)
+		qp_json_kv_u64(j, "exited_ms", t->exited_ms);
+	else
+		qp_json_kv_null(j, "exited_ms");
+	qp_json_kv_str(j, "attached_by", t->by_binary ? "binary" : "pid");
+	qp_json_kv_u64(j, "sites_refused", t->sites_refused);
+	qp_json_kv_u64(j, "files_unopened", t->files_unopened);
+	qp_json_obj_end(j);
+}
+
+void qp_export_binary_json(const struct qp_binary_view *b, struct qp_json *j)
+{
+	size_t i;
+
+	qp_json_obj_begin(j);
+	qp_json_kv_str(j, "binary", b->path);
+	qp_json_kv_u64(j, "probes", b->probes);
+	qp_json_kv_u64(j, "attached_ms", b->attached_ms);
+	qp_json_kv_str(j, "state", binary_state(b->state));
+	/* every_process: one set of links catches each process from its start;
+	 * per_process (no fanotify): each process gets links once adopted */
+	qp_json_kv_str(j, "mode", b->per_process ? "per_process" : "every_process");
+	qp_json_kv_u64(j, "versions_replaced", b->versions_replaced);
+	qp_json_kv_u64(j, "old_versions_running", b->old_versions_running);
+	qp_json_kv_u64(j, "sites_refused", b->sites_refused);
+	qp_json_kv_u64(j, "processes_refused", b->processes_refused);
+	qp_json_key(j, "pids");
+	qp_json_arr_begin(j);
+	for (i = 0; i < b->npids; i++)
+		qp_json_i64(j, b->pids[i]);
+	qp_json_arr_end(j);
+	qp_json_obj_end(j);
+}
+
+static void target_list(const struct qp_targets_view *v, struct qp_json *j)
+{
+	size_t i;
+
+	qp_json_key(j, "targets");
+	qp_json_arr_begin(j);
+	for (i = 0; i < v->ntargets; i++)
+		qp_export_target_json(&v->targets[i], j);
+	qp_json_arr_end(j);
+}
+
+void qp_export_targets_json(const struct qp_targets_view *v, struct qp_json *j)
+{
+	qp_json_obj_begin(j);
+	target_list(v, j);
+	qp_json_obj_end(j);
+}
+
+static void lifecycle(const struct qp_targets_view *v, struct qp_json *j)
+{
+	const struct qp_lifecycle_figures *f = &v->lifecycle;
+
+	qp_json_key(j, "lifecycle");
+	if (!v->has_lifecycle) {
+		qp_json_null(j);
+		return;
+	}
+	qp_json_obj_begin(j);
+	qp_json_kv_u64(j, "forks", f->forks);
+	qp_json_kv_u64(j, "shared_mm_children", f->shared_mm_children);
+	qp_json_kv_u64(j, "children_stopped", f->children_stopped);
+	qp_json_kv_u64(j, "stop_failed", f->stop_failed);
+	qp_json_kv_u64(j, "records_lost", f->records_lost);
+	qp_json_kv_u64(j, "descendants_unwatched", f->descendants_unwatched);
+	qp_json_kv_u64(j, "children_resumed", f->children_resumed);
+	qp_json_kv_u64(j, "sites_restored_nop", f->sites_restored_nop);
+	qp_json_kv_u64(j, "sites_restored_int3", f->sites_restored_int3);
+	qp_json_kv_u64(j, "site_rewrites_failed", f->site_rewrites_failed);
+	qp_json_kv_u64(j, "child_stall_max_ns", f->child_stall_max_ns);
+	qp_json_kv_u64(j, "child_stall_mean_ns", f->child_stall_mean_ns);
+	qp_json_kv_u64(j, "execs", f->execs);
+	qp_json_kv_u64(j, "exec_stall_max_ns", f->exec_stall_max_ns);
+	qp_json_kv_u64(j, "binary_starts", f->binary_starts);
+	qp_json_kv_u64(j, "execs_seen_in_proc", f->execs_seen_in_proc);
+	qp_json_kv_u64(j, "execs_dropped", f->execs_dropped);
+	qp_json_obj_end(j);
+}
+
+void qp_export_status_targets_json(const struct qp_targets_view *v, struct qp_json *j)
+{
+	size_t i;
+
+	target_list(v, j);
+	qp_json_key(j, "binaries");
+	qp_json_arr_begin(j);
+	for (i = 0; i < v->nbinaries; i++)
+		qp_export_binary_json(&v->binaries[i], j);
+	qp_json_arr_end(j);
+	qp_json_kv_u64(j, "exited_targets_forgotten", v->exited_forgotten);
+	lifecycle(v, j);
+}

@@ -1,0 +1,87 @@
+/* targets_view.h - the targets model: plain copies of what the registry
+ * and the lifecycle thread hold, for GET /api/targets, GET /api/status and
+ * the answer of POST /api/targets. They are taken under r->lock (the
+ * lifecycle figures under the lifecycle's own lock), the lock is dropped,
+ * and export_targets.c writes the JSON from the copies: no JSON here and no
+ * lock held while it is written. Each view owns its strings and arrays. */
+#ifndef QPROF_TARGETS_VIEW_H
+#define QPROF_TARGETS_VIEW_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct qp_registry;
+struct qp_target;
+struct qp_binary;
+struct qp_lifecycle;
+
+enum qp_target_state { QP_TARGET_RUNNING, QP_TARGET_EXITED };
+
+struct qp_target_view {
+	int pid;
+	char comm[32];
+	char *exe;
+	enum qp_target_state state;
+	uint64_t attached_ms;	/* wall clock */
+	uint64_t exited_ms;	/* meaningful when state is QP_TARGET_EXITED */
+	unsigned int probes;
+	bool by_binary;		/* attached through a --binary file, not by pid */
+	unsigned int sites_refused, files_unopened;
+};
+
+/* A --binary file: "attached" (links on the current version, or per-process
+ * mode with qprof sites), "changed" (the file changed: links dropped, to be
+ * re-made), "unprobed" (no link). */
+enum qp_binary_state { QP_BINARY_ATTACHED, QP_BINARY_CHANGED, QP_BINARY_UNPROBED };
+
+struct qp_binary_view {
+	char *path;
+	unsigned int probes;
+	uint64_t attached_ms;
+	enum qp_binary_state state;
+	bool per_process;	/* no fanotify mark: links per adopted process */
+	unsigned int versions_replaced;
+	size_t old_versions_running;
+	unsigned int sites_refused;
+	size_t processes_refused;
+	int *pids;		/* its targets, in registry order */
+	size_t npids;
+};
+
+/* The fork/exec figures (lifecycle.c): kernel counters, then the thread's. */
+struct qp_lifecycle_figures {
+	uint64_t forks, shared_mm_children, children_stopped, stop_failed, records_lost,
+		 descendants_unwatched;
+	uint64_t children_resumed, sites_restored_nop, sites_restored_int3, site_rewrites_failed,
+		 child_stall_max_ns, child_stall_mean_ns, execs, exec_stall_max_ns, binary_starts,
+		 execs_seen_in_proc, execs_dropped;
+};
+
+struct qp_targets_view {
+	struct qp_target_view *targets;
+	size_t ntargets;
+	struct qp_binary_view *binaries;
+	size_t nbinaries;
+	uint64_t exited_forgotten;	/* exited targets dropped by qp_registry_trim */
+	bool has_lifecycle;		/* false: fork/exec tracking unavailable */
+	struct qp_lifecycle_figures lifecycle;
+};
+
+/* What qp_targets_view_take copies besides the targets. */
+enum {
+	QP_VIEW_BINARIES = 1 << 0,
+	QP_VIEW_LIFECYCLE = 1 << 1,
+};
+
+/* Copy T / B (r->lock held). 0 or -ENOMEM (OUT is then empty). */
+int qp_target_view_copy(const struct qp_target *t, struct qp_target_view *out);
+int qp_binary_view_copy(const struct qp_registry *r, const struct qp_binary *b, struct qp_binary_view *out);
+void qp_target_view_free(struct qp_target_view *v);	/* accept NULL */
+void qp_binary_view_free(struct qp_binary_view *v);
+
+/* Take r->lock, copy the targets (and what WHAT asks for), drop it; the
+ * lifecycle figures are read after, under the lifecycle's own lock. 0 or
+ * -ENOMEM (OUT is then empty). */
+int qp_targets_view_take(struct qp_registry *r, unsigned int what, struct qp_targets_view *out);
+void qp_targets_view_free(struct qp_targets_view *v);
+#endif
