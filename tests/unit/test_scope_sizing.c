@@ -1,0 +1,57 @@
+/* test_scope_sizing.c - the scope collector's map sizes and kernel memory
+ * (daemon/collect/scope_sizing.c) on simulated hosts of 2, 64 and 256
+ * possible CPUs: the scope aggregates take the same memory on each (chunks
+ * are shared, not per CPU), against 8.3 KiB per pair per CPU before. */
+#include <errno.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "scope_sizing.h"
+#include "scopes.h"
+#include "../testlib.h"
+
+int main(void)
+{
+	const unsigned int cpus[] = { 2, 64, 256 };
+	struct qp_scope_sizing sz, first;
+	unsigned int i;
+
+	CHECK_INT(sizeof(struct scope_chunk_key), 24);
+	CHECK_INT(sizeof(struct scope_chunk), 288);
+	CHECK_INT(qp_scope_sizing(0, 4096, 0, &sz), -EINVAL);
+	CHECK_INT(qp_scope_sizing(2, 0, 0, &sz), -EINVAL);
+	for (i = 0; i < 3; i++) {
+		CHECK_INT(qp_scope_sizing(cpus[i], 4096, 0, &sz), 0);
+		if (!i)
+			first = sz;
+		CHECK_INT(sz.ncpus, cpus[i]);
+		/* a chunk: 48-byte element header, 24-byte key, 288-byte value */
+		CHECK_INT(sz.chunk_bytes, 360);
+		CHECK_INT(sz.chunks_pre, 4096 * 2);
+		CHECK_INT(sz.chunks_more, 4096 * 6);
+		/* 8192 keys of 24 bytes + 8 of header: 256 KiB */
+		CHECK_INT(sz.dirty_bytes, 256 << 10);
+		/* 8192 chunks + buckets of 8192 and 32768 + the ring */
+		CHECK_INT(sz.reserved_bytes, 8192ULL * 360 + 8192 * 16 + 32768 * 16 + (256 << 10));
+		CHECK_INT(sz.reserved_bytes, first.reserved_bytes);
+		/* 1000 pairs of 2 chunks each: 720,000 bytes on any host */
+		CHECK_INT(qp_scope_pairs_bytes(&sz, 1000, 2), 720000);
+		/* ... the per-CPU layout: 8480 bytes a CPU, 80 a pair */
+		CHECK_INT(qp_scope_pairs_bytes_percpu(&sz, 1000), 1000ULL * (80 + 8480ULL * cpus[i]));
+		/* per pair per possible CPU <= 1 KiB from 2 CPUs up */
+		CHECK(qp_scope_pairs_bytes(&sz, 1000, 2) / 1000 / cpus[i] <= 1024);
+	}
+	CHECK_INT(qp_scope_pairs_bytes_percpu(&first, 1000) / 1000 / 2, 8520);
+	/* the per-CPU maps that remain (counters, marks, values, probes) */
+	CHECK_INT(qp_scope_sizing(64, 4096, 0, &sz), 0);
+	CHECK_INT(sz.other_bytes, 4096ULL * (48 + 16 + 8 + 16 * 64) + 4096ULL * (48 + 16 + 8 + 64 * 64) +
+					  4096ULL * (48 + 8 + 8 + 8 * 64) + QPROF_CNT__MAX * 8ULL * 64);
+	/* QPROF_PREALLOC_SITES=50: 100 chunks preallocated, the rest allocated */
+	CHECK_INT(qp_scope_sizing(2, 4096, 50, &sz), 0);
+	CHECK_INT(sz.chunks_pre, 100);
+	CHECK_INT(sz.chunks_more, 4096 * 8 - 100);
+	CHECK_INT(sz.dirty_bytes, 4096);
+	CHECK_INT(qp_scope_sizing(2, 16, 0, &sz), 0);
+	CHECK_INT(sz.chunks_pre, 32);
+	CHECK_INT(sz.chunks_more, 96);
+	return test_done("unit_scope_sizing");
+}
