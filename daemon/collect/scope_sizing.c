@@ -50,9 +50,9 @@ int qp_scope_sizing(unsigned int ncpus, unsigned int max_sites, unsigned int pre
 		pre = all;
 	out->chunks_pre = (unsigned int)pre;
 	out->chunks_more = (unsigned int)(all > pre ? all - pre : 1);
-	/* a key per preallocated chunk and poll (8-byte record header) fits;
-	 * past that the poll reads every chunk once */
-	out->dirty_bytes = (unsigned int)pow2_at_least(pre * (sizeof(struct scope_chunk_key) + 8), 4096);
+	/* keys (24 bytes and an 8-byte record header) of half the preallocated
+	 * chunks per poll; past that the poll reads every chunk once instead */
+	out->dirty_bytes = (unsigned int)pow2_at_least(pre * (sizeof(struct scope_chunk_key) + 8) / 2, 64 << 10);
 	out->chunk_bytes = qp_htab_bytes(1, sizeof(struct scope_chunk_key), sizeof(struct scope_chunk), 0, 1);
 	out->reserved_bytes = out->chunk_bytes * pre + qp_htab_buckets_bytes(out->chunks_pre) +
 			      qp_htab_buckets_bytes(out->chunks_more) + out->dirty_bytes;

@@ -6,12 +6,13 @@
 #define QPROF_SCOPE_SIZING_H
 #include <stdint.h>
 
-/* Chunks preallocated per (process, site, parent) aggregate: most scopes
- * spread over one to three powers of two; more come from the allocating map. */
-#define QP_CHUNKS_PER_PAIR_PRE 2u
+/* Chunks preallocated per (process, site, parent) aggregate: a burst of
+ * first hits of new pairs takes its chunks from there and cannot fail for
+ * want of memory; a pair's other powers of two come from the allocating map. */
+#define QP_CHUNKS_PER_PAIR_PRE 1u
 /* Chunks a pair may have on average (a shared pool: a pair whose times
  * span many powers of two takes from the others'); past it, map_full. */
-#define QP_CHUNKS_PER_PAIR_MAX 8u
+#define QP_CHUNKS_PER_PAIR_MAX 4u
 /* Bytes of the kernel's hash element header (struct htab_elem, x86-64) and
  * of a bucket (list head and lock), one per power of two >= max_entries. */
 #define QP_HTAB_ELEM_HDR 48u

@@ -26,12 +26,15 @@ int main(void)
 		CHECK_INT(sz.ncpus, cpus[i]);
 		/* a chunk: 48-byte element header, 24-byte key, 288-byte value */
 		CHECK_INT(sz.chunk_bytes, 360);
-		CHECK_INT(sz.chunks_pre, 4096 * 2);
-		CHECK_INT(sz.chunks_more, 4096 * 6);
-		/* 8192 keys of 24 bytes + 8 of header: 256 KiB */
-		CHECK_INT(sz.dirty_bytes, 256 << 10);
-		/* 8192 chunks + buckets of 8192 and 32768 + the ring */
-		CHECK_INT(sz.reserved_bytes, 8192ULL * 360 + 8192 * 16 + 32768 * 16 + (256 << 10));
+		CHECK_INT(sz.chunks_pre, 4096);
+		CHECK_INT(sz.chunks_more, 4096 * 3);
+		/* 2048 keys of 24 bytes + 8 of header: 64 KiB */
+		CHECK_INT(sz.dirty_bytes, 64 << 10);
+		/* 4096 chunks + buckets of 4096 and 16384 + the ring: 1.81 MiB */
+		CHECK_INT(sz.reserved_bytes, 4096ULL * 360 + 4096 * 16 + 16384 * 16 + (64 << 10));
+		/* reserved for 4096 pairs, divided among 1000 hit: <= 1 KiB per
+		 * pair per possible CPU from 2 CPUs up */
+		CHECK(sz.reserved_bytes / 1000 / cpus[i] <= 1024);
 		CHECK_INT(sz.reserved_bytes, first.reserved_bytes);
 		/* 1000 pairs of 2 chunks each: 720,000 bytes on any host */
 		CHECK_INT(qp_scope_pairs_bytes(&sz, 1000, 2), 720000);
@@ -45,13 +48,16 @@ int main(void)
 	CHECK_INT(qp_scope_sizing(64, 4096, 0, &sz), 0);
 	CHECK_INT(sz.other_bytes, 4096ULL * (48 + 16 + 8 + 16 * 64) + 4096ULL * (48 + 16 + 8 + 64 * 64) +
 					  4096ULL * (48 + 8 + 8 + 8 * 64) + QPROF_CNT__MAX * 8ULL * 64);
-	/* QPROF_PREALLOC_SITES=50: 100 chunks preallocated, the rest allocated */
-	CHECK_INT(qp_scope_sizing(2, 4096, 50, &sz), 0);
-	CHECK_INT(sz.chunks_pre, 100);
-	CHECK_INT(sz.chunks_more, 4096 * 8 - 100);
-	CHECK_INT(sz.dirty_bytes, 4096);
+	/* QPROF_PREALLOC_SITES=61: 61 chunks preallocated, the rest allocated */
+	CHECK_INT(qp_scope_sizing(2, 4096, 61, &sz), 0);
+	CHECK_INT(sz.chunks_pre, 61);
+	CHECK_INT(sz.chunks_more, 4096 * 4 - 61);
+	CHECK_INT(sz.dirty_bytes, 64 << 10);
 	CHECK_INT(qp_scope_sizing(2, 16, 0, &sz), 0);
-	CHECK_INT(sz.chunks_pre, 32);
-	CHECK_INT(sz.chunks_more, 96);
+	CHECK_INT(sz.chunks_pre, 16);
+	CHECK_INT(sz.chunks_more, 48);
+	/* --max-sites 262144 (its limit): 2^18 keys of 32 bytes / 2 = 4 MiB of ring */
+	CHECK_INT(qp_scope_sizing(256, 1u << 18, 0, &sz), 0);
+	CHECK_INT(sz.dirty_bytes, 4 << 20);
 	return test_done("unit_scope_sizing");
 }
