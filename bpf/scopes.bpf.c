@@ -78,29 +78,39 @@ struct {
 	__type(value, __u8);
 } excluded SEC(".maps");
 
+/* Marks, values and counted probes: shared by all CPUs like the scope
+ * chunks (atomic adds, compare-and-swap for extremes), so that their
+ * memory does not grow with the number of possible CPUs. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct mark_key);
 	__type(value, struct mark_stats);
 } mark_stats SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct mark_key);
 	__type(value, struct value_stats);
 } value_stats SEC(".maps");
 
+/* Value histogram buckets, polled like the scope chunks: a bucket whose
+ * generation is older than qp_gen writes its key to value_dirty when hit. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct value_bucket_key);
-	__type(value, __u64);
+	__type(value, struct value_bucket);
 } value_hist SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 << 10);
+} value_dirty SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct probe_key);
 	__type(value, __u64);
@@ -406,28 +416,45 @@ int mark_probe(struct pt_regs *ctx)
 	k.site = site;
 	init.last_ns = bpf_ktime_get_ns();
 	m = bpf_map_lookup_elem(&mark_stats, &k);
-	if (m) {
-		m->count++;
-		m->last_ns = init.last_ns;
-	} else {
+	if (!m) {
 		m = qp_make_counted(&mark_stats, &k, &init, &made);
-		if (m) {
-			m->count++;
-			m->last_ns = init.last_ns;
-		} else if (!made) {
-			count(QPROF_CNT_MARK_LOST, 1);
+		if (!m) {
+			if (!made)
+				count(QPROF_CNT_MARK_LOST, 1);
+			return 0;
 		}
 	}
+	atomic_max(&m->last_ns, init.last_ns);
+	__sync_fetch_and_add(&m->count, 1);
 	return 0;
+}
+
+/* A value's last: the hit with the latest timestamp stores its bits. Two
+ * CPUs that store within the same few ns may leave either one's bits. */
+static __always_inline void value_last(struct value_stats *v, __u64 bits, __u64 now)
+{
+	__u64 old = *(volatile __u64 *)&v->last_ns;
+	int i;
+
+	for (i = 0; i < QPROF_CAS_TRIES && now > old; i++) {
+		__u64 seen = __sync_val_compare_and_swap(&v->last_ns, old, now);
+
+		if (seen == old) {
+			*(volatile __u64 *)&v->last_bits = bits;
+			return;
+		}
+		old = seen;
+	}
 }
 
 SEC("usdt")
 int value_probe(struct pt_regs *ctx)
 {
-	__u64 site, bits, cookie, key, *hb, one = 1;
+	__u64 site, bits, cookie, key, gen;
 	struct mark_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 	struct value_bucket_key bk = { .tgid = k.tgid };
-	struct value_stats *v, init = {};
+	struct value_bucket *hb, one = { .count = 1 };
+	struct value_stats *v, init = { .min_key = ~0ULL };
 	__u64 exp, mant;
 	bool made;
 
@@ -442,36 +469,47 @@ int value_probe(struct pt_regs *ctx)
 			return 0;
 		}
 	}
-	v->last_bits = bits;
-	v->last_ns = bpf_ktime_get_ns();
+	value_last(v, bits, bpf_ktime_get_ns());
 	exp = (bits >> 52) & 0x7ff;
 	mant = bits & ((1ULL << 52) - 1);
 	if (exp == 0x7ff) {	/* not finite: counted apart */
 		if (mant)
-			v->nan++;
+			__sync_fetch_and_add(&v->nan, 1);
 		else if (bits >> 63)
-			v->neg_inf++;
+			__sync_fetch_and_add(&v->neg_inf, 1);
 		else
-			v->pos_inf++;
+			__sync_fetch_and_add(&v->pos_inf, 1);
 		return 0;
 	}
 	key = (bits >> 63) ? ~bits : bits | (1ULL << 63);
-	if (!v->count || key < v->min_key)
-		v->min_key = key;
-	if (key > v->max_key)
-		v->max_key = key;
-	v->count++;
+	/* extremes before the count: a copy that sees the count sees them */
+	atomic_min(&v->min_key, key);
+	atomic_max(&v->max_key, key);
+	__sync_fetch_and_add(&v->count, 1);
 	bk.site = site;
 	bk.bucket = key >> QPROF_VALUE_BUCKET_SHIFT;
 	hb = bpf_map_lookup_elem(&value_hist, &bk);
 	if (hb) {
-		__sync_fetch_and_add(hb, 1);
+		__sync_fetch_and_add(&hb->count, 1);
 	} else {
 		hb = qp_make_counted(&value_hist, &bk, &one, &made);
 		if (hb)
-			__sync_fetch_and_add(hb, 1);
-		else if (!made)
+			__sync_fetch_and_add(&hb->count, 1);
+		else if (!made) {
 			count(QPROF_CNT_VALUE_LOST, 1);
+			return 0;
+		}
+		if (!hb)
+			hb = bpf_map_lookup_elem(&value_hist, &bk);
+		if (!hb)
+			return 0;	/* deleted meanwhile: nothing to queue */
+	}
+	/* as record(): the bucket written first, its generation read after */
+	gen = qp_gen;
+	if (hb->gen != gen) {
+		hb->gen = gen;
+		if (bpf_ringbuf_output(&value_dirty, &bk, sizeof(bk), BPF_RB_NO_WAKEUP))
+			count(QPROF_CNT_VALUE_DIRTY_LOST, 1);
 	}
 	return 0;
 }
@@ -491,7 +529,7 @@ int usdt_count(struct pt_regs *ctx)
 	if (!c)
 		c = qp_make_counted(&probe_counts, &k, &one, &made);
 	if (c)
-		*c += 1;
+		__sync_fetch_and_add(c, 1);
 	else if (!made)
 		count(QPROF_CNT_MARK_LOST, 1);
 	return 0;

@@ -117,7 +117,7 @@ struct probe_key {
 
 struct value_stats {
 	__u64 count;		/* finite values */
-	__u64 min_key, max_key;	/* order keys */
+	__u64 min_key, max_key;	/* order keys (min_key ~0 until a finite value) */
 	__u64 last_bits;	/* raw bits of the last value, finite or not */
 	__u64 last_ns;		/* when it came (picks the last one across CPUs) */
 	__u64 nan, pos_inf, neg_inf;
@@ -128,6 +128,13 @@ struct value_bucket_key {
 	__u32 pad;
 	__u64 site;
 	__u64 bucket;		/* order key >> QPROF_VALUE_BUCKET_SHIFT */
+};
+
+/* A bucket's count and poll generation: its key goes to the ring buffer
+ * `value_dirty` when a hit finds gen older than qp_gen (as scope chunks). */
+struct value_bucket {
+	__u64 count;
+	__u64 gen;
 };
 
 /* Logs: one ring-buffer record per QPROF_LOG. */
@@ -160,6 +167,7 @@ enum scope_counter {
 					 * for (not a loss: the next poll reads all) */
 	QPROF_CNT_MINMAX_LOST,		/* min or max updates given up after
 					 * QPROF_CAS_TRIES lost races (never seen) */
+	QPROF_CNT_VALUE_DIRTY_LOST,	/* the same as DIRTY_LOST for value buckets */
 	QPROF_CNT__MAX,
 };
 

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "collect_scopes.h"
+#include "hashtab.h"
 #include "scope_store.h"
 #include "scopes.skel.h"
 
@@ -37,6 +38,13 @@ struct qp_scopes {
 	uint64_t dirty_lost_seen;	/* QPROF_CNT_DIRTY_LOST at the last poll */
 	__u64 *percpu;			/* one counter's values, ncpus of them */
 	struct qp_scope_poll_stats poll;
+	/* the same for value histogram buckets (value_poll.c), under lock */
+	struct qp_htab vbuckets;	/* struct value_bucket_key -> __u64 count */
+	struct ring_buffer *vdirty;
+	struct value_bucket_key *vkeys;
+	size_t nvkeys, capvkeys;
+	int vkeys_err;
+	uint64_t vdirty_lost_seen;
 };
 
 /* One attachment of one probe name in one file: a uprobe-multi link and the
@@ -55,6 +63,12 @@ struct qp_scope_link {
 int qp_scope_poll_init(struct qp_scopes *s);
 void qp_scope_poll_fini(struct qp_scopes *s);
 int qp_scope_poll(struct qp_scopes *s, uint64_t *counters);
+/* value_poll.c: the same for value buckets: the ring made and freed, one
+ * poll (S->lock held) of the buckets hit since the last one into
+ * s->vbuckets. */
+int qp_value_poll_init(struct qp_scopes *s);
+void qp_value_poll_fini(struct qp_scopes *s);
+int qp_value_poll(struct qp_scopes *s);
 
 /* All keys of a map whose keys start with the tgid (of PID when pid > 0),
  * as an array of KSZ-byte keys. */

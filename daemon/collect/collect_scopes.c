@@ -107,8 +107,10 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		"keys: %llu KiB reserved", sz.chunks_pre, sz.chunks_more, sz.dirty_bytes >> 10,
 		(unsigned long long)(sz.reserved_bytes >> 10));
 	ret = qp_scope_poll_init(s);
+	if (!ret)
+		ret = qp_value_poll_init(s);
 	if (ret) {
-		snprintf(err, errlen, "cannot read the dirty-key ring buffer: %s", strerror(-ret));
+		snprintf(err, errlen, "cannot read the dirty-key ring buffers: %s", strerror(-ret));
 		goto fail;
 	}
 	s->skel->links.thread_exit = bpf_program__attach(s->skel->progs.thread_exit);
@@ -129,6 +131,7 @@ void qp_scopes_close(struct qp_scopes *s)
 	if (!s)
 		return;
 	qp_scope_poll_fini(s);
+	qp_value_poll_fini(s);
 	scopes__destroy(s->skel);
 	qp_scope_store_free(&s->store);
 	pthread_mutex_destroy(&s->poll_lock);
@@ -159,12 +162,11 @@ bool qp_scopes_multi(const struct qp_scopes *s)
 int qp_probe_counts_read(struct qp_scopes *s, int pid, struct qp_probe_row **rows, size_t *n)
 {
 	int fd = bpf_map__fd(s->skel->maps.probe_counts);
-	__u64 *pc = calloc((size_t)s->ncpus, sizeof(*pc));
+	__u64 *pc = calloc(1, sizeof(*pc));	/* a shared map: one value a key */
 	struct probe_key key, next;
 	struct qp_probe_row *v = NULL, *nv;
 	size_t cnt = 0, cap = 0, steps = 0;
 	void *prev = NULL;
-	int cpu;
 
 	*rows = NULL;
 	*n = 0;
@@ -189,9 +191,7 @@ int qp_probe_counts_read(struct qp_scopes *s, int pid, struct qp_probe_row **row
 		}
 		v[cnt].tgid = next.tgid;
 		v[cnt].id = next.id;
-		v[cnt].count = 0;
-		for (cpu = 0; cpu < s->ncpus; cpu++)
-			v[cnt].count += pc[cpu];
+		v[cnt].count = pc[0];
 		cnt++;
 	}
 	free(pc);

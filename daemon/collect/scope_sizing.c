@@ -10,6 +10,8 @@
 #define MARK_ENTRIES 4096u
 #define VALUE_ENTRIES 4096u
 #define PROBE_ENTRIES 4096u
+#define VALUE_BUCKETS 65536u
+#define VALUE_DIRTY_BYTES (256u << 10)
 
 uint64_t qp_htab_bytes(uint64_t entries, unsigned int key, unsigned int value, int percpu,
 		       unsigned int ncpus)
@@ -56,9 +58,12 @@ int qp_scope_sizing(unsigned int ncpus, unsigned int max_sites, unsigned int pre
 	out->chunk_bytes = qp_htab_bytes(1, sizeof(struct scope_chunk_key), sizeof(struct scope_chunk), 0, 1);
 	out->reserved_bytes = out->chunk_bytes * pre + qp_htab_buckets_bytes(out->chunks_pre) +
 			      qp_htab_buckets_bytes(out->chunks_more) + out->dirty_bytes;
-	out->other_bytes = qp_htab_bytes(MARK_ENTRIES, sizeof(struct mark_key), sizeof(struct mark_stats), 1, ncpus) +
-			   qp_htab_bytes(VALUE_ENTRIES, sizeof(struct mark_key), sizeof(struct value_stats), 1, ncpus) +
-			   qp_htab_bytes(PROBE_ENTRIES, sizeof(struct probe_key), sizeof(uint64_t), 1, ncpus) +
+	/* marks, values and probes are shared too; the counters alone are per CPU */
+	out->other_bytes = qp_htab_bytes(MARK_ENTRIES, sizeof(struct mark_key), sizeof(struct mark_stats), 0, 1) +
+			   qp_htab_bytes(VALUE_ENTRIES, sizeof(struct mark_key), sizeof(struct value_stats), 0, 1) +
+			   qp_htab_bytes(VALUE_BUCKETS, sizeof(struct value_bucket_key), sizeof(struct value_bucket), 0, 1) +
+			   VALUE_DIRTY_BYTES +
+			   qp_htab_bytes(PROBE_ENTRIES, sizeof(struct probe_key), sizeof(uint64_t), 0, 1) +
 			   (uint64_t)QPROF_CNT__MAX * 8 * ncpus;
 	return 0;
 }

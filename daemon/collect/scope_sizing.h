@@ -26,8 +26,9 @@ struct qp_scope_sizing {
 	uint64_t chunk_bytes;		/* kernel memory of one chunk */
 	uint64_t reserved_bytes;	/* chunk maps (elements preallocated, buckets of
 					 * both) and ring reserved at load */
-	uint64_t other_bytes;		/* the per-CPU maps of scopes.bpf.c (counters,
-					 * marks, values, probes) at load */
+	uint64_t other_bytes;		/* the other aggregate maps of scopes.bpf.c at
+					 * load: marks, values and their buckets and
+					 * ring, probes (shared), counters (per CPU) */
 };
 
 /* Kernel memory of ENTRIES elements of a hash map (KEY, VALUE bytes),
