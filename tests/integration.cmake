@@ -64,6 +64,11 @@ add_test(NAME integration_values_many
           $<TARGET_FILE:markers_target>)
 set_tests_properties(integration_values_many PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
+add_test(NAME integration_values_poll
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_values_poll.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:markers_target>)
+set_tests_properties(integration_values_poll PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
 # Other programs' USDT probes: plain <sys/sdt.h>, libstdc++, python.
 add_executable(sdt_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/sdt_target.cpp)
 target_compile_options(sdt_target PRIVATE -O2 -g)

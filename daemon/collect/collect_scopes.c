@@ -64,6 +64,22 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		snprintf(err, errlen, "cannot size the scope maps for %u sites", max_sites);
 		goto fail;
 	}
+	/* tests: a small ring of dirty keys makes the poll's full-scan fallback run */
+	env = getenv("QPROF_DIRTY_RING_BYTES");
+	if (env && *env) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(env, &end, 10);
+		if (errno || *end || v < 4096 || v > (1ul << 30) || (v & (v - 1))) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "QPROF_DIRTY_RING_BYTES must be a power of two, 4096..2^30, not '%s'",
+				 env);
+			goto fail;
+		}
+		sz.dirty_bytes = (unsigned int)v;
+	}
 	/* uprobe-multi links first: about 30 ns cheaper per probe hit than a
 	 * perf-event uprobe each; an older kernel refuses the attach type */
 	for (int attempt = allow_multi ? 0 : 1; attempt < 2; attempt++) {
@@ -77,6 +93,8 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		bpf_map__set_max_entries(s->skel->maps.scope_chunks, sz.chunks_pre);
 		bpf_map__set_max_entries(s->skel->maps.scope_chunks_more, sz.chunks_more);
 		bpf_map__set_max_entries(s->skel->maps.scope_dirty, sz.dirty_bytes);
+		if (env && *env)	/* the test setting: the value ring as small */
+			bpf_map__set_max_entries(s->skel->maps.value_dirty, sz.dirty_bytes);
 		if (s->multi) {
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_enter, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_exit, ATTACH_UPROBE_MULTI);
