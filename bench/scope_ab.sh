@@ -36,6 +36,7 @@ one() {
 	wait_for_line "$tmp/$tag.out" '^ready ' 10 "$loop_pid" || { say "$1 did not start"; exit 1; }
 	if [ "$q" != - ]; then
 		QPROFD=$q
+		rm -f "$tmp/$tag.qprofd"	# nor a stale "ready on" line
 		start_qprofd "$tag" "$loop_pid" || exit 1
 	fi
 	touch "$tmp/go.$tag"

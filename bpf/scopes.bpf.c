@@ -234,20 +234,25 @@ int scope_enter(struct pt_regs *ctx)
 	__v; })
 
 /* The chunk of K, made at its first hit: in the preallocated map while it
- * has room, else in scope_chunks_more. NULL when neither can take it. */
-static __always_inline struct scope_chunk *chunk_of(struct scope_chunk_key *k)
+ * has room, else in scope_chunks_more (*MORE set). NULL when neither can
+ * take it. */
+static __always_inline struct scope_chunk *chunk_of(struct scope_chunk_key *k, bool *more)
 {
 	struct scope_chunk *c;
 
+	*more = false;
 	c = bpf_map_lookup_elem(&scope_chunks, k);
 	if (c)
 		return c;
+	*more = true;
 	c = bpf_map_lookup_elem(&scope_chunks_more, k);
 	if (c)
 		return c;
+	*more = false;
 	c = qp_make(&scope_chunks, k, &empty_chunk);
 	if (c)
 		return c;
+	*more = true;
 	return qp_make(&scope_chunks_more, k, &empty_chunk);
 }
 
@@ -296,10 +301,11 @@ __attribute__((noinline)) int record(__u32 tgid, __u64 site, __u64 parent, __u64
 	struct scope_chunk_key k = { .tgid = tgid, .site = site, .parent = parent };
 	struct scope_chunk *c;
 	__u32 idx = qprof_hist_index(dur), sub;
+	bool more;
 	__u64 gen;
 
 	k.chunk = idx >> QPROF_HIST_SUB_BITS;
-	c = chunk_of(&k);
+	c = chunk_of(&k, &more);
 	if (!c) {
 		count(QPROF_CNT_DROP_MAP_FULL, 1);
 		return 0;
@@ -312,6 +318,8 @@ __attribute__((noinline)) int record(__u32 tgid, __u64 site, __u64 parent, __u64
 	gen = qp_gen;
 	if (c->gen != gen) {
 		c->gen = gen;
+		if (more)
+			k.chunk |= QPROF_CHUNK_MORE;
 		if (bpf_ringbuf_output(&scope_dirty, &k, sizeof(k), BPF_RB_NO_WAKEUP))
 			count(QPROF_CNT_DIRTY_LOST, 1);
 	}

@@ -52,6 +52,12 @@ struct scope_stats {
  * follows the powers actually hit, not the number of possible CPUs. */
 #define QPROF_CHUNKS (QPROF_HIST_BUCKETS / QPROF_HIST_SUB)	/* 33 */
 
+/* Set in the `chunk` of a key queued in `scope_dirty` when the chunk is in
+ * scope_chunks_more: a key can be in both maps (made in the second while
+ * the first was full, then again in the first once a detach freed room),
+ * and the daemon keeps and sums both. */
+#define QPROF_CHUNK_MORE (1u << 31)
+
 struct scope_chunk_key {
 	__u32 tgid;
 	__u32 chunk;	/* histogram index >> QPROF_HIST_SUB_BITS: 0..QPROF_CHUNKS-1 */

@@ -59,9 +59,10 @@ static int cmp_ckey(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct scope_chunk_key));
 }
 
-/* Every chunk of map FD into the store: batches of keys and values, or
- * get_next_key + lookup where batches are not supported. */
-static int scan_map(struct qp_scopes *s, int fd)
+/* Every chunk of map FD into the store (FLAG: QPROF_CHUNK_MORE for
+ * scope_chunks_more): batches of keys and values, or get_next_key +
+ * lookup where batches are not supported. */
+static int scan_map(struct qp_scopes *s, int fd, __u32 flag)
 {
 	size_t batch = 1024, steps = 0;
 	struct scope_chunk_key *keys = NULL, k, next;
@@ -86,8 +87,10 @@ static int scan_map(struct qp_scopes *s, int fd)
 			break;
 		done = ret == -ENOENT;
 		ret = 0;
-		for (i = 0; i < got && !ret; i++)
+		for (i = 0; i < got && !ret; i++) {
+			keys[i].chunk |= flag;
 			ret = qp_scope_store_put(&s->store, &keys[i], &vals[i]);
+		}
 		s->poll.chunks_read += got;
 		if (ret || done)
 			goto out;
@@ -104,6 +107,7 @@ static int scan_map(struct qp_scopes *s, int fd)
 		if (bpf_map_lookup_elem(fd, &k, &v))
 			continue;
 		s->poll.chunks_read++;
+		k.chunk |= flag;
 		ret = qp_scope_store_put(&s->store, &k, &v);
 		if (ret)
 			break;
@@ -160,17 +164,18 @@ int qp_scope_poll(struct qp_scopes *s, uint64_t *counters)
 	if (all) {
 		s->poll.full_scans++;
 		for (m = 0; m < 2 && !ret; m++)
-			ret = scan_map(s, fds[m]);
+			ret = scan_map(s, fds[m], m ? QPROF_CHUNK_MORE : 0);
 	} else {
 		if (s->nkeys > 1)
 			qsort(s->keys, s->nkeys, sizeof(*s->keys), cmp_ckey);
 		for (i = 0; i < s->nkeys && !ret; i++) {
+			struct scope_chunk_key k = s->keys[i];
+
 			if (i && !cmp_ckey(&s->keys[i - 1], &s->keys[i]))
 				continue; /* two CPUs queued it at once */
-			for (m = 0; m < 2; m++)
-				if (!bpf_map_lookup_elem(fds[m], &s->keys[i], &v))
-					break;
-			if (m == 2)
+			m = !!(k.chunk & QPROF_CHUNK_MORE);
+			k.chunk &= ~QPROF_CHUNK_MORE;
+			if (bpf_map_lookup_elem(fds[m], &k, &v))
 				continue; /* deleted since (a process forgotten) */
 			s->poll.chunks_read++;
 			ret = qp_scope_store_put(&s->store, &s->keys[i], &v);

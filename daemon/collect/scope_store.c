@@ -6,10 +6,17 @@
 #include <string.h>
 #include "scope_store.h"
 
+/* A pair's chunks: [0] of scope_chunks, [1] of scope_chunks_more (a key
+ * can be in both, see QPROF_CHUNK_MORE); both are summed. */
 struct qp_store_pair {
-	uint64_t mask;				/* bit N: chunk N held */
-	struct scope_chunk *c[QPROF_CHUNKS];
+	uint64_t mask[2];			/* bit N: chunk N held */
+	struct scope_chunk *c[2][QPROF_CHUNKS];
 };
+
+static unsigned int pair_chunks(const struct qp_store_pair *p)
+{
+	return (unsigned int)(__builtin_popcountll(p->mask[0]) + __builtin_popcountll(p->mask[1]));
+}
 
 void qp_scope_store_init(struct qp_scope_store *st)
 {
@@ -19,13 +26,14 @@ void qp_scope_store_init(struct qp_scope_store *st)
 
 static void pair_clear(struct qp_store_pair *p)
 {
-	unsigned int i;
+	unsigned int i, m;
 
-	for (i = 0; i < QPROF_CHUNKS; i++) {
-		free(p->c[i]);
-		p->c[i] = NULL;
-	}
-	p->mask = 0;
+	for (m = 0; m < 2; m++)
+		for (i = 0; i < QPROF_CHUNKS; i++) {
+			free(p->c[m][i]);
+			p->c[m][i] = NULL;
+		}
+	p->mask[0] = p->mask[1] = 0;
 }
 
 void qp_scope_store_free(struct qp_scope_store *st)
@@ -52,27 +60,28 @@ static void pair_key(struct scope_key *pk, uint32_t tgid, uint64_t site, uint64_
 int qp_scope_store_put(struct qp_scope_store *st, const struct scope_chunk_key *k,
 		       const struct scope_chunk *c)
 {
+	unsigned int m = !!(k->chunk & QPROF_CHUNK_MORE), ch = k->chunk & ~QPROF_CHUNK_MORE;
 	struct qp_store_pair *p;
 	struct scope_key pk;
 	int64_t i;
 
-	if (k->chunk >= QPROF_CHUNKS)
+	if (ch >= QPROF_CHUNKS)
 		return -EINVAL;
 	pair_key(&pk, k->tgid, k->site, k->parent);
 	i = qp_htab_add(&st->pairs, &pk, sizeof(pk), NULL);
 	if (i < 0)
 		return (int)i;
 	p = qp_htab_value(&st->pairs, (size_t)i);
-	if (!p->c[k->chunk]) {
-		p->c[k->chunk] = malloc(sizeof(*c));
-		if (!p->c[k->chunk])
+	if (!p->c[m][ch]) {
+		p->c[m][ch] = malloc(sizeof(*c));
+		if (!p->c[m][ch])
 			return -ENOMEM;
-		if (!p->mask)
+		if (!pair_chunks(p))
 			st->live++;
-		p->mask |= 1ULL << k->chunk;
+		p->mask[m] |= 1ULL << ch;
 		st->nchunks++;
 	}
-	memcpy(p->c[k->chunk], c, sizeof(*c));
+	memcpy(p->c[m][ch], c, sizeof(*c));
 	return 0;
 }
 
@@ -92,7 +101,7 @@ static void compact(struct qp_scope_store *st)
 		size_t len;
 		const char *key;
 
-		if (!p->mask)
+		if (!pair_chunks(p))
 			continue;
 		key = qp_htab_key(&st->pairs, i, &len);
 		j = qp_htab_add(&t, key, len, NULL);
@@ -117,10 +126,10 @@ size_t qp_scope_store_forget(struct qp_scope_store *st, uint32_t tgid)
 		struct qp_store_pair *p = qp_htab_value(&st->pairs, i);
 
 		memcpy(&pk, qp_htab_key(&st->pairs, i, NULL), sizeof(pk));
-		if (pk.tgid != tgid || !p->mask)
+		if (pk.tgid != tgid || !pair_chunks(p))
 			continue;
-		n += (size_t)__builtin_popcountll(p->mask);
-		st->nchunks -= (size_t)__builtin_popcountll(p->mask);
+		n += pair_chunks(p);
+		st->nchunks -= pair_chunks(p);
 		pair_clear(p);
 		st->live--;
 	}
@@ -177,7 +186,7 @@ int qp_scope_store_snapshot(const struct qp_scope_store *st, int pid, struct qp_
 {
 	struct qp_scope_row *rows;
 	size_t i, n = 0;
-	unsigned int ch;
+	unsigned int ch, m;
 
 	rows = malloc((st->live ? st->live : 1) * sizeof(*rows));
 	if (!rows)
@@ -186,15 +195,16 @@ int qp_scope_store_snapshot(const struct qp_scope_store *st, int pid, struct qp_
 		const struct qp_store_pair *p = qp_htab_value(&st->pairs, i);
 		struct qp_scope_row *r = &rows[n];
 
-		if (!p->mask)
+		if (!pair_chunks(p))
 			continue;
 		memcpy(&r->key, qp_htab_key(&st->pairs, i, NULL), sizeof(r->key));
 		if (pid > 0 && r->key.tgid != (uint32_t)pid)
 			continue;
 		memset(&r->stats, 0, sizeof(r->stats));
-		for (ch = 0; ch < QPROF_CHUNKS; ch++)
-			if (p->mask & (1ULL << ch))
-				qp_scope_chunk_fold(&r->stats, ch, p->c[ch]);
+		for (m = 0; m < 2; m++)
+			for (ch = 0; ch < QPROF_CHUNKS; ch++)
+				if (p->mask[m] & (1ULL << ch))
+					qp_scope_chunk_fold(&r->stats, ch, p->c[m][ch]);
 		if (r->stats.count && n < st->live)
 			n++;
 	}

@@ -20,8 +20,10 @@ struct qp_scope_store {
 void qp_scope_store_init(struct qp_scope_store *st);
 void qp_scope_store_free(struct qp_scope_store *st); /* accepts a zeroed store */
 
-/* Keep C as the value of chunk K (replacing the one held). 0 or -ENOMEM;
- * -EINVAL for a chunk number past QPROF_CHUNKS (never made by BPF). */
+/* Keep C as the value of chunk K (replacing the one held; K's chunk with
+ * QPROF_CHUNK_MORE is the copy of scope_chunks_more, kept beside the
+ * other and summed with it). 0 or -ENOMEM; -EINVAL for a chunk number past
+ * QPROF_CHUNKS (never made by BPF). */
 int qp_scope_store_put(struct qp_scope_store *st, const struct scope_chunk_key *k,
 		       const struct scope_chunk *c);
 /* Drop every chunk of process TGID; returns how many. */

@@ -167,6 +167,50 @@ static void test_rows_forget(void)
 	qp_scope_store_free(&st);
 }
 
+/* one key in both maps (made in the allocating one while the preallocated
+ * one was full, then in that one once room was freed): both kept, summed */
+static void test_both_maps(void)
+{
+	struct scope_chunk a[QPROF_CHUNKS], b[QPROF_CHUNKS];
+	struct scope_chunk_key k = { .tgid = 3, .site = 0x100, .parent = 0 };
+	struct qp_scope_store st;
+	struct qp_scope_snapshot snap = { 0 };
+
+	chunks_empty(a);
+	chunks_empty(b);
+	sim_record(a, 700);
+	sim_record(a, 710);
+	sim_record(b, 690);
+	sim_record(b, 90000);
+	qp_scope_store_init(&st);
+	k.chunk = qprof_hist_index(700) >> 5;
+	CHECK_INT(qp_scope_store_put(&st, &k, &a[k.chunk]), 0);
+	k.chunk |= QPROF_CHUNK_MORE;
+	CHECK_INT(qp_scope_store_put(&st, &k, &b[qprof_hist_index(690) >> 5]), 0);
+	k.chunk = (qprof_hist_index(90000) >> 5) | QPROF_CHUNK_MORE;
+	CHECK_INT(qp_scope_store_put(&st, &k, &b[qprof_hist_index(90000) >> 5]), 0);
+	k.chunk = QPROF_CHUNKS | QPROF_CHUNK_MORE;
+	CHECK_INT(qp_scope_store_put(&st, &k, &b[0]), -EINVAL);
+	CHECK_INT(qp_scope_store_chunks(&st), 3);
+	CHECK_INT(qp_scope_store_snapshot(&st, 3, &snap), 0);
+	CHECK_INT(snap.n, 1);
+	CHECK_INT(snap.rows[0].key.tgid, 3);
+	CHECK_INT(snap.rows[0].key.pad, 0);
+	CHECK_INT(snap.rows[0].stats.count, 4);
+	CHECK_INT(snap.rows[0].stats.sum_ns, 700 + 710 + 690 + 90000);
+	CHECK_INT(snap.rows[0].stats.min_ns, 690);
+	CHECK_INT(snap.rows[0].stats.max_ns, 90000);
+	/* 690 and 700 share a bucket (one from each map), 710 is the next */
+	CHECK_INT(qprof_hist_index(690), qprof_hist_index(700));
+	CHECK_INT(snap.rows[0].stats.hist[qprof_hist_index(700)], 2);
+	CHECK_INT(snap.rows[0].stats.hist[qprof_hist_index(710)], 1);
+	CHECK_INT(snap.rows[0].stats.hist[qprof_hist_index(90000)], 1);
+	qp_scope_snapshot_free(&snap);
+	CHECK_INT(qp_scope_store_forget(&st, 3), 3);
+	CHECK_INT(qp_scope_store_chunks(&st), 0);
+	qp_scope_store_free(&st);
+}
+
 static void test_torn(void)
 {
 	struct scope_stats row;
@@ -196,6 +240,7 @@ int main(void)
 {
 	test_exact();
 	test_rows_forget();
+	test_both_maps();
 	test_torn();
 	return test_done("unit_scope_store");
 }
