@@ -38,7 +38,7 @@ struct qp_scopes {
 	uint64_t dirty_lost_seen;	/* QPROF_CNT_DIRTY_LOST at the last poll */
 	__u64 *percpu;			/* one counter's values, ncpus of them */
 	struct qp_scope_poll_stats poll;
-	/* the same for value histogram buckets (value_poll.c), under lock */
+	/* the same for value histogram buckets (value_poll.c), under poll_lock */
 	struct qp_htab vbuckets;	/* struct value_bucket_key -> __u64 count */
 	struct ring_buffer *vdirty;
 	struct value_bucket_key *vkeys;
@@ -64,7 +64,7 @@ int qp_scope_poll_init(struct qp_scopes *s);
 void qp_scope_poll_fini(struct qp_scopes *s);
 int qp_scope_poll(struct qp_scopes *s, uint64_t *counters);
 /* value_poll.c: the same for value buckets: the ring made and freed, one
- * poll (S->lock held) of the buckets hit since the last one into
+ * poll (S->poll_lock held) of the buckets hit since the last one into
  * s->vbuckets. */
 int qp_value_poll_init(struct qp_scopes *s);
 void qp_value_poll_fini(struct qp_scopes *s);

@@ -136,7 +136,7 @@ static int hist_read(struct qp_scopes *s, int pid, struct hist_ent **out, size_t
 
 	*out = NULL;
 	*n = 0;
-	pthread_mutex_lock(&s->lock);
+	pthread_mutex_lock(&s->poll_lock);
 	ret = qp_value_poll(s);
 	for (i = 0; !ret && i < s->vbuckets.n; i++) {
 		struct value_bucket_key k;
@@ -146,7 +146,7 @@ static int hist_read(struct qp_scopes *s, int pid, struct hist_ent **out, size_t
 		memcpy(&c, qp_htab_value(&s->vbuckets, i), sizeof(c));
 		ret = hist_add(out, n, &cap, pid, &k, c);
 	}
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_unlock(&s->poll_lock);
 	if (ret) {
 		free(*out);
 		*out = NULL;
