@@ -3,12 +3,13 @@
  *
  * scope_enter/scope_exit USDT probes of qprof.h push and pop a per-thread
  * stack (task-local storage); an exit that matches the top (or, failing
- * that, a frame further down) measures the scope and adds it to a per-CPU
+ * that, a frame further down) measures the scope and adds it to a shared
  * aggregate keyed by (process, site, parent site): count, sum, min, max and a
- * log-linear histogram. No per-event record leaves the kernel. Everything
+ * log-linear histogram, kept as chunks (scopes.h). No per-event record
+ * leaves the kernel: only the key of a chunk, once per poll that finds it hit. Everything
  * that cannot be measured cleanly is counted in `counters` instead of
  * corrupting a figure. Hot path: one array lookup for the USDT spec, one
- * task-storage get, one per-CPU hash lookup on exit.
+ * task-storage get, one hash lookup and four atomic instructions on exit.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -29,29 +30,38 @@ struct {
 	__type(value, struct thread_stack);
 } thread_stacks SEC(".maps");
 
-/* Aggregates per (process, site, parent): 8.5 KiB per entry per CPU. They
+/* Aggregates: chunks of (process, site, parent, power of two), see
+ * scopes.h, 360 bytes each in the kernel whatever the number of CPUs. They
  * go first into a preallocated map, where making an entry takes an element
- * from a free list and cannot fail for want of memory. A map that allocates
- * at each new entry loses hits under load: its per-CPU memory comes from an
- * atomic pool that only a kworker refills, and with the target's threads
- * spinning on every CPU that pool stays empty (-ENOMEM) for milliseconds to
- * seconds. The daemon sizes this map to a memory budget; entries past it go
- * to scope_stats_more, which allocates (4096 entries on 64 CPUs would be
- * 2.2 GiB reserved). Both sized by the daemon. */
+ * from a free list and cannot fail for want of memory (a burst of first
+ * hits right after attach must lose nothing); chunks past it go to
+ * scope_chunks_more, which allocates each one. Both sized by the daemon. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, struct scope_key);
-	__type(value, struct scope_stats);
-} scope_stats SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct scope_chunk_key);
+	__type(value, struct scope_chunk);
+} scope_chunks SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 4096);
-	__type(key, struct scope_key);
-	__type(value, struct scope_stats);
-} scope_stats_more SEC(".maps");
+	__uint(max_entries, 131072);
+	__type(key, struct scope_chunk_key);
+	__type(value, struct scope_chunk);
+} scope_chunks_more SEC(".maps");
+
+/* Keys of the chunks hit since the daemon's last poll (see scopes.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 << 10);
+} scope_dirty SEC(".maps");
+
+/* The poll generation, raised by the daemon before each poll. */
+volatile __u64 qp_gen = 1;	/* chunks are made with gen 0: their first hit queues them */
+
+/* The value a chunk is made with: no hit yet. */
+static const struct scope_chunk empty_chunk = { .min_ns = ~0ULL };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -68,37 +78,39 @@ struct {
 	__type(value, __u8);
 } excluded SEC(".maps");
 
-/* An all-zero value to insert from: too large for the BPF stack. Never written. */
+/* Marks, values and counted probes: shared by all CPUs like the scope
+ * chunks (atomic adds, compare-and-swap for extremes), so that their
+ * memory does not grow with the number of possible CPUs. */
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct scope_stats);
-} zero SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct mark_key);
 	__type(value, struct mark_stats);
 } mark_stats SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct mark_key);
 	__type(value, struct value_stats);
 } value_stats SEC(".maps");
 
+/* Value histogram buckets, polled like the scope chunks: a bucket whose
+ * generation is older than qp_gen writes its key to value_dirty when hit. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct value_bucket_key);
-	__type(value, __u64);
+	__type(value, struct value_bucket);
 } value_hist SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 << 10);
+} value_dirty SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct probe_key);
 	__type(value, __u64);
@@ -221,49 +233,97 @@ int scope_enter(struct pt_regs *ctx)
 	}								\
 	__v; })
 
-/* The aggregate of K, made at its first hit: in the preallocated map while
- * it has room, else in scope_stats_more. NULL when neither can take it. */
-static __always_inline struct scope_stats *stats_of(struct scope_key *k)
+/* The chunk of K, made at its first hit: in the preallocated map while it
+ * has room, else in scope_chunks_more (*MORE set). NULL when neither can
+ * take it. */
+static __always_inline struct scope_chunk *chunk_of(struct scope_chunk_key *k, bool *more)
 {
-	struct scope_stats *s, *zs;
-	__u32 z = 0;
+	struct scope_chunk *c;
 
-	s = bpf_map_lookup_elem(&scope_stats, k);
-	if (s)
-		return s;
-	s = bpf_map_lookup_elem(&scope_stats_more, k);
-	if (s)
-		return s;
-	zs = bpf_map_lookup_elem(&zero, &z);
-	if (!zs)
-		return NULL;
-	s = qp_make(&scope_stats, k, zs);
-	if (s)
-		return s;
-	return qp_make(&scope_stats_more, k, zs);
+	*more = false;
+	c = bpf_map_lookup_elem(&scope_chunks, k);
+	if (c)
+		return c;
+	*more = true;
+	c = bpf_map_lookup_elem(&scope_chunks_more, k);
+	if (c)
+		return c;
+	*more = false;
+	c = qp_make(&scope_chunks, k, &empty_chunk);
+	if (c)
+		return c;
+	*more = true;
+	return qp_make(&scope_chunks_more, k, &empty_chunk);
 }
 
-static __always_inline void record(__u32 tgid, __u64 site, __u64 parent, __u64 dur)
-{
-	struct scope_key k = { .tgid = tgid, .site = site, .parent = parent };
-	struct scope_stats *s = stats_of(&k);
-	__u32 idx;
+/* Lost races of a min/max update before it is given up (and counted):
+ * each loss means another CPU stored a new extreme meanwhile. */
+#define QPROF_CAS_TRIES 64
 
-	if (!s) {
-		count(QPROF_CNT_DROP_MAP_FULL, 1);
-		return;
+static __always_inline void atomic_min(__u64 *p, __u64 v)
+{
+	__u64 old = *(volatile __u64 *)p, seen;
+	int i;
+
+	for (i = 0; i < QPROF_CAS_TRIES && v < old; i++) {
+		seen = __sync_val_compare_and_swap(p, old, v);
+		if (seen == old)
+			return;
+		old = seen;
 	}
-	if (s->count == 0 || dur < s->min_ns)
-		s->min_ns = dur;
-	if (dur > s->max_ns)
-		s->max_ns = dur;
-	s->count++;
-	s->sum_ns += dur;
-	idx = qprof_hist_index(dur);
-	/* one register for the check and the access, or the verifier loses the bound */
-	asm volatile("" : "+r"(idx));
-	if (idx < QPROF_HIST_BUCKETS)
-		s->hist[idx]++;
+	if (v < old)
+		count(QPROF_CNT_MINMAX_LOST, 1);
+}
+
+static __always_inline void atomic_max(__u64 *p, __u64 v)
+{
+	__u64 old = *(volatile __u64 *)p, seen;
+	int i;
+
+	for (i = 0; i < QPROF_CAS_TRIES && v > old; i++) {
+		seen = __sync_val_compare_and_swap(p, old, v);
+		if (seen == old)
+			return;
+		old = seen;
+	}
+	if (v > old)
+		count(QPROF_CNT_MINMAX_LOST, 1);
+}
+
+/* The single way a duration enters the aggregates: DUR ns of SITE under
+ * PARENT in process TGID. The chunk's figures are written first and its
+ * generation read after (the atomic adds are full barriers): a hit that
+ * reads the generation of before a poll is whole in that poll's copy; one
+ * that reads a newer one finds the chunk older and queues its key.
+ * A global function: verified once, not at each unrolled call site. */
+__attribute__((noinline)) int record(__u32 tgid, __u64 site, __u64 parent, __u64 dur)
+{
+	struct scope_chunk_key k = { .tgid = tgid, .site = site, .parent = parent };
+	struct scope_chunk *c;
+	__u32 idx = qprof_hist_index(dur), sub;
+	bool more;
+	__u64 gen;
+
+	k.chunk = idx >> QPROF_HIST_SUB_BITS;
+	c = chunk_of(&k, &more);
+	if (!c) {
+		count(QPROF_CNT_DROP_MAP_FULL, 1);
+		return 0;
+	}
+	atomic_min(&c->min_ns, dur);
+	atomic_max(&c->max_ns, dur);
+	__sync_fetch_and_add(&c->sum_ns, dur);
+	sub = idx & (QPROF_HIST_SUB - 1);
+	__sync_fetch_and_add(&c->hist[sub], 1);
+	gen = qp_gen;
+	if (c->gen != gen) {
+		c->gen = gen;
+		if (more)
+			k.chunk |= QPROF_CHUNK_MORE;
+		if (bpf_ringbuf_output(&scope_dirty, &k, sizeof(k), BPF_RB_NO_WAKEUP))
+			count(QPROF_CNT_DIRTY_LOST, 1);
+	}
+	return 0;
 }
 
 static __always_inline int do_exit(__u64 now, __u64 site, __u64 key, __u64 cookie)
@@ -364,28 +424,45 @@ int mark_probe(struct pt_regs *ctx)
 	k.site = site;
 	init.last_ns = bpf_ktime_get_ns();
 	m = bpf_map_lookup_elem(&mark_stats, &k);
-	if (m) {
-		m->count++;
-		m->last_ns = init.last_ns;
-	} else {
+	if (!m) {
 		m = qp_make_counted(&mark_stats, &k, &init, &made);
-		if (m) {
-			m->count++;
-			m->last_ns = init.last_ns;
-		} else if (!made) {
-			count(QPROF_CNT_MARK_LOST, 1);
+		if (!m) {
+			if (!made)
+				count(QPROF_CNT_MARK_LOST, 1);
+			return 0;
 		}
 	}
+	atomic_max(&m->last_ns, init.last_ns);
+	__sync_fetch_and_add(&m->count, 1);
 	return 0;
+}
+
+/* A value's last: the hit with the latest timestamp stores its bits. Two
+ * CPUs that store within the same few ns may leave either one's bits. */
+static __always_inline void value_last(struct value_stats *v, __u64 bits, __u64 now)
+{
+	__u64 old = *(volatile __u64 *)&v->last_ns;
+	int i;
+
+	for (i = 0; i < QPROF_CAS_TRIES && now > old; i++) {
+		__u64 seen = __sync_val_compare_and_swap(&v->last_ns, old, now);
+
+		if (seen == old) {
+			*(volatile __u64 *)&v->last_bits = bits;
+			return;
+		}
+		old = seen;
+	}
 }
 
 SEC("usdt")
 int value_probe(struct pt_regs *ctx)
 {
-	__u64 site, bits, cookie, key, *hb, one = 1;
+	__u64 site, bits, cookie, key, gen;
 	struct mark_key k = { .tgid = bpf_get_current_pid_tgid() >> 32 };
 	struct value_bucket_key bk = { .tgid = k.tgid };
-	struct value_stats *v, init = {};
+	struct value_bucket *hb, one = { .count = 1 };
+	struct value_stats *v, init = { .min_key = ~0ULL };
 	__u64 exp, mant;
 	bool made;
 
@@ -400,36 +477,47 @@ int value_probe(struct pt_regs *ctx)
 			return 0;
 		}
 	}
-	v->last_bits = bits;
-	v->last_ns = bpf_ktime_get_ns();
+	value_last(v, bits, bpf_ktime_get_ns());
 	exp = (bits >> 52) & 0x7ff;
 	mant = bits & ((1ULL << 52) - 1);
 	if (exp == 0x7ff) {	/* not finite: counted apart */
 		if (mant)
-			v->nan++;
+			__sync_fetch_and_add(&v->nan, 1);
 		else if (bits >> 63)
-			v->neg_inf++;
+			__sync_fetch_and_add(&v->neg_inf, 1);
 		else
-			v->pos_inf++;
+			__sync_fetch_and_add(&v->pos_inf, 1);
 		return 0;
 	}
 	key = (bits >> 63) ? ~bits : bits | (1ULL << 63);
-	if (!v->count || key < v->min_key)
-		v->min_key = key;
-	if (key > v->max_key)
-		v->max_key = key;
-	v->count++;
+	/* extremes before the count: a copy that sees the count sees them */
+	atomic_min(&v->min_key, key);
+	atomic_max(&v->max_key, key);
+	__sync_fetch_and_add(&v->count, 1);
 	bk.site = site;
 	bk.bucket = key >> QPROF_VALUE_BUCKET_SHIFT;
 	hb = bpf_map_lookup_elem(&value_hist, &bk);
 	if (hb) {
-		__sync_fetch_and_add(hb, 1);
+		__sync_fetch_and_add(&hb->count, 1);
 	} else {
 		hb = qp_make_counted(&value_hist, &bk, &one, &made);
 		if (hb)
-			__sync_fetch_and_add(hb, 1);
-		else if (!made)
+			__sync_fetch_and_add(&hb->count, 1);
+		else if (!made) {
 			count(QPROF_CNT_VALUE_LOST, 1);
+			return 0;
+		}
+		if (!hb)
+			hb = bpf_map_lookup_elem(&value_hist, &bk);
+		if (!hb)
+			return 0;	/* deleted meanwhile: nothing to queue */
+	}
+	/* as record(): the bucket written first, its generation read after */
+	gen = qp_gen;
+	if (hb->gen != gen) {
+		hb->gen = gen;
+		if (bpf_ringbuf_output(&value_dirty, &bk, sizeof(bk), BPF_RB_NO_WAKEUP))
+			count(QPROF_CNT_VALUE_DIRTY_LOST, 1);
 	}
 	return 0;
 }
@@ -449,7 +537,7 @@ int usdt_count(struct pt_regs *ctx)
 	if (!c)
 		c = qp_make_counted(&probe_counts, &k, &one, &made);
 	if (c)
-		*c += 1;
+		__sync_fetch_and_add(c, 1);
 	else if (!made)
 		count(QPROF_CNT_MARK_LOST, 1);
 	return 0;

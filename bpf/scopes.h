@@ -34,6 +34,8 @@ struct scope_key {
 	__u64 parent;	/* site of the enclosing scope on that thread, 0 at top */
 };
 
+/* The figures of one (process, site, parent) as the daemon hands them on:
+ * count, sum, exact min and max, the whole log-linear histogram. */
 struct scope_stats {
 	__u64 count;
 	__u64 sum_ns;
@@ -41,6 +43,44 @@ struct scope_stats {
 	__u64 max_ns;
 	__u64 hist[QPROF_HIST_BUCKETS];
 };
+
+/* In the kernel an aggregate is kept as chunks: one per (process, site,
+ * parent, power of two of the duration) that was hit, holding the 32
+ * histogram buckets of that power (QPROF_HIST_SUB) and the sum, min and max
+ * of the durations that fell in it. Chunks live in shared (not per-CPU)
+ * hash maps and are updated with atomic instructions, so their memory
+ * follows the powers actually hit, not the number of possible CPUs. */
+#define QPROF_CHUNKS (QPROF_HIST_BUCKETS / QPROF_HIST_SUB)	/* 33 */
+
+/* Set in the `chunk` of a key queued in `scope_dirty` when the chunk is in
+ * scope_chunks_more: a key can be in both maps (made in the second while
+ * the first was full, then again in the first once a detach freed room),
+ * and the daemon keeps and sums both. */
+#define QPROF_CHUNK_MORE (1u << 31)
+
+struct scope_chunk_key {
+	__u32 tgid;
+	__u32 chunk;	/* histogram index >> QPROF_HIST_SUB_BITS: 0..QPROF_CHUNKS-1 */
+	__u64 site;
+	__u64 parent;
+};
+
+/* The field order is the read order of a copy (ascending addresses), the
+ * reverse of the write order of a hit (min, max, sum, then the bucket): a
+ * reader that sees a hit's bucket sees its min, max and sum too. */
+struct scope_chunk {
+	__u64 hist[QPROF_HIST_SUB];	/* hits of bucket (chunk << 5) + i */
+	__u64 sum_ns;
+	__u64 min_ns;		/* ~0 until the first hit */
+	__u64 max_ns;
+	__u64 gen;		/* qp_gen at the last hit that found it older */
+};
+
+/* A chunk whose gen is older than the poll generation qp_gen (a global of
+ * scopes.bpf.c that the daemon raises at each poll) is written to the
+ * ring buffer `scope_dirty` as its key when hit, so that a poll reads only
+ * the chunks hit since the last one. A key that finds no room is counted
+ * in QPROF_CNT_DIRTY_LOST; the daemon then reads every chunk once. */
 
 struct scope_frame {
 	__u64 site;
@@ -83,7 +123,7 @@ struct probe_key {
 
 struct value_stats {
 	__u64 count;		/* finite values */
-	__u64 min_key, max_key;	/* order keys */
+	__u64 min_key, max_key;	/* order keys (min_key ~0 until a finite value) */
 	__u64 last_bits;	/* raw bits of the last value, finite or not */
 	__u64 last_ns;		/* when it came (picks the last one across CPUs) */
 	__u64 nan, pos_inf, neg_inf;
@@ -94,6 +134,13 @@ struct value_bucket_key {
 	__u32 pad;
 	__u64 site;
 	__u64 bucket;		/* order key >> QPROF_VALUE_BUCKET_SHIFT */
+};
+
+/* A bucket's count and poll generation: its key goes to the ring buffer
+ * `value_dirty` when a hit finds gen older than qp_gen (as scope chunks). */
+struct value_bucket {
+	__u64 count;
+	__u64 gen;
 };
 
 /* Logs: one ring-buffer record per QPROF_LOG. */
@@ -122,6 +169,11 @@ enum scope_counter {
 					 * storage busy on that CPU, or no memory */
 	QPROF_CNT_VALUE_LOST,		/* values whose histogram bucket found no room */
 	QPROF_CNT_MARK_LOST,		/* marks whose entry found no room */
+	QPROF_CNT_DIRTY_LOST,		/* dirty chunk keys the ring buffer had no room
+					 * for (not a loss: the next poll reads all) */
+	QPROF_CNT_MINMAX_LOST,		/* min or max updates given up after
+					 * QPROF_CAS_TRIES lost races (never seen) */
+	QPROF_CNT_VALUE_DIRTY_LOST,	/* the same as DIRTY_LOST for value buckets */
 	QPROF_CNT__MAX,
 };
 

@@ -46,6 +46,7 @@ macro(bpf_object name source)
     OUTPUT ${_obj}
     COMMAND ${BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_${BPF_TARGET_ARCH}
             -I${BPF_GEN_DIR} -I${CMAKE_CURRENT_SOURCE_DIR} ${BPF_SYS_INCLUDES} -Wall -Wno-unused-function
+            ${BPF_FLAGS_${name}}
             -c ${_src} -o ${_obj}
     DEPENDS ${_src} ${_bpf_headers} ${BPF_GEN_DIR}/vmlinux.h
     COMMENT "BPF ${source}"

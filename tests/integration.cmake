@@ -23,6 +23,15 @@ add_test(NAME integration_scope_keys
           $<TARGET_FILE:qprofd> $<TARGET_FILE:keys_target>)
 set_tests_properties(integration_scope_keys PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
+# A burst of 1000 new (scope, parent) pairs right after attach (issue 14): all exact.
+add_executable(burst_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/burst_target.c)
+target_include_directories(burst_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(burst_target PRIVATE -O2 -g)
+add_test(NAME integration_scope_burst
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_scope_burst.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:burst_target>)
+set_tests_properties(integration_scope_burst PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
 # CPU profiling: a program whose time splits 1:2:3 between three functions.
 add_executable(cpu_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/cpu_target.c)
 target_include_directories(cpu_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
@@ -54,6 +63,11 @@ add_test(NAME integration_values_many
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>
           $<TARGET_FILE:markers_target>)
 set_tests_properties(integration_values_many PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+add_test(NAME integration_values_poll
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_values_poll.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:markers_target>)
+set_tests_properties(integration_values_poll PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
 # Other programs' USDT probes: plain <sys/sdt.h>, libstdc++, python.
 add_executable(sdt_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/sdt_target.cpp)

@@ -28,3 +28,13 @@ add_executable(test_model_logs ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_model_logs.
   ${PROJECT_SOURCE_DIR}/daemon/model/model_logs.c)
 target_link_libraries(test_model_logs qprof_common Threads::Threads m)
 add_test(NAME unit_model_logs COMMAND test_model_logs)
+
+# The scope collector's daemon-side copy of the kernel chunks, and its map
+# sizes on simulated hosts of 2, 64 and 256 CPUs (issue 14).
+add_executable(test_scope_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_store.c)
+target_link_libraries(test_scope_store qprof_common m)
+add_test(NAME unit_scope_store COMMAND test_scope_store)
+
+add_executable(test_scope_sizing ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_sizing.c)
+target_link_libraries(test_scope_sizing qprof_common m)
+add_test(NAME unit_scope_sizing COMMAND test_scope_sizing)

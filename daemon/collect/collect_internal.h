@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "collect_scopes.h"
+#include "hashtab.h"
+#include "scope_store.h"
 #include "scopes.skel.h"
 
 #define SPEC_IDS 1024		/* BPF_USDT_MAX_SPEC_CNT in scopes.bpf.c */
@@ -24,6 +26,25 @@ struct qp_scopes {
 	uint64_t epoch;		/* last attach epoch handed out */
 	bool multi;		/* programs loaded for uprobe-multi links */
 	unsigned char spec_used[SPEC_IDS];
+	/* the poll (scope_poll.c), under poll_lock (a leaf lock apart from
+	 * `lock`, so that reads never wait for an attach): the daemon's copy
+	 * of the chunks, the ring of dirty keys, the keys drained, its figures */
+	pthread_mutex_t poll_lock;
+	struct qp_scope_store store;
+	struct ring_buffer *dirty;
+	struct scope_chunk_key *keys;
+	size_t nkeys, capkeys;
+	int keys_err;			/* -ENOMEM while draining: read all */
+	uint64_t dirty_lost_seen;	/* QPROF_CNT_DIRTY_LOST at the last poll */
+	__u64 *percpu;			/* one counter's values, ncpus of them */
+	struct qp_scope_poll_stats poll;
+	/* the same for value histogram buckets (value_poll.c), under poll_lock */
+	struct qp_htab vbuckets;	/* struct value_bucket_key -> __u64 count */
+	struct ring_buffer *vdirty;
+	struct value_bucket_key *vkeys;
+	size_t nvkeys, capvkeys;
+	int vkeys_err;
+	uint64_t vdirty_lost_seen;
 };
 
 /* One attachment of one probe name in one file: a uprobe-multi link and the
@@ -35,6 +56,19 @@ struct qp_scope_link {
 	int *specs;
 	size_t nspecs;
 };
+
+/* scope_poll.c: the ring of dirty keys made (0 or -errno) and freed;
+ * one poll (S->poll_lock held): the chunks hit since the last poll into the
+ * store, the counters into COUNTERS (QPROF_CNT__MAX of them, summed). */
+int qp_scope_poll_init(struct qp_scopes *s);
+void qp_scope_poll_fini(struct qp_scopes *s);
+int qp_scope_poll(struct qp_scopes *s, uint64_t *counters);
+/* value_poll.c: the same for value buckets: the ring made and freed, one
+ * poll (S->poll_lock held) of the buckets hit since the last one into
+ * s->vbuckets. */
+int qp_value_poll_init(struct qp_scopes *s);
+void qp_value_poll_fini(struct qp_scopes *s);
+int qp_value_poll(struct qp_scopes *s);
 
 /* All keys of a map whose keys start with the tgid (of PID when pid > 0),
  * as an array of KSZ-byte keys. */

@@ -1,6 +1,7 @@
-/* collect_scopes.c - loads bpf/scopes.bpf.c through its skeleton and reads
- * its per-CPU scope aggregates and counters back into plain snapshots for
- * the model (links: collect_attach.c; marks and values: collect_values.c). */
+/* collect_scopes.c - loads bpf/scopes.bpf.c through its skeleton, sized by
+ * scope_sizing.c, and hands its scope aggregates and counters out as plain
+ * snapshots for the model, from the copy the poll keeps (scope_poll.c;
+ * links: collect_attach.c; marks and values: collect_values.c). */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,22 +16,19 @@
 #include "log.h"
 #include "scopes.skel.h"
 #include "collect_internal.h"
+#include "scope_sizing.h"
 #include "usdt_spec.h"
 
-/* Kernel memory reserved up front for scope aggregates (the preallocated
- * map scope_stats: 8.5 KiB per entry per possible CPU); never fewer than
- * PREALLOC_MIN entries, and QPROF_PREALLOC_SITES in the environment sets the
- * number. The rest of --max-sites is allocated on demand. */
-#define PREALLOC_BYTES (32u << 20)
-#define PREALLOC_MIN 16u
-
+/* Kernel memory for scope aggregates: chunks (scope_sizing.h) of
+ * --max-sites pairs, QP_CHUNKS_PER_PAIR_PRE of each preallocated, or of
+ * QPROF_PREALLOC_SITES pairs when the environment sets it. */
 
 int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_multi, char *err,
 		   size_t errlen)
 {
+	struct qp_scope_sizing sz;
 	struct qp_scopes *s;
-	size_t per_entry;
-	unsigned int pre;
+	unsigned int pre = 0;
 	const char *env;
 	int ret;
 
@@ -39,16 +37,14 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->poll_lock, NULL);
+	qp_scope_store_init(&s->store);
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0) {
 		snprintf(err, errlen, "cannot count possible CPUs: %s", strerror(-s->ncpus));
 		ret = s->ncpus ? s->ncpus : -EINVAL;
 		goto fail;
 	}
-	per_entry = ((sizeof(struct scope_stats) + 7) & ~(size_t)7) * (size_t)s->ncpus;
-	pre = PREALLOC_BYTES / per_entry;
-	if (pre < PREALLOC_MIN)
-		pre = PREALLOC_MIN;
 	env = getenv("QPROF_PREALLOC_SITES");
 	if (env && *env) {
 		char *end;
@@ -63,8 +59,27 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		}
 		pre = (unsigned int)v;
 	}
-	if (pre > max_sites)
-		pre = max_sites;
+	ret = qp_scope_sizing((unsigned int)s->ncpus, max_sites, pre, &sz);
+	if (ret) {
+		snprintf(err, errlen, "cannot size the scope maps for %u sites", max_sites);
+		goto fail;
+	}
+	/* tests: a small ring of dirty keys makes the poll's full-scan fallback run */
+	env = getenv("QPROF_DIRTY_RING_BYTES");
+	if (env && *env) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(env, &end, 10);
+		if (errno || *end || v < 4096 || v > (1ul << 30) || (v & (v - 1))) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "QPROF_DIRTY_RING_BYTES must be a power of two, 4096..2^30, not '%s'",
+				 env);
+			goto fail;
+		}
+		sz.dirty_bytes = (unsigned int)v;
+	}
 	/* uprobe-multi links first: about 30 ns cheaper per probe hit than a
 	 * perf-event uprobe each; an older kernel refuses the attach type */
 	for (int attempt = allow_multi ? 0 : 1; attempt < 2; attempt++) {
@@ -75,9 +90,11 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 			snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 			goto fail;
 		}
-		bpf_map__set_max_entries(s->skel->maps.scope_stats, pre);
-		bpf_map__set_max_entries(s->skel->maps.scope_stats_more,
-					 max_sites > pre ? max_sites - pre : 1);
+		bpf_map__set_max_entries(s->skel->maps.scope_chunks, sz.chunks_pre);
+		bpf_map__set_max_entries(s->skel->maps.scope_chunks_more, sz.chunks_more);
+		bpf_map__set_max_entries(s->skel->maps.scope_dirty, sz.dirty_bytes);
+		if (env && *env)	/* the test setting: the value ring as small */
+			bpf_map__set_max_entries(s->skel->maps.value_dirty, sz.dirty_bytes);
 		if (s->multi) {
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_enter, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_exit, ATTACH_UPROBE_MULTI);
@@ -104,8 +121,16 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		snprintf(err, errlen, "libbpf's USDT spec layout is not the one qprofd writes");
 		goto fail;
 	}
-	qp_info("scope aggregates: %u preallocated (%zu KiB), %u more allocated on demand", pre,
-		pre * per_entry >> 10, max_sites > pre ? max_sites - pre : 0);
+	qp_info("scope aggregates: %u chunks preallocated, %u more allocated on demand, %u KiB of dirty "
+		"keys: %llu KiB reserved", sz.chunks_pre, sz.chunks_more, sz.dirty_bytes >> 10,
+		(unsigned long long)(sz.reserved_bytes >> 10));
+	ret = qp_scope_poll_init(s);
+	if (!ret)
+		ret = qp_value_poll_init(s);
+	if (ret) {
+		snprintf(err, errlen, "cannot read the dirty-key ring buffers: %s", strerror(-ret));
+		goto fail;
+	}
 	s->skel->links.thread_exit = bpf_program__attach(s->skel->progs.thread_exit);
 	if (!s->skel->links.thread_exit) {
 		ret = -errno;
@@ -123,7 +148,11 @@ void qp_scopes_close(struct qp_scopes *s)
 {
 	if (!s)
 		return;
+	qp_scope_poll_fini(s);
+	qp_value_poll_fini(s);
 	scopes__destroy(s->skel);
+	qp_scope_store_free(&s->store);
+	pthread_mutex_destroy(&s->poll_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -151,12 +180,11 @@ bool qp_scopes_multi(const struct qp_scopes *s)
 int qp_probe_counts_read(struct qp_scopes *s, int pid, struct qp_probe_row **rows, size_t *n)
 {
 	int fd = bpf_map__fd(s->skel->maps.probe_counts);
-	__u64 *pc = calloc((size_t)s->ncpus, sizeof(*pc));
+	__u64 *pc = calloc(1, sizeof(*pc));	/* a shared map: one value a key */
 	struct probe_key key, next;
 	struct qp_probe_row *v = NULL, *nv;
 	size_t cnt = 0, cap = 0, steps = 0;
 	void *prev = NULL;
-	int cpu;
 
 	*rows = NULL;
 	*n = 0;
@@ -181,9 +209,7 @@ int qp_probe_counts_read(struct qp_scopes *s, int pid, struct qp_probe_row **row
 		}
 		v[cnt].tgid = next.tgid;
 		v[cnt].id = next.id;
-		v[cnt].count = 0;
-		for (cpu = 0; cpu < s->ncpus; cpu++)
-			v[cnt].count += pc[cpu];
+		v[cnt].count = pc[0];
 		cnt++;
 	}
 	free(pc);
@@ -202,11 +228,6 @@ int qp_scopes_exclude(struct qp_scopes *s, uint32_t pid, bool excluded)
 	if (bpf_map_delete_elem(fd, &pid) && errno != ENOENT)
 		return -errno;
 	return 0;
-}
-
-static int cmp_row(const void *a, const void *b)
-{
-	return qp_scope_key_cmp(&((const struct qp_scope_row *)a)->key, &((const struct qp_scope_row *)b)->key);
 }
 
 /* All keys of a map whose keys start with the tgid (of PID when pid > 0),
@@ -243,135 +264,40 @@ int qp_map_keys(int fd, size_t ksz, int pid, void **out, size_t *n)
 	return 0;
 }
 
-static int list_keys(int fd, int pid, struct scope_key **out, size_t *n)
-{
-	return qp_map_keys(fd, sizeof(**out), pid, (void **)out, n);
-}
-
 int qp_scopes_forget(struct qp_scopes *s, uint32_t pid)
 {
-	int fds[2] = { bpf_map__fd(s->skel->maps.scope_stats),
-		       bpf_map__fd(s->skel->maps.scope_stats_more) };
-	struct scope_key *keys;
+	int fds[2] = { bpf_map__fd(s->skel->maps.scope_chunks),
+		       bpf_map__fd(s->skel->maps.scope_chunks_more) };
+	struct scope_chunk_key *keys;
 	size_t n, i;
-	int ret, m;
+	int ret = 0, m;
 
 	/* its thread stacks need no cleaning: a later attach has a newer epoch */
-	for (m = 0; m < 2; m++) {
+	pthread_mutex_lock(&s->poll_lock);
+	for (m = 0; m < 2 && !ret; m++) {
 		keys = NULL;
 		n = 0;
-		ret = list_keys(fds[m], (int)pid, &keys, &n);
-		if (ret)
-			return ret;
-		for (i = 0; i < n; i++)
+		ret = qp_map_keys(fds[m], sizeof(*keys), (int)pid, (void **)&keys, &n);
+		for (i = 0; !ret && i < n; i++)
 			bpf_map_delete_elem(fds[m], &keys[i]);
 		free(keys);
 	}
-	return 0;
-}
-
-static void add_stats(struct scope_stats *to, const struct scope_stats *p)
-{
-	unsigned int b;
-
-	if (!p->count)
-		return;
-	if (!to->count || p->min_ns < to->min_ns)
-		to->min_ns = p->min_ns;
-	if (p->max_ns > to->max_ns)
-		to->max_ns = p->max_ns;
-	to->count += p->count;
-	to->sum_ns += p->sum_ns;
-	for (b = 0; b < QPROF_HIST_BUCKETS; b++)
-		to->hist[b] += p->hist[b];
-}
-
-/* Append to *ROWS (N of them) the aggregates of PID in map FD, summed over
- * CPUs; PERCPU holds one lookup's values. */
-static int read_map_rows(struct qp_scopes *s, int fd, int pid, void *percpu,
-			 struct qp_scope_row **rows, size_t *n)
-{
-	size_t vsz = (sizeof(struct scope_stats) + 7) & ~(size_t)7;
-	struct scope_key *keys = NULL;
-	struct qp_scope_row *v;
-	size_t nk = 0, i;
-	int ret, cpu;
-
-	ret = list_keys(fd, pid, &keys, &nk);
-	if (ret)
-		return ret;
-	v = realloc(*rows, (*n + nk + 1) * sizeof(*v));
-	if (!v) {
-		free(keys);
-		return -ENOMEM;
-	}
-	*rows = v;
-	for (i = 0; i < nk; i++) {
-		struct qp_scope_row *r = &v[*n];
-
-		if (bpf_map_lookup_elem(fd, &keys[i], percpu))
-			continue; /* deleted meanwhile */
-		memset(r, 0, sizeof(*r));
-		r->key = keys[i];
-		for (cpu = 0; cpu < s->ncpus; cpu++)
-			add_stats(&r->stats, (const void *)((const char *)percpu + vsz * cpu));
-		if (r->stats.count)
-			(*n)++;
-	}
-	free(keys);
-	return 0;
+	qp_scope_store_forget(&s->store, pid);
+	pthread_mutex_unlock(&s->poll_lock);
+	return ret;
 }
 
 int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out)
 {
-	int fds[2] = { bpf_map__fd(s->skel->maps.scope_stats),
-		       bpf_map__fd(s->skel->maps.scope_stats_more) };
-	int cfd = bpf_map__fd(s->skel->maps.counters);
-	size_t vsz = (sizeof(struct scope_stats) + 7) & ~(size_t)7;
-	void *percpu;
-	size_t n = 0, i, kept;
-	__u64 cnt[256];
-	__u32 c;
-	int ret, cpu, m;
+	int ret;
 
 	memset(out, 0, sizeof(*out));
-	percpu = malloc(vsz * s->ncpus);
-	if (!percpu)
-		return -ENOMEM;
-	for (m = 0; m < 2; m++) {
-		ret = read_map_rows(s, fds[m], pid, percpu, &out->rows, &n);
-		if (ret)
-			goto done;
-	}
-	if (!out->rows) {
-		out->rows = calloc(1, sizeof(*out->rows));
-		if (!out->rows) {
-			ret = -ENOMEM;
-			goto done;
-		}
-	}
-	qsort(out->rows, n, sizeof(*out->rows), cmp_row);
-	/* a key in both maps (made in the second while the first was full,
-	 * then room freed by a detach): one row */
-	for (i = 0, kept = 0; i < n; i++) {
-		if (kept && !qp_scope_key_cmp(&out->rows[kept - 1].key, &out->rows[i].key)) {
-			add_stats(&out->rows[kept - 1].stats, &out->rows[i].stats);
-			continue;
-		}
-		if (kept != i)
-			out->rows[kept] = out->rows[i];
-		kept++;
-	}
-	out->n = kept;
-	for (c = 0; c < QPROF_CNT__MAX && s->ncpus <= 256; c++) {
-		if (bpf_map_lookup_elem(cfd, &c, cnt))
-			continue;
-		for (cpu = 0; cpu < s->ncpus; cpu++)
-			out->counters[c] += cnt[cpu];
-	}
-	ret = 0;
-done:
-	free(percpu);
+	pthread_mutex_lock(&s->poll_lock);
+	ret = qp_scope_poll(s, out->counters);
+	if (!ret)
+		ret = qp_scope_store_snapshot(&s->store, pid, out);
+	out->poll = s->poll;
+	pthread_mutex_unlock(&s->poll_lock);
 	if (ret)
 		qp_scope_snapshot_free(out);
 	return ret;
@@ -384,15 +310,17 @@ int qp_scopes_logs_fd(struct qp_scopes *s)
 
 uint64_t qp_scopes_counter(struct qp_scopes *s, unsigned int which)
 {
-	__u64 cnt[256] = { 0 };
+	__u64 *cnt;
 	uint64_t sum = 0;
 	__u32 k = which;
 	int cpu;
 
-	if (which >= QPROF_CNT__MAX || s->ncpus > 256 ||
-	    bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &k, cnt))
+	if (which >= QPROF_CNT__MAX)
 		return 0;
-	for (cpu = 0; cpu < s->ncpus; cpu++)
-		sum += cnt[cpu];
+	cnt = calloc((size_t)s->ncpus, sizeof(*cnt));
+	if (cnt && !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &k, cnt))
+		for (cpu = 0; cpu < s->ncpus; cpu++)
+			sum += cnt[cpu];
+	free(cnt);
 	return sum;
 }

@@ -21,10 +21,20 @@ struct qp_scope_row {
 	struct scope_stats stats;
 };
 
+/* What the polls of the scope maps have cost since the daemon started. */
+struct qp_scope_poll_stats {
+	uint64_t polls;
+	uint64_t chunks_read;	/* chunk values copied out of the kernel */
+	uint64_t full_scans;	/* polls that read every chunk (dirty keys lost) */
+	uint64_t cpu_ns;	/* the polling threads' CPU time in the polls */
+	uint64_t chunks;	/* chunks held now */
+};
+
 struct qp_scope_snapshot {
 	size_t n;
 	struct qp_scope_row *rows;	/* sorted by key */
 	uint64_t counters[QPROF_CNT__MAX];
+	struct qp_scope_poll_stats poll;
 };
 
 /* Open, size and load the BPF object; attach the thread-exit tracepoint.
@@ -104,7 +114,8 @@ uint64_t qp_scopes_counter(struct qp_scopes *s, unsigned int which);
 /* The log ring buffer (for the logs consumer). */
 int qp_scopes_logs_fd(struct qp_scopes *s);
 
-/* Read everything (or only PID when pid > 0). */
+/* Poll the maps (the chunks hit since the last poll), then the rows of
+ * every aggregate (or only PID's when pid > 0) from the daemon's copy. */
 int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out);
 void qp_scope_snapshot_free(struct qp_scope_snapshot *snap);
 /* scope_snapshot.c (no BPF): the order of rows (tgid, site, parent), the

@@ -1,5 +1,6 @@
 /* collect_values.c - reads the marks and QPROF_VALUE maps of the scope
- * collector (statistics and histogram buckets) into plain rows. */
+ * collector (statistics, and histogram buckets from the copy value_poll.c
+ * keeps) into plain rows. The maps are shared by all CPUs: one value a key. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,13 +33,13 @@ static int list_mark_keys(int fd, int pid, struct mark_key **out, size_t *n)
 	return qp_map_keys(fd, sizeof(**out), pid, (void **)out, n);
 }
 
-/* The rows of the per-CPU map FD (the keys of PID when pid > 0): each key's
- * NCPUS values of VSIZE bytes folded by FOLD into a row of RSIZE bytes that
- * begins with the key; sorted by key. 0 or -errno (*ROWS NULL). */
-static int read_rows(const struct qp_scopes *s, int fd, int pid, size_t vsize, size_t rsize,
-		     void (*fold)(void *row, const void *pc, int ncpus), void **rows, size_t *n)
+/* The rows of the map FD (the keys of PID when pid > 0): each key's value
+ * of VSIZE bytes folded by FOLD into a row of RSIZE bytes that begins with
+ * the key; sorted by key. 0 or -errno (*ROWS NULL). */
+static int read_rows(int fd, int pid, size_t vsize, size_t rsize,
+		     void (*fold)(void *row, const void *pc, int n), void **rows, size_t *n)
 {
-	unsigned char *pc = calloc((size_t)s->ncpus, vsize), *v = NULL;
+	unsigned char *pc = calloc(1, vsize), *v = NULL;
 	struct mark_key *keys = NULL;
 	size_t nk = 0, i, kept = 0;
 	int ret;
@@ -54,7 +55,7 @@ static int read_rows(const struct qp_scopes *s, int fd, int pid, size_t vsize, s
 		if (bpf_map_lookup_elem(fd, &keys[i], pc))
 			continue;
 		memcpy(v + kept * rsize, &keys[i], sizeof(keys[i]));
-		fold(v + kept * rsize, pc, s->ncpus);
+		fold(v + kept * rsize, pc, 1);
 		kept++;
 	}
 	free(keys);
@@ -85,7 +86,7 @@ static void fold_mark(void *row, const void *pcv, int ncpus)
 
 int qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_t *n)
 {
-	return read_rows(s, bpf_map__fd(s->skel->maps.mark_stats), pid, sizeof(struct mark_stats),
+	return read_rows(bpf_map__fd(s->skel->maps.mark_stats), pid, sizeof(struct mark_stats),
 			 sizeof(**rows), fold_mark, (void **)rows, n);
 }
 
@@ -125,73 +126,27 @@ static int hist_add(struct hist_ent **v, size_t *n, size_t *cap, int pid,
 	return 0;
 }
 
-/* Every histogram bucket of PID (all when <= 0). One batch syscall per few
- * thousand entries (a walk with get_next_key + lookup costs two per entry:
- * 350 ms for the example strategy's two values after 10 s); the walk stays
- * for kernels without batch operations on hash maps. */
-static int hist_read(int hfd, int pid, struct hist_ent **out, size_t *n)
+/* Every histogram bucket of PID (all when <= 0): a poll copies the buckets
+ * hit since the last one (value_poll.c), then the daemon's copy is listed.
+ * (Reading the whole map at each request cost 25-45 ms for 20,000 buckets.) */
+static int hist_read(struct qp_scopes *s, int pid, struct hist_ent **out, size_t *n)
 {
-	struct value_bucket_key *keys = NULL, in_b, out_b, k, next;
-	size_t cap = 0, batch = 4096, steps = 0;
-	__u64 *vals = NULL, cnt;
-	void *in = NULL, *prev = NULL;
-	bool done;
-	int ret = 0;
+	size_t i, cap = 0;
+	int ret;
 
 	*out = NULL;
 	*n = 0;
-	for (;;) {
-		LIBBPF_OPTS(bpf_map_batch_opts, opts);
-		__u32 got = (__u32)batch, i;
+	pthread_mutex_lock(&s->poll_lock);
+	ret = qp_value_poll(s);
+	for (i = 0; !ret && i < s->vbuckets.n; i++) {
+		struct value_bucket_key k;
+		__u64 c;
 
-		if (!keys) {
-			keys = malloc(batch * sizeof(*keys));
-			vals = malloc(batch * sizeof(*vals));
-			if (!keys || !vals) {
-				ret = -ENOMEM;
-				break;
-			}
-		}
-		ret = bpf_map_lookup_batch(hfd, in, &out_b, keys, vals, &got, &opts) ? -errno : 0;
-		if (ret == -ENOSPC && batch < (1u << 20)) {
-			/* a hash bucket holds more than a batch: a bigger one */
-			free(keys);
-			free(vals);
-			keys = NULL;
-			vals = NULL;
-			batch *= 4;
-			continue;
-		}
-		if (ret && ret != -ENOENT)
-			break;
-		done = ret == -ENOENT;	/* the last batch (maybe with entries) */
-		ret = 0;
-		for (i = 0; i < got && !ret; i++)
-			ret = hist_add(out, n, &cap, pid, &keys[i], vals[i]);
-		if (ret || done)
-			break;
-		in_b = out_b;
-		in = &in_b;
+		memcpy(&k, qp_htab_key(&s->vbuckets, i, NULL), sizeof(k));
+		memcpy(&c, qp_htab_value(&s->vbuckets, i), sizeof(c));
+		ret = hist_add(out, n, &cap, pid, &k, c);
 	}
-	free(keys);
-	free(vals);
-	/* 524: the kernel's ENOTSUPP, when a map type has no batch operations */
-	if (ret == -EINVAL || ret == -EOPNOTSUPP || ret == -524) {
-		/* no batch lookup here: the walk */
-		free(*out);
-		*out = NULL;
-		*n = cap = 0;
-		ret = 0;
-		while (bpf_map_get_next_key(hfd, prev, &next) == 0 && ++steps < (1u << 22)) {
-			k = next;
-			prev = &k;
-			if (bpf_map_lookup_elem(hfd, &k, &cnt))
-				continue;
-			ret = hist_add(out, n, &cap, pid, &k, cnt);
-			if (ret)
-				break;
-		}
-	}
+	pthread_mutex_unlock(&s->poll_lock);
 	if (ret) {
 		free(*out);
 		*out = NULL;
@@ -228,19 +183,18 @@ static void fold_value(void *row, const void *pcv, int ncpus)
 
 int qp_values_read(struct qp_scopes *s, int pid, struct qp_value_row **rows, size_t *n)
 {
-	int hfd = bpf_map__fd(s->skel->maps.value_hist);
 	struct qp_value_row *v;
 	struct hist_ent *h = NULL;
 	size_t i, j, kept, nh = 0;
 	int ret;
 
-	ret = read_rows(s, bpf_map__fd(s->skel->maps.value_stats), pid, sizeof(struct value_stats),
+	ret = read_rows(bpf_map__fd(s->skel->maps.value_stats), pid, sizeof(struct value_stats),
 			sizeof(*v), fold_value, (void **)&v, &kept);
 	if (ret)
 		return ret;
 	/* histogram buckets, sorted like the rows, handed out in one merge */
 	if (kept)
-		ret = hist_read(hfd, pid, &h, &nh);
+		ret = hist_read(s, pid, &h, &nh);
 	if (nh > 1)
 		qsort(h, nh, sizeof(*h), cmp_hist);
 	for (i = 0, j = 0; !ret && i < kept; i++) {

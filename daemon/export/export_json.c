@@ -147,6 +147,15 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "map_full", d->map_full);
 	qp_json_kv_u64(j, "stack_unavailable", d->stack_unavailable);
 	qp_json_obj_end(j);
+	qp_json_kv_u64(j, "minmax_inexact", m->scopes.minmax_inexact);
+	qp_json_key(j, "poll");
+	qp_json_obj_begin(j);
+	qp_json_kv_u64(j, "polls", m->scopes.poll.polls);
+	qp_json_kv_u64(j, "chunks_read", m->scopes.poll.chunks_read);
+	qp_json_kv_u64(j, "full_scans", m->scopes.poll.full_scans);
+	qp_json_kv_u64(j, "cpu_us", m->scopes.poll.cpu_ns / 1000);
+	qp_json_kv_u64(j, "chunks", m->scopes.poll.chunks);
+	qp_json_obj_end(j);
 	qp_json_obj_end(j);
 	qp_json_key(j, "logs");
 	qp_json_obj_begin(j);

@@ -26,6 +26,8 @@ void qp_status_from_snapshot(const struct qp_scope_snapshot *snap, struct qp_sta
 	/* events: scopes measured, summed from the aggregates (no per-event counter) */
 	out->scopes.events = qp_scope_count_events(snap);
 	out->scopes.sites = qp_scope_count_sites(snap);
+	out->scopes.minmax_inexact = snap->counters[QPROF_CNT_MINMAX_LOST];
+	out->scopes.poll = snap->poll;
 	out->logs.lost = snap->counters[QPROF_CNT_LOG_LOST];
 	out->values_lost = snap->counters[QPROF_CNT_VALUE_LOST];
 	out->marks_lost = snap->counters[QPROF_CNT_MARK_LOST];

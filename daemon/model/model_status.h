@@ -28,6 +28,8 @@ struct qp_status_model {
 	struct {
 		uint64_t sites, events, dropped;	/* dropped: the sum of drops */
 		struct qp_scope_drops drops;
+		uint64_t minmax_inexact;	/* min/max updates given up (bpf/scopes.h) */
+		struct qp_scope_poll_stats poll;
 	} scopes;
 	struct {
 		bool running;

@@ -87,6 +87,12 @@ static void status_model(struct qp_status_model *m)
 	m->logs.oldest_seq = 42;
 	m->values_lost = 23;
 	m->marks_lost = 29;
+	m->scopes.minmax_inexact = 2;
+	m->scopes.poll.polls = 3;
+	m->scopes.poll.chunks_read = 1000;
+	m->scopes.poll.full_scans = 1;
+	m->scopes.poll.cpu_ns = 4567890;
+	m->scopes.poll.chunks = 900;
 	m->targets_running = 1;
 	m->targets_exited = 2;
 }
@@ -95,7 +101,8 @@ static const char status_json[] =
 	"{\"cpu\":{\"running\":false,\"frequency_hz\":99,\"samples\":0,\"lost\":0,\"aged\":31,\"table_bytes\":262144,\"all\":false,\"cpus\":0,"
 	"\"error\":\"perf_event_open: \\\"denied\\\"\"},"
 	"\"scopes\":{\"sites\":7,\"events\":47,\"dropped\":56,\"dropped_by_reason\":{\"exit_without_enter\":3,"
-	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17}},"
+	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17},"
+	"\"minmax_inexact\":2,\"poll\":{\"polls\":3,\"chunks_read\":1000,\"full_scans\":1,\"cpu_us\":4567,\"chunks\":900}},"
 	"\"logs\":{\"running\":true,\"received\":100,\"lost\":19,\"oldest_seq\":42},"
 	"\"values\":{\"lost\":23},\"marks\":{\"lost\":29}}";
 
