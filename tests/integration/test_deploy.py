@@ -67,6 +67,38 @@ def drops(d):
     return d.get("/api/status")[1]["scopes"]["dropped_by_reason"]
 
 
+NOP5 = b"\x0f\x1f\x44\x00\x00"
+
+
+def text_changes(pid):
+    """Bytes of PID's executable mappings that differ from the file it mapped
+    (read through /proc/PID/map_files: the very inode, even when replaced),
+    outside the nop5 probe sites, where uprobes write: [(file offset, file
+    byte, memory byte)]. A probe at a wrong offset shows here."""
+    out = []
+    with open(f"/proc/{pid}/maps") as f:
+        maps = f.read().splitlines()
+    for line in maps:
+        parts = line.split()
+        if len(parts) < 6 or "x" not in parts[1] or not parts[5].startswith(work):
+            continue
+        a, b = (int(x, 16) for x in parts[0].split("-"))
+        off = int(parts[2], 16)
+        with open(f"/proc/{pid}/map_files/{parts[0]}", "rb") as f:
+            f.seek(off)
+            fil = f.read(b - a)
+        with open(f"/proc/{pid}/mem", "rb") as m:
+            m.seek(a)
+            mem = m.read(len(fil))
+        sites = set()
+        i = fil.find(NOP5)
+        while i >= 0:
+            sites.update(range(i, i + 5))
+            i = fil.find(NOP5, i + 1)
+        out += [(off + i, fil[i], mem[i]) for i in range(len(mem)) if mem[i] != fil[i] and i not in sites]
+    return out
+
+
 def run(d, p, what):
     """Let P work, check its own figures, its count and that it exits 0."""
     before = drops(d)
@@ -75,7 +107,14 @@ def run(d, p, what):
     after = drops(d)
     lost = sum(after[k] - before[k] for k in RACE)
     t.eq(fig["outer_n"], 2 * ITERS, f"{what}: the program ran")
-    t.eq(events(d, p.pid) + lost, WANT, f"{what}: events counted (+ {lost} counted drops)")
+    t.eq(fig["func_n"], 2 * (ITERS // 10), f"{what}: the program's own count of slow_function")
+    t.eq(text_changes(p.pid)[:20], [], f"{what}: the code it runs is its file's, but for the probe sites")
+    got = events(d, p.pid)
+    if not t.eq(got + lost, WANT, f"{what}: events counted (+ {lost} counted drops)"):
+        # what was counted where, and every drop: the figures to find an excess by
+        st, body = d.get(f"/api/scopes?pid={p.pid}")
+        print(f"{what}: rows {[(r['name'], r['parent'], r['count']) for r in body.get('scopes', [])]}", flush=True)
+        print(f"{what}: program {fig}; drops {after}", flush=True)
     t.eq({k: after[k] - before[k] for k in after if k not in RACE},
          {k: 0 for k in after if k not in RACE}, f"{what}: no other drop")
     t.eq(p.finish(), 0, f"{what}: exit code")
