@@ -102,6 +102,12 @@ try:
             f"top shows order_rt:\n{out}")
     t.check(any(ln.split()[:2] == ["sent", "order_rt"] for ln in out.splitlines()),
             f"top shows step sent under order_rt:\n{out}")
+    # the exit report has the span: 1000 after the two rounds
+    prog.finish()
+    rep = wait_for(lambda: d.request("GET", f"/api/report?pid={prog.pid}&format=json")[0] == 200, timeout=30)
+    t.check(rep, "an exit report")
+    st, _, body = d.request("GET", f"/api/report?pid={prog.pid}&format=json")
+    t.check(b'"order_rt"' in body and b'"async_span"' in body, "the report's scopes have order_rt")
 finally:
     prog.finish()
     prog.kill()
