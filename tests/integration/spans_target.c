@@ -7,6 +7,8 @@
  *              when the gateway takes it, QPROF_SPAN_END after the sleep);
  *              one block scope per order on each thread. Prints the count
  *              and the mean the program measured itself.
+ *   roundtrip --scope-begin  the same with QPROF_SCOPE_BEGIN/END, which pair
+ *              on one thread only: what a new user writes first (issue 15).
  *   abandon    each round begins BATCH spans never ended (ids go on from
  *              round to round).
  *   bad        the faults of test_spans.py, once each, on a thread that
@@ -54,6 +56,7 @@ static void sleep_us(long us)
 #define ID_BASE 0x7a00000000000000ull	/* ids use all 64 bits */
 
 static int n_orders = 500;
+static int scope_begin;		/* --scope-begin */
 static uint64_t *t_begin;
 static int queue[QLEN];
 static _Atomic unsigned int q_head, q_tail;
@@ -78,7 +81,10 @@ static void *strategy(void *arg)
 			       atomic_load_explicit(&q_tail, memory_order_acquire) >= IN_FLIGHT)
 			sleep_us(20);
 		t_begin[i] = now_ns();
-		QPROF_SPAN_BEGIN(ORDER_RT, order_id(i));
+		if (scope_begin)
+			QPROF_SCOPE_BEGIN(ORDER_RT);
+		else
+			QPROF_SPAN_BEGIN(ORDER_RT, order_id(i));
 		queue[atomic_load_explicit(&q_head, memory_order_relaxed) % QLEN] = i;
 		atomic_fetch_add_explicit(&q_head, 1, memory_order_release);
 		sleep_us(30);
@@ -100,9 +106,13 @@ static void *gateway(void *arg)
 			continue;
 		}
 		i = queue[tail % QLEN];
-		QPROF_SPAN_STEP(ORDER_RT, order_id(i), "sent");
+		if (!scope_begin)
+			QPROF_SPAN_STEP(ORDER_RT, order_id(i), "sent");
 		sleep_us(50);
-		QPROF_SPAN_END(ORDER_RT, order_id(i));
+		if (scope_begin)
+			QPROF_SCOPE_END(ORDER_RT);
+		else
+			QPROF_SPAN_END(ORDER_RT, order_id(i));
 		t = now_ns();
 		rt_sum += t - t_begin[i];
 		{
@@ -195,8 +205,11 @@ int main(int argc, char **argv)
 			n_orders = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
 			batch = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--scope-begin"))
+			scope_begin = 1;
 		else {
-			fprintf(stderr, "usage: %s [--mode roundtrip|abandon|bad] [--n N] [--batch N]\n", argv[0]);
+			fprintf(stderr, "usage: %s [--mode roundtrip|abandon|bad] [--n N] [--batch N] [--scope-begin]\n",
+				argv[0]);
 			return 2;
 		}
 	}

@@ -11,6 +11,9 @@
 3. Bad input counted by reason: end and step without a begin, an id reused
    while pending (the newer begin kept), one name as block scope and async
    span (apart), kinds mixed in one pair (never paired).
+4. The same 500 round trips written with QPROF_SCOPE_BEGIN/END (one thread
+   only): the unmatched begins neither block nor re-parent the strategy
+   thread's scopes (before: too_deep, and every later scope dropped).
 
 usage: test_spans.py QPROFD SPANS_TARGET QPROF_CLI [QPROFD_OPTION...]"""
 import os
@@ -178,6 +181,27 @@ try:
     t.eq(count.get(("async_span", "dual")), 2, "dual as async span")
     for name in ("early", "mixed", "mixed2"):
         t.check(not any(r["name"] == name for r in rows), f"no row for {name}")
+finally:
+    prog.finish()
+    prog.kill()
+    t.eq(d.stop(), 0, "qprofd exits 0")
+
+# 4. QPROF_SCOPE_BEGIN on one thread, QPROF_SCOPE_END on another
+prog = Target([target_bin, "--mode", "roundtrip", "--n", "500", "--scope-begin"])
+d = Daemon(qprofd, ["--pid", str(prog.pid), *extra])
+try:
+    prog.start()
+    t.eq(prog.result()["count"], 500, "500 round trips")
+    rows = rows_of(d, prog.pid)
+    by = {(r["kind"], r["name"], r["parent"]): r["count"] for r in rows}
+    t.eq(by.get(("scope", "strat_work", None)), 500, "strategy thread's scope exact, at top level")
+    t.eq(by.get(("scope", "gw_work", None)), 500, "gateway thread's scope exact")
+    t.check(not any(r["name"] == "order_rt" for r in rows), "no order_rt row: SCOPE_BEGIN pairs on one thread")
+    why = reasons(d)["dropped_by_reason"]
+    t.eq(why["exit_without_enter"], 500, "every END on the gateway thread without a BEGIN there")
+    t.eq(why["begin_unended"], 499, "each BEGIN replaced the previous one on the strategy thread")
+    t.eq(why["too_deep"], 0, "the stack never filled")
+    t.eq(why["out_of_order"], 0, "no block scope dropped")
 finally:
     prog.finish()
     prog.kill()
