@@ -20,6 +20,7 @@ add_test(NAME unit_elf_probes COMMAND test_elf_probes
   sdt=$<TARGET_FILE:fx_sdt>
   spans=$<TARGET_FILE:fx_spans>
   spans_cxx=$<TARGET_FILE:fx_spans_cxx>
+  spans_off=$<TARGET_FILE:fx_spans_off>
   notelf=${QP_FX_NOT_ELF}
   truncated=${QP_FX_TRUNC})
 add_test(NAME unit_procfs COMMAND test_procfs)

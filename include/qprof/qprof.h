@@ -85,9 +85,11 @@ struct qprof_step_site {
 #define QPROF_VALUE(name, v) ((void)0)
 #define QPROF_LOG(...) ((void)0)
 #define QPROF_MARK(name) ((void)0)
-#define QPROF_SPAN_BEGIN(name, id) ((void)sizeof(id))
-#define QPROF_SPAN_STEP(name, id, step) ((void)sizeof(id))
-#define QPROF_SPAN_END(name, id) ((void)sizeof(id))
+/* A name array or id kept only for the markers is not an unused variable;
+ * the id is not evaluated (give it no side effects). */
+#define QPROF_SPAN_BEGIN(name, id) ((void)(name), (void)sizeof(id))
+#define QPROF_SPAN_STEP(name, id, step) ((void)(name), (void)sizeof(id), (void)(step))
+#define QPROF_SPAN_END(name, id) ((void)(name), (void)sizeof(id))
 
 #else /* !QPROF_DISABLE */
 

@@ -30,7 +30,7 @@
 #include "testlib.h"
 
 struct fixtures {
-	const char *pie, *nopie, *lld, *cxx, *lib, *sdt, *notelf, *truncated, *spans, *spans_cxx;
+	const char *pie, *nopie, *lld, *cxx, *lib, *sdt, *notelf, *truncated, *spans, *spans_cxx, *spans_off;
 };
 
 struct want_site {
@@ -365,6 +365,16 @@ static void check_spans(const char *path)
 			CHECK(s->span == NULL);
 	}
 	CHECK_INT(p->nbad_sites, 0);
+	qp_elf_probes_free(p);
+}
+
+/* fx_spans.c built with -DQPROF_DISABLE: nothing left of the markers. */
+static void check_spans_off(const char *path)
+{
+	struct qp_elf_probes *p = open_ok(path);
+
+	CHECK_INT(p->nnotes, 0);
+	CHECK_INT(p->nsites, 0);
 	qp_elf_probes_free(p);
 }
 
@@ -710,15 +720,15 @@ int main(int argc, char **argv)
 		if (0)
 			;
 		SLOT(pie); SLOT(nopie); SLOT(lld); SLOT(cxx); SLOT(lib); SLOT(sdt);
-		SLOT(notelf); SLOT(truncated); SLOT(spans); SLOT(spans_cxx);
+		SLOT(notelf); SLOT(truncated); SLOT(spans); SLOT(spans_cxx); SLOT(spans_off);
 #undef SLOT
 		if (slot)
 			*slot = eq + 1;
 	}
 	if (!fx.pie || !fx.nopie || !fx.cxx || !fx.lib || !fx.sdt || !fx.notelf || !fx.truncated ||
-	    !fx.spans || !fx.spans_cxx) {
+	    !fx.spans || !fx.spans_cxx || !fx.spans_off) {
 		fprintf(stderr, "usage: %s pie=F nopie=F [lld=F] cxx=F lib=F sdt=F notelf=F truncated=F "
-			"spans=F spans_cxx=F\n",
+			"spans=F spans_cxx=F spans_off=F\n",
 			argv[0]);
 		return 2;
 	}
@@ -737,6 +747,7 @@ int main(int argc, char **argv)
 	check_cxx(fx.cxx);
 	check_spans(fx.spans);
 	check_spans(fx.spans_cxx);
+	check_spans_off(fx.spans_off);
 	check_lib(fx.lib);
 	check_sdt(fx.sdt);
 	check_errors(&fx, dir);
