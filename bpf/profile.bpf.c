@@ -85,7 +85,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, zero = 0, klen, ulen, size;
 	struct thread_stack *st;
 	struct cpu_sample *s;
-	__u32 d, i;
+	__u32 d, i, b;
 
 	if (!tgid)
 		return 0;	/* idle */
@@ -112,6 +112,13 @@ int do_sample(struct bpf_perf_event_data *ctx)
 			if (i >= d)
 				break;
 			s->scopes[i] = st->f[(d - 1 - i) & (QPROF_MAX_DEPTH - 1)].site;
+		}
+		/* then QPROF_SCOPE_BEGIN spans open on the thread, while room is left */
+		for (b = 0; b < QPROF_MAX_BEGINS; b++) {
+			if (i >= QPROF_SAMPLE_SCOPES)
+				break;
+			if (st->b[b].key)
+				s->scopes[i++] = st->b[b].site;
 		}
 	}
 	bpf_get_current_comm(s->comm, sizeof(s->comm));

@@ -149,6 +149,8 @@ static __always_inline struct thread_stack *stack_of(__u64 cookie, bool create)
 		st->epoch = QPROF_COOKIE_EPOCH(cookie);
 		st->depth = 0;
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
+		for (int i = 0; i < QPROF_MAX_BEGINS; i++)
+			st->b[i].key = 0;
 	}
 	return st;
 }
@@ -178,16 +180,6 @@ static __always_inline int do_enter(__u64 now, __u64 site, __u64 key, __u64 cook
 	return 0;
 }
 
-SEC("usdt")
-int scope_enter(struct pt_regs *ctx)
-{
-	__u64 now = bpf_ktime_get_ns();
-	__u64 site, key, cookie;
-
-	if (qp_usdt_args2(ctx, &site, &key, &cookie))
-		return 0;
-	return do_enter(now, site, key, cookie);
-}
 
 /* Making an entry can fail with room to spare. Since 6.15 a hash map's
  * bucket locks and its free-list locks are rqspinlocks: an update whose
@@ -326,6 +318,28 @@ __attribute__((noinline)) int record(__u32 tgid, __u64 site, __u64 parent, __u64
 	return 0;
 }
 
+static __always_inline bool excluded_hit(__u64 cookie, __u32 tgid)
+{
+	return (cookie & QPROF_COOKIE_BINARY) && bpf_map_lookup_elem(&excluded, &tgid);
+}
+
+#include "spans.bpf.h"
+
+/* Block scopes (key $0) push and pop the stack; QPROF_SCOPE_BEGIN/END (key:
+ * the name's address) take the thread's begin slots (spans.bpf.h). */
+SEC("usdt")
+int scope_enter(struct pt_regs *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 site, key, cookie;
+
+	if (qp_usdt_args2(ctx, &site, &key, &cookie))
+		return 0;
+	if (key)
+		return begin_open(now, site, key, cookie);
+	return do_enter(now, site, site, cookie);
+}
+
 static __always_inline int do_exit(__u64 now, __u64 site, __u64 key, __u64 cookie)
 {
 	__u64 want;
@@ -378,14 +392,16 @@ int scope_exit(struct pt_regs *ctx)
 
 	if (qp_usdt_args2(ctx, &site, &key, &cookie))
 		return 0;
-	return do_exit(now, site, key, cookie);
+	if (key)
+		return begin_close(now, key, cookie);
+	return do_exit(now, site, site, cookie);
 }
 
 /* Spans of other programs' USDT probes: a begin probe opens the span's
  * pseudo site on the thread stack, an end probe closes it, exactly like a
  * qprof scope (nesting, parents, drops). Their arguments are not read. */
 SEC("usdt")
-int span_begin(struct pt_regs *ctx)
+int usdt_span_begin(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), cookie, site;
 
@@ -396,7 +412,7 @@ int span_begin(struct pt_regs *ctx)
 }
 
 SEC("usdt")
-int span_end(struct pt_regs *ctx)
+int usdt_span_end(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), cookie, site;
 
@@ -404,11 +420,6 @@ int span_end(struct pt_regs *ctx)
 		return 0;
 	site = QPROF_SPAN_SITE(QPROF_COOKIE_ID(cookie));
 	return do_exit(now, site, site, cookie);
-}
-
-static __always_inline bool excluded_hit(__u64 cookie, __u32 tgid)
-{
-	return (cookie & QPROF_COOKIE_BINARY) && bpf_map_lookup_elem(&excluded, &tgid);
 }
 
 SEC("usdt")
@@ -583,11 +594,15 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(thread_exit)
 {
 	struct thread_stack *st;
+	__u32 n;
 
 	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0, 0);
-	if (!st || !st->depth)
+	if (!st)
 		return 0;
-	count(QPROF_CNT_DROP_THREAD_EXIT, st->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : st->depth);
+	n = (st->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : st->depth) + begins_open(st);
+	if (n)
+		count(QPROF_CNT_DROP_THREAD_EXIT, n);
 	st->depth = 0;
+	begins_clear(st);
 	return 0;
 }

@@ -88,11 +88,40 @@ struct scope_frame {
 	__u64 ts;
 };
 
+/* QPROF_SCOPE_BEGIN spans open on a thread: beside the block-scope stack,
+ * not on it, so one never ended can neither fill the stack nor become the
+ * parent of later scopes. Paired by key (the name's address) on the thread.
+ * A slot is free when its key is 0. */
+#define QPROF_MAX_BEGINS 8
+
+struct begin_slot {
+	__u64 key;
+	__u64 site;
+	__u64 parent;	/* the block scope open when it began, 0 at top level */
+	__u64 ts;
+};
+
 struct thread_stack {
 	__u32 depth;	/* may exceed QPROF_MAX_DEPTH: frames past it are not kept */
 	__u32 tgid;
 	__u64 epoch;
 	struct scope_frame f[QPROF_MAX_DEPTH];
+	struct begin_slot b[QPROF_MAX_BEGINS];
+};
+
+/* Spans across threads (QPROF_SPAN_BEGIN/STEP/END): pending begins keyed by
+ * (process, name address, id), in a preallocated hash map the daemon sizes
+ * (--span-pending) and sweeps of begins older than --span-timeout-ms. */
+struct span_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 name;	/* address of the span's name literal (arg 3) */
+	__u64 id;	/* the program's 64-bit id (arg 2) */
+};
+
+struct span_pending {
+	__u64 ts;	/* bpf_ktime_get_ns() at the begin */
+	__u64 site;	/* the QPROF_SPAN_BEGIN descriptor: the span's row */
 };
 
 /* Marks: count per (process, site). */
@@ -174,6 +203,15 @@ enum scope_counter {
 	QPROF_CNT_MINMAX_LOST,		/* min or max updates given up after
 					 * QPROF_CAS_TRIES lost races (never seen) */
 	QPROF_CNT_VALUE_DIRTY_LOST,	/* the same as DIRTY_LOST for value buckets */
+	QPROF_CNT_BEGIN_UNENDED,	/* QPROF_SCOPE_BEGIN spans replaced before their END:
+					 * begun again on the thread, or 9th open one */
+	QPROF_CNT_SPAN_END_NO_BEGIN,	/* QPROF_SPAN_END with no pending begin */
+	QPROF_CNT_SPAN_STEP_NO_BEGIN,	/* QPROF_SPAN_STEP with no pending begin */
+	QPROF_CNT_SPAN_ID_REUSED,	/* QPROF_SPAN_BEGIN of an id already pending: the
+					 * older begin is dropped, the newer kept */
+	QPROF_CNT_SPAN_TABLE_FULL,	/* begins the pending table had no room for */
+	QPROF_CNT_SPAN_ABANDONED,	/* never incremented by BPF: the daemon's sweep
+					 * counts begins older than the timeout here */
 	QPROF_CNT__MAX,
 };
 

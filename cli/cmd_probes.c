@@ -130,6 +130,8 @@ static int print_json(const struct cli_ctx *ctx, const struct qp_elf_probes *p, 
 		qp_json_obj_begin(&j);
 		qp_json_kv_str(&j, "kind", qp_site_kind_name(s->kind));
 		qp_json_kv_str(&j, "name", s->name);
+		if (s->span)	/* a QPROF_SPAN_STEP: its span */
+			qp_json_kv_str(&j, "span", s->span);
 		qp_json_kv_str(&j, "file", s->file);
 		qp_json_kv_u64(&j, "line", s->line);
 		qp_json_kv_str(&j, "function", s->function);
@@ -191,7 +193,10 @@ static int print_human(const struct cli_ctx *ctx, const char *path, const struct
 
 			table_row(&t);
 			table_cell(&t, qp_site_kind_name(s->kind));
-			table_cell(&t, s->name);
+			if (s->span)	/* a step: "span/step" */
+				table_cellf(&t, "%s/%s", s->span, s->name);
+			else
+				table_cell(&t, s->name);
 			table_cellf(&t, "%s:%u", s->file ? s->file : "?", s->line);
 			table_cell(&t, s->function);
 		}

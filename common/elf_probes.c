@@ -430,6 +430,7 @@ void qp_elf_probes_free(struct qp_elf_probes *p)
 		free(p->sites[i].name);
 		free(p->sites[i].file);
 		free(p->sites[i].function);
+		free(p->sites[i].span);
 	}
 	free(p->notes);
 	free(p->sites);
@@ -504,6 +505,12 @@ const char *qp_site_kind_name(uint32_t kind)
 		return "log";
 	case QPROF_KIND_MARK:
 		return "mark";
+	case QPROF_KIND_ASYNC_BEGIN:
+		return "async_begin";
+	case QPROF_KIND_ASYNC_STEP:
+		return "async_step";
+	case QPROF_KIND_ASYNC_END:
+		return "async_end";
 	default:
 		return "unknown";
 	}

@@ -39,6 +39,7 @@ struct qp_site_info {
 	char *name;	/* never NULL: "?" when unreadable */
 	char *file;
 	char *function;
+	char *span;	/* QPROF_KIND_ASYNC_STEP: the span's name; NULL otherwise */
 };
 
 struct qp_elf_segment {

@@ -266,6 +266,17 @@ int qp_elf_parse_sites(struct qp_ctx *c)
 		if (!err)
 			err = site_string(c, vaddr + 16 + 2 * asz, qp_elf_rd(c, r + 16 + 2 * asz, asz),
 					  &s->function);
+		if (!err && s->kind == QPROF_KIND_ASYNC_STEP) {
+			/* struct qprof_step_site: the span's name follows the descriptor */
+			unsigned char sp[8];
+
+			if (site_record(c, vaddr + recsz, asz, sp))
+				err = site_string(c, vaddr + recsz, qp_elf_rd(c, sp, asz), &s->span);
+			else
+				s->span = strdup("?");
+			if (!err && !s->span)
+				err = qp_elf_fail(c, -ENOMEM, "out of memory");
+		}
 		if (err) {
 			free(addrs);
 			return err;

@@ -44,6 +44,7 @@ struct options {
 	unsigned int frequency;
 	unsigned int max_sites;
 	unsigned int max_exited;
+	struct qp_span_opts spans;
 	bool all;
 	bool no_multi;
 	int verbose;
@@ -67,6 +68,10 @@ static void usage(FILE *f)
 		"  --frequency HZ      CPU sampling frequency per CPU, 1..10000 (default 99)\n"
 		"  --all               sample every process, not only the targets\n"
 		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
+		"  --span-pending N    QPROF_SPAN_BEGIN spans pending at once, all processes\n"
+		"                      (default 65536; a begin past it is counted table_full)\n"
+		"  --span-timeout-ms MS  a span pending longer is dropped and counted\n"
+		"                      abandoned (default 10000)\n"
 		"  --max-exited N      exited targets kept with their data (default 1000;\n"
 		"                      the oldest are dropped, and counted, beyond)\n"
 		"  --report-dir DIR    where a target's report is written when it exits\n"
@@ -103,7 +108,8 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN };
+	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
+	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -115,6 +121,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
 		{ "report-dir", required_argument, NULL, OPT_REPORT_DIR },
 		{ "max-exited", required_argument, NULL, OPT_MAX_EXITED },
+		{ "span-pending", required_argument, NULL, OPT_SPAN_PENDING },
+		{ "span-timeout-ms", required_argument, NULL, OPT_SPAN_TIMEOUT },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -172,6 +180,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (parse_uint_opt("--max-exited", optarg, 0, 1 << 20, &v))
 				return 2;
 			o->max_exited = (unsigned int)v;
+			break;
+		case OPT_SPAN_PENDING:
+			if (parse_uint_opt("--span-pending", optarg, 16, 1 << 22, &v))
+				return 2;
+			o->spans.pending = (unsigned int)v;
+			break;
+		case OPT_SPAN_TIMEOUT:
+			if (parse_uint_opt("--span-timeout-ms", optarg, 10, 3600 * 1000, &v))
+				return 2;
+			o->spans.timeout_ms = (uint64_t)v;
 			break;
 		case OPT_TOKEN:
 			o->token_file = optarg;
@@ -304,7 +322,7 @@ int main(int argc, char **argv)
 	d.report_dir = o.report_dir;
 	qp_stop_init(&d.stop);
 
-	ret = qp_scopes_open(&d.scopes, o.max_sites, !o.no_multi, err, sizeof(err));
+	ret = qp_scopes_open(&d.scopes, o.max_sites, !o.no_multi, &o.spans, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "qprofd: %s\nqprofd: BPF is unavailable: run as root on a kernel with BTF, uprobes and the BPF JIT\n",
 			err);
@@ -397,6 +415,9 @@ int main(int argc, char **argv)
 			continue;
 		next_poll = qp_now_ns() + POLL_MS * 1000000ull;
 		qp_registry_poll(&d.reg, ++tick % 4 == 0);
+		ret = qp_spans_sweep(d.scopes, qp_now_ns());
+		if (ret)
+			qp_warn("cannot sweep pending spans: %s", strerror(-ret));
 		if (tick % 4 == 0)
 			qp_lifecycle_check_exes(lc);
 		qp_registry_write_reports(&d.reg);

@@ -5,7 +5,12 @@
  * jumps), a 20-period moving average over a ring buffer, and the rule of the
  * tutorial: price more than 2% above the average -> SELL, more than 2% below
  * -> BUY, otherwise HOLD. Orders pass a risk check, go through a simulated
- * exchange and land in a small position/PnL book.
+ * exchange and land in a small position/PnL book. A gateway thread, shared
+ * by all instruments, takes each order off its instrument's wire ring,
+ * waits for the simulated venue's acknowledgement and fill report (~30 us)
+ * and reports them: the span "order_to_fill" (QPROF_SPAN_BEGIN on the
+ * instrument's thread, its steps and QPROF_SPAN_END on the gateway's,
+ * keyed by the order) measures that round trip across threads.
  *
  * It runs until SIGINT/SIGTERM (or --ticks N) and then prints a summary.
  * Nothing in here knows about the profiler: the QPROF_* markers are nops
@@ -35,6 +40,8 @@
 #define MAX_POSITION 1000  /* |position| limit, in units */
 #define MAX_NOTIONAL 2.0e5 /* per-order notional limit */
 #define SPIN_NS 20000      /* pacing: sleep until this close, then spin */
+#define WIRE_LEN 256       /* orders in flight to the gateway, per instrument */
+#define VENUE_NS 30000     /* the simulated venue's acknowledgement latency */
 
 static atomic_int stop_requested;
 
@@ -118,10 +125,22 @@ struct instrument {
 	uint64_t max_ticks; /* 0 = until stopped */
 	uint64_t period_ns; /* 0 = as fast as possible */
 	pthread_t thread;
+	/* orders on the wire to the gateway: single producer (this thread),
+	 * single consumer (the gateway) */
+	uint64_t wire[WIRE_LEN];
+	_Atomic uint32_t wire_head, wire_tail;
+	uint64_t wire_full; /* orders not sent to the gateway: ring full */
 };
 
 /* BEGIN and END of a span must name the same string object. */
 static const char ORDER_PATH[] __attribute__((unused)) = "order_path";
+static const char ORDER_TO_FILL[] __attribute__((unused)) = "order_to_fill";
+
+/* An order's id across threads: instrument in the top 16 bits. */
+static uint64_t order_key(const struct instrument *in, uint64_t order_id)
+{
+	return (uint64_t)in->id << 48 | order_id;
+}
 
 static void market_step(struct instrument *in)
 {
@@ -220,6 +239,15 @@ static __attribute__((noinline)) void send_order(struct instrument *in, int qty)
 	o.checksum = h;
 	in->book.orders++;
 	exchange_handle(in, &o);
+	/* to the gateway, which reports the venue's answer on its own thread */
+	uint32_t head = atomic_load_explicit(&in->wire_head, memory_order_relaxed);
+	if (head - atomic_load_explicit(&in->wire_tail, memory_order_acquire) >= WIRE_LEN) {
+		in->wire_full++;
+		return;
+	}
+	QPROF_SPAN_BEGIN(ORDER_TO_FILL, order_key(in, o.id));
+	in->wire[head % WIRE_LEN] = o.id;
+	atomic_store_explicit(&in->wire_head, head + 1, memory_order_release);
 }
 
 static __attribute__((noinline)) void on_tick(struct instrument *in)
@@ -293,6 +321,59 @@ static void *run_instrument(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* ---- the gateway: one thread for every instrument's orders -------------- */
+
+struct gateway {
+	struct instrument *ins;
+	uint64_t n;
+	atomic_int stop;	/* set once the instrument threads are done */
+	uint64_t reports;
+	pthread_t thread;
+};
+
+static void sleep_ns(long ns)
+{
+	struct timespec ts = { 0, ns };
+
+	nanosleep(&ts, NULL);
+}
+
+static __attribute__((noinline)) void gateway_report(struct instrument *in, uint64_t order_id)
+{
+	uint64_t key = order_key(in, order_id);
+
+	QPROF_SPAN_STEP(ORDER_TO_FILL, key, "on_wire");
+	sleep_ns(VENUE_NS);	/* the venue's round trip */
+	QPROF_SPAN_STEP(ORDER_TO_FILL, key, "acked");
+	QPROF_SPAN_END(ORDER_TO_FILL, key);
+}
+
+static void *run_gateway(void *arg)
+{
+	struct gateway *g = arg;
+
+	for (;;) {
+		int idle = 1;
+
+		for (uint64_t i = 0; i < g->n; i++) {
+			struct instrument *in = &g->ins[i];
+			uint32_t tail = atomic_load_explicit(&in->wire_tail, memory_order_relaxed);
+
+			if (atomic_load_explicit(&in->wire_head, memory_order_acquire) == tail)
+				continue;
+			idle = 0;
+			gateway_report(in, in->wire[tail % WIRE_LEN]);
+			atomic_store_explicit(&in->wire_tail, tail + 1, memory_order_release);
+			g->reports++;
+		}
+		if (idle) {
+			if (atomic_load(&g->stop))
+				return NULL; /* drained after the last order */
+			sleep_ns(50000);
+		}
+	}
 }
 
 /* ---- main --------------------------------------------------------------- */
@@ -388,6 +469,13 @@ int main(int argc, char **argv)
 
 	uint64_t t0 = now_ns();
 	uint64_t started = 0;
+	struct gateway gw = { .ins = ins, .n = threads };
+	int gw_err = pthread_create(&gw.thread, NULL, run_gateway, &gw);
+	if (gw_err) {
+		fprintf(stderr, "strategy: pthread_create: %s\n", strerror(gw_err));
+		free(ins);
+		return 1;
+	}
 	for (; started < threads; started++) {
 		int err = pthread_create(&ins[started].thread, NULL, run_instrument, &ins[started]);
 		if (err) {
@@ -398,6 +486,9 @@ int main(int argc, char **argv)
 	}
 	for (uint64_t i = 0; i < started; i++)
 		pthread_join(ins[i].thread, NULL);
+	gw.n = started;
+	atomic_store(&gw.stop, 1);
+	pthread_join(gw.thread, NULL);
 	double secs = (double)(now_ns() - t0) / 1e9;
 
 	uint64_t total = 0;
@@ -416,6 +507,11 @@ int main(int argc, char **argv)
 		       in->book.exchange_rejects, in->book.risk_rejects, in->book.position,
 		       in->price, pnl);
 	}
+	uint64_t wire_full = 0;
+	for (uint64_t i = 0; i < started; i++)
+		wire_full += ins[i].wire_full;
+	printf("gateway: %" PRIu64 " orders reported, %" PRIu64 " not sent (wire full)\n", gw.reports,
+	       wire_full);
 	printf("\n%" PRIu64 " ticks in %.3f s (%.0f ticks/s), pnl %.2f%s\n", total, secs,
 	       secs > 0 ? (double)total / secs : 0.0, pnl_total,
 	       atomic_load(&stop_requested) ? ", stopped by signal" : "");

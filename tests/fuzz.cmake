@@ -43,7 +43,7 @@ foreach(s ${_qp_daemon_src})
 endforeach()
 set(QP_FUZZ_HTTP_WRAP)
 foreach(w qp_scopes_read qp_marks_read qp_probe_counts_read qp_values_read qp_scopes_counter
-    qp_registry_add_pid qp_registry_add_binary qp_stop_wait)
+    qp_spans_figures qp_registry_add_pid qp_registry_add_binary qp_stop_wait)
   list(APPEND QP_FUZZ_HTTP_WRAP -Wl,--wrap=${w})
 endforeach()
 set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/common/arena.c

@@ -150,3 +150,18 @@ add_test(NAME integration_attach_latency
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_attach_latency.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:sites_target>)
 set_tests_properties(integration_attach_latency PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Spans across threads: 500 round trips, 100,000 never ended, bad input;
+# on uprobe-multi links and on perf-event uprobes.
+add_executable(spans_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/spans_target.c)
+target_include_directories(spans_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(spans_target PRIVATE -O2 -g)
+target_link_libraries(spans_target Threads::Threads)
+add_test(NAME integration_spans
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_spans.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:spans_target> $<TARGET_FILE:qprof-cli>)
+add_test(NAME integration_spans_perf_uprobes
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_spans.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:spans_target> $<TARGET_FILE:qprof-cli> --no-uprobe-multi)
+set_tests_properties(integration_spans integration_spans_perf_uprobes PROPERTIES
+  SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

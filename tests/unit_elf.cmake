@@ -18,6 +18,9 @@ add_test(NAME unit_elf_probes COMMAND test_elf_probes
   cxx=$<TARGET_FILE:fx_cxx>
   lib=$<TARGET_FILE:fx_sitelib>
   sdt=$<TARGET_FILE:fx_sdt>
+  spans=$<TARGET_FILE:fx_spans>
+  spans_cxx=$<TARGET_FILE:fx_spans_cxx>
+  spans_off=$<TARGET_FILE:fx_spans_off>
   notelf=${QP_FX_NOT_ELF}
   truncated=${QP_FX_TRUNC})
 add_test(NAME unit_procfs COMMAND test_procfs)

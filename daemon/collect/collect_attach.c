@@ -223,9 +223,11 @@ static int attach_locked(struct qp_scopes *s, int pid, const char *path, const s
 	 * an enter seen without its exit would sit at the bottom of the stack */
 	struct bpf_program *progs[] = {
 		s->skel->progs.scope_exit, s->skel->progs.scope_enter, s->skel->progs.mark_probe,
-		s->skel->progs.value_probe, s->skel->progs.log_probe,
+		s->skel->progs.value_probe, s->skel->progs.log_probe, s->skel->progs.async_end,
+		s->skel->progs.async_step, s->skel->progs.async_begin,
 	};
-	const char *names[] = { "scope_exit", "scope_enter", "mark", "value", "log" };
+	const char *names[] = { "scope_exit", "scope_enter", "mark", "value", "log",
+				"span_end", "span_step", "span_begin" };
 	uint64_t cookie = QPROF_COOKIE(epoch, pid < 0, 0);
 	size_t first = *nlinks, k;
 	int i, made = 0, ret;
@@ -304,8 +306,8 @@ static int attach_usdt_locked(struct qp_scopes *s, int pid, const char *path,
 			      size_t *nlinks, char *err, size_t errlen)
 {
 	struct bpf_program *prog = req->role == QP_USDT_COUNT ? s->skel->progs.usdt_count :
-				   req->role == QP_USDT_SPAN_BEGIN ? s->skel->progs.span_begin :
-								     s->skel->progs.span_end;
+				   req->role == QP_USDT_SPAN_BEGIN ? s->skel->progs.usdt_span_begin :
+								     s->skel->progs.usdt_span_end;
 	uint64_t cookie = QPROF_COOKIE(epoch, pid < 0, req->id);
 	struct qp_scope_link *l = NULL;
 	bool present = false;

@@ -25,6 +25,10 @@ struct qp_scopes {
 	int ncpus;
 	uint64_t epoch;		/* last attach epoch handed out */
 	bool multi;		/* programs loaded for uprobe-multi links */
+	uint64_t span_timeout_ns;	/* a pending span older than this is abandoned */
+	uint64_t span_capacity;		/* entries of the pending table */
+	uint64_t spans_abandoned;	/* swept so far (atomic) */
+	uint64_t spans_pending;		/* left after the last sweep (atomic) */
 	unsigned char spec_used[SPEC_IDS];
 	/* the poll (scope_poll.c), under poll_lock (a leaf lock apart from
 	 * `lock`, so that reads never wait for an attach): the daemon's copy

@@ -23,8 +23,8 @@
  * --max-sites pairs, QP_CHUNKS_PER_PAIR_PRE of each preallocated, or of
  * QPROF_PREALLOC_SITES pairs when the environment sets it. */
 
-int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_multi, char *err,
-		   size_t errlen)
+int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_multi,
+		   const struct qp_span_opts *spans, char *err, size_t errlen)
 {
 	struct qp_scope_sizing sz;
 	struct qp_scopes *s;
@@ -80,6 +80,9 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		}
 		sz.dirty_bytes = (unsigned int)v;
 	}
+	s->span_capacity = spans && spans->pending ? spans->pending : QP_SPAN_PENDING_DEFAULT;
+	s->span_timeout_ns = (spans && spans->timeout_ms ? spans->timeout_ms : QP_SPAN_TIMEOUT_MS_DEFAULT) *
+			     1000000ull;
 	/* uprobe-multi links first: about 30 ns cheaper per probe hit than a
 	 * perf-event uprobe each; an older kernel refuses the attach type */
 	for (int attempt = allow_multi ? 0 : 1; attempt < 2; attempt++) {
@@ -95,14 +98,18 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		bpf_map__set_max_entries(s->skel->maps.scope_dirty, sz.dirty_bytes);
 		if (env && *env)	/* the test setting: the value ring as small */
 			bpf_map__set_max_entries(s->skel->maps.value_dirty, sz.dirty_bytes);
+		bpf_map__set_max_entries(s->skel->maps.span_pending, (__u32)s->span_capacity);
 		if (s->multi) {
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_enter, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_exit, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.mark_probe, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.value_probe, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.log_probe, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.span_begin, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.span_end, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.usdt_span_begin, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.usdt_span_end, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.async_begin, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.async_step, ATTACH_UPROBE_MULTI);
+			bpf_program__set_expected_attach_type(s->skel->progs.async_end, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.usdt_count, ATTACH_UPROBE_MULTI);
 		}
 		ret = scopes__load(s->skel);
@@ -273,6 +280,9 @@ int qp_scopes_forget(struct qp_scopes *s, uint32_t pid)
 	int ret = 0, m;
 
 	/* its thread stacks need no cleaning: a later attach has a newer epoch */
+	ret = qp_spans_forget(s, pid);
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&s->poll_lock);
 	for (m = 0; m < 2 && !ret; m++) {
 		keys = NULL;
@@ -298,6 +308,8 @@ int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out)
 		ret = qp_scope_store_snapshot(&s->store, pid, out);
 	out->poll = s->poll;
 	pthread_mutex_unlock(&s->poll_lock);
+	/* no BPF program counts it: the daemon's sweep does */
+	out->counters[QPROF_CNT_SPAN_ABANDONED] = __atomic_load_n(&s->spans_abandoned, __ATOMIC_RELAXED);
 	if (ret)
 		qp_scope_snapshot_free(out);
 	return ret;
@@ -315,6 +327,8 @@ uint64_t qp_scopes_counter(struct qp_scopes *s, unsigned int which)
 	__u32 k = which;
 	int cpu;
 
+	if (which == QPROF_CNT_SPAN_ABANDONED)
+		return __atomic_load_n(&s->spans_abandoned, __ATOMIC_RELAXED);
 	if (which >= QPROF_CNT__MAX)
 		return 0;
 	cnt = calloc((size_t)s->ncpus, sizeof(*cnt));

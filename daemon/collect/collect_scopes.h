@@ -37,11 +37,27 @@ struct qp_scope_snapshot {
 	struct qp_scope_poll_stats poll;
 };
 
+/* Spans across threads: the pending table's size and the abandon timeout. */
+struct qp_span_opts {
+	unsigned int pending;		/* entries (--span-pending) */
+	uint64_t timeout_ms;		/* --span-timeout-ms */
+};
+#define QP_SPAN_PENDING_DEFAULT 65536u
+#define QP_SPAN_TIMEOUT_MS_DEFAULT 10000u
+
 /* Open, size and load the BPF object; attach the thread-exit tracepoint.
  * -errno on failure (err holds the reason). */
 /* ALLOW_MULTI false: perf-event uprobes even where uprobe-multi links exist. */
-int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_multi, char *err,
-		   size_t errlen);
+int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_multi,
+		   const struct qp_span_opts *spans, char *err, size_t errlen);
+
+/* collect_spans.c. Remove pending spans older than the timeout, counted in
+ * QPROF_CNT_SPAN_ABANDONED (the poll loop calls it). 0 or -errno. */
+int qp_spans_sweep(struct qp_scopes *s, uint64_t now_ns);
+/* Drop the pending spans of PID (not counted: its target is forgotten). */
+int qp_spans_forget(struct qp_scopes *s, uint32_t pid);
+/* Spans pending after the last sweep, and the table's size. */
+void qp_spans_figures(struct qp_scopes *s, uint64_t *pending, uint64_t *capacity);
 void qp_scopes_close(struct qp_scopes *s); /* accepts NULL */
 
 /* The task storage of thread stacks, shared with the CPU sampler. */

@@ -146,6 +146,12 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "thread_exit", d->thread_exit);
 	qp_json_kv_u64(j, "map_full", d->map_full);
 	qp_json_kv_u64(j, "stack_unavailable", d->stack_unavailable);
+	qp_json_kv_u64(j, "begin_unended", d->begin_unended);
+	qp_json_kv_u64(j, "span_end_without_begin", d->span_end_without_begin);
+	qp_json_kv_u64(j, "span_step_without_begin", d->span_step_without_begin);
+	qp_json_kv_u64(j, "span_id_reused", d->span_id_reused);
+	qp_json_kv_u64(j, "span_table_full", d->span_table_full);
+	qp_json_kv_u64(j, "span_abandoned", d->span_abandoned);
 	qp_json_obj_end(j);
 	qp_json_kv_u64(j, "minmax_inexact", m->scopes.minmax_inexact);
 	qp_json_key(j, "poll");
@@ -156,6 +162,8 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "cpu_us", m->scopes.poll.cpu_ns / 1000);
 	qp_json_kv_u64(j, "chunks", m->scopes.poll.chunks);
 	qp_json_obj_end(j);
+	qp_json_kv_u64(j, "spans_pending", m->scopes.spans_pending);
+	qp_json_kv_u64(j, "span_table", m->scopes.span_table);
 	qp_json_obj_end(j);
 	qp_json_key(j, "logs");
 	qp_json_obj_begin(j);

@@ -54,21 +54,24 @@ static double finite_or_0(double v)
 	return isfinite(v) ? v : 0;
 }
 
-static void scope_lines(struct qp_buf *out, const struct qp_scope_item *it)
+/* One summary of metric M (qprof_scope_duration_seconds or
+ * qprof_span_duration_seconds) for the row IT. */
+static void scope_lines(struct qp_buf *out, const char *m, const struct qp_scope_item *it)
 {
 	static const char *const q[] = { "0.5", "0.9", "0.99", "0.999" };
 	const double qv[] = { it->p50_ns, it->p90_ns, it->p99_ns, it->p999_ns };
-	const char *m = "qprof_scope_duration_seconds";
 	bool timed = it->shape == QP_ITEM_TIMED;
+	char mm[64];
 	size_t k;
 
 	for (k = 0; k < QP_ARRAY_SIZE(q); k++)
 		sample(out, m, it->pid, it->name, true, it->parent, "quantile", q[k],
 		       timed ? finite_or_0(qv[k]) / 1e9 : 0);
-	sample(out, "qprof_scope_duration_seconds_sum", it->pid, it->name, true, it->parent, NULL, NULL,
+	snprintf(mm, sizeof(mm), "%s_sum", m);
+	sample(out, mm, it->pid, it->name, true, it->parent, NULL, NULL,
 	       timed ? (double)it->total_ns / 1e9 : 0);
-	sample(out, "qprof_scope_duration_seconds_count", it->pid, it->name, true, it->parent, NULL, NULL,
-	       (double)it->count);
+	snprintf(mm, sizeof(mm), "%s_count", m);
+	sample(out, mm, it->pid, it->name, true, it->parent, NULL, NULL, (double)it->count);
 }
 
 static void value_lines(struct qp_buf *out, const struct qp_value_item *v)
@@ -95,7 +98,11 @@ int qp_export_metrics(const struct qp_status_model *status, const struct qp_scop
 	} drops[] = {
 		{ "exit_without_enter", d->exit_without_enter }, { "out_of_order", d->out_of_order },
 		{ "too_deep", d->too_deep }, { "thread_exit", d->thread_exit }, { "map_full", d->map_full },
-		{ "stack_unavailable", d->stack_unavailable },
+		{ "stack_unavailable", d->stack_unavailable }, { "begin_unended", d->begin_unended },
+		{ "span_end_without_begin", d->span_end_without_begin },
+		{ "span_step_without_begin", d->span_step_without_begin },
+		{ "span_id_reused", d->span_id_reused }, { "span_table_full", d->span_table_full },
+		{ "span_abandoned", d->span_abandoned },
 	};
 	size_t i;
 
@@ -106,8 +113,15 @@ int qp_export_metrics(const struct qp_status_model *status, const struct qp_scop
 		const char *kind = scopes->items[i].kind;
 
 		if (!strcmp(kind, "scope") || !strcmp(kind, "span"))
-			scope_lines(out, &scopes->items[i]);
+			scope_lines(out, "qprof_scope_duration_seconds", &scopes->items[i]);
 	}
+	/* a metric of their own: a span and a scope may share a name */
+	qp_buf_puts(out, "# HELP qprof_span_duration_seconds Latency of spans across threads (QPROF_SPAN_BEGIN to END; "
+			 "steps: since the begin, parent = the span) since attach.\n"
+			 "# TYPE qprof_span_duration_seconds summary\n");
+	for (i = 0; i < scopes->n; i++)
+		if (!strcmp(scopes->items[i].kind, "async_span"))
+			scope_lines(out, "qprof_span_duration_seconds", &scopes->items[i]);
 	qp_buf_puts(out, "# HELP qprof_events_total Hits of QPROF_MARK sites and of counted USDT probes.\n"
 			 "# TYPE qprof_events_total counter\n");
 	for (i = 0; i < scopes->n; i++) {

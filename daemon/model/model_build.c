@@ -133,6 +133,7 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 		return -EIO;
 	qp_status_from_snapshot(&snap, out);
 	qp_scope_snapshot_free(&snap);
+	qp_spans_figures(src->scopes, &out->scopes.spans_pending, &out->scopes.span_table);
 	out->uptime_ms = (qp_now_ns() - src->start_ns) / 1000000;
 	pthread_mutex_lock(&src->reg->lock);
 	for (i = 0; i < src->reg->ntargets; i++) {

@@ -80,7 +80,11 @@ static void timed_item(struct maker *mk, const struct qp_wrow *w, struct qp_scop
 
 	it->shape = QP_ITEM_TIMED;
 	it->pid = (int32_t)w->key.tgid;
-	it->kind = span ? "span" : site && site->kind == QPROF_KIND_MARK ? "mark" : "scope";
+	it->kind = span ? "span" :
+		   !site ? "scope" :
+		   site->kind == QPROF_KIND_MARK ? "mark" :
+		   site->kind == QPROF_KIND_ASYNC_BEGIN || site->kind == QPROF_KIND_ASYNC_STEP ? "async_span" :
+		   "scope";
 	it->name = name_of(mk, site, w->key.site, span);
 	it->site_kind = span ? "span" : site ? qp_site_kind_name(site->kind) : "unknown";
 	if (span) {

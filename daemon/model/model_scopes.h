@@ -26,7 +26,8 @@ enum qp_item_shape {
 struct qp_scope_item {
 	enum qp_item_shape shape;
 	int32_t pid;
-	const char *kind;	/* "scope", "span", "mark" (also a timed row whose site is a mark), "probe" */
+	const char *kind;	/* "scope", "span", "async_span" (QPROF_SPAN_BEGIN and its steps), "mark"
+				 * (also a timed row whose site is a mark), "probe" */
 	const char *name;	/* the site's or the span's name; "0x..." when the site is unknown */
 	const char *site_kind;	/* qp_site_kind_name(), "span" or "unknown"; NULL for probes */
 	const char *begin, *end;	/* spans: "provider:name" of each end; NULL otherwise */

@@ -12,6 +12,10 @@
 /* Scope events that could not be measured, by reason (bpf/scopes.h). */
 struct qp_scope_drops {
 	uint64_t exit_without_enter, out_of_order, too_deep, thread_exit, map_full, stack_unavailable;
+	uint64_t begin_unended;		/* QPROF_SCOPE_BEGIN replaced before its END */
+	/* spans across threads */
+	uint64_t span_end_without_begin, span_step_without_begin, span_id_reused, span_table_full,
+		span_abandoned;
 };
 
 struct qp_status_model {
@@ -30,6 +34,7 @@ struct qp_status_model {
 		struct qp_scope_drops drops;
 		uint64_t minmax_inexact;	/* min/max updates given up (bpf/scopes.h) */
 		struct qp_scope_poll_stats poll;
+		uint64_t spans_pending, span_table;	/* after the last sweep; capacity */
 	} scopes;
 	struct {
 		bool running;

@@ -16,6 +16,9 @@
  *   QPROF_VALUE("name", double_expr);  record a value (only evaluated while traced)
  *   QPROF_LOG("fmt", ...);             a log line (only formatted while traced)
  *   QPROF_MARK("name");                an instant event
+ *   QPROF_SPAN_BEGIN("name", id);      open a span keyed by (name, 64-bit id) ...
+ *   QPROF_SPAN_STEP("name", id, "step"); ... a milestone of it (time since begin) ...
+ *   QPROF_SPAN_END("name", id);        ... and close it, on any thread of the process
  *
  * C11 and C++11; GCC and clang. No library, no allocation, no thread.
  */
@@ -45,6 +48,9 @@ enum qprof_site_kind {
 	QPROF_KIND_VALUE = 5,
 	QPROF_KIND_LOG = 6,
 	QPROF_KIND_MARK = 7,
+	QPROF_KIND_ASYNC_BEGIN = 8, /* QPROF_SPAN_BEGIN */
+	QPROF_KIND_ASYNC_STEP = 9, /* QPROF_SPAN_STEP: a struct qprof_step_site */
+	QPROF_KIND_ASYNC_END = 10, /* QPROF_SPAN_END */
 };
 
 struct qprof_site {
@@ -56,6 +62,13 @@ struct qprof_site {
 	const char *name;
 	const char *file;
 	const char *function;
+};
+
+/* A QPROF_SPAN_STEP site: the descriptor (name: the step's) followed by the
+ * span's name, so both are readable from the ELF file. */
+struct qprof_step_site {
+	struct qprof_site site;
+	const char *span;
 };
 
 /* Longest QPROF_LOG message, terminating NUL included; longer ones are cut. */
@@ -72,6 +85,11 @@ struct qprof_site {
 #define QPROF_VALUE(name, v) ((void)0)
 #define QPROF_LOG(...) ((void)0)
 #define QPROF_MARK(name) ((void)0)
+/* A name array or id kept only for the markers is not an unused variable;
+ * the id is not evaluated (give it no side effects). */
+#define QPROF_SPAN_BEGIN(name, id) ((void)(name), (void)sizeof(id))
+#define QPROF_SPAN_STEP(name, id, step) ((void)(name), (void)sizeof(id), (void)(step))
+#define QPROF_SPAN_END(name, id) ((void)(name), (void)sizeof(id))
 
 #else /* !QPROF_DISABLE */
 
@@ -151,6 +169,10 @@ __attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigne
 	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2] -4@%[qa3]") QPROF__REF \
 			     : : [qa1] "nor"(site), [qa2] "nor"(a2), [qa3] "nor"(a3),  \
 			       [qref] "i"(site))
+#define QPROF__PROBE3R8(probe, sem, site, a2, a3)                                  \
+	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2] 8@%[qa3]") QPROF__REF \
+			     : : [qa1] "nor"(site), [qa2] "nor"(a2), [qa3] "nor"(a3),  \
+			       [qref] "i"(site))
 
 #ifdef __cplusplus
 #define QPROF__SITE_INIT(k_, n_) \
@@ -212,6 +234,38 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 	} while (0)
 #define QPROF_SCOPE_BEGIN(name) QPROF__SPAN("scope_enter", QPROF_KIND_SPAN_BEGIN, name, __COUNTER__)
 #define QPROF_SCOPE_END(name) QPROF__SPAN("scope_exit", QPROF_KIND_SPAN_END, name, __COUNTER__)
+
+/* Spans across threads: probes span_begin/span_step/span_end with arg 1 the
+ * descriptor, arg 2 the id, arg 3 the name literal's address. The collector
+ * pairs them by (process, name address, id), so as for QPROF_SCOPE_BEGIN the
+ * three markers of one span use the same literal (or one static array). */
+#define QPROF__ASPAN_N(probe, kind, name, id, n) QPROF__ASPAN_NN(probe, kind, name, id, n)
+#define QPROF__ASPAN_NN(probe, kind, name, id, n)                                  \
+	do {                                                                       \
+		QPROF__SITE(QPROF__CAT(qprof__site_, n), kind, name);              \
+		QPROF__PROBE3R8(probe, "0", (const void *)&QPROF__CAT(qprof__site_, n), \
+				(uint64_t)(id), (uintptr_t)(const void *)(name));  \
+	} while (0)
+#ifdef __cplusplus
+#define QPROF__STEP_INIT(name, step)                                               \
+	{ QPROF__SITE_INIT(QPROF_KIND_ASYNC_STEP, step), (name) }
+#else
+#define QPROF__STEP_INIT(name, step)                                               \
+	{ .site = QPROF__SITE_INIT(QPROF_KIND_ASYNC_STEP, step), .span = (name) }
+#endif
+#define QPROF__ASTEP_N(name, id, step, n) QPROF__ASTEP_NN(name, id, step, n)
+#define QPROF__ASTEP_NN(name, id, step, n)                                         \
+	do {                                                                       \
+		static struct qprof_step_site QPROF__CAT(qprof__site_, n)          \
+			__attribute__((used, aligned(8))) = QPROF__STEP_INIT(name, step); \
+		QPROF__PROBE3R8("span_step", "0", (const void *)&QPROF__CAT(qprof__site_, n), \
+				(uint64_t)(id), (uintptr_t)(const void *)(name));  \
+	} while (0)
+#define QPROF_SPAN_BEGIN(name, id)                                                 \
+	QPROF__ASPAN_N("span_begin", QPROF_KIND_ASYNC_BEGIN, name, id, __COUNTER__)
+#define QPROF_SPAN_END(name, id)                                                   \
+	QPROF__ASPAN_N("span_end", QPROF_KIND_ASYNC_END, name, id, __COUNTER__)
+#define QPROF_SPAN_STEP(name, id, step) QPROF__ASTEP_N(name, id, step, __COUNTER__)
 
 #define QPROF_MARK(name) QPROF__MARK_N(name, __COUNTER__)
 #define QPROF__MARK_N(name, n) QPROF__MARK_NN(name, n)

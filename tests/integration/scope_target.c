@@ -117,6 +117,17 @@ static void *exits_inside(void *arg)
 	return NULL; /* the thread exits with the span open */
 }
 
+/* An enter whose exit never runs, as after a longjmp out of its block:
+ * the exit of the enclosing scope skips it (1 out of order). */
+static __attribute__((noinline)) void skipped_exit(void)
+{
+	QPROF_SCOPE("oo_outer");
+	{
+		QPROF__SITE(qprof__site_lost, QPROF_KIND_SCOPE, "lost");
+		QPROF__ENTER_R(&qprof__site_lost);
+	}
+}
+
 static void misbehave(void)
 {
 	pthread_t th;
@@ -124,7 +135,9 @@ static void misbehave(void)
 	QPROF_SCOPE_END("orphan_end");		/* 1 exit without enter */
 	QPROF_SCOPE_BEGIN("a");
 	QPROF_SCOPE_BEGIN("b");
-	QPROF_SCOPE_END("a");			/* b skipped: 1 out of order; a measured */
+	QPROF_SCOPE_END("a");			/* a measured; b stays open beside the stack */
+	QPROF_SCOPE_BEGIN("b");			/* b again: the first b is 1 begin_unended */
+	skipped_exit();				/* 1 out of order; oo_outer measured */
 	depth_left = 40;			/* 32 kept, 8 too deep; all 32 measured */
 	deep();
 	pthread_create(&th, NULL, exits_inside, NULL);

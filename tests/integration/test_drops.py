@@ -2,7 +2,8 @@
 """Faults a program can commit against the scope stack, each counted exactly
 as dropped and none corrupting the figures: an exit without an enter, an exit
 that skips an open scope, nesting past the kept depth, a thread that exits
-inside a scope.
+inside a scope, a QPROF_SCOPE_BEGIN begun again before its END (which lives
+beside the stack: it neither blocks nor re-parents later scopes).
 
 usage: test_drops.py QPROFD SCOPE_TARGET QPROF_CLI [QPROFD_OPTION...]"""
 import os
@@ -28,7 +29,8 @@ try:
     t.eq(why["thread_exit"], 1, "scope open when its thread exited")
     t.eq(why["map_full"], 0, "no map full")
     t.eq(why["stack_unavailable"], 0, "every thread stack available (no other tracer running)")
-    t.eq(status["scopes"]["dropped"], 11, "dropped total")
+    t.eq(why["begin_unended"], 1, "SCOPE_BEGIN b begun again before its END")
+    t.eq(status["scopes"]["dropped"], 12, "dropped total")
     st, body = d.get(f"/api/scopes?pid={prog.pid}")
     counts = {}
     for r in body["scopes"]:
@@ -39,7 +41,10 @@ try:
     # deep: 32 frames kept, all 32 measured; one top-level, 31 under deep
     t.eq(counts.get(("deep", None)), 1, "outermost deep")
     t.eq(counts.get(("deep", "deep")), 31, "nested deep frames measured")
-    t.eq(status["scopes"]["events"], 33, "events: a + 32 deep")
+    # b is open (in a begin slot) while these run: not their parent
+    t.eq(counts.get(("oo_outer", None)), 1, "the scope whose exit skipped 'lost', at top level")
+    t.check(("lost", "oo_outer") not in counts, "the skipped scope not measured")
+    t.eq(status["scopes"]["events"], 34, "events: a + oo_outer + 32 deep")
     for r in body["scopes"]:
         t.check(r["min_ns"] <= r["max_ns"] and r["mean_ns"] <= r["max_ns"], f"{r['name']} figures sane")
 finally:

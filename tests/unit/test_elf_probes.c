@@ -30,7 +30,7 @@
 #include "testlib.h"
 
 struct fixtures {
-	const char *pie, *nopie, *lld, *cxx, *lib, *sdt, *notelf, *truncated;
+	const char *pie, *nopie, *lld, *cxx, *lib, *sdt, *notelf, *truncated, *spans, *spans_cxx, *spans_off;
 };
 
 struct want_site {
@@ -328,6 +328,53 @@ static void check_markers(const char *path, int e_type)
 		CHECK_INT(v, s->vaddr + s->filesz - 1);
 	}
 	CHECK_INT(qp_elf_offset_to_vaddr(p, 1ull << 40, &v), -ENOENT);
+	qp_elf_probes_free(p);
+}
+
+/* fx_spans.c (as C and as C++): three notes of three arguments each, the
+ * step's descriptor followed by its span's name. */
+static const struct want_site spans_sites[] = {
+	{ "order_rt", QPROF_KIND_ASYNC_BEGIN, 14, "main" },
+	{ "acked", QPROF_KIND_ASYNC_STEP, 15, "main" },
+	{ "order_rt", QPROF_KIND_ASYNC_END, 16, "main" },
+};
+
+static void check_spans(const char *path)
+{
+	struct qp_elf_probes *p = open_ok(path);
+	size_t i;
+
+	CHECK_INT(p->nnotes, 3);
+	CHECK_INT(count_probe(p, "qprof", "span_begin"), 1);
+	CHECK_INT(count_probe(p, "qprof", "span_step"), 1);
+	CHECK_INT(count_probe(p, "qprof", "span_end"), 1);
+	for (i = 0; i < p->nnotes; i++) {
+		const char *a = p->notes[i].args;
+
+		/* three 8-byte arguments: descriptor, id, name */
+		CHECK(!strncmp(a, "8@", 2) && strstr(a, " 8@") && strstr(strstr(a, " 8@") + 1, " 8@"));
+	}
+	check_pcs(p, path, "qprof", nop5, sizeof(nop5));
+	check_sites(p, spans_sites, QP_ARRAY_SIZE(spans_sites), "fixtures/fx_spans.c", 3);
+	for (i = 0; i < p->nsites; i++) {
+		const struct qp_site_info *s = &p->sites[i];
+
+		if (s->kind == QPROF_KIND_ASYNC_STEP)
+			CHECK_STR(s->span, "order_rt");
+		else
+			CHECK(s->span == NULL);
+	}
+	CHECK_INT(p->nbad_sites, 0);
+	qp_elf_probes_free(p);
+}
+
+/* fx_spans.c built with -DQPROF_DISABLE: nothing left of the markers. */
+static void check_spans_off(const char *path)
+{
+	struct qp_elf_probes *p = open_ok(path);
+
+	CHECK_INT(p->nnotes, 0);
+	CHECK_INT(p->nsites, 0);
 	qp_elf_probes_free(p);
 }
 
@@ -646,7 +693,10 @@ static void check_kind_names(void)
 	CHECK_STR(qp_site_kind_name(QPROF_KIND_LOG), "log");
 	CHECK_STR(qp_site_kind_name(QPROF_KIND_MARK), "mark");
 	CHECK_STR(qp_site_kind_name(0), "unknown");
-	CHECK_STR(qp_site_kind_name(8), "unknown");
+	CHECK_STR(qp_site_kind_name(QPROF_KIND_ASYNC_BEGIN), "async_begin");
+	CHECK_STR(qp_site_kind_name(QPROF_KIND_ASYNC_STEP), "async_step");
+	CHECK_STR(qp_site_kind_name(QPROF_KIND_ASYNC_END), "async_end");
+	CHECK_STR(qp_site_kind_name(11), "unknown");
 	CHECK(qp_elf_site_at(NULL, 0) == NULL);
 	CHECK_INT(qp_elf_count_notes(NULL, NULL), 0);
 	qp_elf_probes_free(NULL);
@@ -670,13 +720,15 @@ int main(int argc, char **argv)
 		if (0)
 			;
 		SLOT(pie); SLOT(nopie); SLOT(lld); SLOT(cxx); SLOT(lib); SLOT(sdt);
-		SLOT(notelf); SLOT(truncated);
+		SLOT(notelf); SLOT(truncated); SLOT(spans); SLOT(spans_cxx); SLOT(spans_off);
 #undef SLOT
 		if (slot)
 			*slot = eq + 1;
 	}
-	if (!fx.pie || !fx.nopie || !fx.cxx || !fx.lib || !fx.sdt || !fx.notelf || !fx.truncated) {
-		fprintf(stderr, "usage: %s pie=F nopie=F [lld=F] cxx=F lib=F sdt=F notelf=F truncated=F\n",
+	if (!fx.pie || !fx.nopie || !fx.cxx || !fx.lib || !fx.sdt || !fx.notelf || !fx.truncated ||
+	    !fx.spans || !fx.spans_cxx || !fx.spans_off) {
+		fprintf(stderr, "usage: %s pie=F nopie=F [lld=F] cxx=F lib=F sdt=F notelf=F truncated=F "
+			"spans=F spans_cxx=F spans_off=F\n",
 			argv[0]);
 		return 2;
 	}
@@ -693,6 +745,9 @@ int main(int argc, char **argv)
 	else
 		printf("no lld fixture: relocation-only layout not tested\n");
 	check_cxx(fx.cxx);
+	check_spans(fx.spans);
+	check_spans(fx.spans_cxx);
+	check_spans_off(fx.spans_off);
 	check_lib(fx.lib);
 	check_sdt(fx.sdt);
 	check_errors(&fx, dir);

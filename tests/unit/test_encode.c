@@ -24,6 +24,14 @@ static const struct qp_scope_item scope_items[] = {
 	{ .shape = QP_ITEM_TIMED, .pid = 10, .kind = "mark", .name = "0x9000", .site_kind = "unknown",
 	  .count = 1, .total_ns = 7, .min_ns = 7, .max_ns = 7, .mean_ns = 7, .p50_ns = 7, .p90_ns = 7,
 	  .p99_ns = 7, .p999_ns = 7 },
+	{ .shape = QP_ITEM_TIMED, .pid = 10, .kind = "async_span", .name = "order_rt",
+	  .site_kind = "async_begin", .located = true, .file = "o.c", .line = 70, .function = "send",
+	  .count = 4, .total_ns = 400000, .min_ns = 90000, .max_ns = 110000, .mean_ns = 100000,
+	  .p50_ns = 100000, .p90_ns = 110000, .p99_ns = 110000, .p999_ns = 110000 },
+	{ .shape = QP_ITEM_TIMED, .pid = 10, .kind = "async_span", .name = "acked", .site_kind = "async_step",
+	  .located = true, .file = "o.c", .line = 80, .function = "gw", .count = 4, .total_ns = 40000,
+	  .min_ns = 9000, .max_ns = 11000, .mean_ns = 10000, .p50_ns = 10000, .p90_ns = 11000,
+	  .p99_ns = 11000, .p999_ns = 11000, .parent = "order_rt" },
 	{ .shape = QP_ITEM_MARK, .pid = 10, .kind = "mark", .name = "tick", .site_kind = "mark", .located = true,
 	  .file = "m.c", .line = 40, .function = "loop", .count = 50, .rate_per_s = 12.5 },
 	{ .shape = QP_ITEM_PROBE, .pid = 20, .kind = "probe", .name = "libc:malloc", .count = 60,
@@ -45,6 +53,14 @@ static const char scopes_json[] =
 	"{\"pid\":10,\"kind\":\"mark\",\"name\":\"0x9000\",\"site_kind\":\"unknown\",\"file\":null,"
 	"\"line\":null,\"function\":null,\"count\":1,\"total_ns\":7,\"mean_ns\":7,\"min_ns\":7,\"max_ns\":7,"
 	"\"p50_ns\":7,\"p90_ns\":7,\"p99_ns\":7,\"p999_ns\":7,\"parent\":null},"
+	"{\"pid\":10,\"kind\":\"async_span\",\"name\":\"order_rt\",\"site_kind\":\"async_begin\","
+	"\"file\":\"o.c\",\"line\":70,\"function\":\"send\",\"count\":4,\"total_ns\":400000,"
+	"\"mean_ns\":100000,\"min_ns\":90000,\"max_ns\":110000,\"p50_ns\":100000,\"p90_ns\":110000,"
+	"\"p99_ns\":110000,\"p999_ns\":110000,\"parent\":null},"
+	"{\"pid\":10,\"kind\":\"async_span\",\"name\":\"acked\",\"site_kind\":\"async_step\","
+	"\"file\":\"o.c\",\"line\":80,\"function\":\"gw\",\"count\":4,\"total_ns\":40000,"
+	"\"mean_ns\":10000,\"min_ns\":9000,\"max_ns\":11000,\"p50_ns\":10000,\"p90_ns\":11000,"
+	"\"p99_ns\":11000,\"p999_ns\":11000,\"parent\":\"order_rt\"},"
 	"{\"pid\":10,\"kind\":\"mark\",\"name\":\"tick\",\"site_kind\":\"mark\",\"file\":\"m.c\",\"line\":40,"
 	"\"function\":\"loop\",\"count\":50,\"rate_per_s\":12.5,\"total_ns\":null,\"mean_ns\":null,"
 	"\"min_ns\":null,\"max_ns\":null,\"p50_ns\":null,\"p90_ns\":null,\"p99_ns\":null,\"p999_ns\":null,"
@@ -79,7 +95,9 @@ static void status_model(struct qp_status_model *m)
 	snprintf(m->cpu.error, sizeof(m->cpu.error), "perf_event_open: \"denied\"");
 	m->scopes.sites = 7;
 	m->scopes.events = 47;
-	m->scopes.drops = (struct qp_scope_drops){ 3, 5, 7, 11, 13, 17 };
+	m->scopes.drops = (struct qp_scope_drops){ 3, 5, 7, 11, 13, 17, 2, 4, 6, 8, 10, 12 };
+	m->scopes.spans_pending = 9;
+	m->scopes.span_table = 65536;
 	m->scopes.dropped = qp_scope_drops_total(&m->scopes.drops);
 	m->logs.running = true;
 	m->logs.received = 100;
@@ -100,9 +118,12 @@ static void status_model(struct qp_status_model *m)
 static const char status_json[] =
 	"{\"cpu\":{\"running\":false,\"frequency_hz\":99,\"samples\":0,\"lost\":0,\"aged\":31,\"table_bytes\":262144,\"all\":false,\"cpus\":0,"
 	"\"error\":\"perf_event_open: \\\"denied\\\"\"},"
-	"\"scopes\":{\"sites\":7,\"events\":47,\"dropped\":56,\"dropped_by_reason\":{\"exit_without_enter\":3,"
-	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17},"
-	"\"minmax_inexact\":2,\"poll\":{\"polls\":3,\"chunks_read\":1000,\"full_scans\":1,\"cpu_us\":4567,\"chunks\":900}},"
+	"\"scopes\":{\"sites\":7,\"events\":47,\"dropped\":98,\"dropped_by_reason\":{\"exit_without_enter\":3,"
+	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17,"
+	"\"begin_unended\":2,\"span_end_without_begin\":4,\"span_step_without_begin\":6,"
+	"\"span_id_reused\":8,\"span_table_full\":10,\"span_abandoned\":12},"
+	"\"minmax_inexact\":2,\"poll\":{\"polls\":3,\"chunks_read\":1000,\"full_scans\":1,\"cpu_us\":4567,\"chunks\":900},"
+	"\"spans_pending\":9,\"span_table\":65536},"
 	"\"logs\":{\"running\":true,\"received\":100,\"lost\":19,\"oldest_seq\":42},"
 	"\"values\":{\"lost\":23},\"marks\":{\"lost\":29}}";
 
@@ -128,6 +149,21 @@ static const char metrics_text[] =
 	"qprof_scope_duration_seconds{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\",quantile=\"0.999\"} 0\n"
 	"qprof_scope_duration_seconds_sum{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\"} 5.9999999999999997e-07\n"
 	"qprof_scope_duration_seconds_count{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\"} 2\n"
+	"# HELP qprof_span_duration_seconds Latency of spans across threads (QPROF_SPAN_BEGIN to END; "
+	"steps: since the begin, parent = the span) since attach.\n"
+	"# TYPE qprof_span_duration_seconds summary\n"
+	"qprof_span_duration_seconds{pid=\"10\",name=\"order_rt\",parent=\"\",quantile=\"0.5\"} 0.0001\n"
+	"qprof_span_duration_seconds{pid=\"10\",name=\"order_rt\",parent=\"\",quantile=\"0.9\"} 0.00011\n"
+	"qprof_span_duration_seconds{pid=\"10\",name=\"order_rt\",parent=\"\",quantile=\"0.99\"} 0.00011\n"
+	"qprof_span_duration_seconds{pid=\"10\",name=\"order_rt\",parent=\"\",quantile=\"0.999\"} 0.00011\n"
+	"qprof_span_duration_seconds_sum{pid=\"10\",name=\"order_rt\",parent=\"\"} 0.00040000000000000002\n"
+	"qprof_span_duration_seconds_count{pid=\"10\",name=\"order_rt\",parent=\"\"} 4\n"
+	"qprof_span_duration_seconds{pid=\"10\",name=\"acked\",parent=\"order_rt\",quantile=\"0.5\"} 1.0000000000000001e-05\n"
+	"qprof_span_duration_seconds{pid=\"10\",name=\"acked\",parent=\"order_rt\",quantile=\"0.9\"} 1.1e-05\n"
+	"qprof_span_duration_seconds{pid=\"10\",name=\"acked\",parent=\"order_rt\",quantile=\"0.99\"} 1.1e-05\n"
+	"qprof_span_duration_seconds{pid=\"10\",name=\"acked\",parent=\"order_rt\",quantile=\"0.999\"} 1.1e-05\n"
+	"qprof_span_duration_seconds_sum{pid=\"10\",name=\"acked\",parent=\"order_rt\"} 4.0000000000000003e-05\n"
+	"qprof_span_duration_seconds_count{pid=\"10\",name=\"acked\",parent=\"order_rt\"} 4\n"
 	"# HELP qprof_events_total Hits of QPROF_MARK sites and of counted USDT probes.\n"
 	"# TYPE qprof_events_total counter\n"
 	"qprof_events_total{pid=\"10\",name=\"0x9000\",parent=\"\",kind=\"mark\"} 1\n"
@@ -154,6 +190,12 @@ static const char metrics_text[] =
 	"qprof_scopes_dropped_total{reason=\"thread_exit\"} 11\n"
 	"qprof_scopes_dropped_total{reason=\"map_full\"} 13\n"
 	"qprof_scopes_dropped_total{reason=\"stack_unavailable\"} 17\n"
+	"qprof_scopes_dropped_total{reason=\"begin_unended\"} 2\n"
+	"qprof_scopes_dropped_total{reason=\"span_end_without_begin\"} 4\n"
+	"qprof_scopes_dropped_total{reason=\"span_step_without_begin\"} 6\n"
+	"qprof_scopes_dropped_total{reason=\"span_id_reused\"} 8\n"
+	"qprof_scopes_dropped_total{reason=\"span_table_full\"} 10\n"
+	"qprof_scopes_dropped_total{reason=\"span_abandoned\"} 12\n"
 	"# TYPE qprof_targets gauge\n"
 	"qprof_targets{state=\"running\"} 1\nqprof_targets{state=\"exited\"} 2\n";
 

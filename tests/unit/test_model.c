@@ -62,11 +62,11 @@ static void sort(struct qp_scope_snapshot *s)
 #define SPAN_GC ((1ull << 63) | 1)
 
 static struct qp_site_info sites[] = {
-	{ SITE_CALC, QPROF_KIND_SCOPE, 10, "calc", "s.c", "gen" },
-	{ SITE_INNER, QPROF_KIND_FUNC, 20, "inner", "s.c", "inner" },
-	{ SITE_LEAF, QPROF_KIND_SCOPE, 30, "leaf", "t.c", "leafy" },
-	{ SITE_TICK, QPROF_KIND_MARK, 40, "tick", "m.c", "loop" },
-	{ SITE_PRICE, QPROF_KIND_VALUE, 50, "price", "v.c", "px" },
+	{ SITE_CALC, QPROF_KIND_SCOPE, 10, "calc", "s.c", "gen", NULL },
+	{ SITE_INNER, QPROF_KIND_FUNC, 20, "inner", "s.c", "inner", NULL },
+	{ SITE_LEAF, QPROF_KIND_SCOPE, 30, "leaf", "t.c", "leafy", NULL },
+	{ SITE_TICK, QPROF_KIND_MARK, 40, "tick", "m.c", "loop", NULL },
+	{ SITE_PRICE, QPROF_KIND_VALUE, 50, "price", "v.c", "px", NULL },
 };
 
 static struct qp_usdt_def defs[] = {
@@ -154,6 +154,12 @@ static void snapshots(struct qp_scope_snapshot *base, struct qp_scope_snapshot *
 	now->counters[QPROF_CNT_LOG_LOST] = 19;
 	now->counters[QPROF_CNT_VALUE_LOST] = 23;
 	now->counters[QPROF_CNT_MARK_LOST] = 29;
+	now->counters[QPROF_CNT_BEGIN_UNENDED] = 31;
+	now->counters[QPROF_CNT_SPAN_END_NO_BEGIN] = 37;
+	now->counters[QPROF_CNT_SPAN_STEP_NO_BEGIN] = 41;
+	now->counters[QPROF_CNT_SPAN_ID_REUSED] = 43;
+	now->counters[QPROF_CNT_SPAN_TABLE_FULL] = 47;
+	now->counters[QPROF_CNT_SPAN_ABANDONED] = 53;
 	now->counters[QPROF_CNT_EVENTS] = 1000; /* unused by the kernel: not a drop */
 }
 
@@ -389,7 +395,13 @@ static void test_status(void)
 	CHECK_INT(st.scopes.drops.thread_exit, 11);
 	CHECK_INT(st.scopes.drops.map_full, 13);
 	CHECK_INT(st.scopes.drops.stack_unavailable, 17);
-	CHECK_INT(st.scopes.dropped, 3 + 5 + 7 + 11 + 13 + 17);
+	CHECK_INT(st.scopes.drops.begin_unended, 31);
+	CHECK_INT(st.scopes.drops.span_end_without_begin, 37);
+	CHECK_INT(st.scopes.drops.span_step_without_begin, 41);
+	CHECK_INT(st.scopes.drops.span_id_reused, 43);
+	CHECK_INT(st.scopes.drops.span_table_full, 47);
+	CHECK_INT(st.scopes.drops.span_abandoned, 53);
+	CHECK_INT(st.scopes.dropped, 3 + 5 + 7 + 11 + 13 + 17 + 31 + 37 + 41 + 43 + 47 + 53);
 	CHECK_INT(st.logs.lost, 19);
 	CHECK_INT(st.values_lost, 23);
 	CHECK_INT(st.marks_lost, 29);
