@@ -150,3 +150,14 @@ add_test(NAME integration_attach_latency
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_attach_latency.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:sites_target>)
 set_tests_properties(integration_attach_latency PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Traces (GET /api/trace, qprof-cli trace) and the calibration of the BPF
+# collector: a program with a known workload on two named threads.
+add_executable(trace_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/trace_target.c)
+target_include_directories(trace_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(trace_target PRIVATE -O2 -g)
+target_link_libraries(trace_target Threads::Threads)
+add_test(NAME integration_trace
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_trace.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>)
+set_tests_properties(integration_trace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
