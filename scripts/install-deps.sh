@@ -17,6 +17,8 @@ pkgs=(
   golang-go                # `go tool pprof` reads /pprof/profile in the CPU integration test
   procps
   strace                   # counts the bpf() syscalls of a request in the values test
+  nodejs npm               # speedscope from the npm registry opens a trace in the trace client test
+  chromium                 # headless: runs speedscope on the trace (integration_trace_client)
 )
 
 missing=()

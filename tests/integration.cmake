@@ -161,3 +161,9 @@ add_test(NAME integration_trace
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_trace.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>)
 set_tests_properties(integration_trace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# The same trace opened by a real client: speedscope (npm) in headless Chromium.
+add_test(NAME integration_trace_client
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_trace_client.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>
+          ${CMAKE_BINARY_DIR}/npm-cache)
+set_tests_properties(integration_trace_client PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
