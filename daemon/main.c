@@ -33,9 +33,9 @@
 
 #define DEFAULT_SOCKET "/run/qprof/qprofd.sock"
 #define POLL_MS 250
-/* the calibration: 3 rounds of 20 000 empty scopes (the first one warms up) */
+/* the calibration: 3 rounds of 10 000 empty scopes, 1 us apart (the first one warms up) */
 #define CALIB_ROUNDS 3
-#define CALIB_ITERS 20000
+#define CALIB_ITERS 10000
 
 struct options {
 	const char *socket;

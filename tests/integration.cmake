@@ -167,3 +167,7 @@ add_test(NAME integration_trace_client
           $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>
           ${CMAKE_BINARY_DIR}/npm-cache)
 set_tests_properties(integration_trace_client PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+add_test(NAME integration_truth
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_truth.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target>)
+set_tests_properties(integration_truth PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <qprof/qprof.h>
 #include "collect_calibrate.h"
@@ -18,6 +19,22 @@ static __attribute__((noinline)) void empty_scope(void)
 {
 	QPROF_SCOPE("qprof_calibration");
 	__asm__ __volatile__("" ::: "memory");
+}
+
+/* Work between two scopes, as a program does: the probes' cost depends on
+ * how warm their code and data are, and a back-to-back loop keeps them
+ * warmer than a program that works 1 us or more between markers. */
+static void spin_ns(uint64_t ns)
+{
+	struct timespec ts;
+	uint64_t end, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	end = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + ns;
+	do {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	} while (now < end);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -55,8 +72,10 @@ int qp_calibrate(struct qp_scopes *s, struct qp_tracer *t, unsigned int rounds, 
 		goto done;
 	}
 	for (round = 0; round < rounds; round++)
-		for (k = 0; k < iters; k++)
+		for (k = 0; k < iters; k++) {
+			spin_ns(1000);
 			empty_scope();
+		}
 	ret = qp_trace_end(t, ss, &r);
 	if (ret)
 		goto done;
@@ -81,6 +100,14 @@ int qp_calibrate(struct qp_scopes *s, struct qp_tracer *t, unsigned int rounds, 
 	out->p10_ns = d[n / 10];
 	out->p50_ns = d[n / 2];
 	out->p90_ns = d[n * 9 / 10];
+	{
+		size_t keep = n - n / 100;
+		uint64_t sum = 0;
+
+		for (i = 0; i < keep; i++)
+			sum += d[i];
+		out->mean_ns = sum / keep;
+	}
 	out->correction_ns = out->p50_ns;
 	out->done = true;
 	qp_scopes_set_calibration(s, out->correction_ns);

@@ -189,6 +189,7 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "p10_ns", m->calib.p10_ns);
 	qp_json_kv_u64(j, "p50_ns", m->calib.p50_ns);
 	qp_json_kv_u64(j, "p90_ns", m->calib.p90_ns);
+	qp_json_kv_u64(j, "mean_ns", m->calib.mean_ns);
 	if (!m->calib.done)
 		qp_json_kv_str(j, "error", m->calib.error);
 	qp_json_obj_end(j);

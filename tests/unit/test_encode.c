@@ -111,7 +111,7 @@ static const char status_json[] =
 	"\"values\":{\"lost\":23},\"marks\":{\"lost\":29},"
 	"\"trace\":{\"running\":true,\"active\":1,\"sessions\":3,\"records\":1000,\"dropped\":31,\"lost\":37},"
 	"\"calibration\":{\"done\":true,\"correction_ns\":412,\"samples\":40000,\"p10_ns\":380,"
-	"\"p50_ns\":412,\"p90_ns\":470}}";
+	"\"p50_ns\":412,\"p90_ns\":470,\"mean_ns\":0}}";
 
 static const char metrics_text[] =
 	"# HELP qprof_up 1 while qprofd answers.\n# TYPE qprof_up gauge\nqprof_up 1\n"
