@@ -4,7 +4,8 @@ with a known workload on two named threads, recorded while it runs. Exact
 counts per scope name, mark, value and log; nesting consistent with depth;
 timestamps monotonic per thread; thread and process names from the kernel;
 the durations add up to /api/scopes' total exactly; one trace per target
-(409); no seconds= is a 400 saying why; the cap drops and says how many.
+(409); no seconds= is a 400 saying why; the cap drops and says how many;
+a ring buffer too small loses records, and kept + lost = emitted exactly.
 
 usage: test_trace.py QPROFD TRACE_TARGET QPROF_CLI"""
 import collections
@@ -187,6 +188,44 @@ try:
     if drop:
         t.eq(drop[0]["args"]["dropped_events"], total - 100, "capped: its count")
     t.eq(len(rest), 101, "capped: 100 events and the notice")
+finally:
+    prog.kill()
+    code = d.stop()
+    t.eq(code, 0, "qprofd exits 0")
+    if t.failed:
+        print(d.logtext(), file=sys.stderr)
+
+# losses: a ring buffer of 4 KiB (about 85 records) against two threads
+# emitting ~250 000 records/s between two drains 5 ms apart. What is kept
+# plus what is counted lost is exactly what the program emitted.
+os.environ["QPROF_TRACE_RB_BYTES"] = "4096"
+prog = Target([target_bin, "--mode", "trace", "--iters", str(ITERS)])
+try:
+    d = Daemon(qprofd, ["--pid", str(prog.pid)])
+finally:
+    del os.environ["QPROF_TRACE_RB_BYTES"]
+try:
+    st, status = d.get("/api/status")
+    lost0 = status["trace"]["lost"]  # the calibration's, if its records did not fit
+    out = {}
+    th = start_trace(d, f"pid={prog.pid}&seconds=5", out)
+    t.check(wait_for(lambda: trace_active(d) == 1, timeout=20), "the lossy trace is being recorded")
+    prog.start()
+    prog.result()
+    th.join()
+    t.eq(out.get("status"), 200, "lossy trace answers 200")
+    doc = json.loads(out.get("body") or b"{}")
+    other = doc.get("otherData", {})
+    rest = [e for e in doc.get("traceEvents", []) if e["ph"] != "M" and e.get("cat") != "qprof"]
+    lost = other.get("lost_events", 0)
+    print(f"lossy trace: {other.get('events')} events kept, {lost} lost", flush=True)
+    t.check(lost > 0, "a 4 KiB ring buffer loses records")
+    t.eq(other.get("events", 0) + lost, 4 * ITERS + 3 * (ITERS // 10), "kept + lost = emitted, exactly")
+    t.eq(len(rest), other.get("events"), "otherData.events = the events written")
+    drop = [e for e in doc.get("traceEvents", []) if e.get("cat") == "qprof"]
+    t.check(len(drop) == 1 and drop[0]["args"]["lost_events"] == lost, "the timeline says how many were lost")
+    st, status = d.get("/api/status")
+    t.eq(status["trace"]["lost"] - lost0, lost, "/api/status counts the same losses")
 finally:
     prog.kill()
     code = d.stop()
