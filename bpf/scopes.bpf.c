@@ -18,6 +18,7 @@
 #include <bpf/usdt.bpf.h>
 #include "scopes.h"
 #include "usdt_args.bpf.h"
+#include "trace.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -342,7 +343,7 @@ int scope_enter(struct pt_regs *ctx)
 
 static __always_inline int do_exit(__u64 now, __u64 site, __u64 key, __u64 cookie)
 {
-	__u64 want;
+	__u64 want, dur;
 	struct thread_stack *st;
 	__u32 d, i, top, tgid;
 
@@ -373,8 +374,9 @@ static __always_inline int do_exit(__u64 now, __u64 site, __u64 key, __u64 cooki
 		j = (top - i) & (QPROF_MAX_DEPTH - 1);
 		if (st->f[j].key != want)
 			continue;
-		record(tgid, st->f[j].site, j ? st->f[(j - 1) & (QPROF_MAX_DEPTH - 1)].site : 0,
-		       now - st->f[j].ts);
+		dur = qp_calibrated(now - st->f[j].ts);
+		record(tgid, st->f[j].site, j ? st->f[(j - 1) & (QPROF_MAX_DEPTH - 1)].site : 0, dur);
+		qp_trace_emit(tgid, QPROF_TR_SCOPE, st->f[j].site, st->f[j].ts, dur, j);
 		if (i)
 			count(QPROF_CNT_DROP_OUT_OF_ORDER, i);
 		st->depth = j;
@@ -434,6 +436,7 @@ int mark_probe(struct pt_regs *ctx)
 		return 0;
 	k.site = site;
 	init.last_ns = bpf_ktime_get_ns();
+	qp_trace_emit(k.tgid, QPROF_TR_MARK, site, init.last_ns, 0, 0);
 	m = bpf_map_lookup_elem(&mark_stats, &k);
 	if (!m) {
 		m = qp_make_counted(&mark_stats, &k, &init, &made);
@@ -488,7 +491,12 @@ int value_probe(struct pt_regs *ctx)
 			return 0;
 		}
 	}
-	value_last(v, bits, bpf_ktime_get_ns());
+	{
+		__u64 now = bpf_ktime_get_ns();
+
+		value_last(v, bits, now);
+		qp_trace_emit(k.tgid, QPROF_TR_VALUE, site, now, bits, 0);
+	}
 	exp = (bits >> 52) & 0x7ff;
 	mant = bits & ((1ULL << 52) - 1);
 	if (exp == 0x7ff) {	/* not finite: counted apart */

@@ -101,6 +101,11 @@ int cli_call_quiet(const char *sock, const char *method, const char *target, con
  * and the exit code CLI_FAIL is returned. */
 int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *target,
 		 const char *body, int timeout_s, struct http_response *resp);
+/* Print E as cli_api_call does; returns CLI_FAIL. */
+int cli_call_failed(const struct cli_ctx *ctx, const struct cli_call_err *e);
+/* Write DATA to PATH through a temporary file renamed into place (never half
+ * a file). CLI_OK, or CLI_FAIL with the reason printed. */
+int cli_write_file(const struct cli_ctx *ctx, const char *path, const char *data, size_t len);
 /* Parse a 2xx body as a JSON object; NULL after printing why not. */
 json_t *cli_api_json(const struct cli_ctx *ctx, const struct http_response *resp);
 /* --json: the daemon's answer byte for byte, with a final newline. */
@@ -131,4 +136,5 @@ int cmd_values(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_logs(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_top(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_report(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_trace(struct cli_ctx *ctx, int argc, char **argv);
 #endif

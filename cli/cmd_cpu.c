@@ -44,7 +44,7 @@ static const char pprof_help[] =
 	"-o - writes it to standard output. No samples: exit status 1, nothing\n"
 	"written (see folded --help).\n";
 
-static int write_file(const struct cli_ctx *ctx, const char *path, const char *data, size_t len)
+int cli_write_file(const struct cli_ctx *ctx, const char *path, const char *data, size_t len)
 {
 	size_t plen = strlen(path);
 	char *tmp = malloc(plen + 16);
@@ -168,7 +168,7 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 		return cli_fail(ctx, "empty profile: %s", note);
 	}
 	if (out && strcmp(out, "-")) {
-		rc = write_file(ctx, out, resp.body, resp.body_len);
+		rc = cli_write_file(ctx, out, resp.body, resp.body_len);
 		if (!rc)
 			fprintf(stderr, "wrote %s (%zu bytes)\n", out, resp.body_len);
 	} else {

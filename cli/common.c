@@ -241,6 +241,13 @@ int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *targ
 
 	if (!cli_call_quiet(cli_socket(ctx), method, target, body, timeout_s, resp, &e))
 		return 0;
+	return cli_call_failed(ctx, &e);
+}
+
+int cli_call_failed(const struct cli_ctx *ctx, const struct cli_call_err *e0)
+{
+	struct cli_call_err e = *e0;
+
 	if (!e.status)
 		return cli_fail(ctx, "%s", e.text);
 	if (ctx->json) {

@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #define HTTP_MAX_HEAD (64u << 10)	/* status line + headers */
-#define HTTP_MAX_BODY (64u << 20)
+#define HTTP_MAX_BODY (512u << 20)	/* a 1 M-event trace is ~110 MiB */
 
 enum http_err {
 	HTTP_ERR_CONNECT = -1,	/* socket() or connect() failed */

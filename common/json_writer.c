@@ -240,6 +240,22 @@ void qp_json_u64(struct qp_json *j, uint64_t v)
 	put_raw_value(j, b);
 }
 
+void qp_json_milli(struct qp_json *j, uint64_t v)
+{
+	char b[32];
+
+	/* exact: integer division, no double rounding */
+	snprintf(b, sizeof(b), "%llu.%03llu", (unsigned long long)(v / 1000),
+		 (unsigned long long)(v % 1000));
+	put_raw_value(j, b);
+}
+
+void qp_json_kv_milli(struct qp_json *j, const char *key, uint64_t v)
+{
+	qp_json_key(j, key);
+	qp_json_milli(j, v);
+}
+
 void qp_json_i64(struct qp_json *j, int64_t v)
 {
 	char b[24];

@@ -30,6 +30,8 @@ void qp_json_str(struct qp_json *j, const char *s);	/* NULL -> null */
 void qp_json_strn(struct qp_json *j, const char *s, size_t n);
 void qp_json_u64(struct qp_json *j, uint64_t v);
 void qp_json_i64(struct qp_json *j, int64_t v);
+/* V / 1000 with exactly three decimals ("1234.567"): ns written as us */
+void qp_json_milli(struct qp_json *j, uint64_t v);
 void qp_json_double(struct qp_json *j, double v);
 void qp_json_bool(struct qp_json *j, bool v);
 void qp_json_null(struct qp_json *j);
@@ -37,6 +39,7 @@ void qp_json_null(struct qp_json *j);
 void qp_json_kv_str(struct qp_json *j, const char *key, const char *s);
 void qp_json_kv_u64(struct qp_json *j, const char *key, uint64_t v);
 void qp_json_kv_i64(struct qp_json *j, const char *key, int64_t v);
+void qp_json_kv_milli(struct qp_json *j, const char *key, uint64_t v);
 void qp_json_kv_double(struct qp_json *j, const char *key, double v);
 void qp_json_kv_bool(struct qp_json *j, const char *key, bool v);
 void qp_json_kv_null(struct qp_json *j, const char *key);

@@ -290,6 +290,29 @@ int qp_proc_comm(int pid, char *buf, size_t len)
 	return 0;
 }
 
+int qp_proc_file_line(int pid, const char *name, char *buf, size_t len)
+{
+	size_t n;
+	char *text, *nl;
+	int err;
+
+	if (!buf || !len || strstr(name, ".."))
+		return -EINVAL;
+	err = read_proc_file(pid, name, &text, &n);
+	if (err)
+		return err;
+	/* the first line, cut to fit: the text is the process's to choose */
+	nl = memchr(text, '\n', n);
+	if (nl)
+		n = (size_t)(nl - text);
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, text, n);
+	buf[n] = '\0';
+	free(text);
+	return 0;
+}
+
 int qp_proc_exe(int pid, char *buf, size_t len)
 {
 	char path[64];

@@ -33,6 +33,9 @@ const struct qp_map *qp_maps_find(const struct qp_maps *m, uint64_t addr);
 
 /* /proc/PID/comm without the newline. 0 or -errno. */
 int qp_proc_comm(int pid, char *buf, size_t len);
+/* The first line of /proc/PID/NAME (e.g. "task/TID/comm"), cut to LEN - 1
+ * bytes, NUL-terminated (may hold a NUL of its own). 0 or -errno. */
+int qp_proc_file_line(int pid, const char *name, char *buf, size_t len);
 /* readlink /proc/PID/exe. 0 or -errno. */
 int qp_proc_exe(int pid, char *buf, size_t len);
 /* Field 22 (starttime, clock ticks) of /proc/PID/stat, parsed after the last

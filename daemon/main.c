@@ -25,12 +25,17 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "logs.h"
+#include "collect_trace.h"
+#include "collect_calibrate.h"
 #include "qprofd.h"
 #include "report.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/qprof/qprofd.sock"
 #define POLL_MS 250
+/* the calibration: 3 rounds of 10 000 empty scopes, 1 us apart (the first one warms up) */
+#define CALIB_ROUNDS 3
+#define CALIB_ITERS 10000
 
 struct options {
 	const char *socket;
@@ -47,6 +52,8 @@ struct options {
 	struct qp_span_opts spans;
 	bool all;
 	bool no_multi;
+	bool no_calibrate;
+	unsigned int trace_max_events;
 	int verbose;
 };
 
@@ -76,6 +83,10 @@ static void usage(FILE *f)
 		"                      the oldest are dropped, and counted, beyond)\n"
 		"  --report-dir DIR    where a target's report is written when it exits\n"
 		"                      (default " QPROF_REPORT_DIR ")\n"
+		"  --trace-max-events N  events a trace keeps, 1..100000000 (default 1000000;\n"
+		"                      the rest are counted as dropped in the trace)\n"
+		"  --no-calibrate      do not measure the probes' own cost at start, nor\n"
+		"                      subtract it from durations\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
@@ -109,7 +120,7 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
-	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT };
+	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -124,6 +135,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "span-pending", required_argument, NULL, OPT_SPAN_PENDING },
 		{ "span-timeout-ms", required_argument, NULL, OPT_SPAN_TIMEOUT },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
+		{ "trace-max-events", required_argument, NULL, OPT_TRACE_MAX },
+		{ "no-calibrate", no_argument, NULL, OPT_NO_CALIB },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -190,6 +203,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (parse_uint_opt("--span-timeout-ms", optarg, 10, 3600 * 1000, &v))
 				return 2;
 			o->spans.timeout_ms = (uint64_t)v;
+			break;
+		case OPT_TRACE_MAX:
+			if (parse_uint_opt("--trace-max-events", optarg, 1, 100000000, &v))
+				return 2;
+			o->trace_max_events = (unsigned int)v;
+			break;
+		case OPT_NO_CALIB:
+			o->no_calibrate = true;
 			break;
 		case OPT_TOKEN:
 			o->token_file = optarg;
@@ -260,7 +281,8 @@ static void emit_report(void *arg, void *figs, char *dir, size_t dirlen)
 int main(int argc, char **argv)
 {
 	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
-			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR };
+			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
+			     .trace_max_events = 1000000 };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qp_http_policy pol_unix, pol_tcp;
 	struct qp_lifecycle *lc = NULL;
@@ -357,6 +379,16 @@ int main(int argc, char **argv)
 	d.reg.cpu = d.cpu;
 	if (qp_logs_start(&d.logs, qp_scopes_logs_fd(d.scopes), 65536, err, sizeof(err)))
 		qp_warn("QPROF_LOG messages unavailable: %s", err);
+	d.trace_max_events = o.trace_max_events;
+	if (qp_tracer_open(&d.tracer, d.scopes, err, sizeof(err)))
+		qp_warn("traces unavailable: %s", err);
+	/* before any target: every duration measured gets the same correction */
+	if (o.no_calibrate)
+		snprintf(d.calib.error, sizeof(d.calib.error), "turned off (--no-calibrate)");
+	else if (!d.tracer)
+		snprintf(d.calib.error, sizeof(d.calib.error), "no trace recorder to measure with");
+	else
+		qp_calibrate(d.scopes, d.tracer, CALIB_ROUNDS, CALIB_ITERS, &d.calib);
 
 	for (i = 0; i < o.npids; i++) {
 		int status;
@@ -432,6 +464,7 @@ out_http:
 	qp_http_stop(http_tcp);
 	qp_http_stop(http);
 out:
+	qp_tracer_close(d.tracer);	/* no handler is left to end a session */
 	qp_logs_stop(d.logs);
 	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
 	d.reg.cpu = NULL;

@@ -17,6 +17,7 @@ pkgs=(
   golang-go                # `go tool pprof` reads /pprof/profile in the CPU integration test
   procps
   strace                   # counts the bpf() syscalls of a request in the values test
+  chromium                 # headless: runs speedscope on the trace (integration_trace_client)
 )
 
 missing=()
@@ -28,6 +29,13 @@ for p in "${pkgs[@]}"; do
     missing+=("$p")
   fi
 done
+
+# npm fetches speedscope for the trace client test. A Node.js from elsewhere
+# (NodeSource's nodejs bundles npm and conflicts with Debian's npm) will do:
+# Debian's packages only when there is no npm at all.
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#pkgs[@]} packages present"

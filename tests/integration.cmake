@@ -165,3 +165,23 @@ add_test(NAME integration_spans_perf_uprobes
           $<TARGET_FILE:qprofd> $<TARGET_FILE:spans_target> $<TARGET_FILE:qprof-cli> --no-uprobe-multi)
 set_tests_properties(integration_spans integration_spans_perf_uprobes PROPERTIES
   SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# Traces (GET /api/trace, qprof-cli trace) and the calibration of the BPF
+# collector: a program with a known workload on two named threads.
+add_executable(trace_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/trace_target.c)
+target_include_directories(trace_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(trace_target PRIVATE -O2 -g)
+target_link_libraries(trace_target Threads::Threads)
+add_test(NAME integration_trace
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_trace.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>)
+set_tests_properties(integration_trace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# The same trace opened by a real client: speedscope (npm) in headless Chromium.
+add_test(NAME integration_trace_client
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_trace_client.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>
+          ${CMAKE_BINARY_DIR}/npm-cache)
+set_tests_properties(integration_trace_client PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+add_test(NAME integration_truth
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_truth.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target>)
+set_tests_properties(integration_truth PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

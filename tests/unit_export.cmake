@@ -10,3 +10,10 @@ foreach(t folded flamegraph callgraph pprof)
   add_test(NAME unit_export_${t} COMMAND test_export ${t})
   set_tests_properties(unit_export_${t} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
+
+# The trace model and its Chrome Trace Event Format JSON, byte for byte.
+add_executable(test_export_trace ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_export_trace.c
+  ${PROJECT_SOURCE_DIR}/daemon/model/model_trace.c)
+target_include_directories(test_export_trace PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_export_trace qprof_common m)
+add_test(NAME unit_export_trace COMMAND test_export_trace)

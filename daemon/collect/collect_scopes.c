@@ -15,6 +15,7 @@
 #include "elf_probes.h"
 #include "log.h"
 #include "scopes.skel.h"
+#include "trace.h"
 #include "collect_internal.h"
 #include "scope_sizing.h"
 #include "usdt_spec.h"
@@ -28,8 +29,8 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 {
 	struct qp_scope_sizing sz;
 	struct qp_scopes *s;
-	unsigned int pre = 0;
-	const char *env;
+	unsigned int pre = 0, trace_rb = QPROF_TRACE_RB_BYTES;
+	const char *env, *tenv;
 	int ret;
 
 	*out = NULL;
@@ -83,6 +84,24 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 	s->span_capacity = spans && spans->pending ? spans->pending : QP_SPAN_PENDING_DEFAULT;
 	s->span_timeout_ns = (spans && spans->timeout_ms ? spans->timeout_ms : QP_SPAN_TIMEOUT_MS_DEFAULT) *
 			     1000000ull;
+	/* the trace ring buffer's size: QPROF_TRACE_RB_BYTES in the environment
+	 * (a power of two, 4 KiB..1 GiB) makes it small enough for a test to
+	 * overflow it */
+	tenv = getenv("QPROF_TRACE_RB_BYTES");
+	if (tenv && *tenv) {
+		char *end;
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(tenv, &end, 10);
+		if (errno || *end || v < 4096 || v > (1ul << 30) || (v & (v - 1))) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "QPROF_TRACE_RB_BYTES must be a power of two, 4096..2^30, not '%s'",
+				 tenv);
+			goto fail;
+		}
+		trace_rb = (unsigned int)v;
+	}
 	/* uprobe-multi links first: about 30 ns cheaper per probe hit than a
 	 * perf-event uprobe each; an older kernel refuses the attach type */
 	for (int attempt = allow_multi ? 0 : 1; attempt < 2; attempt++) {
@@ -96,6 +115,7 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		bpf_map__set_max_entries(s->skel->maps.scope_chunks, sz.chunks_pre);
 		bpf_map__set_max_entries(s->skel->maps.scope_chunks_more, sz.chunks_more);
 		bpf_map__set_max_entries(s->skel->maps.scope_dirty, sz.dirty_bytes);
+		bpf_map__set_max_entries(s->skel->maps.trace_rb, trace_rb);
 		if (env && *env)	/* the test setting: the value ring as small */
 			bpf_map__set_max_entries(s->skel->maps.value_dirty, sz.dirty_bytes);
 		bpf_map__set_max_entries(s->skel->maps.span_pending, (__u32)s->span_capacity);

@@ -41,6 +41,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	e = &l->ring[l->next_seq % l->cap];
 	e->seq = l->next_seq++;
 	e->ts_ns = r->ts_ns + (uint64_t)l->mono_to_real;
+	e->mono_ns = r->ts_ns;
 	e->site = r->site;
 	e->pid = r->pid;
 	e->tid = r->tid;

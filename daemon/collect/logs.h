@@ -17,6 +17,7 @@ struct qp_logs;
 struct qp_log_entry {
 	uint64_t seq;		/* 1, 2, ... in arrival order */
 	uint64_t ts_ns;		/* Unix time, ns */
+	uint64_t mono_ns;	/* the same instant in CLOCK_MONOTONIC (the BPF clock), ns */
 	uint64_t site;
 	uint32_t pid, tid;
 	int32_t len;		/* length the message had; >= QPROF_LOG_MSG: cut */

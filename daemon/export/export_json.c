@@ -180,4 +180,25 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_obj_begin(j);
 	qp_json_kv_u64(j, "lost", m->marks_lost);
 	qp_json_obj_end(j);
+	qp_json_key(j, "trace");
+	qp_json_obj_begin(j);
+	qp_json_kv_bool(j, "running", m->trace.running);
+	qp_json_kv_u64(j, "active", m->trace.st.active);
+	qp_json_kv_u64(j, "sessions", m->trace.st.sessions);
+	qp_json_kv_u64(j, "records", m->trace.st.records);
+	qp_json_kv_u64(j, "dropped", m->trace.st.dropped);
+	qp_json_kv_u64(j, "lost", m->trace.st.lost);
+	qp_json_obj_end(j);
+	qp_json_key(j, "calibration");
+	qp_json_obj_begin(j);
+	qp_json_kv_bool(j, "done", m->calib.done);
+	qp_json_kv_u64(j, "correction_ns", m->calib.correction_ns);
+	qp_json_kv_u64(j, "samples", m->calib.samples);
+	qp_json_kv_u64(j, "p10_ns", m->calib.p10_ns);
+	qp_json_kv_u64(j, "p50_ns", m->calib.p50_ns);
+	qp_json_kv_u64(j, "p90_ns", m->calib.p90_ns);
+	qp_json_kv_u64(j, "mean_ns", m->calib.mean_ns);
+	if (!m->calib.done)
+		qp_json_kv_str(j, "error", m->calib.error);
+	qp_json_obj_end(j);
 }

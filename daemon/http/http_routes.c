@@ -23,6 +23,8 @@ void qprofd_model_src(struct qprofd *d, struct qp_model_src *out)
 	out->scopes = d->scopes;
 	out->cpu = d->cpu;
 	out->logs = d->logs;
+	out->tracer = d->tracer;
+	out->calib = &d->calib;
 	out->cpu_error = d->cpu_error;
 	out->frequency_hz = d->frequency_hz;
 	out->sample_all = d->sample_all;
@@ -188,6 +190,7 @@ static const struct route {
 	{ "/api/values", qp_route_values, NULL, NULL, "GET" },
 	{ "/api/logs", qp_route_logs, NULL, NULL, "GET" },
 	{ "/api/report", qp_report_http, NULL, NULL, "GET" },
+	{ "/api/trace", qp_route_trace, NULL, NULL, "GET" },
 	{ "/api/cpu/folded", qp_route_cpu_folded, NULL, NULL, "GET" },
 	{ "/api/cpu/flamegraph", qp_route_cpu_flamegraph, NULL, NULL, "GET" },
 	{ "/pprof/profile", qp_route_pprof_profile, NULL, NULL, "GET" },

@@ -43,6 +43,8 @@ void qp_route_cpu_folded(struct qprofd *d, const struct qp_request *req, struct 
 void qp_route_cpu_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_pprof_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+/* http_trace.c: GET /api/trace?pid=&seconds=N (Chrome Trace Event Format) */
+void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 /* report_http.c: GET /api/report?pid=N, the summary of N's exit report
  * (text/plain), 404 when N has none (yet); without pid=, the list (JSON) */
 void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include "collect_calibrate.h"
 #include "model_src.h"
 #include "report_fs.h"
 #include "stop.h"
@@ -20,6 +21,9 @@ struct qprofd {
 	struct qp_scopes *scopes;
 	struct qp_cpu *cpu;		/* NULL when sampling could not start */
 	struct qp_logs *logs;		/* NULL when the log ring buffer could not start */
+	struct qp_tracer *tracer;	/* NULL when traces could not start */
+	size_t trace_max_events;	/* --trace-max-events */
+	struct qp_calibration calib;	/* measured at start (--no-calibrate: not done) */
 	char cpu_error[256];		/* why, then */
 	bool sample_all;
 	uint64_t start_ns;

@@ -1,7 +1,8 @@
 /* model_build.c - the model builders: read the collectors (twice, around
  * a wait, for a window), take the registry lock to name what they read,
- * and fill the plain models of model_scopes.h, model_values.h and
- * model_status.h. The arithmetic and the naming are those files'; this one
+ * and fill the plain models of model_scopes.h, model_values.h,
+ * model_status.h and model_trace.h (a trace session around the wait, and
+ * the window's log messages). The arithmetic and the naming are those files'; this one
  * only fetches. */
 #include <errno.h>
 #include <pthread.h>
@@ -9,9 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "collect_cpu.h"
+#include "collect_trace.h"
 #include "logs.h"
 #include "model_scopes.h"
 #include "model_status.h"
+#include "model_trace.h"
 #include "model_values.h"
 #include "targets.h"
 #include "util.h"
@@ -156,7 +159,102 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 	out->cpu.all = src->sample_all;
 	out->cpu.cpus = qp_cpu_ncpus(src->cpu);
 	out->logs.running = src->logs != NULL;
+	out->trace.running = src->tracer != NULL;
+	if (src->tracer)
+		qp_tracer_stats(src->tracer, &out->trace.st);
+	if (src->calib)
+		out->calib = *src->calib;
 	if (src->logs)
 		qp_logs_stats(src->logs, &out->logs.received, &out->logs.oldest_seq);
 	return 0;
+}
+
+/* The window's log messages of PID (all targets when 0), seq > SINCE. */
+static int window_logs(struct qp_logs *lg, uint64_t since, int pid, struct qp_log_entry **out, size_t *n)
+{
+	struct qp_log_entry *v = NULL, *nv;
+	size_t cnt = 0, cap = 0, got;
+	uint64_t last;
+
+	*out = NULL;
+	*n = 0;
+	if (!lg)
+		return 0;
+	for (;;) {
+		if (cap - cnt < 256) {
+			cap = cap ? cap * 2 : 1024;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		got = qp_logs_get(lg, since, pid, v + cnt, 256, &last);
+		cnt += got;
+		if (last == since)
+			break;
+		since = last;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+int qp_trace_model_build(const struct qp_model_src *src, const struct qp_trace_query *q,
+			 struct qp_trace_model *out)
+{
+	struct qp_trace_session *ss;
+	struct qp_trace_result r;
+	struct qp_log_entry *logs = NULL;
+	uint64_t since = 0, oldest, logs_lost0 = 0;
+	size_t nlogs = 0;
+	struct qp_namer nm;
+	bool done;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!src->tracer)
+		return -ENOTSUP;
+	if (src->logs)
+		qp_logs_stats(src->logs, &since, &oldest);
+	logs_lost0 = qp_scopes_counter(src->scopes, QPROF_CNT_LOG_LOST);
+	ret = qp_trace_begin(src->tracer, q->pid > 0 ? (uint32_t)q->pid : QPROF_TRACE_ALL,
+			     q->max_events, &ss);
+	if (ret)
+		return ret;
+	done = src->wait(src->wait_arg, q->seconds);
+	ret = qp_trace_end(src->tracer, ss, &r);
+	if (ret)
+		return ret;
+	if (!done) {
+		qp_trace_result_free(&r);
+		return -ECANCELED;
+	}
+	ret = window_logs(src->logs, since, q->pid, &logs, &nlogs);
+	if (ret) {
+		qp_trace_result_free(&r);
+		return ret;
+	}
+	qp_registry_namer(src->reg, &nm);
+	pthread_mutex_lock(&src->reg->lock);
+	ret = qp_trace_model_make(&r, q->pid, logs, nlogs, &nm, q->max_events, out);
+	pthread_mutex_unlock(&src->reg->lock);
+	if (!ret) {
+		/* messages the kernel had no room for during the window (all
+		 * processes: the log buffer is shared) */
+		out->doc.lost += qp_scopes_counter(src->scopes, QPROF_CNT_LOG_LOST) - logs_lost0;
+		/* and those the log store let go before they were read here */
+		if (src->logs) {
+			uint64_t received;
+
+			qp_logs_stats(src->logs, &received, &oldest);
+			if (oldest > since + 1)
+				out->doc.lost += oldest - since - 1;
+		}
+		out->doc.calibration_ns = qp_scopes_calibration(src->scopes);
+	}
+	free(logs);
+	qp_trace_result_free(&r);
+	return ret;
 }

@@ -12,12 +12,16 @@ struct qp_registry;
 struct qp_scopes;
 struct qp_cpu;
 struct qp_logs;
+struct qp_tracer;
+struct qp_calibration;
 
 struct qp_model_src {
 	struct qp_registry *reg;
 	struct qp_scopes *scopes;
 	struct qp_cpu *cpu;		/* NULL when sampling could not start */
 	struct qp_logs *logs;		/* NULL when the log ring buffer could not start */
+	struct qp_tracer *tracer;	/* NULL when traces could not start */
+	const struct qp_calibration *calib;	/* the probe cost correction */
 	const char *cpu_error;		/* why cpu is NULL */
 	unsigned int frequency_hz;
 	bool sample_all;

@@ -6,7 +6,9 @@
 #define QPROF_MODEL_STATUS_H
 #include <stdbool.h>
 #include <stdint.h>
+#include "collect_calibrate.h"
 #include "collect_scopes.h"
+#include "collect_trace.h"
 #include "model_src.h"
 
 /* Scope events that could not be measured, by reason (bpf/scopes.h). */
@@ -41,6 +43,11 @@ struct qp_status_model {
 		uint64_t received, lost, oldest_seq;
 	} logs;
 	uint64_t values_lost, marks_lost;
+	struct {
+		bool running;
+		struct qp_tracer_stats st;
+	} trace;
+	struct qp_calibration calib;
 	unsigned int targets_running, targets_exited;
 };
 

@@ -111,6 +111,10 @@ static void status_model(struct qp_status_model *m)
 	m->scopes.poll.full_scans = 1;
 	m->scopes.poll.cpu_ns = 4567890;
 	m->scopes.poll.chunks = 900;
+	m->trace.running = true;
+	m->trace.st = (struct qp_tracer_stats){ 1, 3, 1000, 31, 37 };
+	m->calib = (struct qp_calibration){ .done = true, .correction_ns = 412, .samples = 40000,
+					    .p10_ns = 380, .p50_ns = 412, .p90_ns = 470 };
 	m->targets_running = 1;
 	m->targets_exited = 2;
 }
@@ -125,7 +129,10 @@ static const char status_json[] =
 	"\"minmax_inexact\":2,\"poll\":{\"polls\":3,\"chunks_read\":1000,\"full_scans\":1,\"cpu_us\":4567,\"chunks\":900},"
 	"\"spans_pending\":9,\"span_table\":65536},"
 	"\"logs\":{\"running\":true,\"received\":100,\"lost\":19,\"oldest_seq\":42},"
-	"\"values\":{\"lost\":23},\"marks\":{\"lost\":29}}";
+	"\"values\":{\"lost\":23},\"marks\":{\"lost\":29},"
+	"\"trace\":{\"running\":true,\"active\":1,\"sessions\":3,\"records\":1000,\"dropped\":31,\"lost\":37},"
+	"\"calibration\":{\"done\":true,\"correction_ns\":412,\"samples\":40000,\"p10_ns\":380,"
+	"\"p50_ns\":412,\"p90_ns\":470,\"mean_ns\":0}}";
 
 static const char metrics_text[] =
 	"# HELP qprof_up 1 while qprofd answers.\n# TYPE qprof_up gauge\nqprof_up 1\n"

@@ -1,0 +1,167 @@
+/* cmd_trace.c - qprof-cli trace -o FILE.json [--pid N] [--seconds S]: a
+ * timeline (Chrome Trace Event Format) from GET /api/trace, written through
+ * a temporary file renamed into place. The wait shows a countdown on a
+ * terminal (one line otherwise); the summary says how many events the file
+ * holds and how many were dropped or lost. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cli.h"
+
+static const char trace_help[] =
+	"Usage: qprof-cli trace -o FILE.json [--pid N] [--seconds S]\n"
+	"\n"
+	"Record a timeline: every scope instance (with its nesting), mark, value and\n"
+	"log line of the next S seconds (1..300), as Chrome Trace Event Format JSON.\n"
+	"Open it in Perfetto (ui.perfetto.dev), chrome://tracing or speedscope.\n"
+	"\n"
+	"  -o FILE       write to FILE (\"-\": standard output)\n"
+	"  --pid N       only process N (default: every target)\n"
+	"  --seconds S   how long to record. Without it the daemon answers its flight\n"
+	"                recorder (ring-collector targets); BPF-collector targets need it\n"
+	"\n"
+	"One trace per target at a time (HTTP 409 otherwise). Past the daemon's cap\n"
+	"(qprofd --trace-max-events) events are dropped and counted in the file.\n";
+
+struct progress {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool done;
+	int64_t sec;
+};
+
+/* A countdown on stderr (a terminal) until the answer comes. */
+static void *show_progress(void *arg)
+{
+	struct progress *p = arg;
+	struct timespec until;
+	int64_t left = p->sec;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	pthread_mutex_lock(&p->lock);
+	while (!p->done) {
+		if (left > 0)
+			fprintf(stderr, "\rrecording: %lld s left   ", (long long)left);
+		else
+			fprintf(stderr, "\rrecorded; waiting for the trace...   ");
+		fflush(stderr);
+		until.tv_sec++;
+		while (!p->done && pthread_cond_timedwait(&p->cond, &p->lock, &until) == 0)
+			;
+		left--;
+	}
+	pthread_mutex_unlock(&p->lock);
+	fprintf(stderr, "\r\033[K");
+	return NULL;
+}
+
+/* The figures of the answer's otherData (written last by the daemon). */
+static void summary(const struct http_response *resp, const char *out)
+{
+	const char *key = "\"otherData\":";
+	uint64_t events = 0, dropped = 0, lost = 0;
+	const char *p = NULL, *q = resp->body;
+	json_error_t jerr;
+	json_t *o;
+
+	while (q && (q = memmem(q, resp->body_len - (size_t)(q - resp->body), key, strlen(key)))) {
+		p = q;
+		q += strlen(key);
+	}
+	if (!p) {
+		fprintf(stderr, "wrote %s (%zu bytes)\n", out, resp->body_len);
+		return;
+	}
+	p += strlen(key);
+	o = json_loadb(p, resp->body_len - (size_t)(p - resp->body), JSON_DISABLE_EOF_CHECK, &jerr);
+	cli_json_u64(o, "events", &events);
+	cli_json_u64(o, "dropped_events", &dropped);
+	cli_json_u64(o, "lost_events", &lost);
+	json_decref(o);
+	fprintf(stderr, "wrote %s: %llu events (%zu bytes)", out, (unsigned long long)events, resp->body_len);
+	if (dropped || lost)
+		fprintf(stderr, "; %llu dropped past the cap, %llu lost (buffer full)",
+			(unsigned long long)dropped, (unsigned long long)lost);
+	fputc('\n', stderr);
+}
+
+int cmd_trace(struct cli_ctx *ctx, int argc, char **argv)
+{
+	enum { OPT_PID = CLI_OPT_CMD_BASE, OPT_SECONDS };
+	static const struct option opts[] = {
+		CLI_COMMON_OPTS,
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "seconds", required_argument, NULL, OPT_SECONDS },
+		{ "output", required_argument, NULL, 'o' },
+		{ 0 },
+	};
+	const char *pid_arg = NULL, *sec_arg = NULL, *out = NULL;
+	struct progress pg = { .done = false };
+	struct http_response resp;
+	struct cli_call_err e;
+	char target[256] = "/api/trace";
+	pthread_t th;
+	bool shown = false;
+	int64_t sec = 0;
+	int c, rc;
+
+	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+		switch (c) {
+		case OPT_PID:
+			pid_arg = optarg;
+			continue;
+		case OPT_SECONDS:
+			sec_arg = optarg;
+			continue;
+		case 'o':
+			out = optarg;
+			continue;
+		}
+		rc = cli_common_opt(ctx, c, argv, opts, trace_help);
+		if (rc >= 0)
+			return rc;
+	}
+	rc = cli_no_operands(ctx, argc, argv);
+	if (rc)
+		return rc;
+	if (!out)
+		return cli_usage_error(ctx, "-o FILE.json is required");
+	if (!out[0])
+		return cli_usage_error(ctx, "-o wants a file name");
+	rc = cli_query_pid_seconds(ctx, pid_arg, sec_arg, target, sizeof(target), &sec);
+	if (rc)
+		return rc;
+	if (sec > CLI_SECONDS_MAX)
+		sec = CLI_SECONDS_MAX;	/* what the daemon will do: the countdown says so */
+	if (sec && isatty(STDERR_FILENO)) {
+		pthread_mutex_init(&pg.lock, NULL);
+		pthread_cond_init(&pg.cond, NULL);
+		pg.sec = sec;
+		shown = !pthread_create(&th, NULL, show_progress, &pg);
+	} else if (sec) {
+		fprintf(stderr, "recording a %lld s trace...\n", (long long)sec);
+	}
+	rc = cli_call_quiet(cli_socket(ctx), "GET", target, NULL, (int)sec + 2 * CLI_HTTP_TIMEOUT_S, &resp, &e);
+	if (shown) {
+		pthread_mutex_lock(&pg.lock);
+		pg.done = true;
+		pthread_cond_signal(&pg.cond);
+		pthread_mutex_unlock(&pg.lock);
+		pthread_join(th, NULL);
+	}
+	if (rc)
+		return cli_call_failed(ctx, &e);
+	if (strcmp(out, "-")) {
+		rc = cli_write_file(ctx, out, resp.body, resp.body_len);
+		if (!rc)
+			summary(&resp, out);
+	} else {
+		fwrite(resp.body, 1, resp.body_len, stdout);
+		rc = fflush(stdout) ? cli_fail(ctx, "cannot write to standard output") : CLI_OK;
+	}
+	http_response_free(&resp);
+	return rc;
+}

@@ -1,0 +1,66 @@
+/* http_trace.c - GET /api/trace?pid=&seconds=N: records N seconds of the
+ * BPF collector's per-instance events and answers them as Chrome Trace
+ * Event Format JSON (model_trace.c, export_trace.c). Without seconds= the
+ * answer would be the ring collector's flight recorder; the BPF collector
+ * keeps no history of instances, so that is a 400 saying seconds= is needed. */
+#include <errno.h>
+#include "export_trace.h"
+#include "model_trace.h"
+#include "qprofd.h"
+#include "http_routes.h"
+
+void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	static const char *const allowed[] = { "pid", "seconds", NULL };
+	struct qp_trace_query q = { .max_events = d->trace_max_events };
+	struct qp_trace_model m;
+	struct qp_model_src src;
+	struct qp_json j;
+	int ret;
+
+	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &q.seconds) ||
+	    !qp_req_pid(d, req, resp, &q.pid))
+		return;
+	if (!q.seconds) {
+		qp_reply_error(resp, 400,
+			       "seconds= is needed: the BPF collector records instances only while a "
+			       "trace is asked for (1..300 s); the flight recorder (no seconds=) is the "
+			       "ring collector's");
+		return;
+	}
+	qprofd_model_src(d, &src);
+	ret = qp_trace_model_build(&src, &q, &m);
+	switch (ret) {
+	case 0:
+		break;
+	case -EBUSY:
+		qp_reply_error(resp, 409, "a trace of %s is being recorded already: one at a time per "
+			       "target (a trace of every target excludes any other)",
+			       q.pid ? "this process" : "a target");
+		return;
+	case -ENOSPC:
+		qp_reply_error(resp, 503, "too many traces are being recorded at once");
+		return;
+	case -ENOTSUP:
+		qp_reply_error(resp, 503, "traces are unavailable: the trace recorder could not start");
+		return;
+	case -ECANCELED:
+		qp_reply_error(resp, 503, "qprofd is shutting down");
+		return;
+	case -ENOMEM:
+		qp_reply_error(resp, 500, "out of memory");
+		return;
+	default:
+		qp_reply_error(resp, 500, "cannot record the trace");
+		return;
+	}
+	qp_json_init(&j);
+	ret = qp_export_trace(&m.doc, &j);
+	qp_trace_model_free(&m);
+	if (ret) {
+		qp_json_free(&j);
+		qp_reply_error(resp, 500, "out of memory while writing the trace");
+		return;
+	}
+	qp_reply_json(resp, 200, &j);
+}

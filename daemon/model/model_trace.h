@@ -1,0 +1,46 @@
+/* model_trace.h - the trace model: what GET /api/trace?seconds=N answers,
+ * as the plain document of trace_events.h. A trace session of the BPF
+ * collector (collect_trace.h) records N seconds; its records, the log
+ * messages of the same window (logs.h) and the threads' kernel names
+ * become named per-instance events, sorted by time, bounded by a cap. */
+#ifndef QPROF_MODEL_TRACE_H
+#define QPROF_MODEL_TRACE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "collect_trace.h"
+#include "trace_events.h"
+#include "logs.h"
+#include "model_src.h"
+#include "target_names.h"
+
+struct qp_arena;
+
+struct qp_trace_model {
+	struct qp_trace_doc doc;	/* points into the arena */
+	struct qp_arena *arena;
+	struct qp_trace_event *ev;	/* malloc'd: may be large */
+};
+
+/* The model of one session's result R plus the log messages LOGS (any
+ * order; those outside R's window or of other processes are left out),
+ * named through NM (processes that are no target are left out), at most
+ * MAX_EVENTS events: the rest is counted in doc.dropped with R's own.
+ * 0 or -ENOMEM. Pure but for what NM does. */
+int qp_trace_model_make(const struct qp_trace_result *r, int pid, const struct qp_log_entry *logs,
+			size_t nlogs, const struct qp_namer *nm, size_t max_events,
+			struct qp_trace_model *out);
+void qp_trace_model_free(struct qp_trace_model *m); /* accepts a zeroed model */
+
+struct qp_trace_query {
+	int pid;		/* > 0: this process; 0: every target */
+	unsigned int seconds;	/* 1..300 */
+	size_t max_events;	/* the cap (qprofd --trace-max-events) */
+};
+
+/* Record Q->seconds (through src->wait), then make the model. 0, -EBUSY
+ * (a trace of that process is being recorded already), -ENOSPC (too many
+ * traces at once), -ECANCELED (the daemon stops), -ENOTSUP (no trace
+ * recorder), -EIO, -ENOMEM. */
+int qp_trace_model_build(const struct qp_model_src *src, const struct qp_trace_query *q,
+			 struct qp_trace_model *out);
+#endif
