@@ -152,7 +152,9 @@ cpu_samples=$(st .cpu.samples)
 cpu_lost=$(st .cpu.lost)
 cpu_aged=$(st '.cpu.aged // 0')
 cpu_bytes=$(st '.cpu.table_bytes // 0')
-scope_drops=$((d_noenter + d_order + d_deep + d_texit + d_full))
+# every reason qprofd counts a scope drop by (new ones included), and which
+scope_drops=$(st '[.scopes.dropped_by_reason[]] | add // 0')
+all_reasons=$(st '.scopes.dropped_by_reason | to_entries | map("\(.key) \(.value)") | join(", ")')
 
 say ""
 say "== figures"
@@ -189,8 +191,7 @@ awk -v half="$((SOAK_SECONDS / 2))" '
 [ -n "${SOAK_LOG:-}" ] && cp "$tmp/timeline.txt" "$SOAK_LOG"
 say "  workload: scopes $w_scopes values $w_values marks $w_marks logs $w_logs"
 say "  qprofd:   scopes $q_scopes values $q_values marks $q_marks logs $q_logs"
-say "  scope drops: exit_without_enter $d_noenter, out_of_order $d_order, too_deep $d_deep," \
-	"thread_exit $d_texit, map_full $d_full"
+say "  scope drops by reason: $all_reasons"
 say "  lost: logs $l_logs, values $l_values, marks $l_marks; CPU samples $cpu_samples," \
 	"lost $cpu_lost ($(calc "100 * $cpu_lost / ($cpu_samples > 0 ? $cpu_samples : 1)") %)," \
 	"stacks unavailable $d_stack"
