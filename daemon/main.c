@@ -27,6 +27,7 @@
 #include "logs.h"
 #include "qprofd.h"
 #include "report.h"
+#include "ring_collect.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/qprof/qprofd.sock"
@@ -46,6 +47,7 @@ struct options {
 	unsigned int max_exited;
 	bool all;
 	bool no_multi;
+	bool ring;
 	int verbose;
 };
 
@@ -71,6 +73,8 @@ static void usage(FILE *f)
 		"                      the oldest are dropped, and counted, beyond)\n"
 		"  --report-dir DIR    where a target's report is written when it exits\n"
 		"                      (default " QPROF_REPORT_DIR ")\n"
+		"  --ring              time the scopes of new pid targets with the ring\n"
+		"                      collector (markers of ABI 2; others: BPF, with a note)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
@@ -103,7 +107,7 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 
 static int parse_args(int argc, char **argv, struct options *o)
 {
-	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN };
+	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN, OPT_RING };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -113,6 +117,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "all", no_argument, NULL, 'a' },
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
+		{ "ring", no_argument, NULL, OPT_RING },
 		{ "report-dir", required_argument, NULL, OPT_REPORT_DIR },
 		{ "max-exited", required_argument, NULL, OPT_MAX_EXITED },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
@@ -164,6 +169,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (parse_uint_opt("--max-sites", optarg, 16, 1 << 18, &v))
 				return 2;
 			o->max_sites = (unsigned int)v;
+			break;
+		case OPT_RING:
+			o->ring = true;
 			break;
 		case OPT_NO_MULTI:
 			o->no_multi = true;
@@ -247,6 +255,7 @@ int main(int argc, char **argv)
 	struct qp_http_policy pol_unix, pol_tcp;
 	struct qp_lifecycle *lc = NULL;
 	struct qprofd d = { .report_fs.fd = -1 };
+	struct qp_ring *ring = NULL;
 	char *token = NULL;
 	int fd_unix = -1, fd_tcp = -1;
 	char err[512] = "";
@@ -312,6 +321,17 @@ int main(int argc, char **argv)
 		goto out_free;
 	}
 	qp_registry_init(&d.reg, d.scopes);
+	{
+		/* 1 ms drains; ~16 MB of scope instances kept for traces */
+		struct qp_ring_opts ro = { .max_rows = 4 * (size_t)o.max_sites, .max_rings = 65536,
+					   .flight = 1 << 18, .period_us = 1000 };
+
+		if (qp_ring_open(&ring, &ro, err, sizeof(err)))
+			qp_warn("the ring collector is unavailable: %s", err);
+		d.reg.ring = ring;
+		d.reg.ring_default = o.ring;
+		qp_scopes_set_ring(d.scopes, ring);
+	}
 	qp_registry_set_reporter(&d.reg, collect_report, emit_report, &d);
 	d.reg.sym = qp_symbolizer_new(NULL);
 	if (!d.reg.sym) {
@@ -417,6 +437,8 @@ out:
 	qp_symbolizer_free(d.reg.sym);
 	d.reg.sym = NULL;
 	qp_registry_destroy(&d.reg);
+	qp_scopes_set_ring(d.scopes, NULL);
+	qp_ring_close(ring);
 	qp_lifecycle_close(lc);	/* after the uprobes: it resumes any child still stopped */
 	qp_scopes_close(d.scopes);
 	if (!exit_code)

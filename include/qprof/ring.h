@@ -43,62 +43,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define QPROF_RING_MAGIC 0x474e5251u /* "QRNG" little-endian */
-#define QPROF_RING_VERSION 1
-#define QPROF_RING_HDR_SIZE 64
-/* Records per thread ring (16 bytes each): 1 MiB by default. */
-#ifndef QPROF_RING_RECORDS
-#define QPROF_RING_RECORDS 65536
-#endif
-/* A ring announces itself again every this many records, so that a qprofd
- * started after the ring was made finds it. */
-#define QPROF_RING_ANNOUNCE 4096
-#define QPROF_RING_F_MONO 1u /* ts is CLOCK_MONOTONIC ns, not TSC */
+#include "ring_layout.h"
 
 /* Strict -std=c11 hides these two names; their Linux values. */
 #ifdef MAP_ANONYMOUS
 #define QPROF__MAP_ANON MAP_ANONYMOUS
 #else
 #define QPROF__MAP_ANON 0x20
-#endif
-
-enum qprof_rec_kind {
-	QPROF_REC_ENTER = 1,	/* QPROF_FUNC/QPROF_SCOPE began */
-	QPROF_REC_EXIT = 2,	/* ... ended */
-	QPROF_REC_BEGIN = 3,	/* QPROF_SCOPE_BEGIN; an ARG record follows (name address) */
-	QPROF_REC_END = 4,	/* QPROF_SCOPE_END; an ARG record follows (name address) */
-	QPROF_REC_MARK = 5,	/* QPROF_MARK */
-	QPROF_REC_VALUE = 6,	/* QPROF_VALUE; an ARG record follows (IEEE-754 bits) */
-	QPROF_REC_ARG = 7,	/* the argument of the record before it */
-	QPROF_REC_THREAD = 0,	/* a new owner: generation << 32 | tid << 3 */
-};
-#define QPROF_REC_KIND_MASK 7u
-
-struct qprof_ring_rec {
-	uint64_t ts;
-	uint64_t word;
-};
-
-struct qprof_ring {
-	uint32_t magic;		/* QPROF_RING_MAGIC */
-	uint16_t version;	/* QPROF_RING_VERSION */
-	uint16_t rec_size;	/* sizeof(struct qprof_ring_rec): 16 */
-	uint32_t nrec;		/* records, a power of two */
-	uint32_t flags;		/* QPROF_RING_F_* */
-	uint64_t head;		/* records written ever; release-stored after each */
-	uint64_t generation;	/* owners so far (1 for the first thread) */
-	uint32_t tid;		/* the owner (0 while on the free list) */
-	uint32_t depth;		/* scopes the owner has open (enters - exits) */
-	struct qprof_ring *next; /* free-list link (the writer's, not the reader's) */
-	uint64_t reserved[2];
-};
-
-#ifdef __cplusplus
-static_assert(sizeof(struct qprof_ring) == QPROF_RING_HDR_SIZE, "ring header layout");
-static_assert(sizeof(struct qprof_ring_rec) == 16, "ring record layout");
-#else
-_Static_assert(sizeof(struct qprof_ring) == QPROF_RING_HDR_SIZE, "ring header layout");
-_Static_assert(sizeof(struct qprof_ring_rec) == 16, "ring record layout");
 #endif
 
 #define QPROF_RING_BYTES \
@@ -153,11 +104,18 @@ static inline uint32_t qprof__gettid(void)
 #endif
 }
 
-/* The announcement: a USDT probe whose semaphore is the markers' test. */
+/* The announcement: a USDT probe whose semaphore is the markers' test. On
+ * x86-64 its arguments are in fixed registers (rdi, rsi), so that qprofd
+ * reads them with a plain uprobe program. */
 static __attribute__((noinline, cold, unused)) void qprof__ring_announce(struct qprof_ring *r)
 {
+#if defined(__x86_64__)
+	__asm__ __volatile__(QPROF__NOTE("ring_register", "qprof_ring_semaphore", "8@%%rdi 8@%%rsi")
+			     : : "D"(r), "S"((uint64_t)QPROF_RING_BYTES) : "memory");
+#else
 	QPROF__PROBE2("ring_register", "qprof_ring_semaphore", (const void *)r,
 		      (uint64_t)QPROF_RING_BYTES);
+#endif
 }
 
 static __attribute__((unused)) void qprof__ring_lock_take(void)

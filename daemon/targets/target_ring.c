@@ -1,0 +1,80 @@
+/* target_ring.c - which scope collector times a pid target, file by file:
+ * the ring collector for files of marker ABI 2 when the target asked for it
+ * (or qprofd --ring made it the default), the BPF collector otherwise, with
+ * a note saying why when the ring was asked for. Values and logs stay on
+ * the BPF programs either way (the ring carries scopes and marks). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "collect_scopes.h"
+#include "json_writer.h"
+#include "log.h"
+#include "ring_collect.h"
+#include "targets.h"
+
+bool qp_target_wants_ring(const struct qp_registry *r, const struct qp_attach_extra *extra)
+{
+	if (extra && extra->collector != QP_COLLECTOR_DEFAULT)
+		return extra->collector == QP_COLLECTOR_RING;
+	return r->ring_default;
+}
+
+int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const char *path,
+			    const struct qp_module *mod, uint64_t epoch, bool ring, char *err, size_t errlen)
+{
+	size_t first = t->nlinks;
+	int ret, more;
+
+	if (ring && r->ring && qp_ring_capable(mod->elf)) {
+		ret = qp_ring_watch(r->ring, t->pid);
+		if (ret) {
+			snprintf(err, errlen, "the ring collector takes no more targets: %s", strerror(-ret));
+			return ret;
+		}
+		ret = qp_ring_attach(r->ring, t->pid, path, mod->elf, &t->links, &t->nlinks, err, errlen);
+		if (ret < 0)
+			return ret;
+		more = qp_scopes_attach_some(r->scopes, t->pid, path, mod->elf, epoch, QP_PROBES_VALUES_LOGS,
+					     &t->links, &t->nlinks, err, errlen);
+		if (more < 0) {
+			qp_scopes_detach_links(t->links + first, t->nlinks - first);
+			t->nlinks = first;
+			return more;
+		}
+		t->ring = r->ring;
+		return ret + more;
+	}
+	if (ring && !t->collector_note[0]) {
+		if (!r->ring)
+			snprintf(t->collector_note, sizeof(t->collector_note),
+				 "the ring collector could not start: BPF collector");
+		else
+			snprintf(t->collector_note, sizeof(t->collector_note),
+				 "%s has markers of ABI 1 (no qprof:ring_register; rebuild with this "
+				 "qprof.h): BPF collector", mod->path);
+		qp_info("pid %d: %s", t->pid, t->collector_note);
+	}
+	return qp_scopes_attach(r->scopes, t->pid, path, mod->elf, epoch, &t->links, &t->nlinks, err, errlen);
+}
+
+void qp_target_collector_json(const struct qp_target *t, struct qp_json *j)
+{
+	struct qp_ring_status st;
+
+	qp_json_kv_str(j, "collector", t->ring ? "ring" : "bpf");
+	if (t->collector_note[0])
+		qp_json_kv_str(j, "collector_note", t->collector_note);
+	else
+		qp_json_kv_null(j, "collector_note");
+	if (!t->ring || !qp_ring_pid_status(t->ring, t->pid, &st))
+		return;
+	qp_json_key(j, "ring");
+	qp_json_obj_begin(j);
+	qp_json_kv_u64(j, "rings", st.rings);
+	qp_json_kv_u64(j, "records", st.c.records);
+	qp_json_kv_u64(j, "lost", st.c.lost);
+	qp_json_kv_u64(j, "garbage", st.c.garbage);
+	qp_json_kv_u64(j, "open_at_loss", st.c.after_loss);
+	qp_json_kv_u64(j, "before_attach", st.c.before_attach);
+	qp_json_obj_end(j);
+}
