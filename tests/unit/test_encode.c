@@ -104,7 +104,9 @@ static const char status_json[] =
 	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17},"
 	"\"minmax_inexact\":2,\"poll\":{\"polls\":3,\"chunks_read\":1000,\"full_scans\":1,\"cpu_us\":4567,\"chunks\":900}},"
 	"\"logs\":{\"running\":true,\"received\":100,\"lost\":19,\"oldest_seq\":42},"
-	"\"values\":{\"lost\":23},\"marks\":{\"lost\":29}}";
+	"\"values\":{\"lost\":23},\"marks\":{\"lost\":29},"
+	"\"ring\":{\"running\":false,\"default\":false,\"announcements\":0,\"not_target\":0,\"bad\":0,"
+	"\"refused\":0,\"lost\":0,\"dropped_rings\":0,\"tsc_ns_per_tick\":0}}";
 
 static const char metrics_text[] =
 	"# HELP qprof_up 1 while qprofd answers.\n# TYPE qprof_up gauge\nqprof_up 1\n"
