@@ -60,7 +60,7 @@ void qp_scopes_detach_links(struct qp_scope_link **links, size_t n);
 /* The same for some of the probe names only (bits of 1 << index in
  * scope_exit, scope_enter, mark, value, log). */
 #define QP_PROBES_ALL 0x1fu
-#define QP_PROBES_VALUES_LOGS 0x18u
+#define QP_PROBES_LOGS 0x10u
 int qp_scopes_attach_some(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
 			  uint64_t epoch, unsigned int which, struct qp_scope_link ***links, size_t *nlinks,
 			  char *err, size_t errlen);

@@ -232,6 +232,8 @@ int qp_values_read(struct qp_scopes *s, int pid, struct qp_value_row **rows, siz
 		}
 	}
 	free(h);
+	if (!ret)
+		ret = qp_ring_merge_values(s->ring, pid, &v, &kept);
 	if (ret) {
 		qp_values_free(v, kept);
 		return ret;

@@ -165,8 +165,14 @@ static bool drain_one(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p)
 	int ret;
 
 	ret = peek(e->pid, e->addr, &h, sizeof(h));
+	if (ret == -ESRCH)
+		return false; /* the process is gone */
+	if (ret == -EFAULT) {
+		g->glob.dropped_rings++; /* unmapped */
+		return false;
+	}
 	if (ret)
-		return ret != -ESRCH && ret != -EFAULT ? true : (ret == -EFAULT ? (g->glob.dropped_rings++, false) : false);
+		return true; /* tried again next time */
 	if (!header_ok(&h, e->size) || h.nrec != e->nrec) {
 		g->glob.dropped_rings++;
 		return false;
@@ -205,8 +211,11 @@ static bool drain_one(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p)
 	l.iov_base = g->buf;
 	l.iov_len = (size_t)n * sizeof(*g->buf);
 	got = process_vm_readv((pid_t)e->pid, &l, 1, r, nr, 0);
-	if (got != (ssize_t)l.iov_len)
-		return got < 0 && errno == ESRCH ? false : (g->glob.dropped_rings++, false);
+	if (got != (ssize_t)l.iov_len) {
+		if (got >= 0 || errno != ESRCH)
+			g->glob.dropped_rings++;
+		return false;
+	}
 	/* what the writer may have overwritten while we copied */
 	if (peek(e->pid, e->addr + offsetof(struct qprof_ring, head), &head2, sizeof(head2)))
 		return false;

@@ -47,6 +47,9 @@ void qp_ring_forget(struct qp_ring *g, int pid);
  * *ROWS (sorted by key). */
 int qp_ring_merge_rows(struct qp_ring *g, int pid, struct qp_scope_snapshot *snap);
 int qp_ring_merge_marks(struct qp_ring *g, int pid, struct qp_mark_row **rows, size_t *n);
+/* PID's values (with their buckets) into *ROWS, sorted by key. */
+struct qp_value_row;
+int qp_ring_merge_values(struct qp_ring *g, int pid, struct qp_value_row **rows, size_t *n);
 
 /* PID's counters and rings; false when PID was never watched. */
 struct qp_ring_status {

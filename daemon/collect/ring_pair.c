@@ -14,6 +14,8 @@ int qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows, size_t ninst)
 	memset(a, 0, sizeof(*a));
 	qp_htab_init(&a->rows, sizeof(struct scope_stats));
 	qp_htab_init(&a->marks, sizeof(struct mark_stats));
+	qp_htab_init(&a->values, sizeof(struct value_stats));
+	qp_htab_init(&a->vhist, sizeof(uint64_t));
 	a->max_rows = max_rows;
 	if (ninst) {
 		a->inst = calloc(ninst, sizeof(*a->inst));
@@ -28,6 +30,8 @@ void qp_ring_agg_free(struct qp_ring_agg *a)
 {
 	qp_htab_free(&a->rows);
 	qp_htab_free(&a->marks);
+	qp_htab_free(&a->values);
+	qp_htab_free(&a->vhist);
 	free(a->inst);
 	memset(a, 0, sizeof(*a));
 }
@@ -63,7 +67,17 @@ int qp_ring_agg_forget(struct qp_ring_agg *a, uint32_t pid)
 {
 	int ret = rebuild_without(&a->rows, pid);
 
-	return ret ? ret : rebuild_without(&a->marks, pid);
+	if (!ret)
+		ret = rebuild_without(&a->marks, pid);
+	if (!ret)
+		ret = rebuild_without(&a->values, pid);
+	return ret ? ret : rebuild_without(&a->vhist, pid);
+}
+
+/* Entries of every table: what max_rows bounds. */
+static size_t used(const struct qp_ring_agg *a)
+{
+	return a->rows.n + a->marks.n + a->values.n + a->vhist.n;
 }
 
 static void record(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_t site, uint64_t parent,
@@ -90,7 +104,7 @@ static void record(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint6
 	}
 	i = qp_htab_find(&a->rows, &k, sizeof(k));
 	if (i < 0) {
-		if (a->rows.n + a->marks.n >= a->max_rows) {
+		if (used(a) >= a->max_rows) {
 			c->table_full++;
 			return;
 		}
@@ -131,7 +145,7 @@ static void mark(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_
 	}
 	i = qp_htab_find(&a->marks, &k, sizeof(k));
 	if (i < 0) {
-		if (a->rows.n + a->marks.n >= a->max_rows) {
+		if (used(a) >= a->max_rows) {
 			c->table_full++;
 			return;
 		}
@@ -144,6 +158,56 @@ static void mark(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_
 	m = qp_htab_value(&a->marks, (size_t)i);
 	m->count++;
 	m->last_ns = ns;
+}
+
+/* TABLE's entry for KEY, made when there is room; NULL (counted) when not */
+static void *entry(struct qp_ring_agg *a, struct qp_htab *t, const void *key, size_t len,
+		   struct qp_ring_counts *c)
+{
+	int64_t i = qp_htab_find(t, key, len);
+
+	if (i < 0 && used(a) < a->max_rows)
+		i = qp_htab_add(t, key, len, NULL);
+	if (i < 0) {
+		c->table_full++;
+		return NULL;
+	}
+	return qp_htab_value(t, (size_t)i);
+}
+
+/* As bpf/scopes.bpf.c's value_probe: count, order-key min and max, last,
+ * the non-finite apart, a bucket of the order key. */
+static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_t site, uint64_t bits,
+		  uint64_t ns, struct qp_ring_counts *c)
+{
+	struct mark_key k = { .tgid = rd->pid, .site = site };
+	struct value_bucket_key bk = { .tgid = rd->pid, .site = site };
+	uint64_t exp = (bits >> 52) & 0x7ff, mant = bits & ((1ULL << 52) - 1), key, *hb;
+	struct value_stats *v = entry(a, &a->values, &k, sizeof(k), c);
+
+	if (!v)
+		return;
+	v->last_bits = bits;
+	v->last_ns = ns;
+	if (exp == 0x7ff) {
+		if (mant)
+			v->nan++;
+		else if (bits >> 63)
+			v->neg_inf++;
+		else
+			v->pos_inf++;
+		return;
+	}
+	key = (bits >> 63) ? ~bits : bits | (1ULL << 63);
+	if (!v->count || key < v->min_key)
+		v->min_key = key;
+	if (key > v->max_key)
+		v->max_key = key;
+	v->count++;
+	bk.bucket = key >> QPROF_VALUE_BUCKET_SHIFT;
+	hb = entry(a, &a->vhist, &bk, sizeof(bk), c);
+	if (hb)
+		(*hb)++;
 }
 
 static void enter(struct qp_ring_reader *rd, uint64_t site, uint64_t key, uint64_t ts,
@@ -257,8 +321,10 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 		case QPROF_REC_MARK:
 			mark(a, rd, site, qp_ring_clock_ns(clk, ts, mono), c);
 			break;
+		case QPROF_REC_VALUE:
+			value(a, rd, site, arg, qp_ring_clock_ns(clk, ts, mono), c);
+			break;
 		default:
-			/* QPROF_REC_VALUE: values stay on the BPF path for now */
 			break;
 		}
 	}
@@ -308,6 +374,78 @@ int qp_ring_agg_marks(const struct qp_ring_agg *a, int pid, struct qp_mark_row *
 		v[*n + k].last_ns = m->last_ns;
 		k++;
 	}
+	*n += k;
+	return 0;
+}
+
+static int cmp_bucket(const void *x, const void *y)
+{
+	const struct value_bucket_key *a = x, *b = y;
+
+	if (a->tgid != b->tgid)
+		return a->tgid < b->tgid ? -1 : 1;
+	if (a->site != b->site)
+		return a->site < b->site ? -1 : 1;
+	return a->bucket < b->bucket ? -1 : a->bucket > b->bucket;
+}
+
+int qp_ring_agg_values(const struct qp_ring_agg *a, int pid, struct qp_value_row **rows, size_t *n)
+{
+	struct value_bucket_key *bk = NULL;
+	struct qp_value_row *v;
+	size_t i, j, nb = 0, k = 0;
+
+	v = realloc(*rows, (*n + a->values.n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	*rows = v;
+	if (a->vhist.n) {
+		bk = malloc(a->vhist.n * sizeof(*bk));
+		if (!bk)
+			return -ENOMEM;
+	}
+	for (i = 0; i < a->vhist.n; i++) {
+		memcpy(&bk[nb], qp_htab_key(&a->vhist, i, NULL), sizeof(*bk));
+		if (pid <= 0 || bk[nb].tgid == (uint32_t)pid)
+			nb++;
+	}
+	qsort(bk, nb, sizeof(*bk), cmp_bucket);
+	for (i = 0; i < a->values.n; i++) {
+		struct qp_value_row *r = &v[*n + k];
+		struct value_bucket_key lo;
+		size_t first;
+
+		memset(r, 0, sizeof(*r));
+		memcpy(&r->key, qp_htab_key(&a->values, i, NULL), sizeof(r->key));
+		if (pid > 0 && r->key.tgid != (uint32_t)pid)
+			continue;
+		memcpy(&r->st, qp_htab_value(&a->values, i), sizeof(r->st));
+		k++;
+		/* the row's buckets: a run of the sorted keys */
+		lo.tgid = r->key.tgid;
+		lo.pad = 0;
+		lo.site = r->key.site;
+		lo.bucket = 0;
+		for (first = 0; first < nb && cmp_bucket(&bk[first], &lo) < 0; first++)
+			;
+		for (j = first; j < nb && bk[j].tgid == lo.tgid && bk[j].site == lo.site; j++)
+			;
+		if (j == first)
+			continue;
+		r->buckets = malloc((j - first) * sizeof(*r->buckets));
+		if (!r->buckets) {
+			free(bk);
+			*n += k;
+			return -ENOMEM;
+		}
+		for (; first < j; first++) {
+			int64_t h = qp_htab_find(&a->vhist, &bk[first], sizeof(bk[first]));
+
+			r->buckets[r->nbuckets].bucket = bk[first].bucket;
+			r->buckets[r->nbuckets++].count = h < 0 ? 0 : *(uint64_t *)qp_htab_value(&a->vhist, (size_t)h);
+		}
+	}
+	free(bk);
 	*n += k;
 	return 0;
 }

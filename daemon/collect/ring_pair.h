@@ -45,7 +45,7 @@ struct qp_ring_counts {
 	uint64_t too_deep;	/* enters past QPROF_MAX_DEPTH */
 	uint64_t thread_exit;	/* scopes open when their thread's ring changed owner */
 	uint64_t after_loss;	/* scopes open when records were lost (their ends unknowable) */
-	uint64_t table_full;	/* durations or marks with no room for their aggregate */
+	uint64_t table_full;	/* durations, marks or values with no room for their aggregate */
 	uint64_t before_attach;	/* records older than the attach: not counted */
 };
 
@@ -74,7 +74,9 @@ struct qp_ring_reader {
 struct qp_ring_agg {
 	struct qp_htab rows;	/* struct scope_key -> struct scope_stats */
 	struct qp_htab marks;	/* struct mark_key -> struct mark_stats */
-	size_t max_rows;	/* rows + marks past it: counted table_full */
+	struct qp_htab values;	/* struct mark_key -> struct value_stats */
+	struct qp_htab vhist;	/* struct value_bucket_key -> count (bpf/scopes.h's buckets) */
+	size_t max_rows;	/* rows + marks + values + buckets past it: counted table_full */
 	struct qp_ring_inst *inst; /* the flight recorder: the last ninst instances */
 	size_t ninst;
 	uint64_t inst_seq;	/* instances ever recorded (the next one's number) */
@@ -103,4 +105,7 @@ struct qp_scope_row;
 struct qp_mark_row;
 int qp_ring_agg_rows(const struct qp_ring_agg *a, int pid, struct qp_scope_row **rows, size_t *n);
 int qp_ring_agg_marks(const struct qp_ring_agg *a, int pid, struct qp_mark_row **rows, size_t *n);
+/* Append PID's values with their histogram buckets (sorted) to *ROWS. */
+struct qp_value_row;
+int qp_ring_agg_values(const struct qp_ring_agg *a, int pid, struct qp_value_row **rows, size_t *n);
 #endif

@@ -179,6 +179,33 @@ int qp_ring_merge_marks(struct qp_ring *g, int pid, struct qp_mark_row **rows, s
 	return 0;
 }
 
+static int cmp_value(const void *a, const void *b)
+{
+	const struct mark_key *x = &((const struct qp_value_row *)a)->key;
+	const struct mark_key *y = &((const struct qp_value_row *)b)->key;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->site < y->site ? -1 : x->site > y->site;
+}
+
+int qp_ring_merge_values(struct qp_ring *g, int pid, struct qp_value_row **rows, size_t *n)
+{
+	size_t m = *n;
+	int ret;
+
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	ret = qp_ring_agg_values(&g->agg, pid, rows, &m);
+	pthread_mutex_unlock(&g->lock);
+	*n = m; /* rows made before a failure are freed with the rest */
+	/* a pid is on one collector at a time: keys do not repeat */
+	if (!ret && m > 1)
+		qsort(*rows, m, sizeof(**rows), cmp_value);
+	return ret;
+}
+
 bool qp_ring_pid_status(struct qp_ring *g, int pid, struct qp_ring_status *st)
 {
 	bool found = false;

@@ -1,8 +1,8 @@
 /* target_ring.c - which scope collector times a pid target, file by file:
  * the ring collector for files of marker ABI 2 when the target asked for it
  * (or qprofd --ring made it the default), the BPF collector otherwise, with
- * a note saying why when the ring was asked for. Values and logs stay on
- * the BPF programs either way (the ring carries scopes and marks). */
+ * a note saying why when the ring was asked for. Logs stay on the BPF
+ * program either way (the ring carries scopes, marks and values). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +34,7 @@ int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const ch
 		ret = qp_ring_attach(r->ring, t->pid, path, mod->elf, &t->links, &t->nlinks, err, errlen);
 		if (ret < 0)
 			return ret;
-		more = qp_scopes_attach_some(r->scopes, t->pid, path, mod->elf, epoch, QP_PROBES_VALUES_LOGS,
+		more = qp_scopes_attach_some(r->scopes, t->pid, path, mod->elf, epoch, QP_PROBES_LOGS,
 					     &t->links, &t->nlinks, err, errlen);
 		if (more < 0) {
 			qp_scopes_detach_links(t->links + first, t->nlinks - first);

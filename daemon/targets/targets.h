@@ -267,7 +267,7 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent);
 
 /* target_ring.c: attach the scope collector of T to the qprof probes of
  * MOD's file at PATH: with RING (and the file of marker ABI 2) the ring
- * collector's ring_register plus the BPF programs of values and logs, else
+ * collector's ring_register plus the BPF program of logs, else
  * every BPF program. Links go to T; returns how many or -errno. */
 struct qp_module;
 int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const char *path,

@@ -16,6 +16,8 @@
  *   forge               qprof:ring_register announcements of no ring: an unmapped address,
  *                       a huge size, a page of zeros: {"forged": 3}
  *   scribble N          N garbage records into the main thread's ring: {"scribbled": N}
+ *   values N            QPROF_VALUE("level", i) for i in 0..N-1, one NaN ("level_nan"):
+ *                       {"values": N, "value_sem": its qprof_value_semaphore}
  *   quit
  */
 #define _GNU_SOURCE
@@ -252,6 +254,13 @@ int main(void)
 			}
 			__atomic_store_n(&r->head, h + n, __ATOMIC_RELEASE);
 			printf("{\"scribbled\": %ld}\n", n);
+		} else if (sscanf(line, "values %ld", &n) == 1) {
+			long i;
+
+			for (i = 0; i < n; i++)
+				QPROF_VALUE("level", (double)i);
+			QPROF_VALUE("level_nan", __builtin_nan(""));
+			printf("{\"values\": %ld, \"value_sem\": %u}\n", n, (unsigned)qprof_value_semaphore);
 		} else if (!strncmp(line, "quit", 4)) {
 			break;
 		}

@@ -123,6 +123,23 @@ try:
     t.check(ring["rings"] >= 2, f"the workers' rings drained ({ring['rings']})")
     # 2N outer, inner (enter + exit each) and marks, + THREAD records not counted
     t.eq(ring["records"], 2 * N * 5, "records read = what the workers wrote")
+    records0 = ring["records"]
+
+    # values through the ring: the BPF value probe is not attached
+    res = prog.cmd("values 1000")
+    t.eq(res["value_sem"], 0, "ring target: the BPF value probe is not attached")
+
+    def level(name):
+        _, vb = d.get(f"/api/values?pid={prog.pid}")
+        return next((v for v in vb["values"] if v["name"] == name), None)
+    vn = wait_for(lambda: level("level_nan"), 10, 0.1) or {}
+    t.eq(vn.get("nan"), 1, "values: the NaN counted apart")
+    t.eq(vn.get("count"), 0, "values: no finite value there")
+    v = level("level") or {}
+    t.eq(v.get("count"), 1000, "values: count exact")
+    t.eq(v.get("min"), 0, "values: min")
+    t.eq(v.get("max"), 999, "values: max")
+    t.check(abs((v.get("mean") or 0) - 499.5) <= 0.5, f"values: mean {v.get('mean')} ~ 499.5")
 
     # 10 000 threads while attached
     rss0 = prog.cmd("threads 2")["rss_kb"]

@@ -225,8 +225,59 @@ static void test_garbage(void)
 	qp_ring_agg_free(&a);
 }
 
+static uint64_t bits_of(double d)
+{
+	uint64_t b;
+
+	memcpy(&b, &d, sizeof(b));
+	return b;
+}
+
+static void test_values(void)
+{
+	struct qp_ring_agg a;
+	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_counts c = { 0 };
+	struct qp_value_row *rows = NULL;
+	size_t n = 0;
+
+	qp_ring_agg_init(&a, 100, 0);
+	put(10, A, QPROF_REC_VALUE);
+	put_arg(bits_of(2.0));
+	put(20, A, QPROF_REC_VALUE);
+	put_arg(bits_of(-3.0));
+	put(30, A, QPROF_REC_VALUE);
+	put_arg(bits_of(2.0));
+	put(40, A, QPROF_REC_VALUE);
+	put_arg(bits_of(__builtin_inf()));
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(qp_ring_agg_values(&a, 7, &rows, &n), 0);
+	CHECK_INT(n, 1);
+	if (n == 1) {
+		CHECK_INT(rows[0].st.count, 3);
+		CHECK_INT(rows[0].st.pos_inf, 1);
+		CHECK_INT(rows[0].st.min_key, ~bits_of(-3.0));
+		CHECK_INT(rows[0].st.max_key, bits_of(2.0) | (1ULL << 63));
+		CHECK_INT(rows[0].st.last_bits, bits_of(__builtin_inf()));
+		CHECK_INT(rows[0].st.last_ns, 1040);
+		CHECK_INT(rows[0].nbuckets, 2);	/* -3 and 2, sorted by order key */
+		CHECK(rows[0].nbuckets == 2 && rows[0].buckets[0].count == 1 && rows[0].buckets[1].count == 2);
+		CHECK(rows[0].nbuckets == 2 &&
+		      rows[0].buckets[1].bucket == (bits_of(2.0) | (1ULL << 63)) >> QPROF_VALUE_BUCKET_SHIFT);
+		free(rows[0].buckets);
+	}
+	free(rows);
+	rows = NULL;
+	n = 0;
+	CHECK_INT(qp_ring_agg_values(&a, 9, &rows, &n), 0);
+	CHECK_INT(n, 0);
+	free(rows);
+	qp_ring_agg_free(&a);
+}
+
 int main(void)
 {
+	test_values();
 	test_nesting();
 	test_drops();
 	test_garbage();
