@@ -66,7 +66,6 @@ ring= bt= bpf=
 if r=$(loop_under ring scope_loop '^qprofd: ready on' "$QPROFD" --ring --pid @PID@ --socket "$tmp/ring.sock"); then
 	ring=$(calc "$r - $det")
 	say "  scope_loop under qprofd --ring:     $r ns/iteration -> $ring ns per scope"
-	grep -E 'lost|dropped' "$tmp/ring.tracer" | head -2
 fi
 if r=$(loop_under bpf scope_loop '^qprofd: ready on' "$QPROFD" --pid @PID@ --socket "$tmp/bpf.sock"); then
 	bpf=$(calc "$r - $det")

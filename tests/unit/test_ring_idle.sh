@@ -30,7 +30,7 @@ ir() { # BINARY MODE
 }
 fail=0
 for mode in scope:3 value:1 log:1; do
-	m=${mode%:*} markers=${mode#*:}
+	m=${mode%:*} markers=${mode#*:} on= off=
 	on=$(ir "$bin/marker_loop" "$m") && off=$(ir "$bin/marker_loop_disabled" "$m") || {
 		rc=$?
 		[ $rc = 77 ] && { echo "$on$off"; exit 77; }
