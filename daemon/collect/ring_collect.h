@@ -35,10 +35,13 @@ bool qp_ring_capable(const struct qp_elf_probes *elf);
  * are skipped): call before attaching. Idempotent. */
 int qp_ring_watch(struct qp_ring *g, int pid);
 /* Attach to the ring_register probes of PATH for PID: links appended to
- * *LINKS as qp_scopes_attach does (detached with qp_scopes_detach_links).
- * Returns the number made (0: PATH has none) or -errno. */
-int qp_ring_attach(struct qp_ring *g, int pid, const char *path, const struct qp_elf_probes *elf,
-		   struct qp_scope_link ***links, size_t *nlinks, char *err, size_t errlen);
+ * *LINKS as qp_scopes_attach does, owned by OWNER (detached with
+ * qp_scopes_detach_links). Returns the number made (0: PATH has none) or
+ * -errno. */
+struct qp_scopes;
+int qp_ring_attach(struct qp_ring *g, struct qp_scopes *owner, int pid, const char *path,
+		   const struct qp_elf_probes *elf, struct qp_scope_link ***links, size_t *nlinks, char *err,
+		   size_t errlen);
 /* Stop draining PID and drop its aggregates and counters. */
 void qp_ring_forget(struct qp_ring *g, int pid);
 

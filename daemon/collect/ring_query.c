@@ -30,8 +30,9 @@ static int file_offset(const struct qp_elf_probes *elf, uint64_t addr, uint64_t 
 	return -ENOENT;
 }
 
-int qp_ring_attach(struct qp_ring *g, int pid, const char *path, const struct qp_elf_probes *elf,
-		   struct qp_scope_link ***links, size_t *nlinks, char *err, size_t errlen)
+int qp_ring_attach(struct qp_ring *g, struct qp_scopes *owner, int pid, const char *path,
+		   const struct qp_elf_probes *elf, struct qp_scope_link ***links, size_t *nlinks, char *err,
+		   size_t errlen)
 {
 	size_t k, first = *nlinks;
 	int made = 0, ret;
@@ -60,6 +61,7 @@ int qp_ring_attach(struct qp_ring *g, int pid, const char *path, const struct qp
 			goto undo;
 		}
 		*links = v;
+		l->owner = owner; /* whose lock qp_scopes_detach_links takes */
 		l->fd = -1;
 		l->blink = bpf_program__attach_uprobe_opts(g->skel->progs.ring_register, pid, path, (size_t)off,
 							   &opts);

@@ -31,7 +31,7 @@ int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const ch
 			snprintf(err, errlen, "the ring collector takes no more targets: %s", strerror(-ret));
 			return ret;
 		}
-		ret = qp_ring_attach(r->ring, t->pid, path, mod->elf, &t->links, &t->nlinks, err, errlen);
+		ret = qp_ring_attach(r->ring, r->scopes, t->pid, path, mod->elf, &t->links, &t->nlinks, err, errlen);
 		if (ret < 0)
 			return ret;
 		more = qp_scopes_attach_some(r->scopes, t->pid, path, mod->elf, epoch, QP_PROBES_LOGS,
