@@ -213,6 +213,12 @@ try:
     prog.cmd("run 200")
     c = wait_count(d, prog.pid, ("outer", None), 400).get("count")
     t.eq(c, 400, "ring after bpf: outer counts only its own run")
+    t.check(prog.semaphore() > 0, "ring target: semaphore raised")
+    st, _ = d.delete(f"/api/targets/{prog.pid}")
+    t.eq(st, 200, "ring target detached")
+    t.check(wait_for(lambda: prog.semaphore() == 0, 10, 0.05), "detached: semaphore back to 0")
+    st, body = d.post("/api/targets", {"pid": prog.pid})
+    t.eq(body.get("collector"), "ring", "--ring default again")
 
     # an ABI-1 program gets the BPF collector with a note, even under --ring
     old = Target([abi1_bin, "--mode", "nested", "--iters", "50"])
@@ -225,6 +231,9 @@ try:
     r = rows_of(d, old.pid)
     t.eq(r.get(("outer", None), {}).get("count"), 100, "ABI-1 program: outer counted by BPF")
     old.finish()
+    t.check(prog.semaphore() > 0, "attached again: semaphore raised")
+    d.stop()
+    t.eq(prog.semaphore(), 0, "qprofd stopped (SIGTERM): semaphore back to 0")
 finally:
     d.stop()
     prog.quit()
