@@ -89,6 +89,18 @@ static bool header_ok(const struct qprof_ring *h, uint64_t size)
 	       (uint64_t)QPROF_RING_HDR_SIZE + (uint64_t)h->nrec * sizeof(struct qprof_ring_rec) == size;
 }
 
+static struct ring_ent *ent_of(struct qp_ring *g, uint32_t pid, uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < g->nents; i++)
+		if (g->ents[i].pid == pid && g->ents[i].addr == addr)
+			return &g->ents[i];
+	return NULL;
+}
+
+/* An announcement: checked under the lock, the ring's header read without
+ * it (a read of the process may take long: never with the lock held). */
 static int on_announce(void *ctx, void *data, size_t len)
 {
 	struct qp_ring *g = ctx;
@@ -96,28 +108,35 @@ static int on_announce(void *ctx, void *data, size_t len)
 	struct qprof_ring h;
 	struct ring_pid *p;
 	struct ring_ent *e;
-	size_t i;
+	bool ok;
 
 	if (len < sizeof(a))
 		return 0;
 	memcpy(&a, data, sizeof(a));
 	pthread_mutex_lock(&g->lock);
 	g->glob.announces++;
-	p = pid_of(g, a.pid);
-	if (!p) {
+	if (!pid_of(g, a.pid)) {
 		g->glob.not_target++;
 		goto out;
 	}
-	for (i = 0; i < g->nents; i++)
-		if (g->ents[i].pid == a.pid && g->ents[i].addr == a.addr)
-			goto out; /* known: announced again */
+	if (ent_of(g, a.pid, a.addr))
+		goto out; /* known: announced again */
 	if (a.size < QPROF_RING_HDR_SIZE + RING_MIN_REC * sizeof(struct qprof_ring_rec) ||
 	    a.size > QPROF_RING_HDR_SIZE + (uint64_t)RING_MAX_REC * sizeof(struct qprof_ring_rec) ||
-	    (a.addr & 4095) || a.addr >= (1ULL << 47) || a.addr + a.size > (1ULL << 47) ||
-	    peek(a.pid, a.addr, &h, sizeof(h)) || !header_ok(&h, a.size)) {
+	    (a.addr & 4095) || a.addr >= (1ULL << 47) || a.addr + a.size > (1ULL << 47)) {
 		g->glob.bad++;
 		goto out;
 	}
+	pthread_mutex_unlock(&g->lock);
+	ok = !peek(a.pid, a.addr, &h, sizeof(h)) && header_ok(&h, a.size);
+	pthread_mutex_lock(&g->lock);
+	if (!ok) {
+		g->glob.bad++;
+		goto out;
+	}
+	p = pid_of(g, a.pid);
+	if (!p || ent_of(g, a.pid, a.addr))
+		goto out; /* forgotten meanwhile */
 	if (g->nents >= g->o.max_rings) {
 		g->glob.refused++;
 		goto out;
@@ -154,84 +173,114 @@ static void drop_ent(struct qp_ring *g, size_t i)
 	g->ents[i] = g->ents[--g->nents];
 }
 
-/* Read what ring I holds past its tail and feed it. false: drop the ring. */
-static bool drain_one(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p)
+/* One ring's reading, made without the lock. */
+struct job {
+	uint32_t pid;
+	uint64_t addr, size, tail;	/* as the entry was when the pass began */
+	uint32_t nrec;
+	enum { JOB_NONE, JOB_READ, JOB_DROP, JOB_BAD } what;
+	uint64_t head, lapped, skip, n; /* JOB_READ: records [tail, head) in buf, the first skip
+					 * of them overwritten while read; lapped lost before */
+};
+
+/* Read what the ring holds past the job's tail into g->buf (the drain
+ * thread's alone). */
+static void job_read(struct qp_ring *g, struct job *j)
 {
 	struct qprof_ring h;
-	uint64_t head, head2, n, skip = 0, first;
+	uint64_t head, head2, tail = j->tail, first;
 	struct iovec l, r[2];
 	size_t nr = 1;
 	ssize_t got;
 	int ret;
 
-	ret = peek(e->pid, e->addr, &h, sizeof(h));
-	if (ret == -ESRCH)
-		return false; /* the process is gone */
-	if (ret == -EFAULT) {
-		g->glob.dropped_rings++; /* unmapped */
-		return false;
+	j->what = JOB_NONE;
+	ret = peek(j->pid, j->addr, &h, sizeof(h));
+	if (ret == -ESRCH || ret == -EFAULT) {
+		j->what = ret == -ESRCH ? JOB_DROP : JOB_BAD; /* gone, or unmapped */
+		return;
 	}
 	if (ret)
-		return true; /* tried again next time */
-	if (!header_ok(&h, e->size) || h.nrec != e->nrec) {
-		g->glob.dropped_rings++;
-		return false;
+		return; /* tried again next time */
+	if (!header_ok(&h, j->size) || h.nrec != j->nrec) {
+		j->what = JOB_BAD;
+		return;
 	}
 	head = h.head;
-	if (head == e->tail)
-		return true;
-	if (head < e->tail) {
-		p->c.garbage++;
-		qp_ring_gap(&e->rd, 0, &p->c);
-		e->tail = head;
-		return true;
+	if (head == tail)
+		return;
+	j->head = head;
+	j->what = JOB_READ;
+	j->lapped = j->skip = j->n = 0;
+	if (head < tail)
+		return; /* head went back: garbage, applied as such */
+	if (head - tail > j->nrec) {
+		j->lapped = head - j->nrec - tail;
+		tail = head - j->nrec;
 	}
-	if (head - e->tail > e->nrec) {
-		qp_ring_gap(&e->rd, head - e->nrec - e->tail, &p->c);
-		e->tail = head - e->nrec;
-	}
-	n = head - e->tail;
-	if (n > g->bufcap) {
-		struct qprof_ring_rec *b = realloc(g->buf, e->nrec * sizeof(*b));
+	j->n = head - tail;
+	if (j->n > g->bufcap) {
+		struct qprof_ring_rec *b = realloc(g->buf, j->nrec * sizeof(*b));
 
-		if (!b)
-			return true;
+		if (!b) {
+			j->what = JOB_NONE;
+			return;
+		}
 		g->buf = b;
-		g->bufcap = e->nrec;
+		g->bufcap = j->nrec;
 	}
-	first = e->tail & (e->nrec - 1);
-	r[0].iov_base = (void *)(uintptr_t)(e->addr + QPROF_RING_HDR_SIZE + first * sizeof(*g->buf));
-	r[0].iov_len = (size_t)n * sizeof(*g->buf);
-	if (first + n > e->nrec) {
-		r[0].iov_len = (size_t)(e->nrec - first) * sizeof(*g->buf);
-		r[1].iov_base = (void *)(uintptr_t)(e->addr + QPROF_RING_HDR_SIZE);
-		r[1].iov_len = (size_t)(first + n - e->nrec) * sizeof(*g->buf);
+	first = tail & (j->nrec - 1);
+	r[0].iov_base = (void *)(uintptr_t)(j->addr + QPROF_RING_HDR_SIZE + first * sizeof(*g->buf));
+	r[0].iov_len = (size_t)j->n * sizeof(*g->buf);
+	if (first + j->n > j->nrec) {
+		r[0].iov_len = (size_t)(j->nrec - first) * sizeof(*g->buf);
+		r[1].iov_base = (void *)(uintptr_t)(j->addr + QPROF_RING_HDR_SIZE);
+		r[1].iov_len = (size_t)(first + j->n - j->nrec) * sizeof(*g->buf);
 		nr = 2;
 	}
 	l.iov_base = g->buf;
-	l.iov_len = (size_t)n * sizeof(*g->buf);
-	got = process_vm_readv((pid_t)e->pid, &l, 1, r, nr, 0);
+	l.iov_len = (size_t)j->n * sizeof(*g->buf);
+	got = process_vm_readv((pid_t)j->pid, &l, 1, r, nr, 0);
 	if (got != (ssize_t)l.iov_len) {
-		if (got >= 0 || errno != ESRCH)
-			g->glob.dropped_rings++;
-		return false;
+		j->what = got < 0 && errno == ESRCH ? JOB_DROP : JOB_BAD;
+		return;
 	}
 	/* what the writer may have overwritten while we copied */
-	if (peek(e->pid, e->addr + offsetof(struct qprof_ring, head), &head2, sizeof(head2)))
-		return false;
-	if (head2 < head) {
-		p->c.garbage++;
-		head2 = head;
+	if (peek(j->pid, j->addr + offsetof(struct qprof_ring, head), &head2, sizeof(head2))) {
+		j->what = JOB_DROP;
+		return;
 	}
-	if (head2 >= e->nrec && head2 - e->nrec + 1 > e->tail)
-		skip = head2 - e->nrec + 1 - e->tail;
-	if (skip > n)
-		skip = n;
-	if (skip)
-		qp_ring_gap(&e->rd, skip, &p->c);
-	qp_ring_feed(&g->agg, &e->rd, g->buf + skip, (size_t)(n - skip), &g->clk, e->mono,
+	if (head2 < head)
+		head2 = head;
+	if (head2 >= j->nrec && head2 - j->nrec + 1 > tail)
+		j->skip = head2 - j->nrec + 1 - tail;
+	if (j->skip > j->n)
+		j->skip = j->n;
+}
+
+/* Under the lock: the job's reading into its entry (if it is still the
+ * same one). false: drop the entry. */
+static bool job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p, const struct job *j)
+{
+	if (j->what == JOB_DROP)
+		return false;
+	if (j->what == JOB_BAD) {
+		g->glob.dropped_rings++;
+		return false;
+	}
+	if (j->what != JOB_READ || e->tail != j->tail)
+		return true;
+	if (j->head < e->tail) {
+		p->c.garbage++;
+		qp_ring_gap(&e->rd, 0, &p->c);
+		e->tail = j->head;
+		return true;
+	}
+	if (j->lapped + j->skip)
+		qp_ring_gap(&e->rd, j->lapped + j->skip, &p->c);
+	qp_ring_feed(&g->agg, &e->rd, g->buf + j->skip, (size_t)(j->n - j->skip), &g->clk, e->mono,
 		     e->mono ? p->attach_ns : p->attach_ts, &p->c);
-	e->tail = head;
+	e->tail = j->head;
 	return true;
 }
 
@@ -239,7 +288,8 @@ static void *drain(void *arg)
 {
 	struct qp_ring *g = arg;
 	uint64_t last_cal = mono_ns();
-	size_t i;
+	struct job *jobs = NULL;
+	size_t i, n, cap = 0;
 
 	while (!g->stop) {
 		ring_buffer__poll(g->rb, 0);
@@ -248,18 +298,38 @@ static void *drain(void *arg)
 			clock_update(g);
 			last_cal = mono_ns();
 		}
-		for (i = 0; i < g->nents;) {
-			struct ring_ent *e = &g->ents[i];
-			struct ring_pid *p = pid_of(g, e->pid);
+		if (g->nents > cap) {
+			struct job *v = realloc(jobs, g->nents * sizeof(*v));
 
-			if (!p || !drain_one(g, e, p))
-				drop_ent(g, i);
-			else
-				i++;
+			if (v) {
+				jobs = v;
+				cap = g->nents;
+			}
+		}
+		for (n = 0; n < g->nents && n < cap; n++) {
+			const struct ring_ent *e = &g->ents[n];
+
+			jobs[n] = (struct job){ .pid = e->pid, .addr = e->addr, .size = e->size,
+						.tail = e->tail, .nrec = e->nrec };
 		}
 		pthread_mutex_unlock(&g->lock);
-		usleep(g->o.period_us);
+		for (i = 0; i < n && !g->stop; i++) {
+			struct ring_ent *e;
+			struct ring_pid *p;
+
+			job_read(g, &jobs[i]);
+			if (jobs[i].what == JOB_NONE)
+				continue;
+			pthread_mutex_lock(&g->lock);
+			e = ent_of(g, jobs[i].pid, jobs[i].addr);
+			p = e ? pid_of(g, e->pid) : NULL;
+			if (e && (!p || !job_apply(g, e, p, &jobs[i])))
+				drop_ent(g, (size_t)(e - g->ents));
+			pthread_mutex_unlock(&g->lock);
+		}
+		usleep(n ? g->o.period_us : 20000);
 	}
+	free(jobs);
 	return NULL;
 }
 
