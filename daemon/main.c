@@ -322,7 +322,7 @@ int main(int argc, char **argv)
 	}
 	qp_registry_init(&d.reg, d.scopes);
 	{
-		/* 1 ms drains; 262,144 scope instances (~12 MiB) kept for traces */
+		/* 1 ms drains; 262,144 instances (~14 MiB) kept for traces */
 		struct qp_ring_opts ro = { .max_rows = o.max_sites, .max_rings = 65536,
 					   .flight = 1 << 18, .period_us = 1000 };
 

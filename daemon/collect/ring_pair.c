@@ -100,6 +100,7 @@ static void record(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint6
 		in->end_ns = end_ns;
 		in->depth = depth;
 		in->kind = kind;
+		in->arg = 0;
 		a->inst_seq++;
 	}
 	i = qp_htab_find(&a->rows, &k, sizeof(k));
@@ -183,8 +184,22 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 	struct mark_key k = { .tgid = rd->pid, .site = site };
 	struct value_bucket_key bk = { .tgid = rd->pid, .site = site };
 	uint64_t exp = (bits >> 52) & 0x7ff, mant = bits & ((1ULL << 52) - 1), key, *hb;
-	struct value_stats *v = entry(a, &a->values, &k, sizeof(k), c);
+	struct value_stats *v;
 
+	if (a->ninst) {
+		struct qp_ring_inst *in = &a->inst[a->inst_seq % a->ninst];
+
+		memset(in, 0, sizeof(*in));
+		in->pid = rd->pid;
+		in->tid = rd->tid;
+		in->site = site;
+		in->begin_ns = in->end_ns = ns;
+		in->depth = rd->depth;
+		in->kind = QPROF_REC_VALUE;
+		in->arg = bits;
+		a->inst_seq++;
+	}
+	v = entry(a, &a->values, &k, sizeof(k), c);
 	if (!v)
 		return;
 	v->last_bits = bits;

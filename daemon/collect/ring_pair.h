@@ -49,14 +49,15 @@ struct qp_ring_counts {
 	uint64_t before_attach;	/* records older than the attach: not counted */
 };
 
-/* One scope instance, for traces. */
+/* One scope instance, mark or value, for traces. */
 struct qp_ring_inst {
 	uint32_t pid, tid;
 	uint64_t site, parent;	/* runtime site addresses; parent 0 at top level */
 	uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC */
-	uint32_t depth;		/* 0 at top level */
+	uint32_t depth;		/* open scopes around it on its thread (0: top level) */
 	uint32_t kind;		/* QPROF_REC_EXIT (a scope), QPROF_REC_END (a SCOPE_BEGIN/END span),
-				 * QPROF_REC_MARK (begin_ns == end_ns) */
+				 * QPROF_REC_MARK, QPROF_REC_VALUE (begin_ns == end_ns) */
+	uint64_t arg;		/* QPROF_REC_VALUE: the double's IEEE-754 bits; else 0 */
 };
 
 struct qp_ring_frame {

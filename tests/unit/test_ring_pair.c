@@ -241,7 +241,7 @@ static void test_values(void)
 	struct qp_value_row *rows = NULL;
 	size_t n = 0;
 
-	qp_ring_agg_init(&a, 100, 0);
+	qp_ring_agg_init(&a, 100, 8);
 	put(10, A, QPROF_REC_VALUE);
 	put_arg(bits_of(2.0));
 	put(20, A, QPROF_REC_VALUE);
@@ -251,6 +251,10 @@ static void test_values(void)
 	put(40, A, QPROF_REC_VALUE);
 	put_arg(bits_of(__builtin_inf()));
 	feed(&a, &rd, &c, 0);
+	CHECK_INT(a.inst_seq, 4);	/* the flight recorder has the values */
+	CHECK_INT(a.inst[1].kind, QPROF_REC_VALUE);
+	CHECK_INT(a.inst[1].arg, bits_of(-3.0));
+	CHECK_INT(a.inst[1].begin_ns, 1020);
 	CHECK_INT(qp_ring_agg_values(&a, 7, &rows, &n), 0);
 	CHECK_INT(n, 1);
 	if (n == 1) {
