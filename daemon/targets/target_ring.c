@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "collect_scopes.h"
-#include "json_writer.h"
 #include "log.h"
 #include "ring_collect.h"
 #include "targets.h"
@@ -55,26 +54,4 @@ int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const ch
 		qp_info("pid %d: %s", t->pid, t->collector_note);
 	}
 	return qp_scopes_attach(r->scopes, t->pid, path, mod->elf, epoch, &t->links, &t->nlinks, err, errlen);
-}
-
-void qp_target_collector_json(const struct qp_target *t, struct qp_json *j)
-{
-	struct qp_ring_status st;
-
-	qp_json_kv_str(j, "collector", t->ring ? "ring" : "bpf");
-	if (t->collector_note[0])
-		qp_json_kv_str(j, "collector_note", t->collector_note);
-	else
-		qp_json_kv_null(j, "collector_note");
-	if (!t->ring || !qp_ring_pid_status(t->ring, t->pid, &st))
-		return;
-	qp_json_key(j, "ring");
-	qp_json_obj_begin(j);
-	qp_json_kv_u64(j, "rings", st.rings);
-	qp_json_kv_u64(j, "records", st.c.records);
-	qp_json_kv_u64(j, "lost", st.c.lost);
-	qp_json_kv_u64(j, "garbage", st.c.garbage);
-	qp_json_kv_u64(j, "open_at_loss", st.c.after_loss);
-	qp_json_kv_u64(j, "before_attach", st.c.before_attach);
-	qp_json_obj_end(j);
 }
