@@ -252,7 +252,7 @@ int qp_elf_parse_sites(struct qp_ctx *c)
 		if (i && addrs[i - 1] == vaddr)
 			continue; /* one site used by several probes (inlined copies) */
 		if (!site_record(c, vaddr, recsz, r) || qp_elf_rd(c, r, 4) != QPROF_SITE_MAGIC ||
-		    qp_elf_rd(c, r + 4, 2) != QPROF_SITE_VERSION) {
+		    (qp_elf_rd(c, r + 4, 2) != 1 && qp_elf_rd(c, r + 4, 2) != QPROF_SITE_VERSION)) {
 			p->nbad_sites++;
 			continue;
 		}

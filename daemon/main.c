@@ -29,6 +29,7 @@
 #include "collect_calibrate.h"
 #include "qprofd.h"
 #include "report.h"
+#include "ring_collect.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/qprof/qprofd.sock"
@@ -54,6 +55,7 @@ struct options {
 	bool no_multi;
 	bool no_calibrate;
 	unsigned int trace_max_events;
+	bool ring;
 	int verbose;
 };
 
@@ -87,6 +89,8 @@ static void usage(FILE *f)
 		"                      the rest are counted as dropped in the trace)\n"
 		"  --no-calibrate      do not measure the probes' own cost at start, nor\n"
 		"                      subtract it from durations\n"
+		"  --ring              time the scopes of new pid targets with the ring\n"
+		"                      collector (markers of ABI 2; others: BPF, with a note)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
@@ -120,7 +124,7 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
-	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB };
+	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -130,6 +134,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "all", no_argument, NULL, 'a' },
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
+		{ "ring", no_argument, NULL, OPT_RING },
 		{ "report-dir", required_argument, NULL, OPT_REPORT_DIR },
 		{ "max-exited", required_argument, NULL, OPT_MAX_EXITED },
 		{ "span-pending", required_argument, NULL, OPT_SPAN_PENDING },
@@ -185,6 +190,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (parse_uint_opt("--max-sites", optarg, 16, 1 << 18, &v))
 				return 2;
 			o->max_sites = (unsigned int)v;
+			break;
+		case OPT_RING:
+			o->ring = true;
 			break;
 		case OPT_NO_MULTI:
 			o->no_multi = true;
@@ -287,6 +295,7 @@ int main(int argc, char **argv)
 	struct qp_http_policy pol_unix, pol_tcp;
 	struct qp_lifecycle *lc = NULL;
 	struct qprofd d = { .report_fs.fd = -1 };
+	struct qp_ring *ring = NULL;
 	char *token = NULL;
 	int fd_unix = -1, fd_tcp = -1;
 	char err[512] = "";
@@ -352,6 +361,17 @@ int main(int argc, char **argv)
 		goto out_free;
 	}
 	qp_registry_init(&d.reg, d.scopes);
+	{
+		/* 1 ms drains; 262,144 instances (~14 MiB) kept for traces */
+		struct qp_ring_opts ro = { .max_rows = o.max_sites, .max_rings = 65536,
+					   .flight = 1 << 18, .period_us = 1000 };
+
+		if (qp_ring_open(&ring, &ro, err, sizeof(err)))
+			qp_warn("the ring collector is unavailable: %s", err);
+		d.reg.ring = ring;
+		d.reg.ring_default = o.ring;
+		qp_scopes_set_ring(d.scopes, ring);
+	}
 	qp_registry_set_reporter(&d.reg, collect_report, emit_report, &d);
 	d.reg.sym = qp_symbolizer_new(NULL);
 	if (!d.reg.sym) {
@@ -471,6 +491,8 @@ out:
 	qp_symbolizer_free(d.reg.sym);
 	d.reg.sym = NULL;
 	qp_registry_destroy(&d.reg);
+	qp_scopes_set_ring(d.scopes, NULL);
+	qp_ring_close(ring);
 	qp_lifecycle_close(lc);	/* after the uprobes: it resumes any child still stopped */
 	qp_scopes_close(d.scopes);
 	if (!exit_code)

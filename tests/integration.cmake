@@ -185,3 +185,19 @@ add_test(NAME integration_truth
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_truth.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target>)
 set_tests_properties(integration_truth PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# The ring collector (marker ABI 2): exact counts and means against the
+# program's own clock, the BPF collector on the same program, an ABI-1 build
+# (tests/fixtures/abi1) on the BPF collector with a note, 10 000 threads,
+# forged announcements, a scribbled ring, SIGKILL of qprofd.
+add_executable(ring_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/ring_target.c)
+target_include_directories(ring_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(ring_target PRIVATE -O2 -g)
+target_link_libraries(ring_target Threads::Threads)
+add_executable(scope_target_abi1 ${CMAKE_CURRENT_SOURCE_DIR}/integration/scope_target.c)
+target_include_directories(scope_target_abi1 BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/abi1)
+target_compile_options(scope_target_abi1 PRIVATE -O2 -g)
+target_link_libraries(scope_target_abi1 Threads::Threads)
+add_test(NAME integration_ring
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:ring_target> $<TARGET_FILE:scope_target_abi1>)
+set_tests_properties(integration_ring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)

@@ -38,3 +38,10 @@ add_test(NAME unit_scope_store COMMAND test_scope_store)
 add_executable(test_scope_sizing ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_sizing.c)
 target_link_libraries(test_scope_sizing qprof_common m)
 add_test(NAME unit_scope_sizing COMMAND test_scope_sizing)
+
+# The ring collector's pairing on hand-made records (daemon/collect/ring_pair.c).
+add_executable(test_ring_pair ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_pair.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c)
+target_include_directories(test_ring_pair PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_ring_pair qprof_common m)
+add_test(NAME unit_ring_pair COMMAND test_ring_pair)

@@ -218,6 +218,13 @@ static int attach_locked(struct qp_scopes *s, int pid, const char *path, const s
 			 uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
 			 size_t errlen)
 {
+	return qp_scopes_attach_some(s, pid, path, elf, epoch, QP_PROBES_ALL, links, nlinks, err, errlen);
+}
+
+int qp_scopes_attach_some(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
+			  uint64_t epoch, unsigned int which, struct qp_scope_link ***links, size_t *nlinks,
+			  char *err, size_t errlen)
+{
 	LIBBPF_OPTS(bpf_usdt_opts, opts);
 	/* exits first: an exit seen without its enter is counted and harmless,
 	 * an enter seen without its exit would sit at the bottom of the stack */
@@ -237,6 +244,8 @@ static int attach_locked(struct qp_scopes *s, int pid, const char *path, const s
 		struct qp_scope_link *l = NULL;
 		bool present = false;
 
+		if (!(which & (1u << i)))
+			continue;
 		for (k = 0; k < elf->nnotes && !present; k++)
 			present = !strcmp(elf->notes[k].provider, "qprof") && !strcmp(elf->notes[k].name, names[i]);
 		if (!present)

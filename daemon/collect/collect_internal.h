@@ -1,7 +1,8 @@
 /* collect_internal.h - what the three files of the scope collector share
  * (collect_scopes.c: load and snapshots; collect_attach.c: links;
  * collect_values.c: marks and values): the collector's state and its map
- * walker. Nothing outside those files includes it. */
+ * walker. Nothing outside those files includes it but the ring collector's
+ * ring_query.c, whose links are struct qp_scope_link too. */
 #ifndef QPROF_COLLECT_INTERNAL_H
 #define QPROF_COLLECT_INTERNAL_H
 #include <pthread.h>
@@ -29,6 +30,7 @@ struct qp_scopes {
 	uint64_t span_capacity;		/* entries of the pending table */
 	uint64_t spans_abandoned;	/* swept so far (atomic) */
 	uint64_t spans_pending;		/* left after the last sweep (atomic) */
+	struct qp_ring *ring;	/* the ring collector, merged into reads; NULL without */
 	unsigned char spec_used[SPEC_IDS];
 	/* the poll (scope_poll.c), under poll_lock (a leaf lock apart from
 	 * `lock`, so that reads never wait for an attach): the daemon's copy

@@ -18,6 +18,7 @@
 #include "trace.h"
 #include "collect_internal.h"
 #include "scope_sizing.h"
+#include "ring_collect.h"
 #include "usdt_spec.h"
 
 /* Kernel memory for scope aggregates: chunks (scope_sizing.h) of
@@ -299,6 +300,7 @@ int qp_scopes_forget(struct qp_scopes *s, uint32_t pid)
 	size_t n, i;
 	int ret = 0, m;
 
+	qp_ring_forget(s->ring, (int)pid);
 	/* its thread stacks need no cleaning: a later attach has a newer epoch */
 	ret = qp_spans_forget(s, pid);
 	if (ret)
@@ -328,11 +330,19 @@ int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out)
 		ret = qp_scope_store_snapshot(&s->store, pid, out);
 	out->poll = s->poll;
 	pthread_mutex_unlock(&s->poll_lock);
+	/* the ring collector's targets, in the same rows */
+	if (!ret)
+		ret = qp_ring_merge_rows(s->ring, pid, out);
 	/* no BPF program counts it: the daemon's sweep does */
 	out->counters[QPROF_CNT_SPAN_ABANDONED] = __atomic_load_n(&s->spans_abandoned, __ATOMIC_RELAXED);
 	if (ret)
 		qp_scope_snapshot_free(out);
 	return ret;
+}
+
+void qp_scopes_set_ring(struct qp_scopes *s, struct qp_ring *ring)
+{
+	s->ring = ring;
 }
 
 int qp_scopes_logs_fd(struct qp_scopes *s)

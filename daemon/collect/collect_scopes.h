@@ -73,6 +73,15 @@ int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struc
 		     uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
 		     size_t errlen);
 void qp_scopes_detach_links(struct qp_scope_link **links, size_t n);
+/* The same for some of the probe names only (bits of 1 << index in
+ * scope_exit, scope_enter, mark, value, log, span_end, span_step,
+ * span_begin). Ring targets keep logs and spans across threads on BPF. */
+#define QP_PROBES_ALL 0xffu
+#define QP_PROBES_LOGS 0x10u
+#define QP_PROBES_ASYNC 0xe0u
+int qp_scopes_attach_some(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
+			  uint64_t epoch, unsigned int which, struct qp_scope_link ***links, size_t *nlinks,
+			  char *err, size_t errlen);
 
 /* Another program's USDT probe: counted, or one end of a span. */
 enum qp_usdt_role { QP_USDT_COUNT, QP_USDT_SPAN_BEGIN, QP_USDT_SPAN_END };
@@ -129,6 +138,11 @@ void qp_values_free(struct qp_value_row *rows, size_t n);
 uint64_t qp_scopes_counter(struct qp_scopes *s, unsigned int which);
 /* The log ring buffer (for the logs consumer). */
 int qp_scopes_logs_fd(struct qp_scopes *s);
+
+/* The ring collector whose rows, marks and drops reads merge in (and
+ * which forgets with qp_scopes_forget); NULL: none. */
+struct qp_ring;
+void qp_scopes_set_ring(struct qp_scopes *s, struct qp_ring *ring);
 
 /* Poll the maps (the chunks hit since the last poll), then the rows of
  * every aggregate (or only PID's when pid > 0) from the daemon's copy. */

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "collect_internal.h"
+#include "ring_collect.h"
 #include "elf_probes.h"
 #include "log.h"
 #include "usdt_spec.h"
@@ -86,8 +87,10 @@ static void fold_mark(void *row, const void *pcv, int ncpus)
 
 int qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_t *n)
 {
-	return read_rows(bpf_map__fd(s->skel->maps.mark_stats), pid, sizeof(struct mark_stats),
-			 sizeof(**rows), fold_mark, (void **)rows, n);
+	int ret = read_rows(bpf_map__fd(s->skel->maps.mark_stats), pid, sizeof(struct mark_stats),
+			    sizeof(**rows), fold_mark, (void **)rows, n);
+
+	return ret ? ret : qp_ring_merge_marks(s->ring, pid, rows, n);
 }
 
 struct hist_ent {
@@ -229,6 +232,8 @@ int qp_values_read(struct qp_scopes *s, int pid, struct qp_value_row **rows, siz
 		}
 	}
 	free(h);
+	if (!ret)
+		ret = qp_ring_merge_values(s->ring, pid, &v, &kept);
 	if (ret) {
 		qp_values_free(v, kept);
 		return ret;

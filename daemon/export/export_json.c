@@ -201,4 +201,17 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	if (!m->calib.done)
 		qp_json_kv_str(j, "error", m->calib.error);
 	qp_json_obj_end(j);
+	/* the ring collector's own counters (per target ones are the targets') */
+	qp_json_key(j, "ring");
+	qp_json_obj_begin(j);
+	qp_json_kv_bool(j, "running", m->ring.running);
+	qp_json_kv_bool(j, "default", m->ring.is_default);
+	qp_json_kv_u64(j, "announcements", m->ring.announces);
+	qp_json_kv_u64(j, "not_target", m->ring.not_target);
+	qp_json_kv_u64(j, "bad", m->ring.bad);
+	qp_json_kv_u64(j, "refused", m->ring.refused);
+	qp_json_kv_u64(j, "lost", m->ring.lost);
+	qp_json_kv_u64(j, "dropped_rings", m->ring.dropped_rings);
+	qp_json_kv_double(j, "tsc_ns_per_tick", m->ring.ns_per_tick);
+	qp_json_obj_end(j);
 }

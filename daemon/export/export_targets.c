@@ -28,6 +28,24 @@ void qp_export_target_json(const struct qp_target_view *t, struct qp_json *j)
 	qp_json_kv_str(j, "attached_by", t->by_binary ? "binary" : "pid");
 	qp_json_kv_u64(j, "sites_refused", t->sites_refused);
 	qp_json_kv_u64(j, "files_unopened", t->files_unopened);
+	qp_json_kv_str(j, "collector", t->ring ? "ring" : "bpf");
+	if (t->collector_note[0])
+		qp_json_kv_str(j, "collector_note", t->collector_note);
+	else
+		qp_json_kv_null(j, "collector_note");
+	if (t->has_ring_status) {
+		const struct qp_ring_counts *c = &t->ring_status.c;
+
+		qp_json_key(j, "ring");
+		qp_json_obj_begin(j);
+		qp_json_kv_u64(j, "rings", t->ring_status.rings);
+		qp_json_kv_u64(j, "records", c->records);
+		qp_json_kv_u64(j, "lost", c->lost);
+		qp_json_kv_u64(j, "garbage", c->garbage);
+		qp_json_kv_u64(j, "open_at_loss", c->after_loss);
+		qp_json_kv_u64(j, "before_attach", c->before_attach);
+		qp_json_obj_end(j);
+	}
 	qp_json_obj_end(j);
 }
 

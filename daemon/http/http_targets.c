@@ -134,7 +134,8 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 		goto out;
 	}
 	json_object_foreach(root, key, v) {
-		if (strcmp(key, "pid") && strcmp(key, "binary") && strcmp(key, "usdt") && strcmp(key, "spans")) {
+		if (strcmp(key, "pid") && strcmp(key, "binary") && strcmp(key, "usdt") && strcmp(key, "spans") &&
+		    strcmp(key, "collector")) {
 			char k[64];
 
 			snprintf(k, sizeof(k), "%s", key);
@@ -149,6 +150,23 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	if (!parse_extra(root, &extra, resp))
 		goto out;
 	extra.privileged = req->privileged;
+	if ((v = json_object_get(root, "collector"))) {
+		const char *c = json_is_string(v) ? json_string_value(v) : "";
+
+		if (!strcmp(c, "ring"))
+			extra.collector = QP_COLLECTOR_RING;
+		else if (!strcmp(c, "bpf"))
+			extra.collector = QP_COLLECTOR_BPF;
+		else {
+			qp_reply_error(resp, 400, "\"collector\" must be \"ring\" or \"bpf\"");
+			goto out;
+		}
+		if (extra.collector == QP_COLLECTOR_RING && json_object_get(root, "binary")) {
+			qp_reply_error(resp, 400, "the ring collector takes pid targets only (a binary "
+				       "uses the BPF collector)");
+			goto out;
+		}
+	}
 	qp_json_init(&j);
 	if ((v = json_object_get(root, "pid"))) {
 		json_int_t pid = json_is_integer(v) ? json_integer_value(v) : -1;

@@ -16,6 +16,7 @@
 #include "model_status.h"
 #include "model_trace.h"
 #include "model_values.h"
+#include "ring_collect.h"
 #include "targets.h"
 #include "util.h"
 
@@ -158,6 +159,20 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 	out->cpu.frequency_hz = src->frequency_hz;
 	out->cpu.all = src->sample_all;
 	out->cpu.cpus = qp_cpu_ncpus(src->cpu);
+	out->ring.running = src->reg->ring != NULL;
+	out->ring.is_default = src->reg->ring_default;
+	if (src->reg->ring) {
+		struct qp_ring_global g;
+
+		qp_ring_global_status(src->reg->ring, &g);
+		out->ring.announces = g.announces;
+		out->ring.not_target = g.not_target;
+		out->ring.bad = g.bad;
+		out->ring.refused = g.refused;
+		out->ring.lost = g.lost;
+		out->ring.dropped_rings = g.dropped_rings;
+		out->ring.ns_per_tick = g.ns_per_tick;
+	}
 	out->logs.running = src->logs != NULL;
 	out->trace.running = src->tracer != NULL;
 	if (src->tracer)

@@ -49,6 +49,12 @@ struct qp_status_model {
 	} trace;
 	struct qp_calibration calib;
 	unsigned int targets_running, targets_exited;
+	struct {
+		bool running;		/* the ring collector started */
+		bool is_default;	/* qprofd --ring */
+		uint64_t announces, not_target, bad, refused, lost, dropped_rings;
+		double ns_per_tick;	/* TSC calibration */
+	} ring;
 };
 
 /* The named counters of COUNTERS (a snapshot's, indexed by enum

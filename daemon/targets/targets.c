@@ -392,8 +392,8 @@ int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char
 		return 0;
 	}
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	ret = qp_scopes_attach(r->scopes, t->pid, fdpath, mod->elf, qp_scopes_new_epoch(r->scopes), &t->links,
-			       &t->nlinks, err, sizeof(err));
+	ret = qp_target_attach_scopes(r, t, fdpath, mod, qp_scopes_new_epoch(r->scopes), t->ring != NULL,
+				      err, sizeof(err));
 	close(fd);
 	if (ret < 0) {
 		qp_warn("pid %d: cannot attach to %s: %s", t->pid, path, err);

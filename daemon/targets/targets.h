@@ -21,6 +21,7 @@ struct qp_scopes;
 struct qp_watch;
 struct qp_scope_link;
 struct qp_lifecycle;
+struct qp_ring;
 
 /* One version of one ELF file (elf->id: dev, inode, size, mtime, ctime,
  * plus the build-id), parsed once and kept while a target or a binary holds
@@ -61,6 +62,9 @@ struct qp_target {
 	unsigned int files_unopened;	/* executable mappings that could not be opened as the very
 					 * inode mapped (e.g. deleted, without CAP_SYS_ADMIN): not probed */
 	bool excludes_binary;	/* its own links count it: --binary links skip its pid */
+	struct qp_ring *ring;	/* the ring collector times its scopes (some file has marker
+				 * ABI 2), NULL: the BPF collector */
+	char collector_note[256]; /* why it is not (wholly) on the collector asked for, "" */
 	bool reporting;		/* its report is being written (lock not held): pinned */
 };
 
@@ -106,6 +110,8 @@ struct qp_usdt_def {
 	char begin[136], end[136]; /* spans: "provider:name" of each end */
 };
 
+enum qp_collector { QP_COLLECTOR_DEFAULT, QP_COLLECTOR_BPF, QP_COLLECTOR_RING };
+
 /* What POST /api/targets may add besides the qprof probes. */
 struct qp_attach_extra {
 	size_t nusdt;
@@ -113,6 +119,7 @@ struct qp_attach_extra {
 	size_t nspans;
 	const char *const *span_names, *const *span_begin, *const *span_end;
 	bool privileged;	/* root client on the unix socket: may name any ELF file */
+	enum qp_collector collector; /* QP_COLLECTOR_DEFAULT: the registry's ring_default */
 };
 
 /* The report of an exited target, in two steps; main.c registers the
@@ -161,6 +168,8 @@ struct qp_registry {
 	size_t nmodules;
 	uint64_t exited_forgotten;	/* exited targets dropped by qp_registry_trim */
 	struct qp_watch *watch;		/* fanotify on --binary files, NULL without */
+	struct qp_ring *ring;		/* the ring collector, NULL when it could not start */
+	bool ring_default;		/* qprofd --ring: new pid targets use it */
 };
 
 void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes);
@@ -255,6 +264,16 @@ int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char
 /* PID was forked by PARENT: a target at once when PARENT is a --binary
  * target, with the parent's mappings if its own are gone (it exited). */
 void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent);
+
+/* target_ring.c: attach the scope collector of T to the qprof probes of
+ * MOD's file at PATH: with RING (and the file of marker ABI 2) the ring
+ * collector's ring_register plus the BPF program of logs, else
+ * every BPF program. Links go to T; returns how many or -errno. */
+struct qp_module;
+int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const char *path,
+			    const struct qp_module *mod, uint64_t epoch, bool ring, char *err, size_t errlen);
+/* RING asked for a new target through EXTRA (or the default)? */
+bool qp_target_wants_ring(const struct qp_registry *r, const struct qp_attach_extra *extra);
 
 /* Site descriptor at runtime address ADDR in target T, or NULL. r->lock
  * held; the result lives while T does (copy what is kept past the lock). */

@@ -24,6 +24,9 @@ int qp_target_view_copy(const struct qp_target *t, struct qp_target_view *out)
 	out->by_binary = t->binary >= 0;
 	out->sites_refused = t->sites_refused;
 	out->files_unopened = t->files_unopened;
+	out->ring = t->ring != NULL;
+	memcpy(out->collector_note, t->collector_note, sizeof(out->collector_note));
+	out->has_ring_status = t->ring && qp_ring_pid_status(t->ring, t->pid, &out->ring_status);
 	return 0;
 }
 

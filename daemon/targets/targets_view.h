@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "ring_collect.h"
 
 struct qp_registry;
 struct qp_target;
@@ -27,6 +28,10 @@ struct qp_target_view {
 	unsigned int probes;
 	bool by_binary;		/* attached through a --binary file, not by pid */
 	unsigned int sites_refused, files_unopened;
+	bool ring;		/* timed by the ring collector (target_ring.c) */
+	char collector_note[256]; /* why not the collector asked for; "" */
+	bool has_ring_status;	/* ring_status holds the ring collector's figures of it */
+	struct qp_ring_status ring_status;
 };
 
 /* A --binary file: "attached" (links on the current version, or per-process

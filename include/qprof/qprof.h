@@ -9,6 +9,11 @@
  * ELF file alone, with no cost at run time. -DQPROF_DISABLE removes every
  * marker.
  *
+ * Marker ABI 2 (QPROF_SITE_VERSION 2): every marker also tests the module's
+ * USDT semaphore qprof_ring_semaphore and, while qprofd's ring collector
+ * raises it, writes a record into a per-thread ring instead of relying on
+ * the uprobe (ring.h). The nop5 sites and their notes are those of ABI 1.
+ *
  *   QPROF_FUNC();                      time the enclosing function
  *   QPROF_SCOPE("name");               time until the end of the block
  *   QPROF_SCOPE_BEGIN("name");         open a span that does not follow a block
@@ -38,7 +43,7 @@
 /* Layout of a site descriptor: 40 bytes, read by the daemon from the ELF file
  * and from the process. Fixed by QPROF_SITE_MAGIC/QPROF_SITE_VERSION. */
 #define QPROF_SITE_MAGIC 0x46525051u /* "QPRF" little-endian */
-#define QPROF_SITE_VERSION 1
+#define QPROF_SITE_VERSION 2 /* 2: the markers also write the ring (ring.h) */
 
 enum qprof_site_kind {
 	QPROF_KIND_FUNC = 1,	 /* QPROF_FUNC */
@@ -189,8 +194,22 @@ __attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigne
 	static struct qprof_site var __attribute__((used, aligned(8))) =            \
 		QPROF__SITE_INIT(kind, name)
 
-#define QPROF__ENTER_R(site) QPROF__PROBE2R("scope_enter", "0", (const void *)(site), 0)
-#define QPROF__EXIT(site) QPROF__PROBE2("scope_exit", "0", (const void *)(site), 0)
+#include "ring.h"
+
+/* Enter: the nop5, then the ring record (its time stamp as late as it can
+ * be); exit: the ring record first. */
+#define QPROF__ENTER_R(site)                                                       \
+	do {                                                                       \
+		QPROF__PROBE2R("scope_enter", "0", (const void *)(site), 0);       \
+		if (QPROF__RING_ON())                                              \
+			qprof__ring_put((site), QPROF_REC_ENTER, 1);               \
+	} while (0)
+#define QPROF__EXIT(site)                                                          \
+	do {                                                                       \
+		if (QPROF__RING_ON())                                              \
+			qprof__ring_put((site), QPROF_REC_EXIT, -1);               \
+		QPROF__PROBE2("scope_exit", "0", (const void *)(site), 0);         \
+	} while (0)
 
 #ifdef __cplusplus
 /* RAII: the destructor fires scope_exit on every way out of the block. */
@@ -226,14 +245,22 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 /* A span is keyed by the address of its name literal: BEGIN and END must use
  * the same literal (the compiler and linker merge equal literals; a shared
  * `static const char NAME[]` works everywhere). */
-#define QPROF__SPAN(probe, kind, name, n)                                          \
+#define QPROF__SPAN(probe, kind, rec, depth, name, n)                              \
 	do {                                                                       \
 		QPROF__SITE(QPROF__CAT(qprof__site_, n), kind, name);              \
+		if ((rec) == QPROF_REC_END && QPROF__RING_ON())                    \
+			qprof__ring_put2(&QPROF__CAT(qprof__site_, n), (rec),      \
+					 (uintptr_t)(const void *)(name), (depth)); \
 		QPROF__PROBE2R(probe, "0", (const void *)&QPROF__CAT(qprof__site_, n), \
 			       (uintptr_t)(const void *)(name));                   \
+		if ((rec) == QPROF_REC_BEGIN && QPROF__RING_ON())                  \
+			qprof__ring_put2(&QPROF__CAT(qprof__site_, n), (rec),      \
+					 (uintptr_t)(const void *)(name), (depth)); \
 	} while (0)
-#define QPROF_SCOPE_BEGIN(name) QPROF__SPAN("scope_enter", QPROF_KIND_SPAN_BEGIN, name, __COUNTER__)
-#define QPROF_SCOPE_END(name) QPROF__SPAN("scope_exit", QPROF_KIND_SPAN_END, name, __COUNTER__)
+#define QPROF_SCOPE_BEGIN(name)                                                    \
+	QPROF__SPAN("scope_enter", QPROF_KIND_SPAN_BEGIN, QPROF_REC_BEGIN, 1, name, __COUNTER__)
+#define QPROF_SCOPE_END(name)                                                      \
+	QPROF__SPAN("scope_exit", QPROF_KIND_SPAN_END, QPROF_REC_END, -1, name, __COUNTER__)
 
 /* Spans across threads: probes span_begin/span_step/span_end with arg 1 the
  * descriptor, arg 2 the id, arg 3 the name literal's address. The collector
@@ -273,21 +300,28 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 	do {                                                                       \
 		QPROF__SITE(QPROF__CAT(qprof__site_, n), QPROF_KIND_MARK, name);   \
 		QPROF__PROBE2R("mark", "0", (const void *)&QPROF__CAT(qprof__site_, n), 0); \
+		if (QPROF__RING_ON())                                              \
+			qprof__ring_put(&QPROF__CAT(qprof__site_, n), QPROF_REC_MARK, 0); \
 	} while (0)
 
 /* Values: arg 2 is the IEEE-754 bits of the double. The expression is only
- * evaluated while a tracer listens (semaphore). */
+ * evaluated while a tracer listens (either semaphore). */
 #define QPROF_VALUE(name, v) QPROF__VALUE_N(name, v, __COUNTER__)
 #define QPROF__VALUE_N(name, v, n) QPROF__VALUE_NN(name, v, n)
 #define QPROF__VALUE_NN(name, v, n)                                                \
 	do {                                                                       \
 		QPROF__SITE(QPROF__CAT(qprof__site_, n), QPROF_KIND_VALUE, name);  \
-		if (__builtin_expect(qprof_value_semaphore != 0, 0)) {             \
+		if (QPROF__VALUE_ON()) {                                           \
 			double qprof__d = (double)(v);                              \
 			uint64_t qprof__bits;                                      \
 			memcpy(&qprof__bits, &qprof__d, sizeof(qprof__bits));      \
-			QPROF__PROBE2R("value", "qprof_value_semaphore",           \
-				      (const void *)&QPROF__CAT(qprof__site_, n), qprof__bits); \
+			if (QPROF__RING_ON())                                      \
+				qprof__ring_put2(&QPROF__CAT(qprof__site_, n),     \
+						 QPROF_REC_VALUE, qprof__bits, 0); \
+			if (qprof_value_semaphore != 0)                            \
+				QPROF__PROBE2R("value", "qprof_value_semaphore",   \
+					      (const void *)&QPROF__CAT(qprof__site_, n), \
+					      qprof__bits);                        \
 		}                                                                  \
 	} while (0)
 

@@ -292,19 +292,22 @@ static void check_markers(const char *path, int e_type)
 	p = open_ok(path);
 	CHECK_INT(p->e_type, e_type);
 	check_build_id(p);
-	CHECK_INT(p->nnotes, 9);
-	CHECK_INT(qp_elf_count_notes(p, NULL), 9);
-	CHECK_INT(qp_elf_count_notes(p, "qprof"), 9);
+	CHECK_INT(p->nnotes, 10);
+	CHECK_INT(qp_elf_count_notes(p, NULL), 10);
+	CHECK_INT(qp_elf_count_notes(p, "qprof"), 10);
 	CHECK_INT(qp_elf_count_notes(p, "fxprov"), 0);
 	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 3);
 	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 3);
 	CHECK_INT(count_probe(p, "qprof", "value"), 1);
 	CHECK_INT(count_probe(p, "qprof", "log"), 1);
 	CHECK_INT(count_probe(p, "qprof", "mark"), 1);
-	/* Only value and log are guarded by a semaphore, which is writable. */
+	CHECK_INT(count_probe(p, "qprof", "ring_register"), 1); /* ABI 2: one per unit */
+	/* Only value, log and ring_register are guarded by a semaphore, which
+	 * is writable. */
 	for (i = 0; i < p->nnotes; i++) {
 		const struct qp_usdt_note *n = &p->notes[i];
-		bool guarded = !strcmp(n->name, "value") || !strcmp(n->name, "log");
+		bool guarded = !strcmp(n->name, "value") || !strcmp(n->name, "log") ||
+			       !strcmp(n->name, "ring_register");
 
 		CHECK_INT(n->sema != 0, guarded);
 		if (guarded)
@@ -384,7 +387,8 @@ static void check_cxx(const char *path)
 
 	CHECK_INT(p->e_type, ET_DYN);
 	check_build_id(p);
-	CHECK_INT(p->nnotes, 8);
+	CHECK_INT(p->nnotes, 9);
+	CHECK_INT(count_probe(p, "qprof", "ring_register"), 1);
 	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 3);
 	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 3);
 	CHECK_INT(count_probe(p, "qprof", "mark"), 2);
@@ -400,7 +404,8 @@ static void check_lib(const char *path)
 
 	CHECK_INT(p->e_type, ET_DYN);
 	check_build_id(p);
-	CHECK_INT(p->nnotes, 5);
+	CHECK_INT(p->nnotes, 6);
+	CHECK_INT(count_probe(p, "qprof", "ring_register"), 1);
 	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 1);
 	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 1);
 	CHECK_INT(count_probe(p, "qprof", "mark"), 3); /* lib_shared twice */
@@ -490,7 +495,7 @@ static void put_u64(unsigned char *b, uint64_t v)
 /* Targeted damage to a copy of the PIE fixture. */
 static void check_mutations(const char *pie, const char *dir)
 {
-	static const unsigned char rec_magic[] = { 0x51, 0x50, 0x52, 0x46, 0x01, 0x00 };
+	static const unsigned char rec_magic[] = { 0x51, 0x50, 0x52, 0x46, 0x02, 0x00 };
 	struct qp_elf_probes *p;
 	char err[256], path[512];
 	unsigned char *img, *rec, *rec2, *note;
@@ -604,7 +609,7 @@ static void check_mutations(const char *pie, const char *dir)
 
 		/* A wrong magic and a future version are skipped and counted. */
 		rec[0] ^= 0xff;
-		rec2[4] = 2;
+		rec2[4] = 3;
 		write_all(path, img, len);
 		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
 		CHECK_INT(p->nsites, 5);

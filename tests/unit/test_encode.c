@@ -132,7 +132,9 @@ static const char status_json[] =
 	"\"values\":{\"lost\":23},\"marks\":{\"lost\":29},"
 	"\"trace\":{\"running\":true,\"active\":1,\"sessions\":3,\"records\":1000,\"dropped\":31,\"lost\":37},"
 	"\"calibration\":{\"done\":true,\"correction_ns\":412,\"samples\":40000,\"p10_ns\":380,"
-	"\"p50_ns\":412,\"p90_ns\":470,\"mean_ns\":0}}";
+	"\"p50_ns\":412,\"p90_ns\":470,\"mean_ns\":0},"
+	"\"ring\":{\"running\":false,\"default\":false,\"announcements\":0,\"not_target\":0,\"bad\":0,"
+	"\"refused\":0,\"lost\":0,\"dropped_rings\":0,\"tsc_ns_per_tick\":0}}";
 
 static const char metrics_text[] =
 	"# HELP qprof_up 1 while qprofd answers.\n# TYPE qprof_up gauge\nqprof_up 1\n"

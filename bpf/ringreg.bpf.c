@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ringreg.bpf.c - the ring collector's only BPF program: a uprobe on the
+ * qprof:ring_register probe of marker ABI 2, attached with the probe's
+ * semaphore as the uprobe's reference counter (so the kernel raises
+ * qprof_ring_semaphore while it is attached). Each hit passes (pid, tid,
+ * ring address, size) to qprofd through a ring buffer; the daemon checks
+ * all of it. The arguments are in rdi and rsi (ring.h's announce asm). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "ringreg.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 << 10);
+} announces SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, QPROF_RING_CNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} ring_counters SEC(".maps");
+
+SEC("uprobe")
+int ring_register(struct pt_regs *ctx)
+{
+	struct ring_announce a;
+	__u64 pt = bpf_get_current_pid_tgid();
+
+	a.pid = pt >> 32;
+	a.tid = (__u32)pt;
+	a.addr = PT_REGS_PARM1(ctx);
+	a.size = PT_REGS_PARM2(ctx);
+	if (bpf_ringbuf_output(&announces, &a, sizeof(a), 0)) {
+		__u32 k = QPROF_RING_CNT_LOST;
+		__u64 *c = bpf_map_lookup_elem(&ring_counters, &k);
+
+		if (c)
+			__sync_fetch_and_add(c, 1);
+	}
+	return 0;
+}

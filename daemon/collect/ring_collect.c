@@ -1,0 +1,458 @@
+/* ring_collect.c - the ring collector (ring_collect.h): the BPF object, the
+ * attachments with their semaphore, the announcements, the rings and the
+ * drain thread. A ring is read only inside the range its thread announced,
+ * after its header checked out; everything the process wrote is hostile
+ * and at worst counted and skipped. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "collect_internal.h"
+#include "collect_scopes.h"
+#include "elf_probes.h"
+#include "log.h"
+#include "ring_internal.h"
+#include "ringreg.skel.h"
+#include "ring_collect.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* A (TSC, CLOCK_MONOTONIC) pair: the tightest of a few brackets. */
+static void clock_pair(uint64_t *tsc, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+	int i;
+
+	for (i = 0; i < 7; i++) {
+		uint64_t a = __rdtsc(), n = mono_ns(), b = __rdtsc();
+
+		if (b - a < best) {
+			best = b - a;
+			*tsc = a + (b - a) / 2;
+			*ns = n;
+		}
+	}
+}
+
+static void clock_update(struct qp_ring *g)
+{
+	uint64_t tsc = 0, ns = 0;
+
+	clock_pair(&tsc, &ns);
+	if (tsc > g->cal_tsc && ns > g->cal_ns)
+		g->clk.ns_per_tick = (double)(ns - g->cal_ns) / (double)(tsc - g->cal_tsc);
+	g->clk.tsc0 = tsc;
+	g->clk.ns0 = ns;
+	g->glob.ns_per_tick = g->clk.ns_per_tick;
+}
+
+static struct ring_pid *pid_of(struct qp_ring *g, uint32_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < g->npids; i++)
+		if (g->pids[i].pid == pid)
+			return &g->pids[i];
+	return NULL;
+}
+
+/* Read LEN bytes at ADDR of PID: 0, or -errno (-EFAULT for a short read). */
+static int peek(uint32_t pid, uint64_t addr, void *dst, size_t len)
+{
+	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
+	ssize_t n = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
+
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+static bool header_ok(const struct qprof_ring *h, uint64_t size)
+{
+	return h->magic == QPROF_RING_MAGIC && h->version == QPROF_RING_VERSION &&
+	       h->rec_size == sizeof(struct qprof_ring_rec) && h->nrec >= RING_MIN_REC &&
+	       h->nrec <= RING_MAX_REC && !(h->nrec & (h->nrec - 1)) &&
+	       (uint64_t)QPROF_RING_HDR_SIZE + (uint64_t)h->nrec * sizeof(struct qprof_ring_rec) == size;
+}
+
+static struct ring_ent *ent_of(struct qp_ring *g, uint32_t pid, uint64_t addr)
+{
+	size_t i;
+
+	for (i = 0; i < g->nents; i++)
+		if (g->ents[i].pid == pid && g->ents[i].addr == addr)
+			return &g->ents[i];
+	return NULL;
+}
+
+/* An announcement: checked under the lock, the ring's header read without
+ * it (a read of the process may take long: never with the lock held). */
+static int on_announce(void *ctx, void *data, size_t len)
+{
+	struct qp_ring *g = ctx;
+	struct ring_announce a;
+	struct qprof_ring h;
+	struct ring_pid *p;
+	struct ring_ent *e;
+	bool ok;
+
+	if (len < sizeof(a))
+		return 0;
+	memcpy(&a, data, sizeof(a));
+	pthread_mutex_lock(&g->lock);
+	g->glob.announces++;
+	if (!pid_of(g, a.pid)) {
+		g->glob.not_target++;
+		goto out;
+	}
+	if (ent_of(g, a.pid, a.addr))
+		goto out; /* known: announced again */
+	if (a.size < QPROF_RING_HDR_SIZE + RING_MIN_REC * sizeof(struct qprof_ring_rec) ||
+	    a.size > QPROF_RING_HDR_SIZE + (uint64_t)RING_MAX_REC * sizeof(struct qprof_ring_rec) ||
+	    (a.addr & 4095) || a.addr >= (1ULL << 47) || a.addr + a.size > (1ULL << 47)) {
+		g->glob.bad++;
+		goto out;
+	}
+	pthread_mutex_unlock(&g->lock);
+	ok = !peek(a.pid, a.addr, &h, sizeof(h)) && header_ok(&h, a.size);
+	pthread_mutex_lock(&g->lock);
+	if (!ok) {
+		g->glob.bad++;
+		goto out;
+	}
+	p = pid_of(g, a.pid);
+	if (!p || ent_of(g, a.pid, a.addr))
+		goto out; /* forgotten meanwhile */
+	if (g->nents >= g->o.max_rings) {
+		g->glob.refused++;
+		goto out;
+	}
+	e = realloc(g->ents, (g->nents + 1) * sizeof(*e));
+	if (!e) {
+		g->glob.refused++;
+		goto out;
+	}
+	g->ents = e;
+	e = &g->ents[g->nents++];
+	memset(e, 0, sizeof(*e));
+	e->pid = a.pid;
+	e->addr = a.addr;
+	e->size = a.size;
+	e->nrec = h.nrec;
+	e->mono = h.flags & QPROF_RING_F_MONO;
+	/* what the ring still holds; records older than the attach are skipped */
+	e->tail = h.head > h.nrec ? h.head - h.nrec : 0;
+	e->rd.pid = a.pid;
+	e->rd.tid = a.tid;
+	p->rings++;
+out:
+	pthread_mutex_unlock(&g->lock);
+	return 0;
+}
+
+static void drop_ent(struct qp_ring *g, size_t i)
+{
+	struct ring_pid *p = pid_of(g, g->ents[i].pid);
+
+	if (p && p->rings)
+		p->rings--;
+	g->ents[i] = g->ents[--g->nents];
+}
+
+/* One ring's reading, made without the lock. */
+struct job {
+	uint32_t pid;
+	uint64_t addr, size, tail;	/* as the entry was when the pass began */
+	uint32_t nrec;
+	enum { JOB_NONE, JOB_READ, JOB_DROP, JOB_BAD } what;
+	uint64_t head, lapped, skip, n; /* JOB_READ: records [tail, head) in buf, the first skip
+					 * of them overwritten while read; lapped lost before */
+};
+
+/* Read what the ring holds past the job's tail into g->buf (the drain
+ * thread's alone). */
+static void job_read(struct qp_ring *g, struct job *j)
+{
+	struct qprof_ring h;
+	uint64_t head, head2, tail = j->tail, first;
+	struct iovec l, r[2];
+	size_t nr = 1;
+	ssize_t got;
+	int ret;
+
+	j->what = JOB_NONE;
+	ret = peek(j->pid, j->addr, &h, sizeof(h));
+	if (ret == -ESRCH || ret == -EFAULT) {
+		j->what = ret == -ESRCH ? JOB_DROP : JOB_BAD; /* gone, or unmapped */
+		return;
+	}
+	if (ret)
+		return; /* tried again next time */
+	if (!header_ok(&h, j->size) || h.nrec != j->nrec) {
+		j->what = JOB_BAD;
+		return;
+	}
+	head = h.head;
+	if (head == tail)
+		return;
+	j->head = head;
+	j->what = JOB_READ;
+	j->lapped = j->skip = j->n = 0;
+	if (head < tail)
+		return; /* head went back: garbage, applied as such */
+	if (head - tail > j->nrec) {
+		j->lapped = head - j->nrec - tail;
+		tail = head - j->nrec;
+	}
+	j->n = head - tail;
+	if (j->n > g->bufcap) {
+		struct qprof_ring_rec *b = realloc(g->buf, j->nrec * sizeof(*b));
+
+		if (!b) {
+			j->what = JOB_NONE;
+			return;
+		}
+		g->buf = b;
+		g->bufcap = j->nrec;
+	}
+	first = tail & (j->nrec - 1);
+	r[0].iov_base = (void *)(uintptr_t)(j->addr + QPROF_RING_HDR_SIZE + first * sizeof(*g->buf));
+	r[0].iov_len = (size_t)j->n * sizeof(*g->buf);
+	if (first + j->n > j->nrec) {
+		r[0].iov_len = (size_t)(j->nrec - first) * sizeof(*g->buf);
+		r[1].iov_base = (void *)(uintptr_t)(j->addr + QPROF_RING_HDR_SIZE);
+		r[1].iov_len = (size_t)(first + j->n - j->nrec) * sizeof(*g->buf);
+		nr = 2;
+	}
+	l.iov_base = g->buf;
+	l.iov_len = (size_t)j->n * sizeof(*g->buf);
+	got = process_vm_readv((pid_t)j->pid, &l, 1, r, nr, 0);
+	if (got != (ssize_t)l.iov_len) {
+		j->what = got < 0 && errno == ESRCH ? JOB_DROP : JOB_BAD;
+		return;
+	}
+	/* what the writer may have overwritten while we copied */
+	if (peek(j->pid, j->addr + offsetof(struct qprof_ring, head), &head2, sizeof(head2))) {
+		j->what = JOB_DROP;
+		return;
+	}
+	if (head2 < head)
+		head2 = head;
+	if (head2 >= j->nrec && head2 - j->nrec + 1 > tail)
+		j->skip = head2 - j->nrec + 1 - tail;
+	if (j->skip > j->n)
+		j->skip = j->n;
+}
+
+/* Under the lock: the job's reading into its entry (if it is still the
+ * same one). false: drop the entry. */
+static bool job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p, const struct job *j)
+{
+	if (j->what == JOB_DROP)
+		return false;
+	if (j->what == JOB_BAD) {
+		g->glob.dropped_rings++;
+		return false;
+	}
+	if (j->what != JOB_READ || e->tail != j->tail)
+		return true;
+	if (j->head < e->tail) {
+		p->c.garbage++;
+		qp_ring_gap(&e->rd, 0, &p->c);
+		e->tail = j->head;
+		return true;
+	}
+	if (j->lapped + j->skip)
+		qp_ring_gap(&e->rd, j->lapped + j->skip, &p->c);
+	qp_ring_feed(&g->agg, &e->rd, g->buf + j->skip, (size_t)(j->n - j->skip), &g->clk, e->mono,
+		     e->mono ? p->attach_ns : p->attach_ts, &p->c);
+	e->tail = j->head;
+	return true;
+}
+
+static void *drain(void *arg)
+{
+	struct qp_ring *g = arg;
+	uint64_t last_cal = mono_ns();
+	struct job *jobs = NULL;
+	size_t i, n, cap = 0;
+
+	while (!g->stop) {
+		ring_buffer__poll(g->rb, 0);
+		pthread_mutex_lock(&g->lock);
+		if (mono_ns() - last_cal > 1000000000ull) {
+			clock_update(g);
+			last_cal = mono_ns();
+		}
+		if (g->nents > cap) {
+			struct job *v = realloc(jobs, g->nents * sizeof(*v));
+
+			if (v) {
+				jobs = v;
+				cap = g->nents;
+			}
+		}
+		for (n = 0; n < g->nents && n < cap; n++) {
+			const struct ring_ent *e = &g->ents[n];
+
+			jobs[n] = (struct job){ .pid = e->pid, .addr = e->addr, .size = e->size,
+						.tail = e->tail, .nrec = e->nrec };
+		}
+		pthread_mutex_unlock(&g->lock);
+		for (i = 0; i < n && !g->stop; i++) {
+			struct ring_ent *e;
+			struct ring_pid *p;
+
+			job_read(g, &jobs[i]);
+			if (jobs[i].what == JOB_NONE)
+				continue;
+			pthread_mutex_lock(&g->lock);
+			e = ent_of(g, jobs[i].pid, jobs[i].addr);
+			p = e ? pid_of(g, e->pid) : NULL;
+			if (e && (!p || !job_apply(g, e, p, &jobs[i])))
+				drop_ent(g, (size_t)(e - g->ents));
+			pthread_mutex_unlock(&g->lock);
+		}
+		usleep(n ? g->o.period_us : 20000);
+	}
+	free(jobs);
+	return NULL;
+}
+
+int qp_ring_open(struct qp_ring **out, const struct qp_ring_opts *o, char *err, size_t errlen)
+{
+	struct qp_ring *g = calloc(1, sizeof(*g));
+	int ret;
+
+	*out = NULL;
+	if (!g)
+		return -ENOMEM;
+	pthread_mutex_init(&g->lock, NULL);
+	g->o = *o;
+	ret = qp_ring_agg_init(&g->agg, o->max_rows, o->flight);
+	if (ret) {
+		snprintf(err, errlen, "out of memory for the flight recorder");
+		goto fail;
+	}
+	g->skel = ringreg__open_and_load();
+	if (!g->skel) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot load the ring BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	g->rb = ring_buffer__new(bpf_map__fd(g->skel->maps.announces), on_announce, g, NULL);
+	if (!g->rb) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the announcement ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	/* the slope over 20 ms to begin with, refined every second after */
+	clock_pair(&g->cal_tsc, &g->cal_ns);
+	usleep(20000);
+	clock_update(g);
+	ret = -pthread_create(&g->thread, NULL, drain, g);
+	if (ret) {
+		snprintf(err, errlen, "cannot start the ring thread: %s", strerror(-ret));
+		goto fail;
+	}
+	g->running = true;
+	*out = g;
+	return 0;
+fail:
+	qp_ring_close(g);
+	return ret;
+}
+
+void qp_ring_close(struct qp_ring *g)
+{
+	if (!g)
+		return;
+	if (g->running) {
+		g->stop = 1;
+		pthread_join(g->thread, NULL);
+	}
+	ring_buffer__free(g->rb);
+	ringreg__destroy(g->skel);
+	qp_ring_agg_free(&g->agg);
+	free(g->ents);
+	free(g->pids);
+	free(g->buf);
+	pthread_mutex_destroy(&g->lock);
+	free(g);
+}
+
+bool qp_ring_capable(const struct qp_elf_probes *elf)
+{
+	size_t k;
+
+	for (k = 0; k < elf->nnotes; k++)
+		if (!elf->notes[k].bad && elf->notes[k].sema && !strcmp(elf->notes[k].provider, "qprof") &&
+		    !strcmp(elf->notes[k].name, "ring_register"))
+			return true;
+	return false;
+}
+
+int qp_ring_watch(struct qp_ring *g, int pid)
+{
+	struct ring_pid *p;
+	int ret = 0;
+
+	pthread_mutex_lock(&g->lock);
+	if (pid_of(g, (uint32_t)pid))
+		goto out;
+	if (g->npids >= MAX_PIDS) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	p = realloc(g->pids, (g->npids + 1) * sizeof(*p));
+	if (!p) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	g->pids = p;
+	p = &g->pids[g->npids++];
+	memset(p, 0, sizeof(*p));
+	p->pid = (uint32_t)pid;
+	p->attach_ts = __rdtsc();
+	p->attach_ns = mono_ns();
+out:
+	pthread_mutex_unlock(&g->lock);
+	return ret;
+}
+
+void qp_ring_forget(struct qp_ring *g, int pid)
+{
+	size_t i;
+
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->nents;) {
+		if (g->ents[i].pid == (uint32_t)pid)
+			drop_ent(g, i);
+		else
+			i++;
+	}
+	for (i = 0; i < g->npids; i++) {
+		if (g->pids[i].pid == (uint32_t)pid) {
+			g->pids[i] = g->pids[--g->npids];
+			break;
+		}
+	}
+	qp_ring_agg_forget(&g->agg, (uint32_t)pid);
+	pthread_mutex_unlock(&g->lock);
+}

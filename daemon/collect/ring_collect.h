@@ -1,0 +1,81 @@
+/* ring_collect.h - the ring collector (marker ABI 2): loads bpf/ring.bpf.c,
+ * attaches it to the qprof:ring_register probes of a target's files with
+ * their semaphore as reference counter (the kernel raises
+ * qprof_ring_semaphore while attached), takes the rings the threads
+ * announce, and drains them from a thread of its own with process_vm_readv
+ * into ring_pair.h's aggregates, which qp_scopes_read and qp_marks_read
+ * merge with the BPF collector's (collect_scopes.h). Thread-safe. */
+#ifndef QPROF_RING_COLLECT_H
+#define QPROF_RING_COLLECT_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "ring_pair.h"
+
+struct qp_ring;
+struct qp_scope_link;
+struct qp_elf_probes;
+struct qp_scope_snapshot;
+struct qp_mark_row;
+
+struct qp_ring_opts {
+	size_t max_rows;	/* aggregates (scope rows + marks), all targets */
+	size_t max_rings;	/* rings drained at once, all targets */
+	size_t flight;		/* scope instances kept for traces (0: none) */
+	unsigned int period_us;	/* drain period */
+};
+
+/* Load the BPF object, calibrate the clock, start the drain thread. */
+int qp_ring_open(struct qp_ring **out, const struct qp_ring_opts *o, char *err, size_t errlen);
+void qp_ring_close(struct qp_ring *g); /* accepts NULL */
+
+/* Does ELF have a qprof:ring_register probe (marker ABI 2)? */
+bool qp_ring_capable(const struct qp_elf_probes *elf);
+/* Take PID's announcements from now on (its records stamped before now
+ * are skipped): call before attaching. Idempotent. */
+int qp_ring_watch(struct qp_ring *g, int pid);
+/* Attach to the ring_register probes of PATH for PID: links appended to
+ * *LINKS as qp_scopes_attach does, owned by OWNER (detached with
+ * qp_scopes_detach_links). Returns the number made (0: PATH has none) or
+ * -errno. */
+struct qp_scopes;
+int qp_ring_attach(struct qp_ring *g, struct qp_scopes *owner, int pid, const char *path,
+		   const struct qp_elf_probes *elf, struct qp_scope_link ***links, size_t *nlinks, char *err,
+		   size_t errlen);
+/* Stop draining PID and drop its aggregates and counters. */
+void qp_ring_forget(struct qp_ring *g, int pid);
+
+/* Merge PID's rows (all when pid <= 0) into SNAP (rows kept sorted and
+ * unique by key; ring counters added to SNAP's), and PID's marks into
+ * *ROWS (sorted by key). */
+int qp_ring_merge_rows(struct qp_ring *g, int pid, struct qp_scope_snapshot *snap);
+int qp_ring_merge_marks(struct qp_ring *g, int pid, struct qp_mark_row **rows, size_t *n);
+/* PID's values (with their buckets) into *ROWS, sorted by key. */
+struct qp_value_row;
+int qp_ring_merge_values(struct qp_ring *g, int pid, struct qp_value_row **rows, size_t *n);
+
+/* PID's counters and rings; false when PID was never watched. */
+struct qp_ring_status {
+	struct qp_ring_counts c;
+	size_t rings;		/* drained now */
+};
+bool qp_ring_pid_status(struct qp_ring *g, int pid, struct qp_ring_status *st);
+/* The collector's own counters (not per target). */
+struct qp_ring_global {
+	uint64_t announces;	/* ring_register hits received */
+	uint64_t not_target;	/* ... from a process that is no ring target: skipped */
+	uint64_t bad;		/* ... naming no valid ring (address, size, header): skipped */
+	uint64_t refused;	/* ... past max_rings */
+	uint64_t lost;		/* ... the BPF ring buffer had no room for */
+	uint64_t dropped_rings;	/* rings dropped later: header changed, unmapped */
+	double ns_per_tick;	/* the clock's calibration */
+};
+void qp_ring_global_status(struct qp_ring *g, struct qp_ring_global *out);
+
+/* The flight recorder: instances numbered >= *SINCE of PID (all when
+ * pid <= 0), oldest first, at most MAX into OUT; *SINCE becomes the next
+ * number to ask for. Older ones than the recorder keeps are skipped and
+ * their number is returned in *MISSED. Returns how many were copied. */
+size_t qp_ring_instances(struct qp_ring *g, int pid, uint64_t *since, struct qp_ring_inst *out,
+			 size_t max, uint64_t *missed);
+#endif

@@ -1,0 +1,54 @@
+/* ring_internal.h - the ring collector's state, shared by its two files
+ * (ring_collect.c: BPF, announcements, the drain thread; ring_query.c:
+ * attachments and what the model reads). Nothing else includes it. */
+#ifndef QPROF_RING_INTERNAL_H
+#define QPROF_RING_INTERNAL_H
+#include <linux/types.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "ring_collect.h"
+#include "ringreg.h"
+
+#define RING_MIN_REC 64
+#define RING_MAX_REC (1u << 24)
+#define MAX_PIDS 4096
+
+struct ring_ent {
+	uint32_t pid;
+	uint64_t addr, size;
+	uint32_t nrec;
+	bool mono;
+	uint64_t tail;			/* next record to read */
+	struct qp_ring_reader rd;
+};
+
+struct ring_pid {
+	uint32_t pid;
+	uint64_t attach_ts;		/* TSC at qp_ring_watch */
+	uint64_t attach_ns;		/* CLOCK_MONOTONIC, for QPROF_RING_F_MONO rings */
+	struct qp_ring_counts c;
+	size_t rings;
+};
+
+struct qp_ring {
+	struct ringreg *skel;
+	struct ring_buffer *rb;
+	pthread_t thread;
+	bool running;
+	volatile int stop;
+	pthread_mutex_t lock;		/* everything below */
+	struct qp_ring_opts o;
+	struct qp_ring_agg agg;
+	struct qp_ring_clock clk;
+	uint64_t cal_tsc, cal_ns;	/* the first calibration pair (the slope's base) */
+	struct ring_ent *ents;
+	size_t nents;
+	struct ring_pid *pids;
+	size_t npids;
+	struct qp_ring_global glob;
+	struct qprof_ring_rec *buf;	/* one ring's records, copied out */
+	size_t bufcap;
+};
+
+#endif

@@ -1,0 +1,466 @@
+/* ring_pair.c - pairs the records of thread rings into the BPF collector's
+ * aggregate shape (ring_pair.h): the same stack discipline as
+ * bpf/scopes.bpf.c (an exit closes the innermost open frame with its key;
+ * frames above it were never closed and are dropped and counted), the
+ * same log-linear histogram, exact min and max. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "collect_scopes.h"
+#include "ring_pair.h"
+
+int qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows, size_t ninst)
+{
+	memset(a, 0, sizeof(*a));
+	qp_htab_init(&a->rows, sizeof(struct scope_stats));
+	qp_htab_init(&a->marks, sizeof(struct mark_stats));
+	qp_htab_init(&a->values, sizeof(struct value_stats));
+	qp_htab_init(&a->vhist, sizeof(uint64_t));
+	a->max_rows = max_rows;
+	if (ninst) {
+		a->inst = calloc(ninst, sizeof(*a->inst));
+		if (!a->inst)
+			return -ENOMEM;
+		a->ninst = ninst;
+	}
+	return 0;
+}
+
+void qp_ring_agg_free(struct qp_ring_agg *a)
+{
+	qp_htab_free(&a->rows);
+	qp_htab_free(&a->marks);
+	qp_htab_free(&a->values);
+	qp_htab_free(&a->vhist);
+	free(a->inst);
+	memset(a, 0, sizeof(*a));
+}
+
+/* A copy of table T without the entries whose key starts with tgid PID. */
+static int rebuild_without(struct qp_htab *t, uint32_t pid)
+{
+	struct qp_htab nt;
+	size_t i, len;
+
+	qp_htab_init(&nt, t->vsize);
+	for (i = 0; i < t->n; i++) {
+		const char *k = qp_htab_key(t, i, &len);
+		uint32_t tgid;
+		int64_t j;
+
+		memcpy(&tgid, k, sizeof(tgid));
+		if (tgid == pid)
+			continue;
+		j = qp_htab_add(&nt, k, len, NULL);
+		if (j < 0) {
+			qp_htab_free(&nt);
+			return (int)j;
+		}
+		memcpy(qp_htab_value(&nt, (size_t)j), qp_htab_value(t, i), t->vsize);
+	}
+	qp_htab_free(t);
+	*t = nt;
+	return 0;
+}
+
+int qp_ring_agg_forget(struct qp_ring_agg *a, uint32_t pid)
+{
+	int ret = rebuild_without(&a->rows, pid);
+
+	if (!ret)
+		ret = rebuild_without(&a->marks, pid);
+	if (!ret)
+		ret = rebuild_without(&a->values, pid);
+	return ret ? ret : rebuild_without(&a->vhist, pid);
+}
+
+/* Entries of every table: what max_rows bounds. */
+static size_t used(const struct qp_ring_agg *a)
+{
+	return a->rows.n + a->marks.n + a->values.n + a->vhist.n;
+}
+
+static void record(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_t site, uint64_t parent,
+		   uint64_t begin_ns, uint64_t end_ns, uint32_t depth, uint32_t kind, struct qp_ring_counts *c)
+{
+	struct scope_key k = { .tgid = rd->pid, .site = site, .parent = parent };
+	uint64_t dur = end_ns > begin_ns ? end_ns - begin_ns : 0;
+	struct scope_stats *s;
+	bool made;
+	int64_t i;
+
+	if (a->ninst) {
+		struct qp_ring_inst *in = &a->inst[a->inst_seq % a->ninst];
+
+		in->pid = rd->pid;
+		in->tid = rd->tid;
+		in->site = site;
+		in->parent = parent;
+		in->begin_ns = begin_ns;
+		in->end_ns = end_ns;
+		in->depth = depth;
+		in->kind = kind;
+		in->arg = 0;
+		a->inst_seq++;
+	}
+	i = qp_htab_find(&a->rows, &k, sizeof(k));
+	if (i < 0) {
+		if (used(a) >= a->max_rows) {
+			c->table_full++;
+			return;
+		}
+		i = qp_htab_add(&a->rows, &k, sizeof(k), &made);
+		if (i < 0) {
+			c->table_full++;
+			return;
+		}
+	}
+	s = qp_htab_value(&a->rows, (size_t)i);
+	if (!s->count || dur < s->min_ns)
+		s->min_ns = dur;
+	if (dur > s->max_ns)
+		s->max_ns = dur;
+	s->count++;
+	s->sum_ns += dur;
+	s->hist[qprof_hist_index(dur)]++;
+}
+
+static void mark(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_t site, uint64_t ns,
+		 struct qp_ring_counts *c)
+{
+	struct mark_key k = { .tgid = rd->pid, .site = site };
+	struct mark_stats *m;
+	int64_t i;
+
+	if (a->ninst) {
+		struct qp_ring_inst *in = &a->inst[a->inst_seq % a->ninst];
+
+		memset(in, 0, sizeof(*in));
+		in->pid = rd->pid;
+		in->tid = rd->tid;
+		in->site = site;
+		in->begin_ns = in->end_ns = ns;
+		in->depth = rd->depth;
+		in->kind = QPROF_REC_MARK;
+		a->inst_seq++;
+	}
+	i = qp_htab_find(&a->marks, &k, sizeof(k));
+	if (i < 0) {
+		if (used(a) >= a->max_rows) {
+			c->table_full++;
+			return;
+		}
+		i = qp_htab_add(&a->marks, &k, sizeof(k), NULL);
+		if (i < 0) {
+			c->table_full++;
+			return;
+		}
+	}
+	m = qp_htab_value(&a->marks, (size_t)i);
+	m->count++;
+	m->last_ns = ns;
+}
+
+/* TABLE's entry for KEY, made when there is room; NULL (counted) when not */
+static void *entry(struct qp_ring_agg *a, struct qp_htab *t, const void *key, size_t len,
+		   struct qp_ring_counts *c)
+{
+	int64_t i = qp_htab_find(t, key, len);
+
+	if (i < 0 && used(a) < a->max_rows)
+		i = qp_htab_add(t, key, len, NULL);
+	if (i < 0) {
+		c->table_full++;
+		return NULL;
+	}
+	return qp_htab_value(t, (size_t)i);
+}
+
+/* As bpf/scopes.bpf.c's value_probe: count, order-key min and max, last,
+ * the non-finite apart, a bucket of the order key. */
+static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_t site, uint64_t bits,
+		  uint64_t ns, struct qp_ring_counts *c)
+{
+	struct mark_key k = { .tgid = rd->pid, .site = site };
+	struct value_bucket_key bk = { .tgid = rd->pid, .site = site };
+	uint64_t exp = (bits >> 52) & 0x7ff, mant = bits & ((1ULL << 52) - 1), key, *hb;
+	struct value_stats *v;
+
+	if (a->ninst) {
+		struct qp_ring_inst *in = &a->inst[a->inst_seq % a->ninst];
+
+		memset(in, 0, sizeof(*in));
+		in->pid = rd->pid;
+		in->tid = rd->tid;
+		in->site = site;
+		in->begin_ns = in->end_ns = ns;
+		in->depth = rd->depth;
+		in->kind = QPROF_REC_VALUE;
+		in->arg = bits;
+		a->inst_seq++;
+	}
+	v = entry(a, &a->values, &k, sizeof(k), c);
+	if (!v)
+		return;
+	v->last_bits = bits;
+	v->last_ns = ns;
+	if (exp == 0x7ff) {
+		if (mant)
+			v->nan++;
+		else if (bits >> 63)
+			v->neg_inf++;
+		else
+			v->pos_inf++;
+		return;
+	}
+	key = (bits >> 63) ? ~bits : bits | (1ULL << 63);
+	if (!v->count || key < v->min_key)
+		v->min_key = key;
+	if (key > v->max_key)
+		v->max_key = key;
+	v->count++;
+	bk.bucket = key >> QPROF_VALUE_BUCKET_SHIFT;
+	hb = entry(a, &a->vhist, &bk, sizeof(bk), c);
+	if (hb)
+		(*hb)++;
+}
+
+static void enter(struct qp_ring_reader *rd, uint64_t site, uint64_t key, uint64_t ts,
+		  struct qp_ring_counts *c)
+{
+	if (rd->depth >= QPROF_MAX_DEPTH) {
+		rd->depth++;
+		c->too_deep++;
+		return;
+	}
+	rd->f[rd->depth].site = site;
+	rd->f[rd->depth].key = key;
+	rd->f[rd->depth].ts = ts;
+	rd->depth++;
+}
+
+static void leave(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key, uint64_t ts,
+		  uint32_t kind, const struct qp_ring_clock *clk, bool mono, struct qp_ring_counts *c)
+{
+	uint32_t i;
+
+	if (!rd->depth) {
+		c->no_enter++;
+		return;
+	}
+	if (rd->depth > QPROF_MAX_DEPTH) {
+		/* the matching enter was past the stack and already counted */
+		rd->depth--;
+		return;
+	}
+	for (i = rd->depth; i-- > 0;) {
+		const struct qp_ring_frame *f = &rd->f[i];
+
+		if (f->key != key)
+			continue;
+		c->out_of_order += rd->depth - 1 - i;
+		record(a, rd, f->site, i ? rd->f[i - 1].site : 0, qp_ring_clock_ns(clk, f->ts, mono),
+		       qp_ring_clock_ns(clk, ts, mono), i, kind, c);
+		rd->depth = i;
+		return;
+	}
+	c->no_enter++;
+}
+
+void qp_ring_gap(struct qp_ring_reader *rd, uint64_t lost, struct qp_ring_counts *c)
+{
+	c->lost += lost;
+	c->after_loss += rd->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : rd->depth;
+	rd->depth = 0;
+}
+
+void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct qprof_ring_rec *r,
+		  size_t n, const struct qp_ring_clock *clk, bool mono, uint64_t min_ts,
+		  struct qp_ring_counts *c)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned int kind = (unsigned int)(r[i].word & QPROF_REC_KIND_MASK);
+		uint64_t site = r[i].word & ~(uint64_t)QPROF_REC_KIND_MASK;
+		uint64_t ts = r[i].ts, arg = 0;
+		bool has_arg = kind == QPROF_REC_BEGIN || kind == QPROF_REC_END || kind == QPROF_REC_VALUE;
+
+		if (kind == QPROF_REC_ARG) {
+			c->garbage++; /* its record was lapped, or never was */
+			continue;
+		}
+		if (has_arg) {
+			if (i + 1 >= n || (r[i + 1].word & QPROF_REC_KIND_MASK) != QPROF_REC_ARG ||
+			    (r[i + 1].word & ~(uint64_t)QPROF_REC_KIND_MASK)) {
+				c->garbage++;
+				continue;
+			}
+			arg = r[++i].ts;
+		}
+		if (ts < rd->last_ts) {
+			/* time does not go back on one thread: not a record of ours */
+			c->garbage++;
+			qp_ring_gap(rd, 0, c);
+			continue;
+		}
+		rd->last_ts = ts;
+		if (kind == QPROF_REC_THREAD) {
+			c->thread_exit += rd->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : rd->depth;
+			rd->depth = 0;
+			rd->tid = (uint32_t)((r[i].word & 0xffffffffu) >> 3);
+			continue;
+		}
+		if (ts < min_ts) {
+			c->before_attach++;
+			continue;
+		}
+		if (!site || site >= (1ULL << 47)) {
+			c->garbage++;
+			continue;
+		}
+		c->records += 1 + has_arg;
+		switch (kind) {
+		case QPROF_REC_ENTER:
+			enter(rd, site, site, ts, c);
+			break;
+		case QPROF_REC_BEGIN:
+			enter(rd, site, arg, ts, c);
+			break;
+		case QPROF_REC_EXIT:
+			leave(a, rd, site, ts, QPROF_REC_EXIT, clk, mono, c);
+			break;
+		case QPROF_REC_END:
+			leave(a, rd, arg, ts, QPROF_REC_END, clk, mono, c);
+			break;
+		case QPROF_REC_MARK:
+			mark(a, rd, site, qp_ring_clock_ns(clk, ts, mono), c);
+			break;
+		case QPROF_REC_VALUE:
+			value(a, rd, site, arg, qp_ring_clock_ns(clk, ts, mono), c);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+int qp_ring_agg_rows(const struct qp_ring_agg *a, int pid, struct qp_scope_row **rows, size_t *n)
+{
+	size_t i, k = 0;
+	struct qp_scope_row *v;
+
+	v = realloc(*rows, (*n + a->rows.n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	*rows = v;
+	for (i = 0; i < a->rows.n; i++) {
+		struct scope_key key;
+
+		memcpy(&key, qp_htab_key(&a->rows, i, NULL), sizeof(key));
+		if (pid > 0 && key.tgid != (uint32_t)pid)
+			continue;
+		v[*n + k].key = key;
+		memcpy(&v[*n + k].stats, qp_htab_value(&a->rows, i), sizeof(struct scope_stats));
+		k++;
+	}
+	*n += k;
+	return 0;
+}
+
+int qp_ring_agg_marks(const struct qp_ring_agg *a, int pid, struct qp_mark_row **rows, size_t *n)
+{
+	size_t i, k = 0;
+	struct qp_mark_row *v;
+
+	v = realloc(*rows, (*n + a->marks.n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	*rows = v;
+	for (i = 0; i < a->marks.n; i++) {
+		const struct mark_stats *m = qp_htab_value(&a->marks, i);
+		struct mark_key key;
+
+		memcpy(&key, qp_htab_key(&a->marks, i, NULL), sizeof(key));
+		if (pid > 0 && key.tgid != (uint32_t)pid)
+			continue;
+		v[*n + k].key = key;
+		v[*n + k].count = m->count;
+		v[*n + k].last_ns = m->last_ns;
+		k++;
+	}
+	*n += k;
+	return 0;
+}
+
+static int cmp_bucket(const void *x, const void *y)
+{
+	const struct value_bucket_key *a = x, *b = y;
+
+	if (a->tgid != b->tgid)
+		return a->tgid < b->tgid ? -1 : 1;
+	if (a->site != b->site)
+		return a->site < b->site ? -1 : 1;
+	return a->bucket < b->bucket ? -1 : a->bucket > b->bucket;
+}
+
+int qp_ring_agg_values(const struct qp_ring_agg *a, int pid, struct qp_value_row **rows, size_t *n)
+{
+	struct value_bucket_key *bk = NULL;
+	struct qp_value_row *v;
+	size_t i, j, nb = 0, k = 0;
+
+	v = realloc(*rows, (*n + a->values.n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	*rows = v;
+	if (a->vhist.n) {
+		bk = malloc(a->vhist.n * sizeof(*bk));
+		if (!bk)
+			return -ENOMEM;
+	}
+	for (i = 0; i < a->vhist.n; i++) {
+		memcpy(&bk[nb], qp_htab_key(&a->vhist, i, NULL), sizeof(*bk));
+		if (pid <= 0 || bk[nb].tgid == (uint32_t)pid)
+			nb++;
+	}
+	qsort(bk, nb, sizeof(*bk), cmp_bucket);
+	for (i = 0; i < a->values.n; i++) {
+		struct qp_value_row *r = &v[*n + k];
+		struct value_bucket_key lo;
+		size_t first;
+
+		memset(r, 0, sizeof(*r));
+		memcpy(&r->key, qp_htab_key(&a->values, i, NULL), sizeof(r->key));
+		if (pid > 0 && r->key.tgid != (uint32_t)pid)
+			continue;
+		memcpy(&r->st, qp_htab_value(&a->values, i), sizeof(r->st));
+		k++;
+		/* the row's buckets: a run of the sorted keys */
+		lo.tgid = r->key.tgid;
+		lo.pad = 0;
+		lo.site = r->key.site;
+		lo.bucket = 0;
+		for (first = 0; first < nb && cmp_bucket(&bk[first], &lo) < 0; first++)
+			;
+		for (j = first; j < nb && bk[j].tgid == lo.tgid && bk[j].site == lo.site; j++)
+			;
+		if (j == first)
+			continue;
+		r->buckets = malloc((j - first) * sizeof(*r->buckets));
+		if (!r->buckets) {
+			free(bk);
+			*n += k;
+			return -ENOMEM;
+		}
+		for (; first < j; first++) {
+			int64_t h = qp_htab_find(&a->vhist, &bk[first], sizeof(bk[first]));
+
+			r->buckets[r->nbuckets].bucket = bk[first].bucket;
+			r->buckets[r->nbuckets++].count = h < 0 ? 0 : *(uint64_t *)qp_htab_value(&a->vhist, (size_t)h);
+		}
+	}
+	free(bk);
+	*n += k;
+	return 0;
+}

@@ -1,0 +1,112 @@
+/* ring_pair.h - the ring collector's arithmetic, without BPF or I/O: the
+ * records of one thread ring (include/qprof/ring_layout.h), already copied
+ * out of the process, are paired per thread (enters and exits, with
+ * nesting: parent = the enclosing scope) into the same (process, site,
+ * parent) aggregates as the BPF collector's (bpf/scopes.h), marks into
+ * counts, and every scope instance into a bounded flight recorder. Whatever
+ * cannot be paired cleanly (a record lapped before it was read, garbage, an
+ * exit without its enter) is counted, never turned into a duration.
+ * Unit-tested on hand-made records. One owner at a time (the caller locks). */
+#ifndef QPROF_RING_PAIR_H
+#define QPROF_RING_PAIR_H
+#include <linux/types.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "hashtab.h"
+#include "qprof/ring_layout.h"
+#include "scopes.h"
+
+/* Time stamps to CLOCK_MONOTONIC ns: ns = ns0 + (ts - tsc0) * ns_per_tick.
+ * mono: the ring's stamps already are ns (QPROF_RING_F_MONO). */
+struct qp_ring_clock {
+	uint64_t tsc0, ns0;
+	double ns_per_tick;
+};
+
+static inline uint64_t qp_ring_clock_ns(const struct qp_ring_clock *c, uint64_t ts, bool mono)
+{
+	double d;
+
+	if (mono)
+		return ts;
+	d = ((double)(int64_t)(ts - c->tsc0)) * c->ns_per_tick;
+	return (uint64_t)((double)c->ns0 + d);
+}
+
+/* Drops and losses of the ring collector, per process. */
+struct qp_ring_counts {
+	uint64_t records;	/* records read and accepted */
+	uint64_t lost;		/* records the writer overwrote before they were read */
+	uint64_t garbage;	/* records that are no record: bad kind, time going back, a
+				 * lone argument, a site that is no address */
+	uint64_t no_enter;	/* exits with no matching enter on the thread */
+	uint64_t out_of_order;	/* open scopes skipped by an exit further down */
+	uint64_t too_deep;	/* enters past QPROF_MAX_DEPTH */
+	uint64_t thread_exit;	/* scopes open when their thread's ring changed owner */
+	uint64_t after_loss;	/* scopes open when records were lost (their ends unknowable) */
+	uint64_t table_full;	/* durations, marks or values with no room for their aggregate */
+	uint64_t before_attach;	/* records older than the attach: not counted */
+};
+
+/* One scope instance, mark or value, for traces. */
+struct qp_ring_inst {
+	uint32_t pid, tid;
+	uint64_t site, parent;	/* runtime site addresses; parent 0 at top level */
+	uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC */
+	uint32_t depth;		/* open scopes around it on its thread (0: top level) */
+	uint32_t kind;		/* QPROF_REC_EXIT (a scope), QPROF_REC_END (a SCOPE_BEGIN/END span),
+				 * QPROF_REC_MARK, QPROF_REC_VALUE (begin_ns == end_ns) */
+	uint64_t arg;		/* QPROF_REC_VALUE: the double's IEEE-754 bits; else 0 */
+};
+
+struct qp_ring_frame {
+	uint64_t site, key, ts;
+};
+
+/* What is known of one ring's thread between reads. */
+struct qp_ring_reader {
+	uint32_t pid, tid;
+	uint64_t last_ts;
+	uint32_t depth;		/* may exceed QPROF_MAX_DEPTH: frames past it are not kept */
+	struct qp_ring_frame f[QPROF_MAX_DEPTH];
+};
+
+struct qp_ring_agg {
+	struct qp_htab rows;	/* struct scope_key -> struct scope_stats */
+	struct qp_htab marks;	/* struct mark_key -> struct mark_stats */
+	struct qp_htab values;	/* struct mark_key -> struct value_stats */
+	struct qp_htab vhist;	/* struct value_bucket_key -> count (bpf/scopes.h's buckets) */
+	size_t max_rows;	/* rows + marks + values + buckets past it: counted table_full */
+	struct qp_ring_inst *inst; /* the flight recorder: the last ninst instances */
+	size_t ninst;
+	uint64_t inst_seq;	/* instances ever recorded (the next one's number) */
+};
+
+/* 0 or -ENOMEM. NINST: instances kept (0: none). */
+int qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows, size_t ninst);
+void qp_ring_agg_free(struct qp_ring_agg *a);
+/* Forget PID's aggregates (rebuilds the tables; the flight recorder keeps
+ * its instances until they are overwritten). */
+int qp_ring_agg_forget(struct qp_ring_agg *a, uint32_t pid);
+
+/* Pair N records of the reader's ring (in order, contiguous, none lost
+ * between them and the previous call's) into A. Records stamped before
+ * MIN_TS (the attach, in the ring's clock) are skipped and counted. */
+void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct qprof_ring_rec *r,
+		  size_t n, const struct qp_ring_clock *clk, bool mono, uint64_t min_ts,
+		  struct qp_ring_counts *c);
+/* LOST records were not read before the writer reused their slots: the
+ * open scopes of the thread are dropped (counted after_loss). */
+void qp_ring_gap(struct qp_ring_reader *rd, uint64_t lost, struct qp_ring_counts *c);
+
+/* Append the scope rows of PID (all when pid <= 0) to *ROWS (*N of them,
+ * realloc'ed); rows are (key, stats) pairs as in collect_scopes.h. */
+struct qp_scope_row;
+struct qp_mark_row;
+int qp_ring_agg_rows(const struct qp_ring_agg *a, int pid, struct qp_scope_row **rows, size_t *n);
+int qp_ring_agg_marks(const struct qp_ring_agg *a, int pid, struct qp_mark_row **rows, size_t *n);
+/* Append PID's values with their histogram buckets (sorted) to *ROWS. */
+struct qp_value_row;
+int qp_ring_agg_values(const struct qp_ring_agg *a, int pid, struct qp_value_row **rows, size_t *n);
+#endif

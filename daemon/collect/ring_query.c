@@ -1,0 +1,273 @@
+/* ring_query.c - the ring collector's attachments (a uprobe on each
+ * qprof:ring_register site with the semaphore as its reference counter)
+ * and what the model reads of it: rows and marks merged into the BPF
+ * collector's snapshots, counters, the flight recorder. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "collect_internal.h"
+#include "collect_scopes.h"
+#include "elf_probes.h"
+#include "ring_internal.h"
+#include "ringreg.skel.h"
+
+/* File offset of link-time address ADDR through the PT_LOAD segments. */
+static int file_offset(const struct qp_elf_probes *elf, uint64_t addr, uint64_t *off)
+{
+	size_t i;
+
+	for (i = 0; i < elf->nsegs; i++) {
+		const struct qp_elf_segment *s = &elf->segs[i];
+
+		if (addr >= s->vaddr && addr - s->vaddr < s->filesz) {
+			*off = addr - s->vaddr + s->offset;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int qp_ring_attach(struct qp_ring *g, struct qp_scopes *owner, int pid, const char *path,
+		   const struct qp_elf_probes *elf, struct qp_scope_link ***links, size_t *nlinks, char *err,
+		   size_t errlen)
+{
+	size_t k, first = *nlinks;
+	int made = 0, ret;
+
+	for (k = 0; k < elf->nnotes; k++) {
+		const struct qp_usdt_note *nt = &elf->notes[k];
+		LIBBPF_OPTS(bpf_uprobe_opts, opts);
+		struct qp_scope_link *l, **v;
+		uint64_t off, sema;
+
+		if (nt->bad || !nt->sema || strcmp(nt->provider, "qprof") || strcmp(nt->name, "ring_register"))
+			continue;
+		if (file_offset(elf, nt->pc, &off) || file_offset(elf, nt->sema, &sema)) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "%s: qprof:ring_register at 0x%llx is in no loaded segment", path,
+				 (unsigned long long)nt->pc);
+			goto undo;
+		}
+		opts.ref_ctr_offset = (size_t)sema;
+		l = calloc(1, sizeof(*l));
+		v = l ? realloc(*links, (*nlinks + 1) * sizeof(*v)) : NULL;
+		if (!v) {
+			free(l);
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto undo;
+		}
+		*links = v;
+		l->owner = owner; /* whose lock qp_scopes_detach_links takes */
+		l->fd = -1;
+		l->blink = bpf_program__attach_uprobe_opts(g->skel->progs.ring_register, pid, path, (size_t)off,
+							   &opts);
+		if (!l->blink) {
+			ret = -errno;
+			free(l);
+			snprintf(err, errlen, "cannot attach qprof:ring_register in %s: %s", path, strerror(-ret));
+			goto undo;
+		}
+		(*links)[(*nlinks)++] = l;
+		made++;
+	}
+	return made;
+undo:
+	qp_scopes_detach_links(*links + first, *nlinks - first);
+	*nlinks = first;
+	return ret;
+}
+
+static void add_stats(struct scope_stats *to, const struct scope_stats *p)
+{
+	unsigned int b;
+
+	if (!p->count)
+		return;
+	if (!to->count || p->min_ns < to->min_ns)
+		to->min_ns = p->min_ns;
+	if (p->max_ns > to->max_ns)
+		to->max_ns = p->max_ns;
+	to->count += p->count;
+	to->sum_ns += p->sum_ns;
+	for (b = 0; b < QPROF_HIST_BUCKETS; b++)
+		to->hist[b] += p->hist[b];
+}
+
+static int cmp_row(const void *a, const void *b)
+{
+	return qp_scope_key_cmp(&((const struct qp_scope_row *)a)->key, &((const struct qp_scope_row *)b)->key);
+}
+
+int qp_ring_merge_rows(struct qp_ring *g, int pid, struct qp_scope_snapshot *snap)
+{
+	size_t n = snap->n, i, kept;
+	int ret;
+
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	ret = qp_ring_agg_rows(&g->agg, pid, &snap->rows, &n);
+	for (i = 0; i < g->npids && !ret; i++) {
+		const struct qp_ring_counts *c = &g->pids[i].c;
+
+		if (pid > 0 && g->pids[i].pid != (uint32_t)pid)
+			continue;
+		snap->counters[QPROF_CNT_DROP_NO_ENTER] += c->no_enter;
+		snap->counters[QPROF_CNT_DROP_OUT_OF_ORDER] += c->out_of_order;
+		snap->counters[QPROF_CNT_DROP_TOO_DEEP] += c->too_deep;
+		snap->counters[QPROF_CNT_DROP_THREAD_EXIT] += c->thread_exit;
+		snap->counters[QPROF_CNT_DROP_MAP_FULL] += c->table_full;
+	}
+	pthread_mutex_unlock(&g->lock);
+	if (ret)
+		return ret;
+	if (n == snap->n)
+		return 0;
+	qsort(snap->rows, n, sizeof(*snap->rows), cmp_row);
+	for (i = 0, kept = 0; i < n; i++) {
+		if (kept && !qp_scope_key_cmp(&snap->rows[kept - 1].key, &snap->rows[i].key)) {
+			add_stats(&snap->rows[kept - 1].stats, &snap->rows[i].stats);
+			continue;
+		}
+		if (kept != i)
+			snap->rows[kept] = snap->rows[i];
+		kept++;
+	}
+	snap->n = kept;
+	return 0;
+}
+
+static int cmp_mark(const void *a, const void *b)
+{
+	const struct mark_key *x = &((const struct qp_mark_row *)a)->key;
+	const struct mark_key *y = &((const struct qp_mark_row *)b)->key;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->site < y->site ? -1 : x->site > y->site;
+}
+
+int qp_ring_merge_marks(struct qp_ring *g, int pid, struct qp_mark_row **rows, size_t *n)
+{
+	size_t m = *n, i, kept;
+	int ret;
+
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	ret = qp_ring_agg_marks(&g->agg, pid, rows, &m);
+	pthread_mutex_unlock(&g->lock);
+	if (ret || m == *n)
+		return ret;
+	qsort(*rows, m, sizeof(**rows), cmp_mark);
+	for (i = 0, kept = 0; i < m; i++) {
+		struct qp_mark_row *v = *rows;
+
+		if (kept && !cmp_mark(&v[kept - 1], &v[i])) {
+			v[kept - 1].count += v[i].count;
+			if (v[i].last_ns > v[kept - 1].last_ns)
+				v[kept - 1].last_ns = v[i].last_ns;
+			continue;
+		}
+		if (kept != i)
+			v[kept] = v[i];
+		kept++;
+	}
+	*n = kept;
+	return 0;
+}
+
+static int cmp_value(const void *a, const void *b)
+{
+	const struct mark_key *x = &((const struct qp_value_row *)a)->key;
+	const struct mark_key *y = &((const struct qp_value_row *)b)->key;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->site < y->site ? -1 : x->site > y->site;
+}
+
+int qp_ring_merge_values(struct qp_ring *g, int pid, struct qp_value_row **rows, size_t *n)
+{
+	size_t m = *n;
+	int ret;
+
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	ret = qp_ring_agg_values(&g->agg, pid, rows, &m);
+	pthread_mutex_unlock(&g->lock);
+	*n = m; /* rows made before a failure are freed with the rest */
+	/* a pid is on one collector at a time: keys do not repeat */
+	if (!ret && m > 1)
+		qsort(*rows, m, sizeof(**rows), cmp_value);
+	return ret;
+}
+
+bool qp_ring_pid_status(struct qp_ring *g, int pid, struct qp_ring_status *st)
+{
+	bool found = false;
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	if (!g)
+		return false;
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->npids; i++) {
+		if (g->pids[i].pid != (uint32_t)pid)
+			continue;
+		st->c = g->pids[i].c;
+		st->rings = g->pids[i].rings;
+		found = true;
+		break;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return found;
+}
+
+void qp_ring_global_status(struct qp_ring *g, struct qp_ring_global *out)
+{
+	__u32 k = QPROF_RING_CNT_LOST;
+	__u64 lost = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!g)
+		return;
+	bpf_map__lookup_elem(g->skel->maps.ring_counters, &k, sizeof(k), &lost, sizeof(lost), 0);
+	pthread_mutex_lock(&g->lock);
+	*out = g->glob;
+	pthread_mutex_unlock(&g->lock);
+	out->lost = lost;
+}
+
+size_t qp_ring_instances(struct qp_ring *g, int pid, uint64_t *since, struct qp_ring_inst *out,
+			 size_t max, uint64_t *missed)
+{
+	uint64_t s, end;
+	size_t k = 0;
+
+	*missed = 0;
+	if (!g || !g->agg.ninst)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	end = g->agg.inst_seq;
+	s = *since;
+	if (end > g->agg.ninst && s < end - g->agg.ninst) {
+		*missed = end - g->agg.ninst - s;
+		s = end - g->agg.ninst;
+	}
+	for (; s < end && k < max; s++) {
+		const struct qp_ring_inst *in = &g->agg.inst[s % g->agg.ninst];
+
+		if (pid > 0 && in->pid != (uint32_t)pid)
+			continue;
+		out[k++] = *in;
+	}
+	*since = s;
+	pthread_mutex_unlock(&g->lock);
+	return k;
+}

@@ -1,0 +1,57 @@
+/* target_ring.c - which scope collector times a pid target, file by file:
+ * the ring collector for files of marker ABI 2 when the target asked for it
+ * (or qprofd --ring made it the default), the BPF collector otherwise, with
+ * a note saying why when the ring was asked for. Logs stay on the BPF
+ * program either way (the ring carries scopes, marks and values). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "collect_scopes.h"
+#include "log.h"
+#include "ring_collect.h"
+#include "targets.h"
+
+bool qp_target_wants_ring(const struct qp_registry *r, const struct qp_attach_extra *extra)
+{
+	if (extra && extra->collector != QP_COLLECTOR_DEFAULT)
+		return extra->collector == QP_COLLECTOR_RING;
+	return r->ring_default;
+}
+
+int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const char *path,
+			    const struct qp_module *mod, uint64_t epoch, bool ring, char *err, size_t errlen)
+{
+	size_t first = t->nlinks;
+	int ret, more;
+
+	if (ring && r->ring && qp_ring_capable(mod->elf)) {
+		ret = qp_ring_watch(r->ring, t->pid);
+		if (ret) {
+			snprintf(err, errlen, "the ring collector takes no more targets: %s", strerror(-ret));
+			return ret;
+		}
+		ret = qp_ring_attach(r->ring, r->scopes, t->pid, path, mod->elf, &t->links, &t->nlinks, err, errlen);
+		if (ret < 0)
+			return ret;
+		more = qp_scopes_attach_some(r->scopes, t->pid, path, mod->elf, epoch, QP_PROBES_LOGS | QP_PROBES_ASYNC,
+					     &t->links, &t->nlinks, err, errlen);
+		if (more < 0) {
+			qp_scopes_detach_links(t->links + first, t->nlinks - first);
+			t->nlinks = first;
+			return more;
+		}
+		t->ring = r->ring;
+		return ret + more;
+	}
+	if (ring && !t->collector_note[0]) {
+		if (!r->ring)
+			snprintf(t->collector_note, sizeof(t->collector_note),
+				 "the ring collector could not start: BPF collector");
+		else
+			snprintf(t->collector_note, sizeof(t->collector_note),
+				 "%s has markers of ABI 1 (no qprof:ring_register; rebuild with this "
+				 "qprof.h): BPF collector", mod->path);
+		qp_info("pid %d: %s", t->pid, t->collector_note);
+	}
+	return qp_scopes_attach(r->scopes, t->pid, path, mod->elf, epoch, &t->links, &t->nlinks, err, errlen);
+}

@@ -1,0 +1,290 @@
+/* ring.h - the ring fast path of the qprof markers (marker ABI 2), included
+ * by qprof.h; not meant to be included alone.
+ *
+ * While qprofd's uprobe on the probe qprof:ring_register is attached, the
+ * kernel raises that probe's USDT semaphore, qprof_ring_semaphore (one per
+ * module: executable or shared library). Every marker tests it; while it is
+ * zero that test is all a marker adds to its nop5 (a compare and a branch).
+ * While it is raised, a marker writes a 16-byte record into its thread's
+ * ring, in the program's own memory, with no system call and no lock. A
+ * thread's first record takes the cold path: it takes a ring from the
+ * module's free list or maps one (mmap, no malloc) and announces it through
+ * ring_register (arg 1 the ring's address, arg 2 its size in bytes). A pthread
+ * key destructor gives the ring of an exiting thread back to the free list,
+ * so a process has as many rings as it ever had threads alive at once.
+ *
+ * The layout below is a contract with qprofd, which reads the rings with
+ * process_vm_readv (daemon/collect/ring_*.c). Little-endian, x86-64.
+ *
+ *   offset 0   struct qprof_ring       the header, 64 bytes
+ *   offset 64  struct qprof_ring_rec   rec[nrec], nrec a power of two
+ *
+ * Record i (i counts every record the ring ever took) is at rec[i & (nrec -
+ * 1)]. The writer fills the record, then stores head = i + 1 with release
+ * order: a reader that read head = h may read records i < h, and records it
+ * read are whole unless the writer lapped it meanwhile, which a second read
+ * of head tells (records i <= head2 - nrec may have been overwritten).
+ *
+ * A record is {ts, word}: ts the time stamp counter (rdtsc) on x86, else
+ * CLOCK_MONOTONIC ns (header flag QPROF_RING_F_MONO); word the site
+ * descriptor's address (8-aligned) or'ed with the record kind (low 3 bits).
+ * A kind with an argument (QPROF_REC_VALUE: the double's bits, QPROF_REC_
+ * BEGIN/END: the name literal's address) is followed by one QPROF_REC_ARG
+ * record {argument, QPROF_REC_ARG}; both are published by one head store.
+ * QPROF_REC_THREAD opens the records of a new owner of the ring: word =
+ * generation << 32 | tid << 3 | QPROF_REC_THREAD.
+ */
+#ifndef QPROF_RING_H
+#define QPROF_RING_H
+
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring_layout.h"
+
+/* Strict -std=c11 hides these two names; their Linux values. */
+#ifdef MAP_ANONYMOUS
+#define QPROF__MAP_ANON MAP_ANONYMOUS
+#else
+#define QPROF__MAP_ANON 0x20
+#endif
+
+#define QPROF_RING_BYTES \
+	((uint64_t)QPROF_RING_HDR_SIZE + (uint64_t)QPROF_RING_RECORDS * sizeof(struct qprof_ring_rec))
+/* The thread's ring pointer while it has none and may not take one: its
+ * mmap failed, or its ring went back to the free list at its exit. */
+#define QPROF__RING_NONE ((struct qprof_ring *)1)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Module-wide state (weak + hidden: one per executable or library). */
+__attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigned short qprof_ring_semaphore;
+__attribute__((weak, visibility("hidden"), tls_model("initial-exec"))) __thread struct qprof_ring *qprof__ring_tls;
+__attribute__((weak, visibility("hidden"))) struct qprof_ring *qprof__ring_free;
+__attribute__((weak, visibility("hidden"))) int qprof__ring_lock;
+__attribute__((weak, visibility("hidden"))) pthread_once_t qprof__ring_once = PTHREAD_ONCE_INIT;
+__attribute__((weak, visibility("hidden"))) pthread_key_t qprof__ring_key;
+__attribute__((weak, visibility("hidden"))) int qprof__ring_key_ok;
+#ifdef __cplusplus
+}
+#endif
+
+static inline __attribute__((always_inline)) uint64_t qprof__ring_now(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#else
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+#endif
+}
+
+static inline __attribute__((always_inline)) struct qprof_ring_rec *qprof__ring_slot(struct qprof_ring *r,
+										      uint64_t i)
+{
+	return (struct qprof_ring_rec *)((char *)r + QPROF_RING_HDR_SIZE) + (i & (r->nrec - 1));
+}
+
+static inline uint32_t qprof__gettid(void)
+{
+#if defined(__x86_64__)
+	long t;
+
+	/* the system call itself: syscall(2) is not declared under strict C11 */
+	__asm__ __volatile__("syscall" : "=a"(t) : "0"((long)SYS_gettid) : "rcx", "r11", "memory");
+	return (uint32_t)t;
+#else
+	return (uint32_t)syscall(SYS_gettid);
+#endif
+}
+
+/* The announcement: a USDT probe whose semaphore is the markers' test. On
+ * x86-64 its arguments are in fixed registers (rdi, rsi), so that qprofd
+ * reads them with a plain uprobe program. */
+static __attribute__((noinline, cold, unused)) void qprof__ring_announce(struct qprof_ring *r)
+{
+#if defined(__x86_64__)
+	__asm__ __volatile__(QPROF__NOTE("ring_register", "qprof_ring_semaphore", "8@%%rdi 8@%%rsi")
+			     : : "D"(r), "S"((uint64_t)QPROF_RING_BYTES) : "memory");
+#else
+	QPROF__PROBE2("ring_register", "qprof_ring_semaphore", (const void *)r,
+		      (uint64_t)QPROF_RING_BYTES);
+#endif
+}
+
+static __attribute__((unused)) void qprof__ring_lock_take(void)
+{
+	while (__atomic_exchange_n(&qprof__ring_lock, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&qprof__ring_lock, __ATOMIC_RELAXED))
+			__builtin_ia32_pause();
+}
+
+static __attribute__((unused)) void qprof__ring_lock_drop(void)
+{
+	__atomic_store_n(&qprof__ring_lock, 0, __ATOMIC_RELEASE);
+}
+
+/* The key destructor, at the thread's exit: the ring goes back to the free
+ * list, and the thread writes no more (its later markers, in other
+ * destructors, find QPROF__RING_NONE). */
+static __attribute__((unused)) void qprof__ring_release(void *p)
+{
+	struct qprof_ring *r = (struct qprof_ring *)p;
+
+	qprof__ring_tls = QPROF__RING_NONE;
+	if (!r)
+		return;
+	__atomic_store_n(&r->tid, 0, __ATOMIC_RELAXED);
+	qprof__ring_lock_take();
+	r->next = qprof__ring_free;
+	qprof__ring_free = r;
+	qprof__ring_lock_drop();
+}
+
+static __attribute__((unused)) void qprof__ring_key_init(void)
+{
+	qprof__ring_key_ok = pthread_key_create(&qprof__ring_key, qprof__ring_release) == 0;
+}
+
+/* Cold path, once per thread: a ring from the free list or a new mapping,
+ * a THREAD record, the announcement. NULL when there is none to be had
+ * (the thread then writes nothing, without asking again). */
+static __attribute__((noinline, cold, unused)) struct qprof_ring *qprof__ring_first(void)
+{
+	struct qprof_ring *r;
+	uint64_t h;
+
+	if (qprof__ring_tls == QPROF__RING_NONE)
+		return NULL;
+	qprof__ring_tls = QPROF__RING_NONE;
+	pthread_once(&qprof__ring_once, qprof__ring_key_init);
+	if (!qprof__ring_key_ok)
+		return NULL;
+	qprof__ring_lock_take();
+	r = qprof__ring_free;
+	if (r)
+		qprof__ring_free = r->next;
+	qprof__ring_lock_drop();
+	if (!r) {
+		void *m = mmap(NULL, QPROF_RING_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | QPROF__MAP_ANON,
+			       -1, 0);
+
+		if (m == MAP_FAILED)
+			return NULL;
+		r = (struct qprof_ring *)m;
+		r->magic = QPROF_RING_MAGIC;
+		r->version = QPROF_RING_VERSION;
+		r->rec_size = sizeof(struct qprof_ring_rec);
+		r->nrec = QPROF_RING_RECORDS;
+#if !defined(__x86_64__) && !defined(__i386__)
+		r->flags = QPROF_RING_F_MONO;
+#endif
+	}
+	if (pthread_setspecific(qprof__ring_key, r)) {
+		qprof__ring_release(r);
+		return NULL;
+	}
+	r->next = NULL;
+	r->generation++;
+	r->tid = qprof__gettid();
+	r->depth = 0;
+	h = r->head;
+	qprof__ring_slot(r, h)->ts = qprof__ring_now();
+	qprof__ring_slot(r, h)->word = (r->generation << 32) | ((uint64_t)r->tid << 3) | QPROF_REC_THREAD;
+	__atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
+	qprof__ring_tls = r;
+	qprof__ring_announce(r);
+	return r;
+}
+
+static inline __attribute__((always_inline)) struct qprof_ring *qprof__ring_get(void)
+{
+	struct qprof_ring *r = qprof__ring_tls;
+
+	if (__builtin_expect((uintptr_t)r <= 1, 0))
+		r = qprof__ring_first();
+	return r;
+}
+
+/* Publish records up to H; announce again every QPROF_RING_ANNOUNCE. */
+static inline __attribute__((always_inline)) void qprof__ring_publish(struct qprof_ring *r, uint64_t h)
+{
+	__atomic_store_n(&r->head, h, __ATOMIC_RELEASE);
+	if (__builtin_expect((h & (QPROF_RING_ANNOUNCE - 1)) <= 1, 0))
+		qprof__ring_announce(r);
+}
+
+/* One record: WORD = site | kind; DEPTH the change of open scopes. Only
+ * called while the semaphore is raised. */
+static inline __attribute__((always_inline)) void qprof__ring_put(const void *site, unsigned int kind,
+								   int depth)
+{
+	struct qprof_ring *r = qprof__ring_get();
+	struct qprof_ring_rec *rec;
+	uint64_t h;
+
+	if (!r)
+		return;
+	h = r->head;
+	rec = qprof__ring_slot(r, h);
+	rec->ts = qprof__ring_now();
+	rec->word = (uint64_t)(uintptr_t)site | kind;
+	r->depth += (uint32_t)depth;
+	qprof__ring_publish(r, h + 1);
+}
+
+/* A record and its argument record, published together. */
+static inline __attribute__((always_inline)) void qprof__ring_put2(const void *site, unsigned int kind,
+								    uint64_t arg, int depth)
+{
+	struct qprof_ring *r = qprof__ring_get();
+	struct qprof_ring_rec *rec;
+	uint64_t h;
+
+	if (!r)
+		return;
+	h = r->head;
+	rec = qprof__ring_slot(r, h);
+	rec->ts = qprof__ring_now();
+	rec->word = (uint64_t)(uintptr_t)site | kind;
+	rec = qprof__ring_slot(r, h + 1);
+	rec->ts = arg;
+	rec->word = QPROF_REC_ARG;
+	r->depth += (uint32_t)depth;
+	qprof__ring_publish(r, h + 2);
+}
+
+/* The test every marker makes: on x86 one compare with memory and one
+ * branch (asm goto; the compiler's own test is a load, a test and a branch). */
+#if (defined(__x86_64__) || defined(__i386__)) && !defined(QPROF_NO_ASM_GOTO)
+static inline __attribute__((always_inline)) int qprof__ring_on(void)
+{
+	__asm__ goto("cmpw $0, %0\n\tjne %l[on]" : : "m"(qprof_ring_semaphore) : "cc" : on);
+	return 0;
+on:
+	return 1;
+}
+/* QPROF_VALUE listens to both semaphores: 4 instructions. */
+static inline __attribute__((always_inline)) int qprof__value_on(void)
+{
+	__asm__ goto("cmpw $0, %0\n\tjne %l[on]\n\tcmpw $0, %1\n\tjne %l[on]"
+		     : : "m"(qprof_ring_semaphore), "m"(qprof_value_semaphore) : "cc" : on);
+	return 0;
+on:
+	return 1;
+}
+#define QPROF__RING_ON() __builtin_expect(qprof__ring_on(), 0)
+#define QPROF__VALUE_ON() __builtin_expect(qprof__value_on(), 0)
+#else
+#define QPROF__RING_ON() __builtin_expect(qprof_ring_semaphore != 0, 0)
+#define QPROF__VALUE_ON() \
+	__builtin_expect(qprof_ring_semaphore != 0 || qprof_value_semaphore != 0, 0)
+#endif
+
+#endif /* QPROF_RING_H */

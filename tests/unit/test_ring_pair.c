@@ -1,0 +1,289 @@
+/* test_ring_pair.c - the ring collector's pairing (daemon/collect/ring_pair.c)
+ * on hand-made records, no root: nesting and parents, exact durations, min,
+ * max and histogram; SCOPE_BEGIN/END keyed by the name; every drop reason
+ * (no enter, out of order, too deep, a new thread owner, records lost);
+ * garbage (a lone argument, time going back, a site that is no address, an
+ * argument missing); records before the attach; marks; the flight
+ * recorder; forgetting a process; a full table. */
+#include <stdlib.h>
+#include <string.h>
+#include "collect_scopes.h"
+#include "ring_pair.h"
+#include "testlib.h"
+
+#define A 0x401000ull
+#define B 0x401040ull
+#define C 0x401080ull
+#define NAME 0x402000ull
+#define D 0x500000ull
+
+static struct qprof_ring_rec recs[256];
+static size_t nrecs;
+
+static void put(uint64_t ts, uint64_t site, unsigned kind)
+{
+	recs[nrecs].ts = ts;
+	recs[nrecs++].word = site | kind;
+}
+
+static void put_arg(uint64_t arg)
+{
+	recs[nrecs].ts = arg;
+	recs[nrecs++].word = QPROF_REC_ARG;
+}
+
+/* the clock: ticks are ns, offset 1000 */
+static const struct qp_ring_clock clk = { .tsc0 = 0, .ns0 = 1000, .ns_per_tick = 1.0 };
+
+static const struct scope_stats *row(struct qp_ring_agg *a, uint32_t pid, uint64_t site, uint64_t parent)
+{
+	struct scope_key k = { .tgid = pid, .site = site, .parent = parent };
+	int64_t i = qp_htab_find(&a->rows, &k, sizeof(k));
+
+	return i < 0 ? NULL : qp_htab_value(&a->rows, (size_t)i);
+}
+
+static void feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, struct qp_ring_counts *c, uint64_t min_ts)
+{
+	qp_ring_feed(a, rd, recs, nrecs, &clk, false, min_ts, c);
+	nrecs = 0;
+}
+
+static void test_nesting(void)
+{
+	struct qp_ring_agg a;
+	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_counts c = { 0 };
+	const struct scope_stats *s;
+
+	CHECK_INT(qp_ring_agg_init(&a, 100, 16), 0);
+	put(100, 0, QPROF_REC_THREAD);
+	recs[0].word = (1ull << 32) | (9ull << 3); /* generation 1, tid 9 */
+	put(110, A, QPROF_REC_ENTER);
+	put(120, B, QPROF_REC_ENTER);
+	put(150, B, QPROF_REC_EXIT);	/* B: 30 under A */
+	put(160, B, QPROF_REC_ENTER);
+	put(260, B, QPROF_REC_EXIT);	/* B: 100 under A */
+	put(300, A, QPROF_REC_EXIT);	/* A: 190 at top */
+	put(310, C, QPROF_REC_BEGIN);
+	put_arg(NAME);
+	put(320, A, QPROF_REC_ENTER);
+	put(330, A, QPROF_REC_EXIT);	/* A: 10 under C */
+	put(400, C + 64, QPROF_REC_END);	/* another END site, the same name */
+	put_arg(NAME);			/* C: 90 at top, recorded under the BEGIN site */
+	put(410, A, QPROF_REC_MARK);
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(rd.tid, 9);
+	CHECK_INT(rd.depth, 0);
+	s = row(&a, 7, B, A);
+	CHECK(s != NULL);
+	if (s) {
+		CHECK_INT(s->count, 2);
+		CHECK_INT(s->sum_ns, 130);
+		CHECK_INT(s->min_ns, 30);
+		CHECK_INT(s->max_ns, 100);
+		CHECK_INT(s->hist[qprof_hist_index(30)], 1);
+		CHECK_INT(s->hist[qprof_hist_index(100)], 1);
+	}
+	s = row(&a, 7, A, 0);
+	CHECK(s && s->count == 1 && s->sum_ns == 190);
+	s = row(&a, 7, A, C);
+	CHECK(s && s->count == 1 && s->sum_ns == 10);
+	s = row(&a, 7, C, 0);
+	CHECK(s && s->count == 1 && s->sum_ns == 90);
+	CHECK(row(&a, 7, C + 64, 0) == NULL);
+	CHECK_INT(a.rows.n, 4);
+	CHECK_INT(a.marks.n, 1);
+	CHECK_INT(c.records, 13);
+	CHECK_INT(c.no_enter + c.out_of_order + c.too_deep + c.thread_exit + c.garbage + c.lost, 0);
+	/* the flight recorder: 5 scopes and the mark, in order of their ends */
+	CHECK_INT(a.inst_seq, 6);
+	CHECK_INT(a.inst[0].site, B);
+	CHECK_INT(a.inst[0].parent, A);
+	CHECK_INT(a.inst[0].depth, 1);
+	CHECK_INT(a.inst[0].tid, 9);
+	CHECK_INT(a.inst[0].begin_ns, 1120);	/* ns0 + ticks */
+	CHECK_INT(a.inst[0].end_ns, 1150);
+	CHECK_INT(a.inst[2].site, A);
+	CHECK_INT(a.inst[2].depth, 0);
+	CHECK_INT(a.inst[4].kind, QPROF_REC_END);
+	CHECK_INT(a.inst[5].kind, QPROF_REC_MARK);
+	CHECK_INT(a.inst[5].begin_ns, 1410);
+	/* rows for the model */
+	{
+		struct qp_scope_row *rows = NULL;
+		struct qp_mark_row *marks = NULL;
+		size_t n = 0, m = 0;
+
+		CHECK_INT(qp_ring_agg_rows(&a, 7, &rows, &n), 0);
+		CHECK_INT(n, 4);
+		CHECK_INT(qp_ring_agg_rows(&a, 8, &rows, &n), 0);
+		CHECK_INT(n, 4);
+		CHECK_INT(qp_ring_agg_marks(&a, 0, &marks, &m), 0);
+		CHECK_INT(m, 1);
+		CHECK(m == 1 && marks[0].count == 1 && marks[0].last_ns == 1410 && marks[0].key.site == A);
+		free(rows);
+		free(marks);
+	}
+	CHECK_INT(qp_ring_agg_forget(&a, 7), 0);
+	CHECK_INT(a.rows.n, 0);
+	CHECK_INT(a.marks.n, 0);
+	qp_ring_agg_free(&a);
+}
+
+static void test_drops(void)
+{
+	struct qp_ring_agg a;
+	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_counts c = { 0 };
+	int i;
+
+	qp_ring_agg_init(&a, 100, 0);
+	put(10, A, QPROF_REC_EXIT);	/* no enter */
+	put(20, A, QPROF_REC_ENTER);
+	put(30, B, QPROF_REC_ENTER);	/* never closed */
+	put(40, A, QPROF_REC_EXIT);	/* closes A, skips B */
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(c.no_enter, 1);
+	CHECK_INT(c.out_of_order, 1);
+	CHECK(row(&a, 7, A, 0) && row(&a, 7, A, 0)->sum_ns == 20);
+	CHECK(row(&a, 7, B, A) == NULL);
+
+	/* 40 deep: 32 kept, 8 counted, all exits consumed */
+	for (i = 0; i < 40; i++)
+		put(100 + i, D + 64 * (uint64_t)i, QPROF_REC_ENTER);
+	for (i = 39; i >= 0; i--)
+		put(200 + (39 - i), D + 64 * (uint64_t)i, QPROF_REC_EXIT);
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(c.too_deep, 8);
+	CHECK_INT(rd.depth, 0);
+	CHECK_INT(c.no_enter, 1);
+	CHECK(row(&a, 7, D + 64 * 31, D + 64 * 30) != NULL);
+	CHECK(row(&a, 7, D + 64 * 32, D + 64 * 31) == NULL);
+
+	/* a new owner with a scope open: thread_exit */
+	put(300, A, QPROF_REC_ENTER);
+	put(310, (2ull << 32) | (11ull << 3), QPROF_REC_THREAD);
+	put(320, A, QPROF_REC_EXIT);
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(c.thread_exit, 1);
+	CHECK_INT(c.no_enter, 2);
+	CHECK_INT(rd.tid, 11);
+
+	/* records lost with a scope open: its exit never pairs with a later enter */
+	put(400, A, QPROF_REC_ENTER);
+	feed(&a, &rd, &c, 0);
+	qp_ring_gap(&rd, 5, &c);
+	CHECK_INT(c.lost, 5);
+	CHECK_INT(c.after_loss, 1);
+	put(500, A, QPROF_REC_EXIT);
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(c.no_enter, 3);
+	CHECK_INT(row(&a, 7, A, 0)->count, 1); /* still only the first */
+	qp_ring_agg_free(&a);
+}
+
+static void test_garbage(void)
+{
+	struct qp_ring_agg a;
+	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_counts c = { 0 };
+
+	qp_ring_agg_init(&a, 3, 4);
+	put_arg(123);			/* a lone argument (its record lapped) */
+	put(100, A, QPROF_REC_ENTER);
+	put(90, A, QPROF_REC_EXIT);	/* time going back: garbage, the stack reset */
+	put(110, 0, QPROF_REC_ENTER);	/* no site */
+	put(120, 1ull << 50, QPROF_REC_ENTER); /* no user address */
+	put(130, C, QPROF_REC_BEGIN);	/* no argument after it */
+	put(140, A, QPROF_REC_MARK);
+	put(150, C, QPROF_REC_VALUE);	/* an argument of the wrong shape */
+	recs[nrecs].ts = 5;
+	recs[nrecs++].word = 0x1000 | QPROF_REC_ARG;
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(c.garbage, 7);
+	CHECK_INT(c.after_loss, 1);
+	CHECK_INT(a.rows.n, 0);
+	CHECK_INT(a.marks.n, 1);
+
+	rd.last_ts = 0;
+	put(500, B, QPROF_REC_ENTER);	/* before the attach (min_ts 1000): skipped, counted */
+	put(600, B, QPROF_REC_EXIT);
+	put(1500, A, QPROF_REC_ENTER);
+	put(1600, A, QPROF_REC_EXIT);
+	put(1700, B, QPROF_REC_ENTER);
+	put(1800, B, QPROF_REC_EXIT);
+	put(1900, C, QPROF_REC_ENTER);
+	put(2000, C, QPROF_REC_EXIT);	/* a fourth aggregate: max_rows 3 */
+	feed(&a, &rd, &c, 1000);
+	CHECK_INT(c.before_attach, 2);
+	CHECK_INT(a.rows.n, 2);
+	CHECK_INT(c.table_full, 1);
+	/* the flight recorder wraps: 4 kept of the 4 instances (mark, A, B, C) */
+	CHECK_INT(a.inst_seq, 4);
+	CHECK_INT(a.inst[3].site, C);
+	qp_ring_agg_free(&a);
+}
+
+static uint64_t bits_of(double d)
+{
+	uint64_t b;
+
+	memcpy(&b, &d, sizeof(b));
+	return b;
+}
+
+static void test_values(void)
+{
+	struct qp_ring_agg a;
+	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_counts c = { 0 };
+	struct qp_value_row *rows = NULL;
+	size_t n = 0;
+
+	qp_ring_agg_init(&a, 100, 8);
+	put(10, A, QPROF_REC_VALUE);
+	put_arg(bits_of(2.0));
+	put(20, A, QPROF_REC_VALUE);
+	put_arg(bits_of(-3.0));
+	put(30, A, QPROF_REC_VALUE);
+	put_arg(bits_of(2.0));
+	put(40, A, QPROF_REC_VALUE);
+	put_arg(bits_of(__builtin_inf()));
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(a.inst_seq, 4);	/* the flight recorder has the values */
+	CHECK_INT(a.inst[1].kind, QPROF_REC_VALUE);
+	CHECK_INT(a.inst[1].arg, bits_of(-3.0));
+	CHECK_INT(a.inst[1].begin_ns, 1020);
+	CHECK_INT(qp_ring_agg_values(&a, 7, &rows, &n), 0);
+	CHECK_INT(n, 1);
+	if (n == 1) {
+		CHECK_INT(rows[0].st.count, 3);
+		CHECK_INT(rows[0].st.pos_inf, 1);
+		CHECK_INT(rows[0].st.min_key, ~bits_of(-3.0));
+		CHECK_INT(rows[0].st.max_key, bits_of(2.0) | (1ULL << 63));
+		CHECK_INT(rows[0].st.last_bits, bits_of(__builtin_inf()));
+		CHECK_INT(rows[0].st.last_ns, 1040);
+		CHECK_INT(rows[0].nbuckets, 2);	/* -3 and 2, sorted by order key */
+		CHECK(rows[0].nbuckets == 2 && rows[0].buckets[0].count == 1 && rows[0].buckets[1].count == 2);
+		CHECK(rows[0].nbuckets == 2 &&
+		      rows[0].buckets[1].bucket == (bits_of(2.0) | (1ULL << 63)) >> QPROF_VALUE_BUCKET_SHIFT);
+		free(rows[0].buckets);
+	}
+	free(rows);
+	rows = NULL;
+	n = 0;
+	CHECK_INT(qp_ring_agg_values(&a, 9, &rows, &n), 0);
+	CHECK_INT(n, 0);
+	free(rows);
+	qp_ring_agg_free(&a);
+}
+
+int main(void)
+{
+	test_values();
+	test_nesting();
+	test_drops();
+	test_garbage();
+	return test_done("ring_pair");
+}

@@ -1,0 +1,20 @@
+# Marker ABI 2, the ring fast path (include/qprof/ring.h), in process: the
+# records a known sequence writes, rings reused across 10 000 threads (C and
+# C++), and the detached cost counted by callgrind.
+foreach(lang c cxx)
+  if(lang STREQUAL "c")
+    set(src ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_abi.c)
+  else()
+    set(src ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_abi_cxx.cpp)
+  endif()
+  add_executable(test_ring_abi_${lang} ${src})
+  target_include_directories(test_ring_abi_${lang} PRIVATE ${PROJECT_SOURCE_DIR}/include
+    ${CMAKE_CURRENT_SOURCE_DIR})
+  target_compile_options(test_ring_abi_${lang} PRIVATE -O2)
+  target_link_libraries(test_ring_abi_${lang} Threads::Threads m)
+  add_test(NAME unit_ring_abi_${lang} COMMAND test_ring_abi_${lang})
+endforeach()
+
+add_test(NAME unit_ring_idle_cost COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_idle.sh
+  ${PROJECT_BINARY_DIR}/bench)
+set_tests_properties(unit_ring_idle_cost PROPERTIES SKIP_RETURN_CODE 77)
