@@ -41,6 +41,10 @@ struct qp_scopes {
 	struct scope_chunk_key *keys;
 	size_t nkeys, capkeys;
 	int keys_err;			/* -ENOMEM while draining: read all */
+	/* the keys the last poll drained, read again by this one: see
+	 * qp_keys_carry in scope_poll.c */
+	void *carry;
+	size_t ncarry;
 	uint64_t dirty_lost_seen;	/* QPROF_CNT_DIRTY_LOST at the last poll */
 	__u64 *percpu;			/* one counter's values, ncpus of them */
 	struct qp_scope_poll_stats poll;
@@ -50,6 +54,8 @@ struct qp_scopes {
 	struct value_bucket_key *vkeys;
 	size_t nvkeys, capvkeys;
 	int vkeys_err;
+	void *vcarry;
+	size_t nvcarry;
 	uint64_t vdirty_lost_seen;
 };
 
@@ -62,6 +68,16 @@ struct qp_scope_link {
 	int *specs;
 	size_t nspecs;
 };
+
+/* scope_poll.c: a poll drains the keys of the chunks hit since the
+ * generation changed, and copies those chunks. A key queued just after this
+ * poll's generation change may be drained by this very poll; the hits of
+ * that generation that come after it queue nothing (their chunk is marked
+ * already), so the next poll must read that chunk again. Hence each poll
+ * reads the keys it drained (*KEYS, *N of them, KSZ bytes each, capacity
+ * *CAP) and the ones the poll before drained (*CARRY, *NCARRY), which are
+ * then replaced by this poll's. 0, or -ENOMEM (then read everything). */
+int qp_keys_carry(void **keys, size_t *n, size_t *cap, void **carry, size_t *ncarry, size_t ksz);
 
 /* scope_poll.c: the ring of dirty keys made (0 or -errno) and freed;
  * one poll (S->poll_lock held): the chunks hit since the last poll into the

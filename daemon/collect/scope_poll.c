@@ -34,6 +34,36 @@ static int on_dirty(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+int qp_keys_carry(void **keys, size_t *n, size_t *cap, void **carry, size_t *ncarry, size_t ksz)
+{
+	size_t drained = *n, old = *ncarry;
+	void *fresh = NULL;
+
+	if (drained) {
+		fresh = malloc(drained * ksz);
+		if (!fresh)
+			return -ENOMEM;
+		memcpy(fresh, *keys, drained * ksz);
+	}
+	if (old && drained + old > *cap) {
+		void *k = realloc(*keys, (drained + old) * ksz);
+
+		if (!k) {
+			free(fresh);
+			return -ENOMEM;
+		}
+		*keys = k;
+		*cap = drained + old;
+	}
+	if (old)
+		memcpy((char *)*keys + drained * ksz, *carry, old * ksz);
+	free(*carry);
+	*carry = fresh;
+	*ncarry = drained;
+	*n = drained + old;
+	return 0;
+}
+
 int qp_scope_poll_init(struct qp_scopes *s)
 {
 	s->percpu = calloc((size_t)s->ncpus, sizeof(*s->percpu));
@@ -48,6 +78,7 @@ void qp_scope_poll_fini(struct qp_scopes *s)
 	ring_buffer__free(s->dirty);
 	s->dirty = NULL;
 	free(s->keys);
+	free(s->carry);
 	s->keys = NULL;
 	s->nkeys = s->capkeys = 0;
 	free(s->percpu);
@@ -158,9 +189,14 @@ int qp_scope_poll(struct qp_scopes *s, uint64_t *counters)
 	s->keys_err = 0;
 	if (ring_buffer__consume(s->dirty) < 0)
 		s->keys_err = -EIO;
+	if (!s->keys_err)
+		s->keys_err = qp_keys_carry((void **)&s->keys, &s->nkeys, &s->capkeys, &s->carry, &s->ncarry,
+					    sizeof(*s->keys));
 	read_counters(s, counters);
 	all = s->keys_err || counters[QPROF_CNT_DIRTY_LOST] != s->dirty_lost_seen;
 	s->dirty_lost_seen = counters[QPROF_CNT_DIRTY_LOST];
+	if (s->keys_err)	/* the keys drained now are not carried: next time, all again */
+		s->dirty_lost_seen = UINT64_MAX;
 	if (all) {
 		s->poll.full_scans++;
 		for (m = 0; m < 2 && !ret; m++)

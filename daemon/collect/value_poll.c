@@ -45,6 +45,7 @@ void qp_value_poll_fini(struct qp_scopes *s)
 	ring_buffer__free(s->vdirty);
 	s->vdirty = NULL;
 	free(s->vkeys);
+	free(s->vcarry);
 	s->vkeys = NULL;
 	s->nvkeys = s->capvkeys = 0;
 	qp_htab_free(&s->vbuckets);
@@ -126,9 +127,12 @@ int qp_value_poll(struct qp_scopes *s)
 	s->vkeys_err = 0;
 	if (ring_buffer__consume(s->vdirty) < 0)
 		s->vkeys_err = -EIO;
+	if (!s->vkeys_err)	/* and those the poll before drained: see qp_keys_carry */
+		s->vkeys_err = qp_keys_carry((void **)&s->vkeys, &s->nvkeys, &s->capvkeys, &s->vcarry,
+					     &s->nvcarry, sizeof(*s->vkeys));
 	lost = qp_scopes_counter(s, QPROF_CNT_VALUE_DIRTY_LOST);
 	if (s->vkeys_err || lost != s->vdirty_lost_seen) {
-		s->vdirty_lost_seen = lost;
+		s->vdirty_lost_seen = s->vkeys_err ? UINT64_MAX : lost;	/* not carried: all again */
 		ret = scan_all(s, fd);
 	} else {
 		for (i = 0; i < s->nvkeys && !ret; i++) {
