@@ -77,12 +77,16 @@ try:
         r = rows[("outer", None)]
         t.eq(r["file"].endswith("scope_target.c"), True, "outer file")
         t.eq(r["function"], "nested_thread", "outer function")
-        t.check(r["p50_ns"] >= 100000, "outer p50 >= its 100 us busy wait")
+        # the probes' cost is subtracted (calibration) and a percentile is
+        # given within its bucket (1/32 wide): a busy wait of 100 us may show
+        # a little less
+        t.check(r["p50_ns"] >= 100000 * (1 - 1 / 32), f"outer p50 {r['p50_ns']} >= its 100 us busy wait - 1/32")
         # busy waits: a right-skewed distribution whose median is below the mean
         t.check(r["p50_ns"] <= 1.05 * mine["outer_mean"], "outer p50 at most the measured mean + 5%")
     if ("slow_function", None) in rows:
         p50 = rows[("slow_function", None)]["p50_ns"]
-        t.check(300000 <= p50 <= 1.05 * mine["func_mean"], f"slow_function p50 {p50} in [300 us, mean + 5%]")
+        t.check(300000 * (1 - 1 / 32) <= p50 <= 1.05 * mine["func_mean"],
+                f"slow_function p50 {p50} in [300 us - 1/32, mean + 5%]")
 
     st, status = d.get("/api/status")
     t.eq(status["scopes"]["events"], 2 * ITERS * 3 + 2 * (ITERS // 10), "events counted")
