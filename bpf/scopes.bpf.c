@@ -614,3 +614,13 @@ int BPF_PROG(thread_exit)
 	begins_clear(st);
 	return 0;
 }
+
+/* Tests only (unit_scope_poll_race): one call of record() with the given
+ * arguments, run by BPF_PROG_TEST_RUN so that a test can place a hit at an
+ * exact point between two polls. qprofd does not load it (autoload off
+ * unless QPROF_TEST_PROGS=1, collect_scopes.c). */
+SEC("syscall")
+int test_record(struct qp_test_record *a)
+{
+	return record(a->tgid, a->site, a->parent, a->dur);
+}

@@ -58,6 +58,17 @@ struct scope_stats {
  * and the daemon keeps and sums both. */
 #define QPROF_CHUNK_MORE (1u << 31)
 
+/* The arguments of the test program `test_record` (scopes.bpf.c): one
+ * duration DUR of SITE under PARENT in process TGID, as a scope exit would
+ * record it. Tests only. */
+struct qp_test_record {
+	__u32 tgid;
+	__u32 pad;
+	__u64 site;
+	__u64 parent;
+	__u64 dur;
+};
+
 struct scope_chunk_key {
 	__u32 tgid;
 	__u32 chunk;	/* histogram index >> QPROF_HIST_SUB_BITS: 0..QPROF_CHUNKS-1 */

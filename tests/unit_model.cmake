@@ -45,3 +45,19 @@ add_executable(test_ring_pair ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_pair.c
 target_include_directories(test_ring_pair PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_ring_pair qprof_common m)
 add_test(NAME unit_ring_pair COMMAND test_ring_pair)
+
+# The poll's race of issue 14, placed exactly: the real record() run by
+# BPF_PROG_TEST_RUN between a poll's generation change and its drain, the
+# real poll (scope_poll.c). Needs root and BPF (77 without).
+add_executable(test_scope_poll_race ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_poll_race.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/collect_scopes.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/scope_poll.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/value_poll.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/collect_spans.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_collect.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_query.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/collect_attach.c)
+target_link_libraries(test_scope_poll_race qprof_common scopes_skel PkgConfig::LIBBPF Threads::Threads m)
+add_test(NAME integration_scope_poll_race COMMAND test_scope_poll_race)
+set_tests_properties(integration_scope_poll_race PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)

@@ -120,6 +120,9 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		if (env && *env)	/* the test setting: the value ring as small */
 			bpf_map__set_max_entries(s->skel->maps.value_dirty, sz.dirty_bytes);
 		bpf_map__set_max_entries(s->skel->maps.span_pending, (__u32)s->span_capacity);
+		/* the test program (tests/unit/test_scope_poll_race.c) only on demand */
+		tenv = getenv("QPROF_TEST_PROGS");
+		bpf_program__set_autoload(s->skel->progs.test_record, tenv && !strcmp(tenv, "1"));
 		if (s->multi) {
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_enter, ATTACH_UPROBE_MULTI);
 			bpf_program__set_expected_attach_type(s->skel->progs.scope_exit, ATTACH_UPROBE_MULTI);
