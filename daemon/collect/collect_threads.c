@@ -186,7 +186,7 @@ static void take(struct qp_thread_stack *s, const struct qp_thread_rec *r, int p
 }
 
 int qp_threads_stacks(struct qp_threads *t, int pid, struct qp_thread_stack **out, size_t *n,
-		      char *err, size_t errlen)
+		      bool *truncated, char *err, size_t errlen)
 {
 	union bpf_iter_link_info linfo;
 	struct bpf_link *link;
@@ -198,6 +198,7 @@ int qp_threads_stacks(struct qp_threads *t, int pid, struct qp_thread_stack **ou
 
 	*out = NULL;
 	*n = 0;
+	*truncated = false;
 	if (pid <= 0 || (kill(pid, 0) && errno == ESRCH)) {
 		snprintf(err, errlen, "no process %d", pid);
 		return -ESRCH;
@@ -247,6 +248,10 @@ int qp_threads_stacks(struct qp_threads *t, int pid, struct qp_thread_stack **ou
 		if (rec->magic != QP_THREAD_MAGIC) {
 			ret = -EPROTO;
 			snprintf(err, errlen, "the thread iterator's records are out of step");
+			break;
+		}
+		if (nv == QP_THREADS_MAX) {
+			*truncated = true;
 			break;
 		}
 		if (nv == cap) {

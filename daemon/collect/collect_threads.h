@@ -36,10 +36,13 @@ struct qp_thread_stack {
 int qp_threads_open(struct qp_threads **out, char *err, size_t errlen);
 void qp_threads_close(struct qp_threads *t);	/* accepts NULL */
 
-/* The threads of process PID, in the kernel's order. *OUT is malloc'd.
- * 0, -ESRCH (no such process), or -errno (ERR says why). */
+#define QP_THREADS_MAX 8192	/* threads read per request; the rest are left out, said so */
+
+/* The threads of process PID, in the kernel's order (at most
+ * QP_THREADS_MAX: *TRUNCATED then). *OUT is malloc'd. 0, -ESRCH (no such
+ * process), or -errno (ERR says why). */
 int qp_threads_stacks(struct qp_threads *t, int pid, struct qp_thread_stack **out, size_t *n,
-		      char *err, size_t errlen);
+		      bool *truncated, char *err, size_t errlen);
 
 /* Unwind a copied user stack by frame pointers (no BPF; unit-tested):
  * IP, SP, BP the saved registers, STACK the LEN bytes copied from SP.

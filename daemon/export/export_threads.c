@@ -15,6 +15,7 @@ void qp_export_threads_json(const struct qp_thread_model *m, struct qp_json *j)
 
 	qp_json_obj_begin(j);
 	qp_json_kv_u64(j, "pid", (uint64_t)m->pid);
+	qp_json_kv_bool(j, "truncated", m->truncated);
 	qp_json_key(j, "threads");
 	qp_json_arr_begin(j);
 	for (i = 0; i < m->n; i++) {
@@ -54,7 +55,7 @@ void qp_export_threads_text(const struct qp_thread_model *m, struct qp_buf *b)
 	size_t i, k;
 
 	qp_buf_printf(b, "Thread stacks of process %d (read without stopping it)\n", m->pid);
-	qp_buf_printf(b, "Total threads: %zu\n", m->n);
+	qp_buf_printf(b, "Total threads: %zu%s\n", m->n, m->truncated ? " (more left out: the first 8192 only)" : "");
 	for (i = 0; i < m->n; i++) {
 		const struct qp_thread_row *r = &m->rows[i];
 

@@ -62,7 +62,7 @@ int qp_thread_model_build(const struct qp_model_src *src, int pid, struct qp_thr
 			 src->threads_error && src->threads_error[0] ? src->threads_error : "not started");
 		return -ENOTSUP;
 	}
-	ret = qp_threads_stacks(src->threads, pid, &v, &n, err, errlen);
+	ret = qp_threads_stacks(src->threads, pid, &v, &n, &out->truncated, err, errlen);
 	if (ret)
 		return ret;
 	out->rows = calloc(n, sizeof(*out->rows));

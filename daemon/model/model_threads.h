@@ -30,6 +30,7 @@ struct qp_thread_row {
 struct qp_thread_model {
 	int pid;
 	size_t n;
+	bool truncated;		/* more threads than QP_THREADS_MAX: the rest left out */
 	struct qp_thread_row *rows;
 };
 
