@@ -24,6 +24,7 @@ static const struct cli_cmd commands[] = {
 	{ "logs", cmd_logs, "QPROF_LOG messages (-f to follow)" },
 	{ "top", cmd_top, "live view: hottest functions and scopes" },
 	{ "trace", cmd_trace, "a timeline of scope instances, marks, values, logs (-o FILE.json)" },
+	{ "threads", cmd_threads, "every thread of a target and its stack, without stopping it" },
 };
 
 static void usage(FILE *f)

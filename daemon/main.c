@@ -19,6 +19,7 @@
 #include <systemd/sd-daemon.h>
 #include "collect_cpu.h"
 #include "collect_scopes.h"
+#include "collect_threads.h"
 #include "symbolize.h"
 #include "http.h"
 #include "http_auth.h"
@@ -397,6 +398,9 @@ int main(int argc, char **argv)
 	if (ret)
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d.cpu_error);
 	d.reg.cpu = d.cpu;
+	/* thread stacks (GET /api/threads): a task iterator, loaded once */
+	if (qp_threads_open(&d.threads, d.threads_error, sizeof(d.threads_error)))
+		qp_warn("thread stacks unavailable: %s", d.threads_error);
 	if (qp_logs_start(&d.logs, qp_scopes_logs_fd(d.scopes), 65536, err, sizeof(err)))
 		qp_warn("QPROF_LOG messages unavailable: %s", err);
 	d.trace_max_events = o.trace_max_events;
@@ -487,6 +491,8 @@ out:
 	qp_tracer_close(d.tracer);	/* no handler is left to end a session */
 	qp_logs_stop(d.logs);
 	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
+	qp_threads_close(d.threads);
+	d.threads = NULL;
 	d.reg.cpu = NULL;
 	qp_symbolizer_free(d.reg.sym);
 	d.reg.sym = NULL;

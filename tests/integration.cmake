@@ -201,3 +201,14 @@ add_test(NAME integration_ring
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:ring_target> $<TARGET_FILE:scope_target_abi1>)
 set_tests_properties(integration_ring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+
+# Every thread's stack without stopping the process (issue 12): three named
+# threads sleeping, waiting on a condition variable and spinning.
+add_executable(threads_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/threads_target.c)
+target_include_directories(threads_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(threads_target PRIVATE -O2 -g -fno-omit-frame-pointer)
+target_link_libraries(threads_target Threads::Threads)
+add_test(NAME integration_threads
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_threads.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:threads_target> $<TARGET_FILE:qprof-cli>)
+set_tests_properties(integration_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)

@@ -26,6 +26,8 @@ void qprofd_model_src(struct qprofd *d, struct qp_model_src *out)
 	out->tracer = d->tracer;
 	out->calib = &d->calib;
 	out->cpu_error = d->cpu_error;
+	out->threads = d->threads;
+	out->threads_error = d->threads_error;
 	out->frequency_hz = d->frequency_hz;
 	out->sample_all = d->sample_all;
 	out->start_ns = d->start_ns;
@@ -191,6 +193,8 @@ static const struct route {
 	{ "/api/logs", qp_route_logs, NULL, NULL, "GET" },
 	{ "/api/report", qp_report_http, NULL, NULL, "GET" },
 	{ "/api/trace", qp_route_trace, NULL, NULL, "GET" },
+	{ "/api/threads", qp_route_threads, NULL, NULL, "GET" },
+	{ "/api/thread/stacks", qp_route_thread_stacks, NULL, NULL, "GET" },
 	{ "/api/cpu/folded", qp_route_cpu_folded, NULL, NULL, "GET" },
 	{ "/api/cpu/flamegraph", qp_route_cpu_flamegraph, NULL, NULL, "GET" },
 	{ "/pprof/profile", qp_route_pprof_profile, NULL, NULL, "GET" },

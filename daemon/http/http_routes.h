@@ -45,6 +45,9 @@ void qp_route_pprof_profile(struct qprofd *d, const struct qp_request *req, stru
 void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 /* http_trace.c: GET /api/trace?pid=&seconds=N (Chrome Trace Event Format) */
 void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+/* http_threads.c */
+void qp_route_threads(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+void qp_route_thread_stacks(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 /* report_http.c: GET /api/report?pid=N, the summary of N's exit report
  * (text/plain), 404 when N has none (yet); without pid=, the list (JSON) */
 void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);

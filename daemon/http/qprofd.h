@@ -14,6 +14,8 @@
 #include "stop.h"
 #include "targets.h"
 
+struct qp_threads;
+
 #define QPROF_VERSION "0.1.0"
 
 struct qprofd {
@@ -25,6 +27,8 @@ struct qprofd {
 	size_t trace_max_events;	/* --trace-max-events */
 	struct qp_calibration calib;	/* measured at start (--no-calibrate: not done) */
 	char cpu_error[256];		/* why, then */
+	struct qp_threads *threads;	/* thread stacks; NULL when the iterator could not load */
+	char threads_error[256];	/* why, then */
 	bool sample_all;
 	uint64_t start_ns;
 	unsigned int frequency_hz;

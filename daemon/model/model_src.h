@@ -14,6 +14,7 @@ struct qp_cpu;
 struct qp_logs;
 struct qp_tracer;
 struct qp_calibration;
+struct qp_threads;
 
 struct qp_model_src {
 	struct qp_registry *reg;
@@ -23,6 +24,8 @@ struct qp_model_src {
 	struct qp_tracer *tracer;	/* NULL when traces could not start */
 	const struct qp_calibration *calib;	/* the probe cost correction */
 	const char *cpu_error;		/* why cpu is NULL */
+	struct qp_threads *threads;	/* thread stacks, NULL when unavailable */
+	const char *threads_error;	/* why threads is NULL */
 	unsigned int frequency_hz;
 	bool sample_all;
 	uint64_t start_ns;		/* CLOCK_MONOTONIC when the daemon started */
