@@ -14,6 +14,8 @@
 #define QP_THREAD_F_USER 1u		/* ip/sp/bp are the user registers */
 #define QP_THREAD_F_KTHREAD 2u		/* no user memory */
 #define QP_THREAD_F_ON_CPU 4u		/* running now: its saved registers are stale */
+#define QP_THREAD_F_SAMPLED 8u		/* taken by thread_sample at a tick of its own CPU time */
+#define QP_THREAD_SAMPLED_MAX 1024	/* running threads sampled at once, all requests */
 
 struct qp_thread_rec {
 	__u32 magic;			/* QP_THREAD_MAGIC */

@@ -11,6 +11,10 @@
 #include <signal.h>
 #include <unistd.h>
 #include <sys/uio.h>
+#include <sys/syscall.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <time.h>
 #include <linux/types.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -21,7 +25,15 @@
 
 struct qp_threads {
 	struct threads *skel;
+	/* one request at a time: the iterator's per-CPU scratch is shared and
+	 * a sleepable program can be preempted by another run of itself. Only
+	 * thread requests take it; each holds it ~ms, at most SAMPLE_WAIT_MS
+	 * more. */
+	pthread_mutex_t lock;
 };
+
+#define SAMPLE_PERIOD_NS 100000	/* a running thread is sampled after 0.1 ms of its CPU time */
+#define SAMPLE_WAIT_MS 50	/* then it is left with its iterator record */
 
 int qp_threads_open(struct qp_threads **out, char *err, size_t errlen)
 {
@@ -45,6 +57,7 @@ int qp_threads_open(struct qp_threads **out, char *err, size_t errlen)
 		free(t);
 		return ret;
 	}
+	pthread_mutex_init(&t->lock, NULL);
 	*out = t;
 	return 0;
 }
@@ -54,6 +67,7 @@ void qp_threads_close(struct qp_threads *t)
 	if (!t)
 		return;
 	threads__destroy(t->skel);
+	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
 
@@ -159,6 +173,7 @@ static void take(struct qp_thread_stack *s, const struct qp_thread_rec *r, int p
 	s->state = r->state;
 	s->kthread = r->flags & QP_THREAD_F_KTHREAD;
 	s->on_cpu = r->flags & QP_THREAD_F_ON_CPU;
+	s->sampled = r->flags & QP_THREAD_F_SAMPLED;
 	nk = r->kstack_bytes > 0 ? (size_t)r->kstack_bytes / 8 : 0;
 	for (i = 0; i < nk && i < QP_THREAD_KFRAMES && r->kstack[i]; i++)
 		s->kernel[s->nkernel++] = r->kstack[i];
@@ -185,8 +200,80 @@ static void take(struct qp_thread_stack *s, const struct qp_thread_rec *r, int p
 	s->nuser = n;
 }
 
-int qp_threads_stacks(struct qp_threads *t, int pid, struct qp_thread_stack **out, size_t *n,
-		      bool *truncated, char *err, size_t errlen)
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The threads of V[] that were running when iterated: a task-clock perf
+ * event on each, whose first tick (SAMPLE_PERIOD_NS of its own CPU time)
+ * takes registers and stack together (thread_sample); what came within
+ * SAMPLE_WAIT_MS replaces the iterator's record. Never stops anything. */
+static void sample_running(struct qp_threads *t, int pid, struct qp_thread_stack *v, size_t nv,
+			   const struct qp_maps *maps, struct qp_thread_rec *rec)
+{
+	int mfd = bpf_map__fd(t->skel->maps.sampled);
+	struct bpf_link **links;
+	size_t i, want = 0, got = 0;
+	uint64_t until;
+
+	links = calloc(nv, sizeof(*links));
+	if (!links)
+		return;
+	for (i = 0; i < nv && want < QP_THREAD_SAMPLED_MAX; i++) {
+		struct perf_event_attr a;
+		__u32 tid = (__u32)v[i].tid;
+		int fd;
+
+		if (!v[i].on_cpu)
+			continue;
+		bpf_map_delete_elem(mfd, &tid);
+		memset(&a, 0, sizeof(a));
+		a.type = PERF_TYPE_SOFTWARE;
+		a.size = sizeof(a);
+		a.config = PERF_COUNT_SW_TASK_CLOCK;
+		a.sample_period = SAMPLE_PERIOD_NS;
+		a.disabled = 1;
+		fd = (int)syscall(__NR_perf_event_open, &a, v[i].tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0)
+			continue;
+		links[i] = bpf_program__attach_perf_event(t->skel->progs.thread_sample, fd);
+		if (!links[i]) {
+			close(fd);
+			continue;
+		}
+		want++;
+	}
+	until = mono_ms() + SAMPLE_WAIT_MS;
+	while (want && got < want && mono_ms() < until) {
+		struct timespec ts = { 0, 2000000 };
+
+		nanosleep(&ts, NULL);
+		for (got = 0, i = 0; i < nv; i++) {
+			__u32 tid = (__u32)v[i].tid;
+
+			if (links[i] && !bpf_map_lookup_elem(mfd, &tid, rec))
+				got++;
+		}
+	}
+	for (i = 0; i < nv; i++) {
+		__u32 tid = (__u32)v[i].tid;
+
+		if (!links[i])
+			continue;
+		bpf_link__destroy(links[i]);	/* closes the perf event too */
+		if (!bpf_map_lookup_elem(mfd, &tid, rec) && rec->magic == QP_THREAD_MAGIC && rec->tid == tid)
+			take(&v[i], rec, pid, maps);
+		bpf_map_delete_elem(mfd, &tid);
+	}
+	free(links);
+}
+
+static int stacks_locked(struct qp_threads *t, int pid, struct qp_thread_stack **out, size_t *n,
+			 bool *truncated, char *err, size_t errlen)
 {
 	union bpf_iter_link_info linfo;
 	struct bpf_link *link;
@@ -267,6 +354,8 @@ int qp_threads_stacks(struct qp_threads *t, int pid, struct qp_thread_stack **ou
 		}
 		take(&v[nv++], rec, pid, &maps);
 	}
+	if (!ret && nv)
+		sample_running(t, pid, v, nv, &maps, rec);
 out:
 	qp_maps_free(&maps);
 	free(rec);
@@ -286,4 +375,15 @@ out:
 	*out = v;
 	*n = nv;
 	return 0;
+}
+
+int qp_threads_stacks(struct qp_threads *t, int pid, struct qp_thread_stack **out, size_t *n,
+		      bool *truncated, char *err, size_t errlen)
+{
+	int ret;
+
+	pthread_mutex_lock(&t->lock);
+	ret = stacks_locked(t, pid, out, n, truncated, err, errlen);
+	pthread_mutex_unlock(&t->lock);
+	return ret;
 }

@@ -30,6 +30,7 @@ void qp_export_threads_json(const struct qp_thread_model *m, struct qp_json *j)
 		qp_json_kv_u64(j, "cpu_ms", r->cpu_ms);
 		qp_json_kv_str(j, "unwind", r->unwind);
 		qp_json_kv_bool(j, "on_cpu", r->on_cpu);
+		qp_json_kv_bool(j, "sampled", r->sampled);
 		qp_json_key(j, "stack");
 		qp_json_arr_begin(j);
 		for (k = 0; k < r->nframes; k++) {
@@ -61,7 +62,9 @@ void qp_export_threads_text(const struct qp_thread_model *m, struct qp_buf *b)
 
 		qp_buf_printf(b, "\nThread %d (%s):\n", r->tid, r->name);
 		qp_buf_printf(b, "  state %c, cpu %" PRIu64 " ms, unwind %s%s, frames %zu\n", r->state, r->cpu_ms,
-			      r->unwind, r->on_cpu ? " (running: user stack as of its last kernel entry)" : "",
+			      r->unwind,
+			      r->sampled ? " (running: sampled at a tick of its own CPU time)" :
+			      r->on_cpu ? " (running: user stack as of its last kernel entry)" : "",
 			      r->nframes);
 		for (k = 0; k < r->nframes; k++)
 			qp_buf_printf(b, "    #%zu %s [%s]\n", k, r->frames[k].name, r->frames[k].module);

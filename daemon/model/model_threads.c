@@ -84,6 +84,7 @@ int qp_thread_model_build(const struct qp_model_src *src, int pid, struct qp_thr
 		task_stat(pid, s->tid, &r->state, &r->cpu_ms);
 		r->unwind = unwind_name(s->unwind);
 		r->on_cpu = s->on_cpu;
+		r->sampled = s->sampled;
 		r->frames = calloc(s->nkernel + s->nuser + 1, sizeof(*r->frames));
 		if (!r->frames) {
 			out->n = i + 1;

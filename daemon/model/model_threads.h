@@ -22,7 +22,10 @@ struct qp_thread_row {
 	char state;		/* /proc's letter: R S D T t Z X I */
 	uint64_t cpu_ms;	/* user + system */
 	const char *unwind;	/* "fp", "fp+scan", "scan", "none" */
-	bool on_cpu;		/* running when read: its user stack is from its last kernel entry */
+	bool on_cpu;		/* running when iterated and not sampled within 50 ms: its user
+				 * stack is from its last kernel entry */
+	bool sampled;		/* running when iterated: registers and stacks taken together
+				 * at a tick of its own CPU time, right after */
 	size_t nframes;		/* kernel frames first (innermost), then user */
 	struct qp_thread_frame *frames;
 };

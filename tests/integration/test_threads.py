@@ -111,6 +111,26 @@ try:
         user = [f for f in r.get("stack", []) if not f["kernel"]]
         t.check(any(f["name"].startswith("start_thread") for f in user),
                 f"{name}'s user stack reaches start_thread: {[f['name'] for f in user]}")
+    # the running thread: registers and stack taken together at a tick of
+    # its own CPU time (within 50 ms), else said to be from its last entry
+    spun = [next((r for r in bd["threads"] if r["name"] == "qt-spinner"), {}) for bd in bodies]
+    nsampled = sum(1 for r in spun if r.get("sampled"))
+    print(f"the spinner was on a CPU when iterated, and sampled, in {nsampled} of {len(spun)} answers"
+          " (else it was preempted: its saved registers match its stack)", flush=True)
+    extra = 0
+    while not nsampled and extra < 50:  # a loaded machine may keep it off the CPUs
+        extra += 1
+        st, bd = d.get(f"/api/threads?pid={pid}")
+        nsampled += sum(1 for r in bd["threads"] if r["name"] == "qt-spinner" and r["sampled"])
+    t.check(nsampled >= 1, f"the running spinner is sampled at a tick of its own CPU time "
+            f"({extra} more requests)")
+    for r in spun:
+        if r.get("sampled"):
+            t.check(any(f["name"].startswith("qt_spinning_here") for f in r["stack"]),
+                    "a sampled spinner's stack names qt_spinning_here")
+    t.check(not any(r.get("sampled") or r.get("on_cpu") for bd in bodies for r in bd["threads"]
+                    if r["name"] in ("qt-sleeper", "qt-waiter")),
+            "sleeping threads are read from their saved registers, never sampled")
     sleeper = rows.get("qt-sleeper", {}).get("stack", [])
     t.check(any(f["kernel"] and "nanosleep" in f["name"] for f in sleeper),
             "the sleeper's kernel stack is in a nanosleep")
