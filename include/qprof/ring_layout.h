@@ -27,9 +27,10 @@
 enum qprof_rec_kind {
 	QPROF_REC_ENTER = 1,	/* QPROF_FUNC/QPROF_SCOPE began */
 	QPROF_REC_EXIT = 2,	/* ... ended */
-	QPROF_REC_BEGIN = 3,	/* QPROF_SCOPE_BEGIN; an ARG record follows (name address) */
-	QPROF_REC_END = 4,	/* QPROF_SCOPE_END; an ARG record follows (name address) */
-	QPROF_REC_MARK = 5,	/* QPROF_MARK */
+	QPROF_REC_BEGIN = 3,	/* QPROF_SCOPE_BEGIN; an ARG record follows (name address);
+				 * QPROF_SPAN_BEGIN: two ARG records follow (name address, id) */
+	QPROF_REC_END = 4,	/* QPROF_SCOPE_END, QPROF_SPAN_END: as QPROF_REC_BEGIN */
+	QPROF_REC_MARK = 5,	/* QPROF_MARK; QPROF_SPAN_STEP when two ARG records follow */
 	QPROF_REC_VALUE = 6,	/* QPROF_VALUE; an ARG record follows (IEEE-754 bits) */
 	QPROF_REC_ARG = 7,	/* the argument of the record before it */
 	QPROF_REC_THREAD = 0,	/* a new owner: generation << 32 | tid << 3 */
