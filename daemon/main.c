@@ -56,6 +56,7 @@ struct options {
 	bool no_multi;
 	bool no_calibrate;
 	unsigned int trace_max_events;
+	unsigned int flight_events;
 	bool ring;
 	int verbose;
 };
@@ -92,6 +93,9 @@ static void usage(FILE *f)
 		"                      subtract it from durations\n"
 		"  --ring              time the scopes of new pid targets with the ring\n"
 		"                      collector (markers of ABI 2; others: BPF, with a note)\n"
+		"  --flight-events N   the ring collector's flight recorder: the last N events\n"
+		"                      of each ring target kept for GET /api/trace without\n"
+		"                      seconds=, 0..16777216 (default 1048576, 48 bytes each)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
@@ -125,7 +129,8 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
-	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING };
+	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
+	       OPT_FLIGHT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -142,6 +147,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "span-timeout-ms", required_argument, NULL, OPT_SPAN_TIMEOUT },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "trace-max-events", required_argument, NULL, OPT_TRACE_MAX },
+		{ "flight-events", required_argument, NULL, OPT_FLIGHT },
 		{ "no-calibrate", no_argument, NULL, OPT_NO_CALIB },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -218,6 +224,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return 2;
 			o->trace_max_events = (unsigned int)v;
 			break;
+		case OPT_FLIGHT:
+			if (parse_uint_opt("--flight-events", optarg, 0, 1 << 24, &v))
+				return 2;
+			o->flight_events = (unsigned int)v;
+			break;
 		case OPT_NO_CALIB:
 			o->no_calibrate = true;
 			break;
@@ -291,7 +302,7 @@ int main(int argc, char **argv)
 {
 	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
-			     .trace_max_events = 1000000 };
+			     .trace_max_events = 1000000, .flight_events = 1u << 20 };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qp_http_policy pol_unix, pol_tcp;
 	struct qp_lifecycle *lc = NULL;
@@ -363,9 +374,14 @@ int main(int argc, char **argv)
 	}
 	qp_registry_init(&d.reg, d.scopes);
 	{
-		/* 1 ms drains; 262,144 instances (~14 MiB) kept for traces */
-		struct qp_ring_opts ro = { .max_rows = o.max_sites, .max_rings = 65536,
-					   .flight = 1 << 18, .period_us = 1000 };
+		/* 1 ms drains; the flight recorder per target, grown as it fills */
+		struct qp_ring_opts ro = {
+			.max_rows = o.max_sites, .max_rings = 65536, .flight = o.flight_events,
+			.period_us = 1000,
+			.span_pending = o.spans.pending ? o.spans.pending : QP_SPAN_PENDING_DEFAULT,
+			.span_timeout_ns = (o.spans.timeout_ms ? o.spans.timeout_ms : QP_SPAN_TIMEOUT_MS_DEFAULT) *
+					   1000000ull,
+		};
 
 		if (qp_ring_open(&ring, &ro, err, sizeof(err)))
 			qp_warn("the ring collector is unavailable: %s", err);

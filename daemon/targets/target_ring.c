@@ -2,7 +2,8 @@
  * the ring collector for files of marker ABI 2 when the target asked for it
  * (or qprofd --ring made it the default), the BPF collector otherwise, with
  * a note saying why when the ring was asked for. Logs stay on the BPF
- * program either way (the ring carries scopes, marks and values). */
+ * program either way (the ring carries scopes, marks, values and, in files
+ * whose markers write them, spans across threads). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,7 +34,9 @@ int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const ch
 		ret = qp_ring_attach(r->ring, r->scopes, t->pid, path, mod->elf, &t->links, &t->nlinks, err, errlen);
 		if (ret < 0)
 			return ret;
-		more = qp_scopes_attach_some(r->scopes, t->pid, path, mod->elf, epoch, QP_PROBES_LOGS | QP_PROBES_ASYNC,
+		/* spans across threads go through the ring where the markers write them */
+		more = qp_scopes_attach_some(r->scopes, t->pid, path, mod->elf, epoch,
+					     QP_PROBES_LOGS | (qp_ring_spans_capable(mod->elf) ? 0 : QP_PROBES_ASYNC),
 					     &t->links, &t->nlinks, err, errlen);
 		if (more < 0) {
 			qp_scopes_detach_links(t->links + first, t->nlinks - first);
