@@ -67,6 +67,8 @@ try:
         st, status = d.get("/api/status")
         tg = [x for x in status["targets"] if x["pid"] == prog.pid]
         t.check(tg and tg[0]["collector"] == "ring", f"the ring collector times it: {tg}")
+        # through the ring, not BPF: 500 x (2 block scopes x 2 records + 3 span markers x 3 records)
+        t.eq(tg[0]["ring"]["records"] if tg else None, 500 * (2 * 2 + 3 * 3), "ring records read")
     rows = rows_of(d, prog.pid)
     by = {(r["kind"], r["name"], r["parent"]): r for r in rows}
     rt = by.get(("async_span", "order_rt", None))
