@@ -270,6 +270,18 @@ static void raise_fd_limit(void)
 }
 
 /* The registry's report callbacks: the exporter, which targets/ may not call. */
+/* Kernel symbols are read on first use (/proc/kallsyms, ~120,000 lines,
+ * hundreds of ms): read them at start, on a thread, so that no report (an
+ * exec'd target waits stopped while its old image's figures are read) and
+ * no request pays for it. */
+static void *warm_kernel_symbols(void *arg)
+{
+	struct qp_sym y;
+
+	qp_sym_kernel(arg, 0, &y);
+	return NULL;
+}
+
 static void *collect_report(void *arg, const struct qp_target *t)
 {
 	struct qprofd *d = arg;
@@ -300,7 +312,10 @@ int main(int argc, char **argv)
 	char *token = NULL;
 	int fd_unix = -1, fd_tcp = -1;
 	char err[512] = "";
-	sigset_t sigs;
+	sigset_t sigs, stop_sigs;
+	struct qp_exec_thread execs = { 0 };
+	pthread_t warm;
+	bool warm_started = false;
 	int ret, tick = 0, exit_code = 1;
 	uint64_t next_poll;
 	size_t i;
@@ -345,7 +360,8 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGRTMIN);	/* the lifecycle thread: an exec is waiting */
+	stop_sigs = sigs;		/* what the main loop waits for */
+	sigaddset(&sigs, SIGRTMIN);	/* the lifecycle thread: an exec is waiting (the exec thread's) */
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -379,6 +395,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "qprofd: out of memory\n");
 		goto out;
 	}
+	warm_started = !pthread_create(&warm, NULL, warm_kernel_symbols, d.reg.sym);
 	/* the report directory, once (after the BPF check, so that a user
 	 * without root hears that first): refused when others could plant in it */
 	ret = qp_report_fs_open(&d.report_fs, o.report_dir, err, sizeof(err));
@@ -387,11 +404,18 @@ int main(int argc, char **argv)
 		exit_code = ret == -EPERM || ret == -ENOTDIR ? 2 : 1;
 		goto out;
 	}
-	/* before any target: their forks and execs are watched from the start */
-	if (qp_lifecycle_open(&lc, pthread_self(), SIGRTMIN, err, sizeof(err)))
+	/* before any target: their forks and execs are watched from the start;
+	 * execs are handled on a thread of their own, at once */
+	ret = qp_exec_thread_start(&execs, &d.reg, SIGRTMIN);
+	if (ret) {
+		fprintf(stderr, "qprofd: cannot start the exec thread: %s\n", strerror(-ret));
+		goto out;
+	}
+	if (qp_lifecycle_open(&lc, execs.tid, SIGRTMIN, err, sizeof(err)))
 		qp_warn("fork and exec of targets are not watched: %s. A target that forks may lose "
 			"children to optimized uprobe sites", err);
 	d.reg.lc = lc;
+	qp_exec_thread_go(&execs);
 	d.sample_all = o.all;
 	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), o.frequency, o.all,
 			  d.cpu_error, sizeof(d.cpu_error));
@@ -457,16 +481,16 @@ int main(int argc, char **argv)
 	for (;;) {
 		uint64_t now = qp_now_ns(), left = next_poll > now ? next_poll - now : 0;
 		struct timespec ts = { (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
-		int sig = sigtimedwait(&sigs, NULL, &ts);
+		int sig = sigtimedwait(&stop_sigs, NULL, &ts);
 
-		if (sig > 0 && sig != SIGRTMIN) {
+		if (sig > 0) {
 			qp_info("signal %d: shutting down", sig);
 			sd_notify(0, "STOPPING=1\nSTATUS=detaching");
 			break;
 		}
 		/* the registry lock is taken inside each step, never across
-		 * the slow ones (a report, a symbolizer refresh) */
-		qp_lifecycle_handle_execs(&d.reg);	/* woken by SIGRTMIN: at once */
+		 * the slow ones (a report, a symbolizer refresh); execs are the
+		 * exec thread's */
 		if (qp_now_ns() < next_poll)
 			continue;
 		next_poll = qp_now_ns() + POLL_MS * 1000000ull;
@@ -494,8 +518,11 @@ out:
 	qp_threads_close(d.threads);
 	d.threads = NULL;
 	d.reg.cpu = NULL;
+	if (warm_started)
+		pthread_join(warm, NULL);
 	qp_symbolizer_free(d.reg.sym);
 	d.reg.sym = NULL;
+	qp_exec_thread_stop(&execs);	/* before the registry and the lifecycle go */
 	qp_registry_destroy(&d.reg);
 	qp_scopes_set_ring(d.scopes, NULL);
 	qp_ring_close(ring);

@@ -85,6 +85,7 @@ struct qp_sym_process {
 	int pid;
 	bool gone;
 	uint64_t last_refresh_ns;
+	uint64_t ticket;	/* of the mappings installed: an older read never replaces them */
 	size_t n;
 	struct symmap *v;	/* sorted by start, not overlapping */
 };
@@ -118,6 +119,7 @@ struct qp_symbolizer {
 	struct symfile *files;
 	struct sym_fileid *ids;
 	struct qp_sym_process *procs;
+	uint64_t tickets;	/* mappings handed in so far (process_set) */
 	struct sym_kernel k;	/* read on first use */
 };
 

@@ -180,6 +180,7 @@ static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, in
 	struct qp_sym_process *p;
 	struct symmap *v = NULL;
 	bool *deleted = NULL, missing = false;
+	uint64_t ticket;
 	size_t i;
 
 	if (!err && !(deleted = calloc(maps.n ? maps.n : 1, sizeof(*deleted)))) {
@@ -198,6 +199,10 @@ static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, in
 		pthread_mutex_unlock(&s->lock);
 		return p ? err : -ENOMEM;
 	}
+	/* mappings handed in later win, whichever finishes its files first
+	 * (a poll's read of a process that exec'd meanwhile is older than
+	 * the exec handler's) */
+	ticket = ++s->tickets;
 	/* an entry is made only with its list: a reader never sees a new
 	 * process without mappings */
 	p = proc_find(s, pid);
@@ -217,10 +222,11 @@ static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, in
 	free(deleted);
 	pthread_mutex_lock(&s->lock);
 	p = proc_get_locked(s, pid);
-	if (p) {
+	if (p && ticket > p->ticket) {
 		free(p->v);
 		p->v = v;
 		p->n = maps.n;
+		p->ticket = ticket;
 		p->gone = false;
 		p->last_refresh_ns = qp_now_ns();
 		v = NULL;

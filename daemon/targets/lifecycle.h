@@ -54,4 +54,21 @@ void qp_lifecycle_figures(struct qp_lifecycle *lc, struct qp_lifecycle_figures *
 /* lifecycle_exec.c: handle the queued execs. r->lock NOT held: taken for
  * each exec, dropped while the old image's report is written. */
 void qp_lifecycle_handle_execs(struct qp_registry *r);
+
+/* The thread that handles execs as soon as the lifecycle thread queues one
+ * (signal SIG, sent to it alone), whatever the poll loop is doing: a
+ * target stopped at its exec waits for this thread only. Start it before
+ * qp_lifecycle_open (which is told its id), then qp_exec_thread_go once
+ * r->lc is set; stop it before the registry goes. */
+struct qp_exec_thread {
+	struct qp_registry *r;
+	pthread_t tid;
+	pthread_mutex_t go;	/* held by the starter until r->lc is set */
+	int sig;
+	int stop;		/* atomic */
+	bool started, held;
+};
+int qp_exec_thread_start(struct qp_exec_thread *x, struct qp_registry *r, int sig);
+void qp_exec_thread_go(struct qp_exec_thread *x);
+void qp_exec_thread_stop(struct qp_exec_thread *x);	/* accepts one never started */
 #endif

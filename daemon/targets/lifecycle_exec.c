@@ -12,9 +12,12 @@
  * per exec, and dropped while the figures are read and the files written
  * (the registry's report callbacks, which main.c sets: targets/ includes no
  * exporter). */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "lifecycle.h"
 #include "log.h"
 #include "procfs.h"
@@ -65,7 +68,7 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct
 	struct qp_target *t = qp_registry_find(r, e->pid), *nt = NULL;
 	char err[512], old_exe[sizeof(t->exe)];
 	struct qp_maps now = { 0 }, libs = { 0 };
-	uint64_t t0, t1, t2;
+	uint64_t td, t0, t1, t2;
 	size_t i;
 	int status;
 	bool by_binary;
@@ -88,7 +91,8 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct
 	if (!by_binary && !qp_maps_read(e->pid, &now))
 		old_files(&t->maps, &now, &libs);
 	qp_maps_free(&now);
-	qp_target_exited(r, t);
+	td = qp_now_ns();
+	qp_target_exited(r, t);	/* its links detached: the old image counts no more */
 	t0 = qp_now_ns();
 	out->figs = qp_target_collect_report(r, t);	/* pinned meanwhile: t stays */
 	t1 = qp_now_ns();
@@ -115,11 +119,12 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct
 	}
 	t2 = qp_now_ns();
 	if (nt)
-		qp_info("pid %d exec'd %s (was %s): attached again (seen after %.1f ms, figures read in %.1f ms, new image in %.1f ms)",
-			e->pid, nt->exe, old_exe, e->ts_ns ? (t0 - e->ts_ns) / 1e6 : 0, (t1 - t0) / 1e6, (t2 - t1) / 1e6);
+		qp_info("pid %d exec'd %s (was %s): attached again (seen after %.1f ms, old image detached in %.1f ms, figures read in %.1f ms, new image in %.1f ms)",
+			e->pid, nt->exe, old_exe, e->ts_ns ? (td - e->ts_ns) / 1e6 : 0, (t0 - td) / 1e6,
+			(t1 - t0) / 1e6, (t2 - t1) / 1e6);
 	else
-		qp_info("pid %d exec'd (was %s): the new image is no target (figures read in %.1f ms)", e->pid,
-			old_exe, (t1 - t0) / 1e6);
+		qp_info("pid %d exec'd (was %s): the new image is no target (seen after %.1f ms, old image detached in %.1f ms, figures read in %.1f ms)",
+			e->pid, old_exe, e->ts_ns ? (td - e->ts_ns) / 1e6 : 0, (t0 - td) / 1e6, (t1 - t0) / 1e6);
 }
 
 void qp_lifecycle_handle_execs(struct qp_registry *r)
@@ -139,4 +144,66 @@ void qp_lifecycle_handle_execs(struct qp_registry *r)
 				qp_registry_emit_report(r, rep.figs, rep.pin);
 		}
 	}
+}
+
+static void *exec_loop(void *arg)
+{
+	struct qp_exec_thread *x = arg;
+	sigset_t w;
+
+	/* until the starter has set r->lc (the mutex orders that write) */
+	pthread_mutex_lock(&x->go);
+	pthread_mutex_unlock(&x->go);
+	sigemptyset(&w);
+	sigaddset(&w, x->sig);
+	while (!__atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) {
+		/* woken by the lifecycle thread; the timeout is a safety net */
+		struct timespec ts = { 0, 200 * 1000000L };
+
+		sigtimedwait(&w, NULL, &ts);
+		qp_lifecycle_handle_execs(x->r);
+	}
+	return NULL;
+}
+
+int qp_exec_thread_start(struct qp_exec_thread *x, struct qp_registry *r, int sig)
+{
+	int ret;
+
+	memset(x, 0, sizeof(*x));
+	x->r = r;
+	x->sig = sig;
+	pthread_mutex_init(&x->go, NULL);
+	pthread_mutex_lock(&x->go);
+	x->held = true;
+	/* SIG is blocked in every thread (main blocks it before any): this
+	 * thread takes it with sigtimedwait */
+	ret = pthread_create(&x->tid, NULL, exec_loop, x);
+	if (ret) {
+		pthread_mutex_unlock(&x->go);
+		x->held = false;
+		return -ret;
+	}
+	x->started = true;
+	return 0;
+}
+
+void qp_exec_thread_go(struct qp_exec_thread *x)
+{
+	if (x->held) {
+		x->held = false;
+		pthread_mutex_unlock(&x->go);
+	}
+}
+
+void qp_exec_thread_stop(struct qp_exec_thread *x)
+{
+	if (!x->started)
+		return;
+	qp_exec_thread_go(x);
+	__atomic_store_n(&x->stop, 1, __ATOMIC_RELEASE);
+	pthread_kill(x->tid, x->sig);
+	pthread_join(x->tid, NULL);
+	x->started = false;
+	pthread_mutex_destroy(&x->go);
 }

@@ -121,6 +121,13 @@ bool qp_pid_alive(int pid)
 	return p[2] != 'Z' && p[2] != 'X' && p[2] != 'x';
 }
 
+uint64_t qp_target_serial(void)
+{
+	static uint64_t last;
+
+	return __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
+}
+
 int qp_target_new(int pid, struct qp_target **out)
 {
 	struct qp_target *t = calloc(1, sizeof(*t));
@@ -128,6 +135,7 @@ int qp_target_new(int pid, struct qp_target **out)
 
 	if (!t)
 		return -ENOMEM;
+	t->serial = qp_target_serial();
 	t->pid = pid;
 	t->pidfd = -1;
 	t->binary = -1;
@@ -413,6 +421,7 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return;
+	t->serial = qp_target_serial();
 	t->pid = pid;
 	t->pidfd = -1;
 	t->binary = p->binary;

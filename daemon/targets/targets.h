@@ -39,6 +39,7 @@ struct qp_resolved {
 };
 
 struct qp_target {
+	uint64_t serial;	/* this record, of all records ever made (an exec makes a new one) */
 	int pid;
 	char comm[32];
 	char exe[4096];
@@ -227,6 +228,8 @@ void qp_target_exited(struct qp_registry *r, struct qp_target *t);
  * --binary, fresh maps; the symbolizer reads the mappings after the lock is
  * dropped. */
 void qp_registry_poll(struct qp_registry *r, bool rescan);
+/* A number no target record had before (thread-safe). */
+uint64_t qp_target_serial(void);
 
 /* The report writer (main.c's), called without r->lock. */
 void qp_registry_set_reporter(struct qp_registry *r, qp_report_collect_fn collect, qp_report_emit_fn emit,

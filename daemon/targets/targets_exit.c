@@ -73,10 +73,25 @@ struct dead_links {
  * (so that a library loaded later resolves). */
 struct fresh_maps {
 	int pid;
+	uint64_t serial;	/* the record read for: an exec handled meanwhile makes another */
 	uint64_t starttime;
 	struct qp_maps maps;
 	bool read;
 };
+
+/* PID's record is still SERIAL (no exec handled since its maps were read;
+ * one handled from here on sets the symbolizer's maps after these). */
+static bool still_record(struct qp_registry *r, int pid, uint64_t serial)
+{
+	struct qp_target *t;
+	bool same;
+
+	pthread_mutex_lock(&r->lock);
+	t = qp_registry_find(r, pid);
+	same = t && t->serial == serial;
+	pthread_mutex_unlock(&r->lock);
+	return same;
+}
 
 void qp_registry_poll(struct qp_registry *r, bool rescan)
 {
@@ -114,6 +129,7 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			qp_target_exited(r, t);
 		} else if (fresh) {
 			fresh[nfresh].pid = t->pid;
+			fresh[nfresh].serial = t->serial;
 			fresh[nfresh++].starttime = t->starttime;
 		}
 	}
@@ -139,10 +155,14 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			struct qp_target *t = qp_registry_find(r, fresh[i].pid);
 			struct qp_maps keep;
 
-			/* the same process, still running: its record takes a copy */
-			if (!fresh[i].read || !t || t->state != QP_TARGET_RUNNING ||
-			    t->starttime != fresh[i].starttime || qp_maps_copy(&fresh[i].maps, &keep))
+			/* the same record of the same process, still running,
+			 * takes a copy; after an exec (handled on its own
+			 * thread meanwhile) the maps may be the old image's */
+			if (!fresh[i].read || !t || t->state != QP_TARGET_RUNNING || t->serial != fresh[i].serial ||
+			    t->starttime != fresh[i].starttime || qp_maps_copy(&fresh[i].maps, &keep)) {
+				fresh[i].read = false;
 				continue;
+			}
 			qp_maps_free(&t->maps);
 			t->maps = keep;
 		}
@@ -152,7 +172,7 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 	/* the symbolizer reads the mappings and any new file (ELF, debug
 	 * files) under its own lock only: nobody waits for the registry */
 	for (i = 0; i < nfresh; i++) {
-		if (fresh[i].read && r->sym)
+		if (fresh[i].read && r->sym && still_record(r, fresh[i].pid, fresh[i].serial))
 			qp_sym_process_set_maps(r->sym, fresh[i].pid, &fresh[i].maps);
 		qp_maps_free(&fresh[i].maps);
 	}
