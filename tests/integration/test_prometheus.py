@@ -270,6 +270,7 @@ try:
     lo, hi = bucket_of(truth)
     t.check(len(r) == 1 and abs(r[0][1] - truth) <= hi - lo + 0.08 * truth,
             f"merged: native p99 {r} vs {truth:.9f}")
+    print(f"merged: Prometheus native p99 {r[0][1] * 1e6 if r else float('nan'):.2f} us")
 
     # the odd name through both parsers, and no pid label unless asked for
     lit = json.dumps(ODD)
