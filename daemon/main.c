@@ -57,6 +57,7 @@ struct options {
 	bool no_calibrate;
 	unsigned int trace_max_events;
 	bool ring;
+	struct qp_metrics_opts metrics;
 	int verbose;
 };
 
@@ -90,6 +91,10 @@ static void usage(FILE *f)
 		"                      the rest are counted as dropped in the trace)\n"
 		"  --no-calibrate      do not measure the probes' own cost at start, nor\n"
 		"                      subtract it from durations\n"
+		"  --metrics-pid-label  give /metrics series a pid label (default: exe, scope,\n"
+		"                      parent, kind only, which survive restarts)\n"
+		"  --metrics-max-sets N  label sets per per-site family of /metrics, 1..1000000\n"
+		"                      (default 1000; the rest are counted as omitted)\n"
 		"  --ring              time the scopes of new pid targets with the ring\n"
 		"                      collector (markers of ABI 2; others: BPF, with a note)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
@@ -125,7 +130,8 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
-	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING };
+	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
+	       OPT_METRICS_PID, OPT_METRICS_SETS };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -143,6 +149,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "trace-max-events", required_argument, NULL, OPT_TRACE_MAX },
 		{ "no-calibrate", no_argument, NULL, OPT_NO_CALIB },
+		{ "metrics-pid-label", no_argument, NULL, OPT_METRICS_PID },
+		{ "metrics-max-sets", required_argument, NULL, OPT_METRICS_SETS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -220,6 +228,14 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_NO_CALIB:
 			o->no_calibrate = true;
+			break;
+		case OPT_METRICS_PID:
+			o->metrics.pid_label = true;
+			break;
+		case OPT_METRICS_SETS:
+			if (parse_uint_opt("--metrics-max-sets", optarg, 1, QP_METRICS_MAX_SETS_LIMIT, &v))
+				return 2;
+			o->metrics.max_sets = (unsigned int)v;
 			break;
 		case OPT_TOKEN:
 			o->token_file = optarg;
@@ -428,6 +444,7 @@ int main(int argc, char **argv)
 	if (qp_logs_start(&d.logs, qp_scopes_logs_fd(d.scopes), 65536, err, sizeof(err)))
 		qp_warn("QPROF_LOG messages unavailable: %s", err);
 	d.trace_max_events = o.trace_max_events;
+	d.metrics = o.metrics;
 	if (qp_tracer_open(&d.tracer, d.scopes, err, sizeof(err)))
 		qp_warn("traces unavailable: %s", err);
 	/* before any target: every duration measured gets the same correction */

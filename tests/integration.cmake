@@ -212,3 +212,14 @@ add_test(NAME integration_threads
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_threads.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:threads_target> $<TARGET_FILE:qprof-cli>)
 set_tests_properties(integration_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+
+# Issue 13: the real Prometheus (Debian's package) scrapes two qprofd over
+# --listen; histogram_quantile agrees with qprofd's p99 and with the merged
+# distribution, classic and native histograms; promtool lints /metrics.
+add_executable(prom_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/prom_target.c)
+target_include_directories(prom_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(prom_target PRIVATE -O2 -g)
+add_test(NAME integration_prometheus
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_prometheus.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:prom_target>)
+set_tests_properties(integration_prometheus PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "collect_calibrate.h"
+#include "export_metrics.h"
 #include "model_src.h"
 #include "report_fs.h"
 #include "stop.h"
@@ -35,6 +36,7 @@ struct qprofd {
 	const char *report_dir;		/* exit reports go here (--report-dir) */
 	struct qp_report_fs report_fs;	/* that directory, opened at start */
 	struct qp_stop stop;		/* set at shutdown: windows and streams end */
+	struct qp_metrics_opts metrics;	/* --metrics-pid-label, --metrics-max-sets */
 };
 
 /* The model's view of D: its registry, collectors, settings, and the stop

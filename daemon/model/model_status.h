@@ -50,6 +50,10 @@ struct qp_status_model {
 	struct qp_calibration calib;
 	unsigned int targets_running, targets_exited;
 	struct {
+		bool ok;		/* read (procfs.h qp_proc_self_usage) */
+		uint64_t rss_bytes, cpu_ns;
+	} self;			/* qprofd's own resident memory and CPU time */
+	struct {
 		bool running;		/* the ring collector started */
 		bool is_default;	/* qprofd --ring */
 		uint64_t announces, not_target, bad, refused, lost, dropped_rings;

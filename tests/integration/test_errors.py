@@ -118,6 +118,8 @@ try:
     # command-line errors
     for args, what in ((["--pid", "abc"], "--pid abc"), (["--pid", "0"], "--pid 0"),
                        (["--frequency", "0"], "--frequency 0"), (["--bogus"], "unknown option"),
+                       (["--metrics-max-sets", "0"], "--metrics-max-sets 0"),
+                       (["--metrics-max-sets", "1000001"], "--metrics-max-sets 1000001"),
                        (["extra"], "stray argument")):
         p = subprocess.run([qprofd, *args], capture_output=True, text=True, timeout=30)
         t.eq(p.returncode, 2, f"qprofd {what} exits 2")
