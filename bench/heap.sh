@@ -51,12 +51,12 @@ start_loop() {
 	started_pids+=("$loop_pid")
 	wait_for_line "$tmp/$1.out" '^ready ' 10 "$loop_pid"
 }
-finish_loop() { # TAG: start, wait, print ns per pair
+finish_loop() { # TAG: start it, wait for it (in this shell: it is our child)
 	touch "$tmp/go"
 	wait "$loop_pid" 2>/dev/null
 	forget "$loop_pid"
-	awk '/^heap_loop/ { print $NF }' "$tmp/$1.out"
 }
+ns_of() { awk '/^heap_loop/ { print $NF }' "$tmp/$1.out"; }
 
 cat >"$tmp/memleak.bt" <<BT
 uprobe:$libc:malloc { @size[tid] = arg0; }
@@ -84,8 +84,9 @@ for ((r = 0; r < REPS; r++)); do
 				{ say "  bpftrace did not attach: $(tail -2 "$tmp/bt$r.out")"; continue; }
 			;;
 		esac
-		v=$(finish_loop "$m.$r")
-		res[$m]="${res[$m]:-} $v"
+		finish_loop
+		v=$(ns_of "$m.$r")
+		[ -n "$v" ] && res[$m]="${res[$m]:-} $v"
 		case $m in
 		qprofd | qprofd-all) stop_qprofd ;;
 		bpftrace) kill -INT "$bt_pid" 2>/dev/null; wait "$bt_pid" 2>/dev/null; forget "$bt_pid" ;;

@@ -160,6 +160,24 @@ static int attach_one(struct qp_heap *h, struct heap_target *t, const char *path
 	return add_link(t, l);
 }
 
+/* glibc's free begins with "test %rdi,%rdi" (48 85 ff), which the kernel
+ * cannot emulate: a uprobe there is single-stepped, many microseconds per
+ * call on a VM. When a conditional jump follows (0f 8x rel32, or 7x rel8),
+ * the probe goes on that jump instead: the kernel emulates branches, the
+ * pointer is still in %rdi, and the jump is an instruction start by
+ * construction. Anything else: the entry itself. */
+static uint64_t free_skip(int fd, uint64_t off)
+{
+	unsigned char b[5];
+
+	if (pread(fd, b, sizeof(b), (off_t)off) != (ssize_t)sizeof(b))
+		return 0;
+	if (b[0] == 0x48 && b[1] == 0x85 && b[2] == 0xff &&
+	    ((b[3] == 0x0f && (b[4] & 0xf0) == 0x80) || (b[3] & 0xf0) == 0x70))
+		return 3;
+	return 0;
+}
+
 /* The entry points of the mapped file M of T's process: attached, and
  * named in T's status. Returns how many, or -errno. */
 static int attach_file(struct qp_heap *h, struct heap_target *t, const struct qp_map *m, char *err,
@@ -184,9 +202,14 @@ static int attach_file(struct qp_heap *h, struct heap_target *t, const struct qp
 	for (i = 0; i < NENTRIES; i++)
 		f[i].name = entries[i].name;
 	n = qp_elf_find_funcs(fd, f, NENTRIES, serr, sizeof(serr));
-	close(fd);
-	if (n <= 0)
+	if (n <= 0) {
+		close(fd);
 		return 0;
+	}
+	for (i = 0; i < NENTRIES; i++)
+		if (entries[i].fn == HEAP_FREE && f[i].offset)
+			f[i].offset += free_skip(fd, f[i].offset);
+	close(fd);
 	/* returns first, then entries: a call is seen only when its return will be */
 	for (int pass = 0; pass < 2; pass++) {
 		for (i = 0; i < NENTRIES; i++) {
