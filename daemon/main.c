@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include <systemd/sd-daemon.h>
 #include "collect_cpu.h"
+#include "collect_heap.h"
 #include "collect_scopes.h"
 #include "collect_threads.h"
 #include "symbolize.h"
@@ -58,6 +59,8 @@ struct options {
 	unsigned int trace_max_events;
 	bool ring;
 	struct qp_metrics_opts metrics;
+	bool heap;
+	struct qp_heap_opts heap_opts;
 	int verbose;
 };
 
@@ -97,6 +100,14 @@ static void usage(FILE *f)
 		"                      (default 1000; the rest are counted as omitted)\n"
 		"  --ring              time the scopes of new pid targets with the ring\n"
 		"                      collector (markers of ABI 2; others: BPF, with a note)\n"
+		"  --heap              profile the heap of every target (else per target:\n"
+		"                      POST /api/targets {\"pid\": N, \"heap\": true})\n"
+		"  --heap-interval B   mean bytes allocated between two heap samples,\n"
+		"                      1..1073741824 (default 524288)\n"
+		"  --heap-live N       sampled allocations live at once, all processes\n"
+		"                      (default 65536; beyond, counted live_full)\n"
+		"  --heap-stacks N     distinct allocation stacks, all processes (default\n"
+		"                      16384; beyond, counted stacks_full)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
@@ -131,7 +142,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
 	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
-	       OPT_METRICS_PID, OPT_METRICS_SETS };
+	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -142,6 +153,10 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
 		{ "ring", no_argument, NULL, OPT_RING },
+		{ "heap", no_argument, NULL, OPT_HEAP },
+		{ "heap-interval", required_argument, NULL, OPT_HEAP_INTERVAL },
+		{ "heap-live", required_argument, NULL, OPT_HEAP_LIVE },
+		{ "heap-stacks", required_argument, NULL, OPT_HEAP_STACKS },
 		{ "report-dir", required_argument, NULL, OPT_REPORT_DIR },
 		{ "max-exited", required_argument, NULL, OPT_MAX_EXITED },
 		{ "span-pending", required_argument, NULL, OPT_SPAN_PENDING },
@@ -205,6 +220,24 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_NO_MULTI:
 			o->no_multi = true;
+			break;
+		case OPT_HEAP:
+			o->heap = true;
+			break;
+		case OPT_HEAP_INTERVAL:
+			if (parse_uint_opt("--heap-interval", optarg, 1, 1 << 30, &v))
+				return 2;
+			o->heap_opts.interval = (uint64_t)v;
+			break;
+		case OPT_HEAP_LIVE:
+			if (parse_uint_opt("--heap-live", optarg, 1, 1 << 24, &v))
+				return 2;
+			o->heap_opts.max_live = (uint32_t)v;
+			break;
+		case OPT_HEAP_STACKS:
+			if (parse_uint_opt("--heap-stacks", optarg, 1, 1 << 22, &v))
+				return 2;
+			o->heap_opts.max_stacks = (uint32_t)v;
 			break;
 		case OPT_MAX_EXITED:
 			if (parse_uint_opt("--max-exited", optarg, 0, 1 << 20, &v))
@@ -319,7 +352,8 @@ int main(int argc, char **argv)
 {
 	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
-			     .trace_max_events = 1000000 };
+			     .trace_max_events = 1000000,
+			     .heap_opts = { .interval = 512 * 1024, .max_live = 65536, .max_stacks = 16384 } };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qp_http_policy pol_unix, pol_tcp;
 	struct qp_lifecycle *lc = NULL;
@@ -441,6 +475,16 @@ int main(int argc, char **argv)
 	/* thread stacks (GET /api/threads): a task iterator, loaded once */
 	if (qp_threads_open(&d.threads, d.threads_error, sizeof(d.threads_error)))
 		qp_warn("thread stacks unavailable: %s", d.threads_error);
+	/* loaded always (a POST may ask for a heap); its tracepoints and
+	 * probes only come with a heap target */
+	d.heap_default = o.heap;
+	if (qp_heap_open(&d.heap, &o.heap_opts, d.heap_error, sizeof(d.heap_error))) {
+		if (o.heap) {
+			fprintf(stderr, "qprofd: --heap: %s\n", d.heap_error);
+			goto out;
+		}
+		qp_warn("heap profiling unavailable: %s", d.heap_error);
+	}
 	if (qp_logs_start(&d.logs, qp_scopes_logs_fd(d.scopes), 65536, err, sizeof(err)))
 		qp_warn("QPROF_LOG messages unavailable: %s", err);
 	d.trace_max_events = o.trace_max_events;
@@ -460,6 +504,10 @@ int main(int argc, char **argv)
 
 		if (qp_registry_add_pid(&d.reg, o.pids[i], NULL, NULL, &status, err, sizeof(err))) {
 			fprintf(stderr, "qprofd: --pid %d: %s\n", o.pids[i], err);
+			goto out;
+		}
+		if (o.heap && qp_heap_attach(d.heap, o.pids[i], NULL, err, sizeof(err))) {
+			fprintf(stderr, "qprofd: --pid %d --heap: %s\n", o.pids[i], err);
 			goto out;
 		}
 	}
@@ -522,6 +570,7 @@ int main(int argc, char **argv)
 		qp_registry_trim(&d.reg, o.max_exited);
 		pthread_mutex_unlock(&d.reg.lock);
 		qp_registry_reap(&d.reg);
+		qp_registry_heap_sync(&d.reg, d.heap, d.heap_default);
 	}
 	exit_code = 0;
 out_http:
@@ -534,6 +583,8 @@ out:
 	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
 	qp_threads_close(d.threads);
 	d.threads = NULL;
+	qp_heap_close(d.heap);	/* its probes, before the targets' */
+	d.heap = NULL;
 	d.reg.cpu = NULL;
 	if (warm_started)
 		pthread_join(warm, NULL);

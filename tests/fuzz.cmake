@@ -60,7 +60,7 @@ if(_qp_nofuzz EQUAL 0)
             ${QP_FUZZ_HTTP_WRAP} -lbpf -ljansson -lelf -lz -lpthread -lm -lstdc++
             -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_http_routes.c ${QP_FUZZ_HTTP_SRC} scopes_skel_gen
-            profile_skel_gen
+            profile_skel_gen heap_skel_gen
     COMMENT "libFuzzer target fuzz_http_routes"
     VERBATIM)
   add_custom_target(fuzz_http_routes_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes)

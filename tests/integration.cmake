@@ -223,3 +223,17 @@ add_test(NAME integration_prometheus
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_prometheus.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:prom_target>)
 set_tests_properties(integration_prometheus PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Heap profiling (issue 12): known allocations, a static binary without symbols.
+add_executable(heap_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/heap_target.c)
+target_include_directories(heap_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(heap_target PRIVATE -O1 -g -fno-inline -fno-omit-frame-pointer)
+add_executable(heap_static ${CMAKE_CURRENT_SOURCE_DIR}/integration/heap_target.c)
+target_include_directories(heap_static PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(heap_static PRIVATE -O1 -fno-inline -fno-omit-frame-pointer)
+target_link_options(heap_static PRIVATE -static -s)
+add_test(NAME integration_heap
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_heap.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:heap_target>
+          $<TARGET_FILE:heap_static>)
+set_tests_properties(integration_heap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -25,3 +25,7 @@ add_executable(test_logs_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_logs_store.
 target_link_libraries(test_logs_store qprof_common PkgConfig::LIBBPF Threads::Threads)
 add_test(NAME unit_logs_store COMMAND test_logs_store)
 set_tests_properties(unit_logs_store PROPERTIES SKIP_RETURN_CODE 77)
+# The heap sampler's rule and its unbiased estimator (bpf/heap.h).
+add_executable(test_heap_math ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_heap_math.c)
+target_link_libraries(test_heap_math qprof_common m)
+add_test(NAME unit_heap_math COMMAND test_heap_math)

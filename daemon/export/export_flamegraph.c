@@ -360,6 +360,7 @@ struct ctx {
 	double plot_w;
 	int base_y;	/* y of the root frame */
 	bool by_module;
+	const char *unit;	/* of the counts: "samples", "bytes" */
 };
 
 /* The frame's label: its name, kernel frames suffixed "_[k]". */
@@ -385,7 +386,7 @@ static void put_frame(struct ctx *c, const struct node *n, double x, double w)
 
 	qp_buf_puts(c->b, "<g class=\"f\"><title>");
 	put_label(c->b, n, (size_t)-1);
-	qp_buf_printf(c->b, " (%" PRIu64 " samples, %.2f%%)</title>", n->total,
+	qp_buf_printf(c->b, " (%" PRIu64 " %s, %.2f%%)</title>", n->total, c->unit,
 		      100.0 * (double)n->total / (double)c->total);
 	qp_buf_printf(c->b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"", x, y, w,
 		      FRAME_H - 1);
@@ -484,10 +485,11 @@ int qp_export_flamegraph(const struct qp_cpu_profile *p, const struct qp_flame_o
 	if (ret)
 		goto out;
 	c.total = t.n[0].total;
+	c.unit = p->unit ? p->unit : "samples";
 	if (o->subtitle) {
 		subtitle = o->subtitle;
 	} else {
-		int n = snprintf(sub, sizeof(sub), "%" PRIu64 " samples", c.total);
+		int n = snprintf(sub, sizeof(sub), "%" PRIu64 " %s", c.total, c.unit);
 
 		if (p->duration_ns && n > 0 && (size_t)n < sizeof(sub))
 			snprintf(sub + n, sizeof(sub) - (size_t)n, " in %.2f s",

@@ -14,7 +14,7 @@
 enum {
 	P_SAMPLE_TYPE = 1, P_SAMPLE = 2, P_MAPPING = 3, P_LOCATION = 4, P_FUNCTION = 5,
 	P_STRING_TABLE = 6, P_TIME_NANOS = 9, P_DURATION_NANOS = 10, P_PERIOD_TYPE = 11,
-	P_PERIOD = 12, P_COMMENT = 13,
+	P_PERIOD = 12, P_COMMENT = 13, P_DEFAULT_SAMPLE_TYPE = 14,
 };
 
 struct enc {
@@ -159,6 +159,15 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	CHECK_IDX(s_kmap = str_get(&e.str, "[kernel.kallsyms]"));
 	if (p->title)
 		CHECK_IDX(s_title = str_get(&e.str, p->title));
+	for (i = 0; i < p->nvalues; i++) {
+		CHECK_IDX(str_get(&e.str, p->value_types[i].type));
+		CHECK_IDX(str_get(&e.str, p->value_types[i].unit));
+	}
+	if (p->nvalues) {
+		CHECK_IDX(str_get(&e.str, p->period_type.type));
+		CHECK_IDX(str_get(&e.str, p->period_type.unit));
+		CHECK_IDX(str_get(&e.str, p->default_type));
+	}
 	for (i = 0; i < p->nsamples; i++) {
 		if (!p->samples[i].count)
 			continue;
@@ -207,8 +216,13 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	}
 
 	/* Pass 2: the message, in field order. */
-	put_value_type(&raw, P_SAMPLE_TYPE, &m, s_samples, s_count);
-	put_value_type(&raw, P_SAMPLE_TYPE, &m, s_cpu, s_ns);
+	if (!p->nvalues) {
+		put_value_type(&raw, P_SAMPLE_TYPE, &m, s_samples, s_count);
+		put_value_type(&raw, P_SAMPLE_TYPE, &m, s_cpu, s_ns);
+	}
+	for (i = 0; i < p->nvalues; i++)
+		put_value_type(&raw, P_SAMPLE_TYPE, &m, str_get(&e.str, p->value_types[i].type),
+			       str_get(&e.str, p->value_types[i].unit));
 	for (i = 0, k = 0; i < p->nsamples; i++) {
 		const struct qp_cpu_sample *s = &p->samples[i];
 
@@ -221,8 +235,13 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		if (ids.len)
 			put_bytes(&m, 1, ids.data, ids.len);
 		vals.len = 0;
-		put_varint(&vals, s->count);
-		put_varint(&vals, s->count * p->period_ns);
+		if (p->nvalues) {
+			for (j = 0; j < p->nvalues; j++)
+				put_varint(&vals, (uint64_t)s->values[j]);
+		} else {
+			put_varint(&vals, s->count);
+			put_varint(&vals, s->count * p->period_ns);
+		}
 		put_bytes(&m, 2, vals.data, vals.len);
 		put_uint(&line, 1, (uint64_t)s_pid); /* label pid = num */
 		put_uint(&line, 3, s->pid);
@@ -277,12 +296,18 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	}
 	put_uint(&raw, P_TIME_NANOS, p->time_ns);
 	put_uint(&raw, P_DURATION_NANOS, p->duration_ns);
-	put_value_type(&raw, P_PERIOD_TYPE, &m, s_cpu, s_ns);
+	if (p->nvalues)
+		put_value_type(&raw, P_PERIOD_TYPE, &m, str_get(&e.str, p->period_type.type),
+			       str_get(&e.str, p->period_type.unit));
+	else
+		put_value_type(&raw, P_PERIOD_TYPE, &m, s_cpu, s_ns);
 	put_uint(&raw, P_PERIOD, p->period_ns);
 	if (s_title) {
 		put_varint(&raw, (uint64_t)P_COMMENT << 3);
 		put_varint(&raw, (uint64_t)s_title);
 	}
+	if (p->nvalues)
+		put_uint(&raw, P_DEFAULT_SAMPLE_TYPE, (uint64_t)str_get(&e.str, p->default_type));
 	if (raw.failed || m.failed || line.failed || ids.failed || vals.failed)
 		ret = -ENOMEM;
 	else

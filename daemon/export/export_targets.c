@@ -15,6 +15,12 @@ static const char *binary_state(enum qp_binary_state s)
 void qp_export_target_json(const struct qp_target_view *t, struct qp_json *j)
 {
 	qp_json_obj_begin(j);
+	qp_export_target_keys(t, j);
+	qp_json_obj_end(j);
+}
+
+void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j)
+{
 	qp_json_kv_i64(j, "pid", t->pid);
 	qp_json_kv_str(j, "comm", t->comm);
 	qp_json_kv_str(j, "exe", t->exe);
@@ -46,7 +52,6 @@ void qp_export_target_json(const struct qp_target_view *t, struct qp_json *j)
 		qp_json_kv_u64(j, "before_attach", c->before_attach);
 		qp_json_obj_end(j);
 	}
-	qp_json_obj_end(j);
 }
 
 void qp_export_binary_json(const struct qp_binary_view *b, struct qp_json *j)

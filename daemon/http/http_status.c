@@ -5,9 +5,11 @@
  * protobuf when the scraper's Accept asks for it). */
 #include <errno.h>
 #include <string.h>
+#include "export_heap.h"
 #include "export_json.h"
 #include "export_metrics.h"
 #include "export_targets.h"
+#include "heap_window.h"
 #include "http_conn.h"
 #include "http_query.h"
 #include "model_scopes.h"
@@ -22,18 +24,25 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	struct qp_status_model m;
 	struct qp_model_src src;
 	struct qp_conns_stats hs;
+	struct qp_heap_status_model hm;
 	struct qp_targets_view tv;
 	struct qp_json j;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
 	qprofd_model_src(d, &src);
+	if (qp_heap_status_build(&src, &hm)) {
+		qp_reply_error(resp, 500, "out of memory");
+		return;
+	}
 	if (qp_status_model_build(&src, &m)) {
+		qp_heap_status_free(&hm);
 		qp_reply_error(resp, 500, "cannot read the BPF maps");
 		return;
 	}
 	/* copied under the registry lock, written without it */
 	if (qp_targets_view_take(&d->reg, QP_VIEW_BINARIES | QP_VIEW_LIFECYCLE, &tv)) {
+		qp_heap_status_free(&hm);
 		qp_reply_error(resp, 500, "out of memory");
 		return;
 	}
@@ -44,6 +53,8 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	qp_export_status_targets_json(&tv, &j);
 	qp_targets_view_free(&tv);
 	qp_export_status_figures_json(&m, &j);
+	qp_export_heap_status_json(&hm, &j);
+	qp_heap_status_free(&hm);
 	/* the limits of http_conn.h, summed over the socket and --listen */
 	qp_conns_totals(&hs);
 	qp_json_key(&j, "http");

@@ -30,6 +30,9 @@ struct qprofd {
 	char cpu_error[256];		/* why, then */
 	struct qp_threads *threads;	/* thread stacks; NULL when the iterator could not load */
 	char threads_error[256];	/* why, then */
+	struct qp_heap *heap;		/* NULL when heap profiling could not start */
+	char heap_error[256];		/* why, then */
+	bool heap_default;		/* --heap: every target's heap is profiled */
 	bool sample_all;
 	uint64_t start_ns;
 	unsigned int frequency_hz;

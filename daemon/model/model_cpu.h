@@ -24,6 +24,12 @@ struct qp_cpu_sample {
 	uint64_t count;		/* samples with exactly this stack */
 	size_t nframes;
 	struct qp_cpu_frame *frames;	/* frames[0] is the root, frames[nframes-1] the leaf */
+	const int64_t *values;	/* nvalues of them when the profile has value types, else NULL */
+};
+
+/* A pprof sample or period type: "inuse_space", "bytes". */
+struct qp_value_type {
+	const char *type, *unit;
 };
 
 struct qp_cpu_mapping {
@@ -41,6 +47,16 @@ struct qp_cpu_profile {
 	uint64_t duration_ns;	/* wall time the profile covers */
 	uint64_t time_ns;	/* wall clock (Unix ns) when collection started */
 	const char *title;	/* e.g. "qprof: pid 1234 (strategy), 10 s, scope calc_ma" */
+	/* Profiles of something else than CPU time (the heap): with nvalues
+	 * > 0 every sample has values[nvalues] of these types, and pprof
+	 * writes them (period_type, period_ns as the period, default_type)
+	 * instead of samples/count and cpu/nanoseconds. count stays what the
+	 * flame graph and folded stacks weigh; unit names it ("bytes"). */
+	size_t nvalues;
+	const struct qp_value_type *value_types;
+	struct qp_value_type period_type;
+	const char *default_type;
+	const char *unit;	/* NULL: "samples" */
 	struct qp_arena *arena;	/* owns every string and array above */
 };
 

@@ -11,13 +11,7 @@
 #include "symbolize.h"
 #include "targets.h"
 
-struct build {
-	struct qp_cpu_profile *p;
-	size_t cap_samples, cap_maps;
-	struct qp_arena *a;
-};
-
-static uint32_t mapping_index(struct build *b, const struct qp_sym *s)
+static uint32_t mapping_index(struct qp_cpu_builder *b, const struct qp_sym *s)
 {
 	struct qp_cpu_profile *p = b->p;
 	size_t i;
@@ -46,38 +40,36 @@ static uint32_t mapping_index(struct build *b, const struct qp_sym *s)
 	return (uint32_t)++p->nmappings;
 }
 
-static int add_sample(struct build *b, struct qp_cpu *cpu, struct qp_symbolizer *sym,
-		      const struct qp_cpu_raw *r, uint64_t count)
+struct qp_cpu_sample *qp_cpu_builder_add(struct qp_cpu_builder *b, struct qp_symbolizer *sym, uint32_t pid,
+					 const char *comm, const uint64_t *uips, size_t nu,
+					 const uint64_t *kips, size_t nk, uint64_t count)
 {
-	uint64_t uips[QPROF_STACK_DEPTH], kips[QPROF_STACK_DEPTH];
-	size_t nu = 0, nk = 0, i, f = 0;
 	struct qp_cpu_profile *p = b->p;
 	struct qp_cpu_sample *s;
+	size_t i, f = 0;
 
-	qp_cpu_stack(cpu, r->key.user_stack, uips, &nu);
-	qp_cpu_stack(cpu, r->key.kern_stack, kips, &nk);
 	if (p->nsamples == b->cap_samples) {
 		size_t cap = b->cap_samples ? b->cap_samples * 2 : 256;
 		struct qp_cpu_sample *v = realloc(p->samples, cap * sizeof(*v));
 
 		if (!v)
-			return -ENOMEM;
+			return NULL;
 		p->samples = v;
 		b->cap_samples = cap;
 	}
 	s = &p->samples[p->nsamples];
 	memset(s, 0, sizeof(*s));
-	s->pid = r->key.tgid;
-	s->comm = qp_arena_strdup(b->a, r->comm[0] ? r->comm : "?");
+	s->pid = pid;
+	s->comm = qp_arena_strdup(b->a, comm && comm[0] ? comm : "?");
 	s->count = count;
 	s->frames = qp_arena_alloc(b->a, (nu + nk + 1) * sizeof(*s->frames));
 	if (!s->comm || !s->frames)
-		return -ENOMEM;
+		return NULL;
 	for (i = nu; i-- > 0;) {
 		struct qp_sym y;
 
 		/* frames above the leaf are return addresses: look inside the call */
-		qp_sym_user(sym, (int)r->key.tgid, i ? uips[i] - 1 : uips[i], &y);
+		qp_sym_user(sym, (int)pid, i ? uips[i] - 1 : uips[i], &y);
 		s->frames[f++] = (struct qp_cpu_frame){
 			.name = qp_arena_strdup(b->a, y.name), .module = qp_arena_strdup(b->a, y.module),
 			.addr = uips[i], .mapping = mapping_index(b, &y),
@@ -96,9 +88,59 @@ static int add_sample(struct build *b, struct qp_cpu *cpu, struct qp_symbolizer 
 		s->frames[f++] = (struct qp_cpu_frame){ .name = "[unknown]", .module = "[unknown]" };
 	for (i = 0; i < f; i++)
 		if (!s->frames[i].name || !s->frames[i].module)
-			return -ENOMEM;
+			return NULL;
 	s->nframes = f;
 	p->nsamples++;
+	return s;
+}
+
+static int add_sample(struct qp_cpu_builder *b, struct qp_cpu *cpu, struct qp_symbolizer *sym,
+		      const struct qp_cpu_raw *r, uint64_t count)
+{
+	uint64_t uips[QPROF_STACK_DEPTH], kips[QPROF_STACK_DEPTH];
+	size_t nu = 0, nk = 0;
+
+	qp_cpu_stack(cpu, r->key.user_stack, uips, &nu);
+	qp_cpu_stack(cpu, r->key.kern_stack, kips, &nk);
+	return qp_cpu_builder_add(b, sym, r->key.tgid, r->comm, uips, nu, kips, nk, count) ? 0 : -ENOMEM;
+}
+
+int qp_cpu_builder_begin(struct qp_cpu_builder *b, struct qp_cpu_profile *out)
+{
+	memset(b, 0, sizeof(*b));
+	memset(out, 0, sizeof(*out));
+	b->p = out;
+	b->a = out->arena = qp_arena_new();
+	return b->a ? 0 : -ENOMEM;
+}
+
+int qp_cpu_builder_finish(struct qp_cpu_builder *b, int ret)
+{
+	struct qp_cpu_profile *out = b->p;
+
+	if (ret) {
+		free(out->samples);
+		out->samples = NULL;
+		qp_cpu_profile_free(out);
+		return ret;
+	}
+	/* the samples array lives outside the arena while it grows: move it in */
+	if (out->nsamples) {
+		struct qp_cpu_sample *v = qp_arena_alloc(b->a, out->nsamples * sizeof(*v));
+
+		if (!v) {
+			free(out->samples);
+			out->samples = NULL;
+			qp_cpu_profile_free(out);
+			return -ENOMEM;
+		}
+		memcpy(v, out->samples, out->nsamples * sizeof(*v));
+		free(out->samples);
+		out->samples = v;
+	} else {
+		free(out->samples);
+		out->samples = NULL;
+	}
 	return 0;
 }
 
@@ -106,14 +148,12 @@ int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_regist
 		 const struct qp_cpu_snapshot *now, const struct qp_cpu_snapshot *base,
 		 const struct qp_cpu_query *q, struct qp_cpu_profile *out)
 {
-	struct build b = { .p = out };
+	struct qp_cpu_builder b;
 	char title[512];
 	size_t i;
 	int ret = 0;
 
-	memset(out, 0, sizeof(*out));
-	b.a = out->arena = qp_arena_new();
-	if (!b.a)
+	if (qp_cpu_builder_begin(&b, out))
 		return -ENOMEM;
 	out->period_ns = q->period_ns;
 	out->duration_ns = q->duration_ns;
@@ -131,28 +171,9 @@ int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_regist
 			continue;
 		ret = add_sample(&b, cpu, sym, r, count);
 	}
-	if (ret) {
-		free(out->samples);
-		out->samples = NULL;
-		qp_cpu_profile_free(out);
+	ret = qp_cpu_builder_finish(&b, ret);
+	if (ret)
 		return ret;
-	}
-	/* the samples array lives outside the arena while it grows: move it in */
-	if (out->nsamples) {
-		struct qp_cpu_sample *v = qp_arena_alloc(b.a, out->nsamples * sizeof(*v));
-
-		if (!v) {
-			free(out->samples);
-			qp_cpu_profile_free(out);
-			return -ENOMEM;
-		}
-		memcpy(v, out->samples, out->nsamples * sizeof(*v));
-		free(out->samples);
-		out->samples = v;
-	} else {
-		free(out->samples);
-		out->samples = NULL;
-	}
 	snprintf(title, sizeof(title), "qprof CPU profile%s%.0d%s%s%s, %llu samples",
 		 q->pid > 0 ? ": pid " : "", q->pid > 0 ? q->pid : 0, q->scope ? ", inside scope '" : "",
 		 q->scope ? q->scope : "", q->scope ? "'" : "",

@@ -18,6 +18,26 @@ struct qp_cpu_query {
 	uint64_t time_ns;
 };
 
+/* Building a profile sample by sample, for other profiles of stacks (the
+ * heap's): begin, add, finish. Frames are named as CPU samples' are. */
+struct qp_cpu_builder {
+	struct qp_cpu_profile *p;
+	size_t cap_samples, cap_maps;
+	struct qp_arena *a;
+};
+
+/* OUT emptied, with its arena; -ENOMEM. */
+int qp_cpu_builder_begin(struct qp_cpu_builder *b, struct qp_cpu_profile *out);
+/* A sample of PID (named COMM) with COUNT: user stack UIPS[0..NU) and kernel
+ * stack KIPS[0..NK), leaf first (either may be empty). NULL when out of
+ * memory. */
+struct qp_cpu_sample *qp_cpu_builder_add(struct qp_cpu_builder *b, struct qp_symbolizer *sym, uint32_t pid,
+					 const char *comm, const uint64_t *uips, size_t nu,
+					 const uint64_t *kips, size_t nk, uint64_t count);
+/* The samples moved into the arena. With RET != 0 (or no memory) the
+ * profile is freed and that error returned. */
+int qp_cpu_builder_finish(struct qp_cpu_builder *b, int ret);
+
 /* Caller does NOT hold the registry lock: it is taken for the scope names
  * only (qp_registry_site_named); the symbolizer locks itself. */
 int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_registry *reg,

@@ -278,6 +278,13 @@ int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const ch
 /* RING asked for a new target through EXTRA (or the default)? */
 bool qp_target_wants_ring(const struct qp_registry *r, const struct qp_attach_extra *extra);
 
+/* target_heap.c: keep the heap profiler's targets in step with the
+ * registry (r->lock NOT held): with ALL (--heap) every running target is
+ * heap profiled; exited ones stop being traced, removed ones are
+ * forgotten. H may be NULL. */
+struct qp_heap;
+void qp_registry_heap_sync(struct qp_registry *r, struct qp_heap *h, bool all);
+
 /* Site descriptor at runtime address ADDR in target T, or NULL. r->lock
  * held; the result lives while T does (copy what is kept past the lock). */
 const struct qp_site_info *qp_target_site(struct qp_registry *r, struct qp_target *t, uint64_t addr);
