@@ -52,6 +52,7 @@ struct options {
 	unsigned int max_sites;
 	unsigned int max_exited;
 	struct qp_span_opts spans;
+	unsigned int dl_hold_ms;
 	bool all;
 	bool no_multi;
 	bool no_calibrate;
@@ -92,6 +93,9 @@ static void usage(FILE *f)
 		"                      subtract it from durations\n"
 		"  --ring              time the scopes of new pid targets with the ring\n"
 		"                      collector (markers of ABI 2; others: BPF, with a note)\n"
+		"  --dl-hold-ms MS     at most this long a target that loads a library waits,\n"
+		"                      stopped, until its markers are probed (0..1000,\n"
+		"                      default 100; 0: no wait, its first calls may be missed)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
@@ -125,7 +129,7 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 static int parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
-	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING };
+	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING, OPT_DL_HOLD };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -140,6 +144,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-exited", required_argument, NULL, OPT_MAX_EXITED },
 		{ "span-pending", required_argument, NULL, OPT_SPAN_PENDING },
 		{ "span-timeout-ms", required_argument, NULL, OPT_SPAN_TIMEOUT },
+		{ "dl-hold-ms", required_argument, NULL, OPT_DL_HOLD },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "trace-max-events", required_argument, NULL, OPT_TRACE_MAX },
 		{ "no-calibrate", no_argument, NULL, OPT_NO_CALIB },
@@ -224,6 +229,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_TOKEN:
 			o->token_file = optarg;
 			break;
+		case OPT_DL_HOLD:
+			if (parse_uint_opt("--dl-hold-ms", optarg, 0, QP_DL_HOLD_MAX_MS, &v))
+				return 2;
+			o->dl_hold_ms = (unsigned int)v;
+			break;
 		case OPT_REPORT_DIR:
 			if (!optarg[0]) {
 				fprintf(stderr, "qprofd: --report-dir wants a directory\n");
@@ -291,7 +301,7 @@ int main(int argc, char **argv)
 {
 	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
-			     .trace_max_events = 1000000 };
+			     .trace_max_events = 1000000, .dl_hold_ms = QP_DL_HOLD_DEFAULT_MS };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qp_http_policy pol_unix, pol_tcp;
 	struct qp_lifecycle *lc = NULL;
@@ -388,7 +398,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	/* before any target: their forks and execs are watched from the start */
-	if (qp_lifecycle_open(&lc, pthread_self(), SIGRTMIN, err, sizeof(err)))
+	if (qp_lifecycle_open(&lc, pthread_self(), SIGRTMIN, o.dl_hold_ms, err, sizeof(err)))
 		qp_warn("fork and exec of targets are not watched: %s. A target that forks may lose "
 			"children to optimized uprobe sites", err);
 	d.reg.lc = lc;

@@ -46,6 +46,7 @@ void qp_target_exited(struct qp_registry *r, struct qp_target *t)
 	t->state = QP_TARGET_EXITED;
 	t->exited_ms = qp_realtime_ns() / 1000000;
 	t->report_pending = true;
+	qp_target_libs_drop_links(t);
 	qp_scopes_detach_links(t->links, t->nlinks);
 	free(t->links);
 	t->links = NULL;
@@ -108,6 +109,7 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			dead[ndead].pid = t->pid;
 			dead[ndead].links = t->links;
 			dead[ndead++].nlinks = t->nlinks;
+			qp_target_libs_drop_links(t);
 			t->links = NULL;
 			t->nlinks = 0;
 		} else if (gone) {
@@ -137,18 +139,27 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 		}
 		for (i = 0; i < nfresh; i++) {
 			struct qp_target *t = qp_registry_find(r, fresh[i].pid);
-			struct qp_maps keep;
+			struct qp_maps keep, sym;
 
 			/* the same process, still running: its record takes a copy */
 			if (!fresh[i].read || !t || t->state != QP_TARGET_RUNNING ||
 			    t->starttime != fresh[i].starttime || qp_maps_copy(&fresh[i].maps, &keep))
 				continue;
+			/* the safety net of the dynamic linker's rendezvous: a
+			 * library loaded or unloaded and not reported */
+			qp_target_libs_sync(r, t, &keep);
 			qp_maps_free(&t->maps);
 			t->maps = keep;
+			/* the symbolizer's copy keeps unloaded libraries' old ranges */
+			if (!qp_target_sym_maps(t, &keep, &sym)) {
+				qp_maps_free(&fresh[i].maps);
+				fresh[i].maps = sym;
+			}
 		}
 		pthread_mutex_unlock(&r->lock);
 	}
 	free(dead);
+	qp_registry_reap_links(r);
 	/* the symbolizer reads the mappings and any new file (ELF, debug
 	 * files) under its own lock only: nobody waits for the registry */
 	for (i = 0; i < nfresh; i++) {
