@@ -165,18 +165,29 @@ int qp_lifecycle_open(struct qp_lifecycle **out, pthread_t main, int wake, unsig
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	lc->skel = lifecycle__open();
-	if (!lc->skel) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open the lifecycle BPF program: %s", strerror(-ret));
-		goto fail;
-	}
-	/* attached per dynamic linker file (lifecycle_dl.c), not by the skeleton */
-	bpf_program__set_autoattach(lc->skel->progs.lc_dl, false);
-	ret = lifecycle__load(lc->skel);
-	if (ret) {
-		snprintf(err, errlen, "cannot load the lifecycle BPF program: %s", strerror(-ret));
-		goto fail;
+	/* lc_dl as a uprobe-multi program first (no perf event: the service's
+	 * capabilities suffice), else a perf-event uprobe */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		lc->skel = lifecycle__open();
+		if (!lc->skel) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot open the lifecycle BPF program: %s", strerror(-ret));
+			goto fail;
+		}
+		/* attached per dynamic linker file (lifecycle_dl.c), not by the skeleton */
+		bpf_program__set_autoattach(lc->skel->progs.lc_dl, false);
+		lc->dl_multi = attempt == 0;
+		if (lc->dl_multi)
+			bpf_program__set_expected_attach_type(lc->skel->progs.lc_dl, QP_LC_UPROBE_MULTI);
+		ret = lifecycle__load(lc->skel);
+		if (!ret)
+			break;
+		lifecycle__destroy(lc->skel);
+		lc->skel = NULL;
+		if (!lc->dl_multi) {
+			snprintf(err, errlen, "cannot load the lifecycle BPF program: %s", strerror(-ret));
+			goto fail;
+		}
 	}
 	ret = lifecycle__attach(lc->skel);
 	if (ret) {

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <poll.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +29,7 @@
 #include "lifecycle_priv.h"
 #include "log.h"
 #include "procfs.h"
+#include "targets_priv.h"
 #include "util.h"
 #include "../../bpf/lifecycle.h"
 
@@ -36,8 +39,33 @@
 struct lc_ldso {
 	dev_t dev;
 	ino_t ino;
-	struct bpf_link *link;	/* NULL: not a dynamic linker we can follow */
+	struct bpf_link *link;	/* a perf-event uprobe (no uprobe-multi), or NULL */
+	int fd;			/* a uprobe-multi link, or -1 */
 };
+
+/* link_create for BPF_TRACE_UPROBE_MULTI (48), as the kernel lays it out:
+ * libbpf 1.1 predates it (collect_attach.c does the same). A uprobe-multi
+ * link needs no perf event: CAP_BPF and CAP_PERFMON do, as for the scopes. */
+struct lc_multi_attr {
+	uint32_t prog_fd, target_fd, attach_type, flags;
+	uint64_t path, offsets, ref_ctr_offsets, cookies;
+	uint32_t cnt, multi_flags, pid;
+	uint32_t pad[9];
+};
+
+static int attach_multi(int prog_fd, const char *path, uint64_t off, uint64_t cookie)
+{
+	struct lc_multi_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (uint32_t)prog_fd;
+	a.attach_type = QP_LC_UPROBE_MULTI;
+	a.path = (uint64_t)(uintptr_t)path;
+	a.offsets = (uint64_t)(uintptr_t)&off;
+	a.cookies = (uint64_t)(uintptr_t)&cookie;
+	a.cnt = 1;
+	return (int)syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+}
 
 /* _dl_debug_state's file offset and the distance to _r_debug (0 when the
  * file has none) from FD's dynamic symbols. 0, or -ENOENT (no such
@@ -129,6 +157,7 @@ static void ldso_add(struct qp_lifecycle *lc, const char *path, int fd, dev_t de
 	v->dev = dev;
 	v->ino = ino;
 	v->link = NULL;
+	v->fd = -1;
 	ret = ldso_symbols(fd, &off, &delta);
 	if (ret) {
 		qp_info("%s: no _dl_debug_state: libraries loaded later are found by the 1 s rescan only",
@@ -136,8 +165,11 @@ static void ldso_add(struct qp_lifecycle *lc, const char *path, int fd, dev_t de
 		return;
 	}
 	o.bpf_cookie = (uint64_t)delta;
-	v->link = bpf_program__attach_uprobe_opts(lc->skel->progs.lc_dl, -1, path, (size_t)off, &o);
-	if (!v->link) {
+	if (lc->dl_multi)
+		v->fd = attach_multi(bpf_program__fd(lc->skel->progs.lc_dl), path, off, (uint64_t)delta);
+	else
+		v->link = bpf_program__attach_uprobe_opts(lc->skel->progs.lc_dl, -1, path, (size_t)off, &o);
+	if (!v->link && v->fd < 0) {
 		qp_warn("%s: cannot probe _dl_debug_state: %s; libraries loaded later are found by "
 			"the 1 s rescan only", path, strerror(errno));
 		return;
@@ -148,7 +180,7 @@ static void ldso_add(struct qp_lifecycle *lc, const char *path, int fd, dev_t de
 
 void qp_lifecycle_watch_ldso(struct qp_lifecycle *lc, int pid, const struct qp_maps *maps)
 {
-	char path[96];
+	char path[PATH_MAX + 32];
 	size_t i;
 
 	/* no hold without the process that bounds it */
@@ -156,15 +188,15 @@ void qp_lifecycle_watch_ldso(struct qp_lifecycle *lc, int pid, const struct qp_m
 		return;
 	for (i = 0; i < maps->n; i++) {
 		const struct qp_map *m = &maps->v[i];
+		char err[256];
 		struct stat st;
 		int fd;
 
 		if (m->path[0] != '/' || !strchr(m->perms, 'x') || !ldso_name(m->path))
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid > 0 ? pid : getpid(),
-			 (unsigned long long)m->start, (unsigned long long)m->end);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd < 0)
+		/* the very inode mapped: map_files, else the path through the
+		 * process's root checked against the maps line (no CAP_SYS_ADMIN) */
+		if (qp_map_open(pid > 0 ? pid : getpid(), m, path, sizeof(path), &fd, err, sizeof(err)))
 			continue;
 		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == m->inode) {
 			pthread_mutex_lock(&lc->lock);
@@ -264,6 +296,9 @@ void lc_dl_check(struct qp_lifecycle *lc)
 	for (i = 0; i < lc->nldsos; i++) {
 		bpf_link__destroy(lc->ldsos[i].link);
 		lc->ldsos[i].link = NULL;
+		if (lc->ldsos[i].fd >= 0)
+			close(lc->ldsos[i].fd);
+		lc->ldsos[i].fd = -1;
 	}
 }
 
@@ -272,8 +307,11 @@ void lc_dl_stop(struct qp_lifecycle *lc)
 	size_t i;
 
 	/* no new hold: the links go first */
-	for (i = 0; i < lc->nldsos; i++)
+	for (i = 0; i < lc->nldsos; i++) {
 		bpf_link__destroy(lc->ldsos[i].link);
+		if (lc->ldsos[i].fd >= 0)
+			close(lc->ldsos[i].fd);
+	}
 	free(lc->ldsos);
 	lc->ldsos = NULL;
 	lc->nldsos = 0;

@@ -45,8 +45,11 @@ struct qp_lifecycle {
 	pid_t releaser;		/* the release process, 0 when none */
 	int releaser_pipe;	/* write end: its EOF tells it qprofd is gone; -1 */
 	uint64_t hold_ns;	/* the bound of a hold (--dl-hold-ms); 0: loads are not held */
+	bool dl_multi;		/* lc_dl loaded for uprobe-multi links (kernel >= 6.6) */
 	uint64_t dl_released, dl_released_late, dl_hold_max_ns, dl_hold_sum_ns;
 };
+
+#define QP_LC_UPROBE_MULTI 48	/* BPF_TRACE_UPROBE_MULTI */
 
 /* lifecycle_dl.c */
 /* Start the release process (after the BPF object is loaded). */

@@ -16,8 +16,12 @@ markers: counted and reported, the host runs on and exits 0.
 A hold never outlives its bound: with qprofd stopped the release process
 ends it after 50 ms; with qprofd killed during a hold it ends it at once.
 
-usage: test_dlopen.py QPROFD PLUGIN_HOST PLUGIN_DIR [pid|binary|bad|release|all]"""
+The service's capabilities (systemd/qprofd.service) must let qprofd end a
+hold of another user's process: CAP_KILL.
+
+usage: test_dlopen.py QPROFD PLUGIN_HOST PLUGIN_DIR [pid|binary|bad|release|caps|all]"""
 import json
+import select
 import os
 import shutil
 import signal
@@ -351,6 +355,70 @@ def release():
         t.eq(d.stop(), 0, "qprofd exits 0")
 
 
+def unit_caps():
+    """The capabilities of systemd/qprofd.service (CapabilityBoundingSet),
+    lower-case for setpriv."""
+    unit = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "systemd",
+                        "qprofd.service")
+    with open(unit) as f:
+        for line in f:
+            if line.startswith("CapabilityBoundingSet="):
+                return [c.lower().replace("cap_", "") for c in line.split("=", 1)[1].split()]
+    return []
+
+
+def service_caps():
+    """qprofd with only the service's capabilities, the host run by another
+    user: the SIGCONT that ends a hold needs CAP_KILL (root without it gets
+    EPERM for another user's process), and so does the release process. The
+    host must come back at once, not at the bound, and never hang."""
+    caps = unit_caps()
+    t.check("kill" in caps, f"the service keeps CAP_KILL: {caps}")
+    wrap = os.path.join(tempfile.mkdtemp(prefix="qprof-caps-"), "qprofd-caps")
+    keep = ",".join("+" + c for c in caps)
+    with open(wrap, "w") as f:
+        f.write(f"#!/bin/sh\nexec setpriv --inh-caps=-all --bounding-set=-all,{keep} {qprofd} \"$@\"\n")
+    os.chmod(wrap, 0o755)
+    # a session of its own, as a service's target has: SIGCONT within one
+    # session needs no privilege at all
+    proc = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                             host_exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    _started.append(proc)
+    pid = json.loads(proc.stdout.readline())["pid"]
+    d = Daemon(wrap, ["--pid", str(pid), "--dl-hold-ms", "1000"])
+    try:
+        proc.stdin.write(f"open 0 {PLUGIN}\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 10)
+        if not ready:
+            os.kill(pid, signal.SIGCONT)  # never leave it stopped, whatever qprofd did
+        t.check(bool(ready), "service capabilities: the host's dlopen returns")
+        r = json.loads(proc.stdout.readline())
+        lc = lifecycle(d)
+        print(f"service capabilities: dlopen {r['ns'] / 1e6:.1f} ms; " + json.dumps(
+              {k: v for k, v in lc.items() if k in ("dl_held", "dl_released", "dl_released_late")}),
+              flush=True)
+        # ended by qprofd's SIGCONT, well before the 1 s bound
+        t.check(r["ok"] and r["ns"] < 900e6 and lc.get("dl_released") == 1,
+                f"service capabilities: qprofd ended the hold ({r['ns'] / 1e6:.1f} ms)")
+        proc.stdin.write("call 0 100\n")
+        proc.stdin.flush()
+        proc.stdout.readline()
+        t.eq(scope_counts(d, pid).get("plugin_scope"), 100, "service capabilities: counted")
+        proc.stdin.write("quit\n")
+        proc.stdin.flush()
+        t.eq(proc.wait(timeout=30), 0, "service capabilities: the host exits 0")
+    finally:
+        if proc.poll() is None:
+            os.kill(pid, signal.SIGCONT)
+            proc.kill()
+        t.eq(d.stop(), 0, "qprofd exits 0")
+        if os.environ.get("QP_SHOWLOG"):
+            print(d.logtext())
+        shutil.rmtree(os.path.dirname(wrap), ignore_errors=True)
+
+
 require_root()
 t = Failures("integration_dlopen")
 if only in ("pid", "all"):
@@ -361,4 +429,6 @@ if only in ("bad", "all"):
     bad_input()
 if only in ("release", "all"):
     release()
+if only in ("caps", "all"):
+    service_caps()
 sys.exit(t.done())
