@@ -95,6 +95,7 @@ static void handle_dl(struct qp_registry *r, const struct qp_lc_exec *e, struct 
 	changes = qp_target_libs_sync(r, t, &now);
 	qp_maps_free(&t->maps);
 	t->maps = now;
+	t->maps_seq++;
 	qp_debug("pid %d: rendezvous: %d file(s) came or went; handled %llu us after it, in %llu us",
 		 e->pid, changes, (unsigned long long)((t0 - e->ts_ns) / 1000),
 		 (unsigned long long)((qp_now_ns() - t0) / 1000));

@@ -99,6 +99,7 @@ struct qp_target {
 	unsigned int libs_loaded, libs_unloaded;	/* probed after attach / unloaded since */
 	unsigned int libs_without_markers, libs_refused;	/* loaded after attach, not probed */
 	unsigned int sites_reused;	/* site addresses a new version shares with an unloaded one */
+	uint64_t maps_seq;		/* bumped each time maps is replaced (a read begun before is stale) */
 };
 
 /* One version (inode) of a --binary file with the links on it. */

@@ -75,6 +75,7 @@ struct dead_links {
 struct fresh_maps {
 	int pid;
 	uint64_t starttime;
+	uint64_t maps_seq;	/* the target's mappings when this read began */
 	struct qp_maps maps;
 	bool read;
 };
@@ -116,6 +117,7 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			qp_target_exited(r, t);
 		} else if (fresh) {
 			fresh[nfresh].pid = t->pid;
+			fresh[nfresh].maps_seq = t->maps_seq;
 			fresh[nfresh++].starttime = t->starttime;
 		}
 	}
@@ -142,9 +144,16 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			struct qp_maps keep, sym;
 
 			/* the same process, still running: its record takes a copy */
+			/* a rendezvous handled since this read began has newer
+			 * mappings: the stale ones would unload what it loaded */
 			if (!fresh[i].read || !t || t->state != QP_TARGET_RUNNING ||
-			    t->starttime != fresh[i].starttime || qp_maps_copy(&fresh[i].maps, &keep))
+			    t->starttime != fresh[i].starttime || t->maps_seq != fresh[i].maps_seq) {
+				fresh[i].read = false;
 				continue;
+			}
+			if (qp_maps_copy(&fresh[i].maps, &keep))
+				continue;
+			t->maps_seq++;
 			/* the safety net of the dynamic linker's rendezvous: a
 			 * library loaded or unloaded and not reported */
 			qp_target_libs_sync(r, t, &keep);
