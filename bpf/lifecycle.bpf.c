@@ -39,6 +39,12 @@ extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
 __u32 nfiles = 0;
 /* 1: a load is held at the rendezvous (set by the daemon; --dl-hold-ms 0: not) */
 __u32 dl_hold = 0;
+/* Set by the daemon: CLOCK_MONOTONIC ns of its poll loop's last turn (the
+ * loop ends holds); 1 when it has CAP_KILL; its uid and euid. A hold is
+ * taken only when the daemon can end it: see hold_refused. */
+__u64 dl_alive_ns = 0;
+__u32 dl_kill_any = 0;
+__u32 dl_uid = 0, dl_euid = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -245,6 +251,31 @@ int BPF_PROG(lc_exit, struct task_struct *p, bool group_dead)
 	return 0;
 }
 
+/* 0 when the daemon can end a hold of the current process in time, else
+ * the counter of the reason it cannot: its poll loop is silent (qprofd
+ * stopped or stuck: every hold would last the whole bound), the process is
+ * ptraced (the stop is reported to the tracer, and SIGCONT does not end a
+ * tracing stop), or qprofd may not signal it (the kernel's kill permission:
+ * CAP_KILL, else a uid in common; a hold it could not end would be ended by
+ * nobody, as the release process has qprofd's credentials). */
+static __always_inline __u32 hold_refused(__u64 now)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u32 uid, suid;
+
+	if (now > dl_alive_ns && now - dl_alive_ns > QPROF_DL_ALIVE_NS)
+		return QPROF_LCNT_DL_SKIP_STALE;
+	if (BPF_CORE_READ(task, ptrace))
+		return QPROF_LCNT_DL_SKIP_TRACED;
+	if (dl_kill_any)
+		return 0;
+	uid = BPF_CORE_READ(task, real_cred, uid.val);
+	suid = BPF_CORE_READ(task, real_cred, suid.val);
+	if (uid == dl_euid || suid == dl_euid || uid == dl_uid || suid == dl_uid)
+		return 0;
+	return QPROF_LCNT_DL_SKIP_NOSIGNAL;
+}
+
 /* _dl_debug_state of a dynamic linker (one link per ld.so file, every
  * process). The cookie is the distance from _dl_debug_state to _r_debug in
  * that file (0: unknown, every call reported). */
@@ -255,6 +286,7 @@ int lc_dl(struct pt_regs *ctx)
 	__s64 delta = (__s64)bpf_get_attach_cookie(ctx);
 	__u32 what = QPROF_DL_LOADED, *last;
 	struct lc_event *e;
+	__u32 refused;
 	__u64 now;
 
 	w = bpf_map_lookup_elem(&lc_watch, &tgid);
@@ -286,6 +318,8 @@ int lc_dl(struct pt_regs *ctx)
 	/* the entry before the signal: the release process can always end it */
 	if (what == QPROF_DL_UNLOADED || !dl_hold) {
 		/* reported, not held */
+	} else if ((refused = hold_refused(now))) {
+		lcount(refused);	/* reported, probed when qprofd can, not held */
 	} else if (!bpf_map_update_elem(&lc_held, &tgid, &now, BPF_NOEXIST)) {
 		if (!bpf_send_signal(SIGSTOP)) {
 			e->stopped = 1;

@@ -41,6 +41,9 @@ enum lc_dl_what {
 };
 /* struct r_debug: r_state (int) at this offset on LP64; RT_CONSISTENT is 0 */
 #define QPROF_R_STATE_OFF	24
+/* A load is not held when the daemon's poll loop, which ends holds, has
+ * not turned for this long (it turns at least every 250 ms). */
+#define QPROF_DL_ALIVE_NS	2000000000ull
 
 
 struct lc_event {
@@ -67,6 +70,10 @@ enum lc_counter {
 	QPROF_LCNT_DL,		/* rendezvous of targets reported (RT_CONSISTENT) */
 	QPROF_LCNT_DL_HELD,	/* of which held (SIGSTOP) until the daemon attached */
 	QPROF_LCNT_DL_UNHELD,	/* not held: already held, lc_held full or the signal failed */
+	/* not held because qprofd could not end the hold in time, or at all: */
+	QPROF_LCNT_DL_SKIP_STALE,	/* its poll loop silent for QPROF_DL_ALIVE_NS (stopped, stuck) */
+	QPROF_LCNT_DL_SKIP_TRACED,	/* ptraced: the stop goes to the tracer, SIGCONT cannot end it */
+	QPROF_LCNT_DL_SKIP_NOSIGNAL,	/* qprofd may not signal it (no CAP_KILL, another user) */
 	QPROF_LCNT__MAX,
 };
 #endif

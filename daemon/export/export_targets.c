@@ -162,6 +162,9 @@ static void lifecycle(const struct qp_targets_view *v, struct qp_json *j)
 	qp_json_kv_u64(j, "dl_hold_max_ns", f->dl_hold_max_ns);
 	qp_json_kv_u64(j, "dl_hold_mean_ns", f->dl_hold_mean_ns);
 	qp_json_kv_u64(j, "dl_linkers", f->dl_linkers);
+	qp_json_kv_u64(j, "dl_skipped_unresponsive", f->dl_skipped_unresponsive);
+	qp_json_kv_u64(j, "dl_skipped_traced", f->dl_skipped_traced);
+	qp_json_kv_u64(j, "dl_skipped_no_signal", f->dl_skipped_no_signal);
 	qp_json_obj_end(j);
 }
 

@@ -452,5 +452,8 @@ void qp_lifecycle_figures(struct qp_lifecycle *lc, struct qp_lifecycle_figures *
 	out->dl_hold_max_ns = lc->dl_hold_max_ns;
 	out->dl_hold_mean_ns = lc->dl_released ? lc->dl_hold_sum_ns / lc->dl_released : 0;
 	out->dl_linkers = lc->nldsos;
+	out->dl_skipped_unresponsive = counter(lc, QPROF_LCNT_DL_SKIP_STALE);
+	out->dl_skipped_traced = counter(lc, QPROF_LCNT_DL_SKIP_TRACED);
+	out->dl_skipped_no_signal = counter(lc, QPROF_LCNT_DL_SKIP_NOSIGNAL);
 	pthread_mutex_unlock(&lc->lock);
 }

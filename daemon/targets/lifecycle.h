@@ -67,4 +67,12 @@ void qp_lifecycle_figures(struct qp_lifecycle *lc, struct qp_lifecycle_figures *
 /* lifecycle_exec.c: handle the queued execs. r->lock NOT held: taken for
  * each exec, dropped while the old image's report is written. */
 void qp_lifecycle_handle_execs(struct qp_registry *r);
+/* lifecycle_dl.c: the poll loop turns (it ends holds): loads are held
+ * only while it does (a silent loop for 2 s: not held, counted). */
+void qp_lifecycle_alive(struct qp_lifecycle *lc);
+/* lifecycle_dlsync.c: E is a rendezvous (e->dl); r->lock NOT held. The
+ * mappings for the symbolizer (with unloaded libraries' ranges) go to
+ * *SYM when it is to be told, to be fed once the hold is released. */
+struct qp_maps;
+void qp_lifecycle_handle_dl(struct qp_registry *r, const struct qp_lc_exec *e, struct qp_maps *sym);
 #endif

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -253,6 +254,18 @@ static __attribute__((noreturn)) void releaser_main(int rfd, int held, uint64_t 
 	}
 }
 
+/* Is CAP_KILL in qprofd's effective set? (capget: no libcap for one bit) */
+static __u32 has_cap_kill(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d))
+		return 0;
+	return (d[CAP_KILL / 32].effective >> (CAP_KILL % 32)) & 1;
+}
+
 int lc_dl_start(struct qp_lifecycle *lc, char *err, size_t errlen)
 {
 	int p[2], held = bpf_map__fd(lc->skel->maps.lc_held);
@@ -279,8 +292,19 @@ int lc_dl_start(struct qp_lifecycle *lc, char *err, size_t errlen)
 	close(p[0]);
 	lc->releaser = pid;
 	lc->releaser_pipe = p[1];
+	/* whom qprofd (and its release process, a fork) may send SIGCONT */
+	lc->skel->bss->dl_kill_any = has_cap_kill();
+	lc->skel->bss->dl_uid = (__u32)getuid();
+	lc->skel->bss->dl_euid = (__u32)geteuid();
+	lc->skel->bss->dl_alive_ns = mono_ns();
 	lc->skel->bss->dl_hold = lc->hold_ns ? 1 : 0;	/* holds only now that they are bounded */
 	return 0;
+}
+
+void qp_lifecycle_alive(struct qp_lifecycle *lc)
+{
+	if (lc)
+		lc->skel->bss->dl_alive_ns = mono_ns();
 }
 
 void lc_dl_check(struct qp_lifecycle *lc)
@@ -307,6 +331,7 @@ void lc_dl_stop(struct qp_lifecycle *lc)
 	size_t i;
 
 	/* no new hold: the links go first */
+	lc->skel->bss->dl_hold = 0;
 	for (i = 0; i < lc->nldsos; i++) {
 		bpf_link__destroy(lc->ldsos[i].link);
 		if (lc->ldsos[i].fd >= 0)

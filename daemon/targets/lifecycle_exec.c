@@ -11,9 +11,8 @@
  * are adopted as soon as they are forked. The registry lock is taken here,
  * per exec, and dropped while the figures are read and the files written
  * (the registry's report callbacks, which main.c sets: targets/ includes no
- * exporter). And the rendezvous of a target's dynamic linker (a library
- * loaded or unloaded, lifecycle_dl.c): its mappings are followed
- * (target_libs.c) while the BPF side holds it, then it is released. */
+ * exporter). The rendezvous of a target's dynamic linker are handled in
+ * lifecycle_dlsync.c, then released here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,38 +68,6 @@ int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char
 	if (qp_target_lib_record(t, mod, path, &fid, first, QP_LIB_PROBED, true))
 		qp_warn("pid %d: %s: out of memory (its links stay until the target goes)", t->pid, path);
 	return 1;
-}
-
-/* A target's dynamic linker reached its rendezvous: a library came or
- * went. Its mappings are followed (probes attached or detached) while it
- * is held; the symbolizer's copy goes to SYM, fed after the lock and the
- * hold are released (it parses new files). */
-static void handle_dl(struct qp_registry *r, const struct qp_lc_exec *e, struct qp_maps *sym)
-{
-	struct qp_target *t = qp_registry_find(r, e->pid);
-	uint64_t t0 = qp_now_ns();
-	struct qp_maps now;
-	int changes;
-
-	if (!t) {
-		/* a --binary process whose adoption was not handled yet; one
-		 * that is no target (detached by the user) is not held again */
-		qp_registry_adopt(r, e->pid);
-		if (!qp_registry_find(r, e->pid))
-			qp_lifecycle_watch(r->lc, e->pid, false);
-		return;
-	}
-	if (t->state != QP_TARGET_RUNNING || qp_maps_read(e->pid, &now))
-		return;
-	changes = qp_target_libs_sync(r, t, &now);
-	qp_maps_free(&t->maps);
-	t->maps = now;
-	t->maps_seq++;
-	qp_debug("pid %d: rendezvous: %d file(s) came or went; handled %llu us after it, in %llu us",
-		 e->pid, changes, (unsigned long long)((t0 - e->ts_ns) / 1000),
-		 (unsigned long long)((qp_now_ns() - t0) / 1000));
-	if (r->sym && qp_target_sym_maps(t, &now, sym))
-		memset(sym, 0, sizeof(*sym));
 }
 
 /* The files the old image mapped executable and the new one does not map
@@ -209,17 +176,19 @@ void qp_lifecycle_handle_execs(struct qp_registry *r)
 	struct qp_lc_exec v[64];
 	size_t n, i;
 
+	qp_lifecycle_alive(r->lc);
 	while ((n = qp_lifecycle_take_execs(r->lc, v, 64))) {
 		for (i = 0; i < n; i++) {
 			struct exec_report rep = { 0 };
 			struct qp_maps sym = { 0 };
 
-			pthread_mutex_lock(&r->lock);
-			if (v[i].dl)
-				handle_dl(r, &v[i], &sym);
-			else
+			if (v[i].dl) {
+				qp_lifecycle_handle_dl(r, &v[i], &sym);
+			} else {
+				pthread_mutex_lock(&r->lock);
 				handle_one(r, &v[i], &rep);
-			pthread_mutex_unlock(&r->lock);
+				pthread_mutex_unlock(&r->lock);
+			}
 			qp_lifecycle_exec_done(r->lc, &v[i]);	/* runs again */
 			if (rep.figs || rep.pin)
 				qp_registry_emit_report(r, rep.figs, rep.pin);

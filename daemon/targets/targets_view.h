@@ -77,6 +77,8 @@ struct qp_lifecycle_figures {
 	/* the dynamic linkers' rendezvous (lifecycle_dl.c) */
 	uint64_t dl_rendezvous, dl_held, dl_unheld, dl_released, dl_released_late, dl_hold_max_ns,
 		 dl_hold_mean_ns, dl_linkers;
+	/* loads not held because the hold could not help (lifecycle.bpf.c) */
+	uint64_t dl_skipped_unresponsive, dl_skipped_traced, dl_skipped_no_signal;
 };
 
 struct qp_targets_view {

@@ -11,15 +11,20 @@ the plugin with its attach time and loads.
 
 Bad input: a plugin replaced on disk between two loads (a new file renamed
 over it, then a rewrite in place), one with corrupt notes, one without
-markers: counted and reported, the host runs on and exits 0.
+markers, one whose note points one byte off its site: counted and
+reported, the host runs on and exits 0.
 
 A hold never outlives its bound: with qprofd stopped the release process
 ends it after 50 ms; with qprofd killed during a hold it ends it at once.
+No hold is taken when qprofd could not end it: its poll loop silent for
+2 s, a traced host, a host qprofd may not signal (no CAP_KILL): counted,
+the plugin probed all the same.
 
 The service's capabilities (systemd/qprofd.service) must let qprofd end a
 hold of another user's process: CAP_KILL.
 
-usage: test_dlopen.py QPROFD PLUGIN_HOST PLUGIN_DIR [pid|binary|bad|release|caps|all]"""
+usage: test_dlopen.py QPROFD PLUGIN_HOST PLUGIN_DIR [pid|binary|bad|release|traced|caps|all]"""
+import ctypes
 import json
 import select
 import os
@@ -44,6 +49,9 @@ PLUGIN = os.path.join(plugdir, "libqp_plugin.so")
 HOLD = ["--dl-hold-ms", "250"]
 PLUGIN_V2 = os.path.join(plugdir, "libqp_plugin_v2.so")
 NOMARK = os.path.join(plugdir, "libqp_plugin_nomark.so")
+# the plugin's qprof probe sites: its scope's enter and exit, and the ring
+# collector's ring_register (marker ABI 2)
+PLUGIN_SITES = 3
 
 
 class Host:
@@ -152,7 +160,7 @@ def workload(what):
         m = module(tg, PLUGIN)
         t.check(m is not None, f"{what}: /api/status lists the plugin among the modules")
         if m:
-            t.eq((m["state"], m["loads"], m["probes"], m["detached_ms"]), ("probed", 2, 2, None),
+            t.eq((m["state"], m["loads"], m["probes"], m["detached_ms"]), ("probed", 2, PLUGIN_SITES, None),
                  f"{what}: the plugin's module entry")
             t.check(m["attached_ms"] >= before["attached_ms"], f"{what}: attached after the target")
         t.eq((tg["libs_loaded"], tg["libs_unloaded"]), (2, 1), f"{what}: loads and unloads counted")
@@ -192,6 +200,23 @@ def note_section(path):
         if b[stroff + name:].split(b"\0", 1)[0] == b".note.stapsdt":
             return off, size
     raise RuntimeError(f"{path}: no .note.stapsdt")
+
+
+def note_pc_offset(path, name):
+    """File offset of the pc field of the qprof note NAME in PATH."""
+    off, size = note_section(path)
+    with open(path, "rb") as f:
+        f.seek(off)
+        b = f.read(size)
+    pos = 0
+    while pos + 12 <= len(b):
+        namesz, descsz, _ = struct.unpack_from("<III", b, pos)
+        desc = pos + 12 + ((namesz + 3) & ~3)
+        prov, probe = b[desc + 24:desc + descsz].split(b"\0")[:2]
+        if prov == b"qprof" and probe == name.encode():
+            return off + desc
+        pos = desc + ((descsz + 3) & ~3)
+    raise RuntimeError(f"{path}: no qprof:{name} note")
 
 
 def bad_input():
@@ -248,6 +273,25 @@ def bad_input():
         # no markers
         h.cmd(f"open 2 {NOMARK}")
         h.cmd("call 2 100")
+        # the scope's enter note pointing one byte off its site (not the
+        # nop5): that site is refused and counted, the others probed
+        refused0 = target(d, h.pid)["sites_refused"]
+        badsite = os.path.join(tmp, "badsite.so")
+        shutil.copy(PLUGIN, badsite)
+        at = note_pc_offset(badsite, "scope_enter")
+        with open(badsite, "r+b") as f:
+            f.seek(at)
+            pc, = struct.unpack("<Q", f.read(8))
+            f.seek(at)
+            f.write(struct.pack("<Q", pc + 1))
+        r = h.cmd(f"open 3 {badsite}")
+        t.check(r["ok"], "a bad site: the host loads it")
+        h.cmd("call 3 100")
+        tg = target(d, h.pid)
+        mbs = module(tg, badsite)
+        t.eq(((mbs or {}).get("state"), (mbs or {}).get("probes"), tg["sites_refused"] - refused0),
+             ("probed", PLUGIN_SITES - 1, 1), "a bad site: refused and counted, the others probed")
+        h.cmd("close 3")
         tg = target(d, h.pid)
         print("bad input: " + json.dumps({k: tg[k] for k in ("libs_loaded", "libs_unloaded",
               "libs_without_markers", "libs_refused", "sites_refused", "sites_reused")}), flush=True)
@@ -258,8 +302,12 @@ def bad_input():
         t.check(bool((mb or {}).get("error")), "with the reason")
         t.eq((mn or {}).get("state"), "no_markers", "the plugin without markers is listed")
         c2 = scope_counts(d, h.pid)
-        t.eq(c2.get("plugin_scope", 0) + c2.get("plugin_scope_v2", 0), 300,
+        t.eq(c2.get("plugin_scope_v2", 0), c.get("plugin_scope_v2", 0),
              "nothing counted from the corrupt or unmarked plugin")
+        # the bad-site copy: one end of the scope probed, the other refused;
+        # a lone end is never a row's count (BPF pairs enter with exit)
+        t.eq(c2.get("plugin_scope", 0), c.get("plugin_scope", 0),
+             f"the bad-site copy's half-probed scope counts nothing: {c} -> {c2}")
         t.eq(d.get("/api/status")[0], 200, "qprofd answers")
         t.eq(h.quit(), 0, "the host ran every plugin and exits 0")
     finally:
@@ -313,6 +361,25 @@ def release():
         t.check(r["ok"] and 40e6 <= r["ns"] <= 2e9,
                 f"qprofd stopped: the hold ended by the release process (dlopen {r['ns'] / 1e6:.1f} ms)")
         h.cmd("close 0")
+        # qprofd silent for more than 2 s: a load is not held at all (each
+        # hold would last the whole bound), it is counted, and probed once
+        # qprofd runs again
+        time.sleep(2.3)
+        r = h.cmd(f"open 2 {PLUGIN}")
+        os.kill(dpid, signal.SIGCONT)
+        lc = lifecycle(d)
+        print(f"release: qprofd silent 2.3 s: dlopen {r['ns'] / 1e6:.1f} ms; " + json.dumps(
+              {k: v for k, v in lc.items() if k.startswith("dl_")}), flush=True)
+        t.eq((lc.get("dl_held"), lc.get("dl_skipped_unresponsive")), (1, 1),
+             "qprofd silent for 2 s: the load is not held, and counted")
+        t.check(wait_for(lambda: (module(target(d, h.pid), PLUGIN) or {}).get("state") == "probed",
+                         timeout=10), "qprofd silent for 2 s: the plugin probed once it runs again")
+        h.cmd("call 2 10")
+        t.check(wait_for(lambda: scope_counts(d, h.pid).get("plugin_scope") == 10, timeout=5),
+                "qprofd silent for 2 s: the calls after count")
+        h.cmd("close 2")
+        # its poll loop has turned since: the next load is held again
+        os.kill(dpid, signal.SIGSTOP)
         # a hold in flight when qprofd dies
         h.proc.stdin.write(f"open 1 {PLUGIN}\n")
         h.proc.stdin.flush()
@@ -355,6 +422,38 @@ def release():
         t.eq(d.stop(), 0, "qprofd exits 0")
 
 
+def traced():
+    """A host traced by a debugger: a SIGSTOP would stop it for its tracer,
+    which qprofd's SIGCONT cannot end: its loads are not held (counted), its
+    plugin probed all the same. The test is the tracer (PTRACE_SEIZE: no
+    stop of its own); a hold would leave dlopen stuck, seen by the timeout."""
+    h = Host()
+    d = Daemon(qprofd, ["--pid", str(h.pid), *HOLD])
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+    try:
+        t.eq(libc.ptrace(0x4206, h.pid, None, None), 0, "PTRACE_SEIZE of the host")  # PTRACE_SEIZE
+        h.proc.stdin.write(f"open 0 {PLUGIN}\n")
+        h.proc.stdin.flush()
+        ready, _, _ = select.select([h.proc.stdout], [], [], 10)
+        t.check(bool(ready), "traced: the host's dlopen returns (not stopped for its tracer)")
+        if not ready:
+            h.proc.kill()
+            return
+        h.proc.stdout.readline()
+        lc = lifecycle(d)
+        t.eq((lc.get("dl_held"), lc.get("dl_skipped_traced")), (0, 1), "traced: not held, counted")
+        t.check(wait_for(lambda: (module(target(d, h.pid), PLUGIN) or {}).get("state") == "probed",
+                         timeout=5), "traced: the plugin is probed all the same")
+        h.cmd("call 0 100")
+        t.eq(scope_counts(d, h.pid).get("plugin_scope"), 100, "traced: its calls count")
+        t.eq(h.quit(), 0, "traced: the host exits 0")
+    finally:
+        if h.proc.poll() is None:
+            h.proc.kill()
+        t.eq(d.stop(), 0, "qprofd exits 0")
+
+
 def unit_caps():
     """The capabilities of systemd/qprofd.service (CapabilityBoundingSet),
     lower-case for setpriv."""
@@ -367,13 +466,20 @@ def unit_caps():
     return []
 
 
-def service_caps():
+def service_caps(without_kill=False):
     """qprofd with only the service's capabilities, the host run by another
     user: the SIGCONT that ends a hold needs CAP_KILL (root without it gets
     EPERM for another user's process), and so does the release process. The
-    host must come back at once, not at the bound, and never hang."""
+    host must come back at once, not at the bound, and never hang.
+    WITHOUT_KILL: the same set less CAP_KILL: qprofd could end no hold of
+    that host (neither could its release process), so it takes none
+    (counted) and probes the plugin all the same; before, the host stayed
+    stopped for good."""
     caps = unit_caps()
     t.check("kill" in caps, f"the service keeps CAP_KILL: {caps}")
+    if without_kill:
+        caps = [c for c in caps if c != "kill"]
+    what = "without CAP_KILL" if without_kill else "service capabilities"
     wrap = os.path.join(tempfile.mkdtemp(prefix="qprof-caps-"), "qprofd-caps")
     keep = ",".join("+" + c for c in caps)
     with open(wrap, "w") as f:
@@ -393,22 +499,28 @@ def service_caps():
         ready, _, _ = select.select([proc.stdout], [], [], 10)
         if not ready:
             os.kill(pid, signal.SIGCONT)  # never leave it stopped, whatever qprofd did
-        t.check(bool(ready), "service capabilities: the host's dlopen returns")
+        t.check(bool(ready), f"{what}: the host's dlopen returns")
         r = json.loads(proc.stdout.readline())
         lc = lifecycle(d)
-        print(f"service capabilities: dlopen {r['ns'] / 1e6:.1f} ms; " + json.dumps(
-              {k: v for k, v in lc.items() if k in ("dl_held", "dl_released", "dl_released_late")}),
-              flush=True)
-        # ended by qprofd's SIGCONT, well before the 1 s bound
-        t.check(r["ok"] and r["ns"] < 900e6 and lc.get("dl_released") == 1,
-                f"service capabilities: qprofd ended the hold ({r['ns'] / 1e6:.1f} ms)")
+        print(f"{what}: dlopen {r['ns'] / 1e6:.1f} ms; " + json.dumps(
+              {k: v for k, v in lc.items() if k in ("dl_held", "dl_released", "dl_released_late",
+                                                   "dl_skipped_no_signal")}), flush=True)
+        if without_kill:
+            t.eq((lc.get("dl_held"), lc.get("dl_skipped_no_signal")), (0, 1),
+                 f"{what}: the load is not held, and counted")
+            t.check(wait_for(lambda: (module(target(d, pid), PLUGIN) or {}).get("state") == "probed",
+                             timeout=5), f"{what}: the plugin is probed all the same")
+        else:
+            # ended by qprofd's SIGCONT, well before the 1 s bound
+            t.check(r["ok"] and r["ns"] < 900e6 and lc.get("dl_released") == 1,
+                    f"{what}: qprofd ended the hold ({r['ns'] / 1e6:.1f} ms)")
         proc.stdin.write("call 0 100\n")
         proc.stdin.flush()
         proc.stdout.readline()
-        t.eq(scope_counts(d, pid).get("plugin_scope"), 100, "service capabilities: counted")
+        t.eq(scope_counts(d, pid).get("plugin_scope"), 100, f"{what}: counted")
         proc.stdin.write("quit\n")
         proc.stdin.flush()
-        t.eq(proc.wait(timeout=30), 0, "service capabilities: the host exits 0")
+        t.eq(proc.wait(timeout=30), 0, f"{what}: the host exits 0")
     finally:
         if proc.poll() is None:
             os.kill(pid, signal.SIGCONT)
@@ -429,6 +541,9 @@ if only in ("bad", "all"):
     bad_input()
 if only in ("release", "all"):
     release()
+if only in ("traced", "all"):
+    traced()
 if only in ("caps", "all"):
     service_caps()
+    service_caps(without_kill=True)
 sys.exit(t.done())
