@@ -53,6 +53,7 @@ struct options {
 	unsigned int max_sites;
 	unsigned int max_exited;
 	struct qp_span_opts spans;
+	unsigned int dl_hold_ms;
 	bool all;
 	bool no_multi;
 	bool no_calibrate;
@@ -108,6 +109,9 @@ static void usage(FILE *f)
 		"                      (default 65536; beyond, counted live_full)\n"
 		"  --heap-stacks N     distinct allocation stacks, all processes (default\n"
 		"                      16384; beyond, counted stacks_full)\n"
+		"  --dl-hold-ms MS     at most this long a target that loads a library waits,\n"
+		"                      stopped, until its markers are probed (0..1000,\n"
+		"                      default 100; 0: no wait, its first calls may be missed)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
@@ -142,7 +146,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
 	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
-	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS };
+	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS,
+	       OPT_DL_HOLD };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -161,6 +166,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-exited", required_argument, NULL, OPT_MAX_EXITED },
 		{ "span-pending", required_argument, NULL, OPT_SPAN_PENDING },
 		{ "span-timeout-ms", required_argument, NULL, OPT_SPAN_TIMEOUT },
+		{ "dl-hold-ms", required_argument, NULL, OPT_DL_HOLD },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "trace-max-events", required_argument, NULL, OPT_TRACE_MAX },
 		{ "no-calibrate", no_argument, NULL, OPT_NO_CALIB },
@@ -273,6 +279,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_TOKEN:
 			o->token_file = optarg;
 			break;
+		case OPT_DL_HOLD:
+			if (parse_uint_opt("--dl-hold-ms", optarg, 0, QP_DL_HOLD_MAX_MS, &v))
+				return 2;
+			o->dl_hold_ms = (unsigned int)v;
+			break;
 		case OPT_REPORT_DIR:
 			if (!optarg[0]) {
 				fprintf(stderr, "qprofd: --report-dir wants a directory\n");
@@ -352,7 +363,7 @@ int main(int argc, char **argv)
 {
 	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
-			     .trace_max_events = 1000000,
+			     .trace_max_events = 1000000, .dl_hold_ms = QP_DL_HOLD_DEFAULT_MS,
 			     .heap_opts = { .interval = 512 * 1024, .max_live = 65536, .max_stacks = 16384 } };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qp_http_policy pol_unix, pol_tcp;
@@ -461,7 +472,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "qprofd: cannot start the exec thread: %s\n", strerror(-ret));
 		goto out;
 	}
-	if (qp_lifecycle_open(&lc, execs.tid, SIGRTMIN, err, sizeof(err)))
+	if (qp_lifecycle_open(&lc, execs.tid, SIGRTMIN, o.dl_hold_ms, err, sizeof(err)))
 		qp_warn("fork and exec of targets are not watched: %s. A target that forks may lose "
 			"children to optimized uprobe sites", err);
 	d.reg.lc = lc;

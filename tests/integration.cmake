@@ -237,3 +237,27 @@ add_test(NAME integration_heap
           $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:heap_target>
           $<TARGET_FILE:heap_static>)
 set_tests_properties(integration_heap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Libraries loaded after attach (issue 16): a host that dlopens marked
+# plugins when told; the plugin built as a rebuilt version (v2), without
+# markers, and without its spin (the load/unload cycles).
+add_executable(plugin_host ${CMAKE_CURRENT_SOURCE_DIR}/integration/plugin_host.c)
+target_include_directories(plugin_host PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(plugin_host PRIVATE -O2 -g -fno-omit-frame-pointer)
+target_link_libraries(plugin_host ${CMAKE_DL_LIBS})
+foreach(v plugin plugin_v2 plugin_nomark plugin_fast)
+  add_library(qp_${v} MODULE ${CMAKE_CURRENT_SOURCE_DIR}/integration/plugin.c)
+  target_include_directories(qp_${v} PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(qp_${v} PRIVATE -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+endforeach()
+target_compile_definitions(qp_plugin_v2 PRIVATE PLUGIN_V2)
+target_compile_definitions(qp_plugin_nomark PRIVATE QPROF_DISABLE)
+target_compile_definitions(qp_plugin_fast PRIVATE PLUGIN_SPIN_NS=0)
+add_test(NAME integration_dlopen
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_dlopen.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:plugin_host> $<TARGET_FILE_DIR:qp_plugin>)
+set_tests_properties(integration_dlopen PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+add_test(NAME integration_dlopen_cycles
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_dlopen_cycles.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:plugin_host> $<TARGET_FILE_DIR:qp_plugin>)
+set_tests_properties(integration_dlopen_cycles PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

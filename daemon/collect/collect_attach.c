@@ -42,6 +42,40 @@ static void link_free(struct qp_scope_link *l)
 	free(l);
 }
 
+/* One thread per link: each release waits for its own grace periods, so
+ * they overlap instead of adding up. */
+static void *close_one(void *arg)
+{
+	struct qp_scope_link *l = arg;
+
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+	bpf_link__destroy(l->blink);
+	l->blink = NULL;
+	return NULL;
+}
+
+void qp_scopes_close_links(struct qp_scope_link **links, size_t n)
+{
+	pthread_t th[64];
+	bool started[64];
+	size_t i, k;
+
+	for (i = 0; i < n; i += 64) {
+		size_t m = n - i < 64 ? n - i : 64;
+
+		for (k = 0; k < m; k++)
+			started[k] = !pthread_create(&th[k], NULL, close_one, links[i + k]);
+		for (k = 0; k < m; k++) {
+			if (started[k])
+				pthread_join(th[k], NULL);
+			else
+				close_one(links[i + k]);
+		}
+	}
+}
+
 /* Caller holds the owner's lock. */
 static void links_free(struct qp_scope_link **links, size_t n)
 {

@@ -26,6 +26,7 @@
 #define SYM_MAX_NAME 4096		/* longest symbol name kept */
 #define SYM_BUILD_ID_MAX 64		/* bytes of a build-id kept */
 #define SYM_MISS_REFRESH_NS 100000000ull /* re-read maps on a miss at most 10/s */
+#define SYM_KEEP_UNMAPPED 256		/* unmapped file ranges a re-read keeps (names of unloaded libraries) */
 
 /* ---- sym_intern.c: strings (the table: common/hashtab.h) ----------------- */
 

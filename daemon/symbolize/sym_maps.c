@@ -173,9 +173,54 @@ static struct qp_sym_process *proc_get_locked(struct qp_symbolizer *s, int pid)
 	return p;
 }
 
+static int symmap_cmp(const void *a, const void *b)
+{
+	const struct symmap *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* V (N entries, from a fresh read) with the executable file ranges of OLD
+ * that nothing in V covers now: a library unloaded since keeps naming the
+ * samples taken inside it before (its file's parse is never freed). At
+ * most SYM_KEEP_UNMAPPED are carried, the last of OLD first. s->lock held.
+ * Returns the new list (V itself when nothing is carried or no memory). */
+static struct symmap *carry_unmapped(struct symmap *v, size_t *n, const struct qp_sym_process *old)
+{
+	size_t i, k, keep = 0, m = *n;
+	struct symmap *w;
+
+	for (i = 0; old && i < old->n; i++)
+		keep += old->v[i].kind == SYM_MAP_FILE && old->v[i].file;
+	if (!keep)
+		return v;
+	keep = keep < SYM_KEEP_UNMAPPED ? keep : SYM_KEEP_UNMAPPED;
+	w = realloc(v, (m + keep) * sizeof(*w));
+	if (!w)
+		return v;
+	for (i = old->n; i-- > 0 && keep;) {
+		const struct symmap *o = &old->v[i];
+		bool covered = false;
+
+		if (o->kind != SYM_MAP_FILE || !o->file)
+			continue;
+		for (k = 0; k < m && !covered; k++)	/* overlaps a current or carried range */
+			covered = o->start < w[k].end && w[k].start < o->end;
+		if (covered)
+			continue;
+		w[m++] = *o;
+		keep--;
+	}
+	if (m != *n)
+		qsort(w, m, sizeof(*w), symmap_cmp);
+	*n = m;
+	return w;
+}
+
 /* PID's mappings are MAPS (taken over and freed), or ERR when they could
- * not be read. */
-static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, int err)
+ * not be read. CARRY: keep the unloaded ranges of the list it replaces
+ * (a read of /proc; the registry's own lists already hold them). */
+static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, int err, bool carry)
 {
 	struct qp_sym_process *p;
 	struct symmap *v = NULL;
@@ -223,9 +268,13 @@ static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, in
 	pthread_mutex_lock(&s->lock);
 	p = proc_get_locked(s, pid);
 	if (p && ticket > p->ticket) {
+		size_t n = maps.n;
+
+		if (carry)
+			v = carry_unmapped(v, &n, p);
 		free(p->v);
 		p->v = v;
-		p->n = maps.n;
+		p->n = n;
 		p->ticket = ticket;
 		p->gone = false;
 		p->last_refresh_ns = qp_now_ns();
@@ -245,7 +294,7 @@ int qp_sym_process_refresh(struct qp_symbolizer *s, int pid)
 	if (!s || pid <= 0)
 		return -EINVAL;
 	err = qp_maps_read_at(s->proc_root, pid, &maps);
-	return process_set(s, pid, maps, err);
+	return process_set(s, pid, maps, err, true);
 }
 
 int qp_sym_process_set_maps(struct qp_symbolizer *s, int pid, const struct qp_maps *maps)
@@ -256,7 +305,7 @@ int qp_sym_process_set_maps(struct qp_symbolizer *s, int pid, const struct qp_ma
 	if (!s || pid <= 0 || !maps)
 		return -EINVAL;
 	err = qp_maps_copy(maps, &copy);
-	return err ? err : process_set(s, pid, copy, 0);
+	return err ? err : process_set(s, pid, copy, 0, false);
 }
 
 void qp_sym_forget(struct qp_symbolizer *s, int pid)

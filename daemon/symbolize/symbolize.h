@@ -38,10 +38,14 @@ struct qp_symbolizer *qp_symbolizer_new(const struct qp_sym_opts *opts); /* NULL
 void qp_symbolizer_free(struct qp_symbolizer *s); /* accepts NULL */
 
 /* Read PID's mappings now (call while it lives; again when it maps more).
- * The result is cached in the symbolizer under PID until qp_sym_forget. */
+ * The result is cached in the symbolizer under PID until qp_sym_forget.
+ * Executable file ranges of the list it replaces that nothing maps now (a
+ * library unloaded since) are kept, up to 256, so that samples taken in
+ * them before keep their names; a new mapping over one replaces it. */
 int qp_sym_process_refresh(struct qp_symbolizer *s, int pid);
 /* The same with mappings the caller read already (the registry's, so
- * /proc/PID/maps is not read twice); MAPS is copied. 0 or -errno. */
+ * /proc/PID/maps is not read twice); MAPS is copied and replaces the list
+ * whole (the caller adds the unloaded ranges it keeps). 0 or -errno. */
 struct qp_maps;
 int qp_sym_process_set_maps(struct qp_symbolizer *s, int pid, const struct qp_maps *maps);
 void qp_sym_forget(struct qp_symbolizer *s, int pid);

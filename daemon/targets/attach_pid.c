@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "collect_scopes.h"
 #include "lifecycle.h"
@@ -175,7 +176,10 @@ static int attach_files(struct qp_registry *r, struct qp_target *t, struct attac
 
 	for (i = 0; i < t->maps.n; i++) {
 		const struct qp_map *m = &t->maps.v[i];
+		struct qp_file_id fid = { .ino = m->inode };
 		struct qp_module *mod;
+		struct stat fst;
+		size_t first;
 		bool seen = false;
 		int fd;
 
@@ -192,12 +196,19 @@ static int attach_files(struct qp_registry *r, struct qp_target *t, struct attac
 			/* never a path that may name another version: counted, not probed */
 			t->files_unopened++;
 			qp_info("pid %d: %s not probed: %s", t->pid, m->path, merr);
+			/* an entry per file seen: the rescan takes none of them for new */
+			if (qp_target_lib_record(t, NULL, m->path, &fid, 0, QP_LIB_UNOPENED, false))
+				goto nomem;
 			continue;
 		}
+		if (!fstat(fd, &fst))
+			qp_file_id_of(&fst, &fid);
 		mod = qp_module_get_fd_unlocked(r, fd, m->path, &ret, merr, sizeof(merr));
 		close(fd);
 		if (!mod) {
 			qp_debug("pid %d: skipping %s: %s", t->pid, m->path, merr);
+			if (qp_target_lib_record(t, NULL, m->path, &fid, 0, QP_LIB_REFUSED, false))
+				goto nomem;
 			continue;
 		}
 		if (qp_target_hold(t, mod)) {
@@ -218,8 +229,12 @@ static int attach_files(struct qp_registry *r, struct qp_target *t, struct attac
 			snprintf(a->paths[a->nmods], sizeof(a->paths[0]), "%s", path);
 			a->mods[a->nmods++] = mod;
 		}
-		if (!mod->qprof_notes)
+		if (!mod->qprof_notes) {
+			if (qp_target_lib_record(t, mod, m->path, &fid, 0, QP_LIB_NO_MARKERS, false))
+				goto nomem;
 			continue;
+		}
+		first = t->nlinks;
 		ret = qp_target_attach_scopes(r, t, path, mod, a->epoch, a->ring, merr, sizeof(merr));
 		if (ret < 0) {
 			if (ret == -ESRCH || !qp_pid_alive(t->pid)) {
@@ -233,6 +248,8 @@ static int attach_files(struct qp_registry *r, struct qp_target *t, struct attac
 		}
 		t->probes += (unsigned int)mod->qprof_notes;
 		a->files++;
+		if (qp_target_lib_record(t, mod, m->path, &fid, first, QP_LIB_PROBED, false))
+			goto nomem;
 	}
 	return 0;
 nomem:

@@ -11,18 +11,67 @@
  * are adopted as soon as they are forked. The registry lock is taken here,
  * per exec, and dropped while the figures are read and the files written
  * (the registry's report callbacks, which main.c sets: targets/ includes no
- * exporter). */
+ * exporter). The rendezvous of a target's dynamic linker are handled in
+ * lifecycle_dlsync.c, then released here. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "collect_scopes.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "procfs.h"
-#include "targets.h"
 #include "util.h"
+#include "symbolize.h"
+#include "targets_priv.h"
+
+/* (targets.h) the old image's libraries, attached before the new image's
+ * loader maps them. */
+int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char *path, uint64_t ino)
+{
+	char err[256], fdpath[64];
+	struct qp_module *mod;
+	struct qp_file_id fid;
+	struct stat st;
+	size_t first;
+	int fd, ret;
+
+	/* the version at PATH now, checked to be the inode the process maps */
+	if (qp_open_regular(path, &fd, err, sizeof(err)))
+		return 0;
+	if (fstat(fd, &st) || (ino && (uint64_t)st.st_ino != ino)) {
+		close(fd);
+		return 0;
+	}
+	mod = qp_module_get_fd(r, fd, path, &ret, err, sizeof(err));
+	if (mod && qp_target_hold(t, mod)) {
+		qp_module_put(r, mod);
+		mod = NULL;
+	}
+	if (!mod || !mod->qprof_notes) {
+		close(fd);
+		return 0;
+	}
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	first = t->nlinks;
+	ret = qp_target_attach_scopes(r, t, fdpath, mod, qp_scopes_new_epoch(r->scopes), t->ring != NULL,
+				      err, sizeof(err));
+	close(fd);
+	if (ret < 0) {
+		qp_warn("pid %d: cannot attach to %s: %s", t->pid, path, err);
+		return ret;
+	}
+	t->probes += (unsigned int)mod->qprof_notes;
+	qp_file_id_of(&st, &fid);
+	/* not mapped yet: the rescan must not take it for unloaded */
+	if (qp_target_lib_record(t, mod, path, &fid, first, QP_LIB_PROBED, true))
+		qp_warn("pid %d: %s: out of memory (its links stay until the target goes)", t->pid, path);
+	return 1;
+}
 
 /* The files the old image mapped executable and the new one does not map
  * (yet): its libraries, which the new image's loader maps only once it
@@ -132,18 +181,29 @@ void qp_lifecycle_handle_execs(struct qp_registry *r)
 	struct qp_lc_exec v[64];
 	size_t n, i;
 
+	qp_lifecycle_alive(r->lc);
 	while ((n = qp_lifecycle_take_execs(r->lc, v, 64))) {
 		for (i = 0; i < n; i++) {
 			struct exec_report rep = { 0 };
+			struct qp_maps sym = { 0 };
 
-			pthread_mutex_lock(&r->lock);
-			handle_one(r, &v[i], &rep);
-			pthread_mutex_unlock(&r->lock);
+			if (v[i].dl) {
+				qp_lifecycle_handle_dl(r, &v[i], &sym);
+			} else {
+				pthread_mutex_lock(&r->lock);
+				handle_one(r, &v[i], &rep);
+				pthread_mutex_unlock(&r->lock);
+			}
 			qp_lifecycle_exec_done(r->lc, &v[i]);	/* runs again */
 			if (rep.figs || rep.pin)
 				qp_registry_emit_report(r, rep.figs, rep.pin);
+			if (sym.v) {
+				qp_sym_process_set_maps(r->sym, v[i].pid, &sym);
+				qp_maps_free(&sym);
+			}
 		}
 	}
+	qp_registry_reap_links(r);	/* unloaded libraries' links, in the background */
 }
 
 static void *exec_loop(void *arg)

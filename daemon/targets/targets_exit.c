@@ -46,6 +46,7 @@ void qp_target_exited(struct qp_registry *r, struct qp_target *t)
 	t->state = QP_TARGET_EXITED;
 	t->exited_ms = qp_realtime_ns() / 1000000;
 	t->report_pending = true;
+	qp_target_libs_drop_links(t);
 	qp_scopes_detach_links(t->links, t->nlinks);
 	free(t->links);
 	t->links = NULL;
@@ -75,6 +76,7 @@ struct fresh_maps {
 	int pid;
 	uint64_t serial;	/* the record read for: an exec handled meanwhile makes another */
 	uint64_t starttime;
+	uint64_t maps_seq;	/* the target's mappings when this read began */
 	struct qp_maps maps;
 	bool read;
 };
@@ -123,6 +125,7 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			dead[ndead].pid = t->pid;
 			dead[ndead].links = t->links;
 			dead[ndead++].nlinks = t->nlinks;
+			qp_target_libs_drop_links(t);
 			t->links = NULL;
 			t->nlinks = 0;
 		} else if (gone) {
@@ -130,6 +133,7 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 		} else if (fresh) {
 			fresh[nfresh].pid = t->pid;
 			fresh[nfresh].serial = t->serial;
+			fresh[nfresh].maps_seq = t->maps_seq;
 			fresh[nfresh++].starttime = t->starttime;
 		}
 	}
@@ -153,22 +157,36 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 		}
 		for (i = 0; i < nfresh; i++) {
 			struct qp_target *t = qp_registry_find(r, fresh[i].pid);
-			struct qp_maps keep;
+			struct qp_maps keep, sym;
 
 			/* the same record of the same process, still running,
 			 * takes a copy; after an exec (handled on its own
-			 * thread meanwhile) the maps may be the old image's */
+			 * thread meanwhile) the maps may be the old image's, and
+			 * a rendezvous handled since this read began has newer
+			 * mappings: the stale ones would unload what it loaded */
 			if (!fresh[i].read || !t || t->state != QP_TARGET_RUNNING || t->serial != fresh[i].serial ||
-			    t->starttime != fresh[i].starttime || qp_maps_copy(&fresh[i].maps, &keep)) {
+			    t->starttime != fresh[i].starttime || t->maps_seq != fresh[i].maps_seq) {
 				fresh[i].read = false;
 				continue;
 			}
+			if (qp_maps_copy(&fresh[i].maps, &keep))
+				continue;
+			t->maps_seq++;
+			/* the safety net of the dynamic linker's rendezvous: a
+			 * library loaded or unloaded and not reported */
+			qp_target_libs_sync(r, t, &keep);
 			qp_maps_free(&t->maps);
 			t->maps = keep;
+			/* the symbolizer's copy keeps unloaded libraries' old ranges */
+			if (!qp_target_sym_maps(t, &keep, &sym)) {
+				qp_maps_free(&fresh[i].maps);
+				fresh[i].maps = sym;
+			}
 		}
 		pthread_mutex_unlock(&r->lock);
 	}
 	free(dead);
+	qp_registry_reap_links(r);
 	/* the symbolizer reads the mappings and any new file (ELF, debug
 	 * files) under its own lock only: nobody waits for the registry */
 	for (i = 0; i < nfresh; i++) {

@@ -58,12 +58,25 @@
  * mmap failed, or its ring went back to the free list at its exit. */
 #define QPROF__RING_NONE ((struct qprof_ring *)1)
 
+/* The ring pointer's TLS model: initial-exec in an executable (a fixed
+ * offset from the thread pointer); the default, dynamic one in a shared
+ * library (-fPIC without -fPIE). An initial-exec variable of a dlopen'ed
+ * library takes glibc's static TLS surplus, which dlclose does not give
+ * back (it only shrinks from the top): 23 cycles of dlopen/dlclose of 10
+ * marked plugins used it up ("cannot allocate memory in static TLS
+ * block"), and the plugins could not be loaded any more. */
+#if defined(__PIC__) && !defined(__PIE__)
+#define QPROF__TLS_ATTR __attribute__((weak, visibility("hidden")))
+#else
+#define QPROF__TLS_ATTR __attribute__((weak, visibility("hidden"), tls_model("initial-exec")))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 /* Module-wide state (weak + hidden: one per executable or library). */
 __attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigned short qprof_ring_semaphore;
-__attribute__((weak, visibility("hidden"), tls_model("initial-exec"))) __thread struct qprof_ring *qprof__ring_tls;
+QPROF__TLS_ATTR __thread struct qprof_ring *qprof__ring_tls;
 __attribute__((weak, visibility("hidden"))) struct qprof_ring *qprof__ring_free;
 __attribute__((weak, visibility("hidden"))) int qprof__ring_lock;
 __attribute__((weak, visibility("hidden"))) pthread_once_t qprof__ring_once = PTHREAD_ONCE_INIT;
