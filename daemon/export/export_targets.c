@@ -90,7 +90,6 @@ void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j)
 	qp_json_kv_u64(j, "libs_without_markers", t->libs_without_markers);
 	qp_json_kv_u64(j, "libs_refused", t->libs_refused);
 	qp_json_kv_u64(j, "sites_reused", t->sites_reused);
-	qp_json_obj_end(j);
 }
 
 void qp_export_binary_json(const struct qp_binary_view *b, struct qp_json *j)
