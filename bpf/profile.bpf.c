@@ -6,16 +6,20 @@
  * up or collides over a long run), and the innermost qprof scopes. The
  * daemon aggregates the records (collect_cpu.c). The scopes come from the
  * thread stacks of scopes.bpf.c, whose map the daemon shares with this
- * object, so a profile can be limited to the time spent inside one scope. */
+ * object, so a profile can be limited to the time spent inside one scope;
+ * for a thread of a ring target, from the open scopes its ring's header
+ * lists (ring_tids, shared with ringreg.bpf.c), at any depth. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "profile.h"
+#include "ringreg.h"
 #include "scopes.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
 #define EFAULT 14	/* no stack of that kind (a user-mode sample has no kernel stack) */
+#define RING_MAGIC 0x474e5251u	/* QPROF_RING_MAGIC */
 
 const volatile bool sample_all = false;
 
@@ -56,6 +60,22 @@ struct {
 	__type(value, struct thread_stack);
 } thread_stacks SEC(".maps");
 
+/* Reused from ringreg.bpf.c by the daemon: the ring each thread announced. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, QPROF_RING_TIDS);
+	__type(key, __u32);
+	__type(value, struct ring_tid);
+} ring_tids SEC(".maps");
+
+/* a thread ring's header, read from the sampled thread's memory */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ring_hdr);
+} ring_hdr_scratch SEC(".maps");
+
 static __always_inline void pcount(__u32 which)
 {
 	__u64 *c = bpf_map_lookup_elem(&pcounters, &which);
@@ -85,7 +105,9 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, zero = 0, klen, ulen, size;
 	struct thread_stack *st;
 	struct cpu_sample *s;
-	__u32 d, i, b;
+	struct ring_tid *rt;
+	struct ring_hdr *h;
+	__u32 d, i, b, tid, olen, off;
 
 	if (!tgid)
 		return 0;	/* idle */
@@ -95,7 +117,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	if (!s)
 		return 0;
 	s->tgid = tgid;
-	s->pad = 0;
+	s->open_len = 0;
 	klen = stack_len(bpf_get_stack(ctx, s->ips, STACK_BYTES, 0));
 	s->kern_len = klen;
 	/* the user stack right after the kernel one: only used bytes are sent */
@@ -121,8 +143,27 @@ int do_sample(struct bpf_perf_event_data *ctx)
 				s->scopes[i++] = st->b[b].site;
 		}
 	}
+	/* a ring target's thread: its open scopes at any depth, from the
+	 * header of its own ring (only while it still owns that ring) */
+	olen = 0;
+	tid = (__u32)id;
+	rt = bpf_map_lookup_elem(&ring_tids, &tid);
+	h = bpf_map_lookup_elem(&ring_hdr_scratch, &zero);
+	if (rt && h && !bpf_probe_read_user(h, sizeof(*h), (void *)rt->addr) && h->magic == RING_MAGIC &&
+	    h->version >= 2 && h->generation == rt->generation) {
+		d = h->depth;
+		if (d > QPROF_SAMPLE_OPEN)
+			d = QPROF_SAMPLE_OPEN;
+		olen = (d * 8) & (QPROF_SAMPLE_OPEN * 8 * 2 - 1);
+		if (olen > QPROF_SAMPLE_OPEN * 8)
+			olen = QPROF_SAMPLE_OPEN * 8;
+		off = (klen + ulen) & 2047;
+		if (olen && bpf_probe_read_kernel((char *)s->ips + off, olen, h->open))
+			olen = 0;
+	}
+	s->open_len = olen;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
-	size = __builtin_offsetof(struct cpu_sample, ips) + klen + ulen;
+	size = __builtin_offsetof(struct cpu_sample, ips) + klen + ulen + olen;
 	if (size > sizeof(*s))
 		size = sizeof(*s);
 	if (bpf_ringbuf_output(&cpu_ring, s, size, BPF_RB_NO_WAKEUP)) {

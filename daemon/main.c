@@ -99,8 +99,8 @@ static void usage(FILE *f)
 		"                      parent, kind only, which survive restarts)\n"
 		"  --metrics-max-sets N  label sets per per-site family of /metrics, 1..1000000\n"
 		"                      (default 1000; the rest are counted as omitted)\n"
-		"  --ring              time the scopes of new pid targets with the ring\n"
-		"                      collector (markers of ABI 2; others: BPF, with a note)\n"
+		"  --ring              time the scopes of new targets (pid and --binary) with the\n"
+		"                      ring collector (markers of ABI 2; others: BPF, with a note)\n"
 		"  --heap              profile the heap of every target (else per target:\n"
 		"                      POST /api/targets {\"pid\": N, \"heap\": true})\n"
 		"  --heap-interval B   mean bytes allocated between two heap samples,\n"
@@ -478,7 +478,7 @@ int main(int argc, char **argv)
 	d.reg.lc = lc;
 	qp_exec_thread_go(&execs);
 	d.sample_all = o.all;
-	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), o.frequency, o.all,
+	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), qp_ring_tids_fd(ring), o.frequency, o.all,
 			  d.cpu_error, sizeof(d.cpu_error));
 	if (ret)
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d.cpu_error);
@@ -498,6 +498,7 @@ int main(int argc, char **argv)
 	}
 	if (qp_logs_start(&d.logs, qp_scopes_logs_fd(d.scopes), 65536, err, sizeof(err)))
 		qp_warn("QPROF_LOG messages unavailable: %s", err);
+	qp_ring_set_logs(ring, d.logs);
 	d.trace_max_events = o.trace_max_events;
 	d.metrics = o.metrics;
 	if (qp_tracer_open(&d.tracer, d.scopes, err, sizeof(err)))
@@ -590,6 +591,7 @@ out_http:
 	qp_http_stop(http);
 out:
 	qp_tracer_close(d.tracer);	/* no handler is left to end a session */
+	qp_ring_set_logs(ring, NULL);	/* the drain stops pushing before the store goes */
 	qp_logs_stop(d.logs);
 	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
 	qp_threads_close(d.threads);

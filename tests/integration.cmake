@@ -201,6 +201,18 @@ add_test(NAME integration_ring
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:ring_target> $<TARGET_FILE:scope_target_abi1>)
 set_tests_properties(integration_ring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+# The rest of the ring collector: QPROF_LOG through the ring, the exact
+# mean of values, CPU samples tagged at any depth (8 nested scopes), and
+# --binary targets on the ring (3 processes started after the attach).
+add_executable(ring2_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/ring2_target.c)
+target_include_directories(ring2_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(ring2_target PRIVATE -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
+  -fno-optimize-sibling-calls)
+target_link_libraries(ring2_target Threads::Threads)
+add_test(NAME integration_ring_more
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring_more.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:ring2_target>)
+set_tests_properties(integration_ring_more PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 
 # Every thread's stack without stopping the process (issue 12): three named
 # threads sleeping, waiting on a condition variable and spinning.

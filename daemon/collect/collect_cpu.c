@@ -62,9 +62,10 @@ static int on_sample(void *ctx, void *data, size_t size)
 	struct qp_cpu_sample_in in;
 	uint32_t i;
 
-	if (size < hdr || r->kern_len % 8 || r->user_len % 8 ||
+	if (size < hdr || r->kern_len % 8 || r->user_len % 8 || r->open_len % 8 ||
 	    r->kern_len > QPROF_STACK_DEPTH * 8 || r->user_len > QPROF_STACK_DEPTH * 8 ||
-	    hdr + r->kern_len + r->user_len > size) {
+	    r->open_len > QPROF_SAMPLE_OPEN_MAX * 8 ||
+	    hdr + (size_t)r->kern_len + r->user_len + r->open_len > size) {
 		c->lost++;
 		return 0;
 	}
@@ -84,6 +85,9 @@ static int on_sample(void *ctx, void *data, size_t size)
 		if (!in.user[i] || in.user[i] >= USER_ADDR_END)
 			in.nuser = i;
 	in.scopes = (const uint64_t *)r->scopes;
+	/* right after the user stack as sent (before the cut above) */
+	in.open = (const uint64_t *)r->ips + (r->kern_len + r->user_len) / 8;
+	in.nopen = r->open_len / 8;
 	in.comm = r->comm;
 	if (qp_cpu_table_add(&c->tab, &in))
 		c->kept++;
@@ -145,7 +149,7 @@ static int perf_open(unsigned int freq, int cpu)
 	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, unsigned int freq, bool all,
+int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, unsigned int freq, bool all,
 		char *err, size_t errlen)
 {
 	struct qp_cpu *c;
@@ -184,6 +188,13 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, unsigned int freq, bo
 	if (ret) {
 		snprintf(err, errlen, "cannot share the thread stacks map: %s", strerror(-ret));
 		goto fail;
+	}
+	if (ring_tids_fd >= 0) {
+		ret = bpf_map__reuse_fd(c->skel->maps.ring_tids, ring_tids_fd);
+		if (ret) {
+			snprintf(err, errlen, "cannot share the ring collector's thread map: %s", strerror(-ret));
+			goto fail;
+		}
 	}
 	ret = profile__load(c->skel);
 	if (ret) {

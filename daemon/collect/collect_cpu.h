@@ -28,8 +28,10 @@ struct qp_cpu_snapshot {
 };
 
 /* THREAD_STACKS_FD: the scopes object's task storage (innermost scopes of a
- * sample). FREQ in Hz. ALL: every process, else only added pids. */
-int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, unsigned int freq, bool all,
+ * sample); RING_TIDS_FD: the ring collector's map of thread rings (their
+ * open scopes, at any depth), -1 when there is none. FREQ in Hz. ALL:
+ * every process, else only added pids. */
+int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, unsigned int freq, bool all,
 		char *err, size_t errlen);
 void qp_cpu_close(struct qp_cpu *c); /* accepts NULL */
 unsigned int qp_cpu_ncpus(const struct qp_cpu *c); /* perf events open */

@@ -131,6 +131,8 @@ struct qp_value_bucket {
 struct qp_value_row {
 	struct mark_key key;
 	struct value_stats st;
+	bool has_sum;		/* the ring collector's: sum is exact, the mean is sum / count */
+	long double sum;	/* of the finite values */
 	size_t nbuckets;
 	struct qp_value_bucket *buckets;	/* sorted by bucket */
 };

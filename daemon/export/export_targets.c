@@ -80,6 +80,8 @@ void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j)
 		qp_json_kv_u64(j, "garbage", c->garbage);
 		qp_json_kv_u64(j, "open_at_loss", c->after_loss);
 		qp_json_kv_u64(j, "before_attach", c->before_attach);
+		qp_json_kv_u64(j, "logs", c->logs);
+		qp_json_kv_u64(j, "logs_cut", c->logs_cut);
 		qp_json_obj_end(j);
 	}
 	modules(t, j);
@@ -102,6 +104,7 @@ void qp_export_binary_json(const struct qp_binary_view *b, struct qp_json *j)
 	/* every_process: one set of links catches each process from its start;
 	 * per_process (no fanotify): each process gets links once adopted */
 	qp_json_kv_str(j, "mode", b->per_process ? "per_process" : "every_process");
+	qp_json_kv_str(j, "collector", b->ring ? "ring" : "bpf");
 	qp_json_kv_u64(j, "versions_replaced", b->versions_replaced);
 	qp_json_kv_u64(j, "old_versions_running", b->old_versions_running);
 	qp_json_kv_u64(j, "sites_refused", b->sites_refused);

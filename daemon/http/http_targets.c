@@ -186,11 +186,6 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 			qp_reply_error(resp, 400, "\"collector\" must be \"ring\" or \"bpf\"");
 			goto out;
 		}
-		if (extra.collector == QP_COLLECTOR_RING && json_object_get(root, "binary")) {
-			qp_reply_error(resp, 400, "the ring collector takes pid targets only (a binary "
-				       "uses the BPF collector)");
-			goto out;
-		}
 	}
 	if ((v = json_object_get(root, "heap"))) {
 		if (!json_is_boolean(v)) {

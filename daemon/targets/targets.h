@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "elf_probes.h"
+#include "ring_collect.h"
 #include "procfs.h"
 #include "targets_view.h"
 
@@ -127,6 +128,8 @@ struct qp_binary {
 	unsigned int sites_refused;
 	bool stale;		/* cur's links were dropped: re-parse and re-attach */
 	bool per_process;	/* no fanotify mark: links per adopted process, none for all */
+	bool ring;		/* its processes are ring targets (files of marker ABI 2) */
+	struct qp_ring_stamp ring_since; /* its attach, in the rings' clocks */
 	int *detached;		/* pids detached by the user: never re-adopted */
 	size_t ndetached;
 	int *refused;		/* pids running a version that could not be opened as mapped */

@@ -90,6 +90,7 @@ int qp_binary_view_copy(const struct qp_registry *r, const struct qp_binary *b, 
 	out->attached_ms = b->attached_ms;
 	out->state = binary_state(b);
 	out->per_process = b->per_process;
+	out->ring = b->ring;
 	out->versions_replaced = b->replaced;
 	out->old_versions_running = b->nold;
 	out->sites_refused = b->sites_refused;

@@ -59,6 +59,7 @@ struct qp_binary_view {
 	uint64_t attached_ms;
 	enum qp_binary_state state;
 	bool per_process;	/* no fanotify mark: links per adopted process */
+	bool ring;		/* its processes are timed by the ring collector */
 	unsigned int versions_replaced;
 	size_t old_versions_running;
 	unsigned int sites_refused;

@@ -13,8 +13,13 @@
 #endif
 
 #define QPROF_RING_MAGIC 0x474e5251u /* "QRNG" little-endian */
-#define QPROF_RING_VERSION 1
-#define QPROF_RING_HDR_SIZE 64
+/* Version 2: the 64-byte header of version 1 is followed by the owner's
+ * open scopes (open[], QPROF_RING_OPEN sites), read by the CPU sampler;
+ * the records start at QPROF_RING_HDR_SIZE. qprofd reads both versions. */
+#define QPROF_RING_VERSION 2
+#define QPROF_RING_HDR_SIZE 320
+#define QPROF_RING_HDR_SIZE_V1 64
+#define QPROF_RING_OPEN 32 /* open scopes kept in the header, outermost first */
 /* Records per thread ring (16 bytes each): 1 MiB by default. */
 #ifndef QPROF_RING_RECORDS
 #define QPROF_RING_RECORDS 65536
@@ -31,10 +36,27 @@ enum qprof_rec_kind {
 	QPROF_REC_END = 4,	/* QPROF_SCOPE_END; an ARG record follows (name address) */
 	QPROF_REC_MARK = 5,	/* QPROF_MARK */
 	QPROF_REC_VALUE = 6,	/* QPROF_VALUE; an ARG record follows (IEEE-754 bits) */
-	QPROF_REC_ARG = 7,	/* the argument of the record before it */
+	QPROF_REC_ARG = 7,	/* the argument of the record before it; see LOG below */
 	QPROF_REC_THREAD = 0,	/* a new owner: generation << 32 | tid << 3 */
 };
 #define QPROF_REC_KIND_MASK 7u
+
+/* QPROF_LOG (ring version 2): a record of kind ARG whose word also holds
+ * the log site (16-aligned, so that bit 3 is 0) and two lengths, then the
+ * text in TEXT records, 15 bytes each, all published by one head store:
+ *   head  {ts, site | QPROF_REC_ARG | stored << 47 | min(len, 511) << 55}
+ *   text  {bytes 0..7, bytes 8..14 << 8 | QPROF_REC_LOG_TEXT} x ceil(stored / 15)
+ * stored: bytes of text (<= 255, no NUL); len: the length the formatted
+ * message had (snprintf's return, clamped): len > stored means it was cut.
+ * A plain ARG record's word is exactly QPROF_REC_ARG; a text record's low
+ * byte is QPROF_REC_LOG_TEXT, a head's never is (bit 3). */
+#define QPROF_REC_LOG_TEXT 0x0fu
+#define QPROF_RING_LOG_CHUNK 15
+#define QPROF_RING_LOG_STORED 255
+#define QPROF_RING_LOG_LEN_MAX 511
+#define QPROF_REC_LOG_SITE(w) ((w) & 0x00007ffffffffff8ull)
+#define QPROF_REC_LOG_STORED(w) ((unsigned int)(((w) >> 47) & 0xff))
+#define QPROF_REC_LOG_LEN(w) ((unsigned int)((w) >> 55))
 
 struct qprof_ring_rec {
 	uint64_t ts;
@@ -53,6 +75,10 @@ struct qprof_ring {
 	uint32_t depth;		/* scopes the owner has open (enters - exits) */
 	struct qprof_ring *next; /* free-list link (the writer's, not the reader's) */
 	uint64_t reserved[2];
+	/* version 2: the sites of the owner's open scopes, outermost first:
+	 * open[i] for i < min(depth, QPROF_RING_OPEN) (written before depth
+	 * grows; depth never goes below 0) */
+	uint64_t open[QPROF_RING_OPEN];
 };
 
 #ifdef __cplusplus

@@ -25,7 +25,7 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 		.state = QP_TARGET_RUNNING, .attached_ms = 1700000000123ULL, .exited_ms = 99, .probes = 12,
 		.sites_refused = 1, .files_unopened = 2, .ring = true, .has_ring_status = true,
 		.ring_status = { .c = { .records = 10, .lost = 11, .garbage = 12, .after_loss = 13,
-					.before_attach = 14 }, .rings = 3 },
+					.before_attach = 14, .logs = 15, .logs_cut = 16 }, .rings = 3 },
 		.modules = mods_t0, .nmodules = 2, .libs_loaded = 3,
 		.libs_unloaded = 4, .libs_without_markers = 5, .libs_refused = 6, .sites_reused = 7 };
 	t[1] = (struct qp_target_view){ .pid = 200, .comm = "md\"feed", .exe = "/opt/m d/feed\n(deleted)",
@@ -35,7 +35,7 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 		.state = QP_BINARY_ATTACHED, .versions_replaced = 3, .old_versions_running = 1,
 		.sites_refused = 4, .processes_refused = 5, .pids = pids_b0, .npids = 2 };
 	b[1] = (struct qp_binary_view){ .path = "/opt/x", .probes = 1, .attached_ms = 2,
-		.state = QP_BINARY_CHANGED, .per_process = true };
+		.state = QP_BINARY_CHANGED, .per_process = true, .ring = true };
 	b[2] = (struct qp_binary_view){ .path = "/opt/y", .state = QP_BINARY_UNPROBED };
 	v->targets = t;
 	v->ntargets = 2;
@@ -51,7 +51,7 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 	"\"attached_ms\":1700000000123,\"probes\":12,\"exited_ms\":null,\"attached_by\":\"pid\"," \
 	"\"sites_refused\":1,\"files_unopened\":2,\"collector\":\"ring\",\"collector_note\":null," \
 	"\"ring\":{\"rings\":3,\"records\":10,\"lost\":11,\"garbage\":12,\"open_at_loss\":13," \
-	"\"before_attach\":14},\"modules\":[{\"path\":\"/opt/s/libmr.so\"," \
+	"\"before_attach\":14,\"logs\":15,\"logs_cut\":16},\"modules\":[{\"path\":\"/opt/s/libmr.so\"," \
 	"\"state\":\"unloaded\",\"probes\":2,\"attached_ms\":1700000000200,\"detached_ms\":1700000000300," \
 	"\"loads\":2},{\"path\":\"/tmp/x\\\"y.so\",\"state\":\"refused\",\"probes\":0,\"attached_ms\":null," \
 	"\"detached_ms\":null,\"loads\":0,\"error\":\"1 unreadable note\"}],\"libs_loaded\":3," \
@@ -62,12 +62,12 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 	"\"collector_note\":\"lib \\\"x\\\" has markers of ABI 1\",\"modules\":[],\"libs_loaded\":0,\"libs_unloaded\":0," \
 	"\"libs_without_markers\":0,\"libs_refused\":0,\"sites_reused\":0}"
 #define B0 "{\"binary\":\"/opt/m d/feed\",\"probes\":7,\"attached_ms\":1700000000001,\"state\":\"attached\"," \
-	"\"mode\":\"every_process\",\"versions_replaced\":3,\"old_versions_running\":1,\"sites_refused\":4," \
+	"\"mode\":\"every_process\",\"collector\":\"bpf\",\"versions_replaced\":3,\"old_versions_running\":1,\"sites_refused\":4," \
 	"\"processes_refused\":5,\"pids\":[200,300]}"
 #define B1 "{\"binary\":\"/opt/x\",\"probes\":1,\"attached_ms\":2,\"state\":\"changed\",\"mode\":\"per_process\"," \
-	"\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
+	"\"collector\":\"ring\",\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
 #define B2 "{\"binary\":\"/opt/y\",\"probes\":0,\"attached_ms\":0,\"state\":\"unprobed\",\"mode\":\"every_process\"," \
-	"\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
+	"\"collector\":\"bpf\",\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
 #define LC "{\"forks\":1,\"shared_mm_children\":2,\"children_stopped\":3,\"stop_failed\":4,\"records_lost\":5," \
 	"\"descendants_unwatched\":6,\"children_resumed\":7,\"sites_restored_nop\":8,\"sites_restored_int3\":9," \
 	"\"site_rewrites_failed\":10,\"child_stall_max_ns\":11,\"child_stall_mean_ns\":12,\"execs\":13," \
