@@ -32,6 +32,8 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *st
 #define DW_MAX_CU_RANGES 65536		/* ranges of one unit */
 #define DW_MAX_CACHE (1u << 19)		/* addresses remembered */
 #define DW_MAX_SECTION (1ull << 30)	/* a decompressed section */
+#define DW_MAX_DEPTH 64			/* nested scopes (and namespaces) walked into */
+#define DW_MAX_VISITS (1u << 20)	/* DIEs looked at for one address */
 
 struct dw_range {
 	uint64_t lo, hi;
@@ -369,10 +371,66 @@ static int64_t attr_u32(Dwarf_Die *die, int name)
 	return (int64_t)w;
 }
 
+static bool is_scope(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_lexical_block || tag == DW_TAG_entry_point ||
+	       tag == DW_TAG_try_block || tag == DW_TAG_catch_block;
+}
+
+/* The subprogram holding PC and the inlined instances in it down to the
+ * innermost, outermost first, into CHAIN (lexical blocks are walked
+ * through, not kept). Walks the unit's tree itself rather than with
+ * dwarf_getscopes: libdw 0.188 leaks its array when a later step fails
+ * on bad DWARF (fuzz_dwarf found it), and recurses once per level. Here
+ * the depth and the DIEs visited are bounded, so a DW_AT_sibling loop or
+ * a tree a million levels deep ends. Namespaces and modules (which have no
+ * ranges) are entered and left again. Returns how many were kept. */
+static int scope_chain(Dwarf_Die *cudie, uint64_t pc, Dwarf_Die *chain, int max)
+{
+	Dwarf_Die die, up[DW_MAX_DEPTH];	/* up: the namespaces entered */
+	unsigned visits = 0;
+	int n = 0, nup = 0;
+
+	if (dwarf_child(cudie, &die) != 0)
+		return 0;
+	for (;;) {
+		int tag = dwarf_tag(&die);
+		Dwarf_Die child;
+
+		if (++visits > DW_MAX_VISITS)
+			return n;
+		if (is_scope(tag) && dwarf_haspc(&die, pc) == 1) {
+			if (tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) {
+				if (n == max)
+					return n;
+				chain[n++] = die;
+			}
+			/* the scope holding PC: the answer is in it, or is it */
+			if (dwarf_child(&die, &child) != 0)
+				return n;
+			nup = 0;	/* no way back up from here */
+			die = child;
+			continue;
+		}
+		if ((tag == DW_TAG_namespace || tag == DW_TAG_module) && nup < DW_MAX_DEPTH &&
+		    dwarf_child(&die, &child) == 0) {
+			up[nup++] = die;
+			die = child;
+			continue;
+		}
+		while (dwarf_siblingof(&die, &die) != 0) {	/* this level is done */
+			if (!nup)
+				return n;
+			die = up[--nup];
+		}
+	}
+}
+
 /* Work out VA into R and d->inl (the lock held). */
 static void resolve(struct sym_dwarf *d, uint64_t va, struct dw_res *r)
 {
-	Dwarf_Die mem, *cudie, *scopes = NULL;
+	Dwarf_Die mem, *cudie, chain[DW_MAX_DEPTH];
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
 	Dwarf_Line *ln;
@@ -391,35 +449,15 @@ static void resolve(struct sym_dwarf *d, uint64_t va, struct dw_res *r)
 		if (!dwarf_lineno(ln, &lno) && lno > 0)
 			line = (uint32_t)lno;
 	}
-	n = dwarf_getscopes(cudie, va, &scopes);
-	/* Past an inlined instance dwarf_getscopes goes on with the scopes of
-	 * its abstract origin; the physical chain (inlined in inlined ... in
-	 * the subprogram) is the innermost instance's own parents. */
-	for (i = 0; i < n; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-
-		if (tag == DW_TAG_subprogram)
-			break;
-		if (tag == DW_TAG_inlined_subroutine) {
-			Dwarf_Die in = scopes[i];
-
-			free(scopes);
-			scopes = NULL;
-			n = dwarf_getscopes_die(&in, &scopes);
-			break;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		Dwarf_Die *sc = &scopes[i];
-		int tag = dwarf_tag(sc);
+	n = scope_chain(cudie, va, chain, DW_MAX_DEPTH);
+	for (i = n; i-- > 0;) {	/* innermost first */
+		Dwarf_Die *sc = &chain[i];
 		int64_t cf, cl;
 
-		if (tag == DW_TAG_subprogram) {
+		if (dwarf_tag(sc) == DW_TAG_subprogram) {
 			r->func = die_name(d, sc);
 			break;
 		}
-		if (tag != DW_TAG_inlined_subroutine)
-			continue;
 		if (r->ninl < QP_SYM_MAX_INLINE) {
 			if (d->ninl == d->capinl) {
 				size_t ncap = d->capinl ? d->capinl * 2 : 256;
@@ -446,7 +484,6 @@ static void resolve(struct sym_dwarf *d, uint64_t va, struct dw_res *r)
 			file = intern(d, dwarf_filesrc(files, (size_t)cf, NULL, NULL), PATH_MAX);
 		line = cl > 0 ? (uint32_t)cl : 0;
 	}
-	free(scopes);
 	r->file = file;
 	r->line = line;
 	r->found = file || line || r->func || r->ninl;
