@@ -49,6 +49,8 @@ struct dw_res {		/* the cache's value for one address */
 struct sym_dwarf {
 	pthread_mutex_t lock;
 	int fd, alt_fd;		/* -1: none (owned) */
+	const char *debug_root;	/* the symbolizer's (outlives this) */
+	bool tried;		/* libdw was opened on FD, or that failed */
 	Elf *elf, *alt_elf;
 	Dwarf *dw, *alt;
 	bool built;
@@ -197,7 +199,33 @@ struct sym_dwarf *sym_dwarf_from_elf(Elf *elf, int fd, const char *debug_root)
 	}
 	d->elf = elf;
 	d->fd = fd;
+	d->tried = true;
 	return d;
+}
+
+/* The first lookup opens libdw on d->fd (the lock held): not at attach,
+ * where reading the .debug_* sections would slow the attach (or hold an
+ * exec'd target stopped longer) for a file that may never be sampled. */
+static bool dw_lazy_open(struct sym_dwarf *d)
+{
+	Elf_Data *altlink;
+	Elf *elf;
+
+	d->tried = true;
+	/* ELF_C_READ, not a mapping: a file truncated under us gives read
+	 * errors, where a mapping would give SIGBUS */
+	elf = elf_begin(d->fd, ELF_C_READ, NULL);
+	if (!elf)
+		return false;
+	d->elf = elf;
+	if (!sections_ok(elf, &altlink) || !(d->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)))
+		return false;
+	if (altlink && open_alt(d, altlink, d->debug_root)) {
+		dwarf_end(d->dw);
+		d->dw = NULL;
+		return false;
+	}
+	return true;
 }
 
 bool sym_elf_has_dwarf(Elf *elf)
@@ -211,19 +239,16 @@ struct sym_dwarf *sym_dwarf_open(int fd, const char *debug_root)
 {
 	int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	struct sym_dwarf *d;
-	Elf *elf;
 
 	if (own < 0)
 		return NULL;
-	/* ELF_C_READ, not a mapping: a file truncated under us gives read
-	 * errors, where a mapping would give SIGBUS */
-	elf = elf_begin(own, ELF_C_READ, NULL);
-	d = elf ? sym_dwarf_from_elf(elf, own, debug_root) : NULL;
+	d = dw_new();
 	if (!d) {
-		if (elf)
-			elf_end(elf);
 		close(own);
+		return NULL;
 	}
+	d->fd = own;
+	d->debug_root = debug_root;
 	return d;
 }
 
@@ -511,6 +536,10 @@ bool sym_dwarf_lookup(struct sym_dwarf *d, uint64_t va, struct sym_src *out)
 	if (!d)
 		return false;
 	pthread_mutex_lock(&d->lock);
+	if (!d->dw && (d->tried || !dw_lazy_open(d))) {
+		pthread_mutex_unlock(&d->lock);
+		return false;
+	}
 	if (!d->built)
 		build_ranges(d);
 	i = qp_htab_find_u64(&d->cache, va);

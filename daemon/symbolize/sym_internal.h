@@ -51,9 +51,10 @@ struct sym_src {
 
 /* The ELF has a .debug_info that we read (sym_dwarf.c says what is refused). */
 bool sym_elf_has_dwarf(Elf *elf);
-/* The DWARF of the open file FD (dup'ed; FD stays the caller's), NULL when
- * it has none usable. An alt (dwz) file is looked for under DEBUG_ROOT
- * only. No lock held. */
+/* The DWARF of the open file FD (dup'ed; FD stays the caller's; the caller
+ * checked sym_elf_has_dwarf), read on the first lookup; NULL when out of
+ * memory. An alt (dwz) file is looked for under DEBUG_ROOT (which must
+ * outlive it) only. No lock held. */
 struct sym_dwarf *sym_dwarf_open(int fd, const char *debug_root);
 /* The same over ELF, taken over with FD (-1: an ELF in memory) on success
  * only. */
