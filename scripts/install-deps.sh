@@ -6,6 +6,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config clang llvm
   libbpf-dev bpftool libelf-dev zlib1g-dev libmicrohttpd-dev libjansson-dev
+  libdw-dev                # elfutils' libdw: source lines and inlined frames (daemon/symbolize)
   libsystemd-dev           # sd_notify: qprofd.service is Type=notify
   systemd                  # systemd-analyze verify/security check the unit in the tests
   systemtap-sdt-dev        # <sys/sdt.h>: the baseline probes in tests and bench

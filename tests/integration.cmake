@@ -273,3 +273,14 @@ add_test(NAME integration_dlopen_cycles
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_dlopen_cycles.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:plugin_host> $<TARGET_FILE_DIR:qp_plugin>)
 set_tests_properties(integration_dlopen_cycles PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Source lines and inlined frames: a -O2 -g workload whose hot function is
+# inlined; folded, pprof decoded and go tool pprof -lines/-list.
+add_executable(srcline_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/srcline_target.c)
+target_include_directories(srcline_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(srcline_target PRIVATE -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+add_test(NAME integration_srcline
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_srcline.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:srcline_target>
+          ${CMAKE_CURRENT_SOURCE_DIR}/integration/srcline_target.c)
+set_tests_properties(integration_srcline PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

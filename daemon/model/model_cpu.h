@@ -10,12 +10,18 @@
 #include <stdint.h>
 #include "arena.h"
 
+/* A user address where the compiler inlined functions gives several
+ * frames with the same addr: the function that holds the code, then each
+ * inlined one (inlined = true), the innermost last (nearest the leaf). */
 struct qp_cpu_frame {
 	const char *name;	/* demangled function, or "module+0xoffset" when unnamed */
 	const char *module;	/* basename of the file, "[kernel]" for kernel frames */
 	uint64_t addr;		/* runtime address */
 	uint32_t mapping;	/* 1-based index into mappings, 0 = none (kernel) */
 	bool kernel;
+	bool inlined;		/* inlined into the frame before it, at the same addr */
+	uint32_t line;		/* source line in file, 0 when unknown */
+	const char *file;	/* source file (DWARF), NULL when unknown */
 };
 
 struct qp_cpu_sample {
@@ -66,4 +72,8 @@ uint64_t qp_cpu_profile_total(const struct qp_cpu_profile *p); /* sum of counts 
  * address 0, and a kernel frame named by its address ("[kernel]+0x...")
  * becomes "[kernel]". Names and counts are otherwise unchanged. */
 void qp_cpu_profile_hide_kernel(struct qp_cpu_profile *p);
+/* Move the mapping of file EXE (the main executable) first, as pprof
+ * expects, renumbering the frames' mappings; no change when EXE is NULL or
+ * not among them. */
+void qp_cpu_profile_main_first(struct qp_cpu_profile *p, const char *exe);
 #endif

@@ -1,7 +1,10 @@
 /* model_cpu_build.c - see model_cpu_build.h. A raw sample holds two stack
  * ids (user, kernel); its frames are the user stack from the outermost
  * caller down, then the kernel stack, so the root is first and the leaf last.
- * Return addresses are looked up one byte back (inside the call). */
+ * Return addresses are looked up one byte back (inside the call). A user
+ * address where DWARF says functions were inlined gives a frame for the
+ * function that holds the code, then one per inlined function, innermost
+ * last. The main executable's mapping goes first (pprof's convention). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +49,23 @@ struct qp_cpu_sample *qp_cpu_builder_add(struct qp_cpu_builder *b, struct qp_sym
 {
 	struct qp_cpu_profile *p = b->p;
 	struct qp_cpu_sample *s;
-	size_t i, f = 0;
+	size_t i, f = 0, nf;
+	int64_t pi;
 
+	nu = nu > QPROF_STACK_DEPTH ? QPROF_STACK_DEPTH : nu;
+	if (!b->ys && !(b->ys = malloc(QPROF_STACK_DEPTH * sizeof(*b->ys))))
+		return NULL;
+	b->sym = sym;
+	nf = nu + nk + 1;
+	/* frames above the leaf are return addresses: look inside the call */
+	for (i = 0; i < nu; i++) {
+		qp_sym_user(sym, (int)pid, i ? uips[i] - 1 : uips[i], &b->ys[i]);
+		nf += b->ys[i].ninl;
+	}
+	pi = qp_htab_add_u64(&b->pids, pid, NULL);
+	if (pi < 0)
+		return NULL;
+	*(uint64_t *)qp_htab_value(&b->pids, (size_t)pi) += count;
 	if (p->nsamples == b->cap_samples) {
 		size_t cap = b->cap_samples ? b->cap_samples * 2 : 256;
 		struct qp_cpu_sample *v = realloc(p->samples, cap * sizeof(*v));
@@ -62,18 +80,33 @@ struct qp_cpu_sample *qp_cpu_builder_add(struct qp_cpu_builder *b, struct qp_sym
 	s->pid = pid;
 	s->comm = qp_arena_strdup(b->a, comm && comm[0] ? comm : "?");
 	s->count = count;
-	s->frames = qp_arena_alloc(b->a, (nu + nk + 1) * sizeof(*s->frames));
+	s->frames = qp_arena_alloc(b->a, nf * sizeof(*s->frames));
 	if (!s->comm || !s->frames)
 		return NULL;
 	for (i = nu; i-- > 0;) {
-		struct qp_sym y;
+		const struct qp_sym *y = &b->ys[i];
+		uint32_t map = mapping_index(b, y);
+		const char *module = qp_arena_strdup(b->a, y->module);
+		size_t k;
 
-		/* frames above the leaf are return addresses: look inside the call */
-		qp_sym_user(sym, (int)pid, i ? uips[i] - 1 : uips[i], &y);
 		s->frames[f++] = (struct qp_cpu_frame){
-			.name = qp_arena_strdup(b->a, y.name), .module = qp_arena_strdup(b->a, y.module),
-			.addr = uips[i], .mapping = mapping_index(b, &y),
+			.name = qp_arena_strdup(b->a, y->name), .module = module,
+			.file = y->src_file ? qp_arena_strdup(b->a, y->src_file) : NULL,
+			.line = y->src_line, .addr = uips[i], .mapping = map,
 		};
+		if (y->src_file && !s->frames[f - 1].file)
+			return NULL;
+		for (k = y->ninl; k-- > 0;) {
+			const struct qp_sym_inline *in = &y->inl[k];
+
+			s->frames[f++] = (struct qp_cpu_frame){
+				.name = qp_arena_strdup(b->a, in->name ? in->name : "[inlined]"),
+				.module = module, .file = in->file ? qp_arena_strdup(b->a, in->file) : NULL,
+				.line = in->line, .addr = uips[i], .mapping = map, .inlined = true,
+			};
+			if (in->file && !s->frames[f - 1].file)
+				return NULL;
+		}
 	}
 	for (i = nk; i-- > 0;) {
 		struct qp_sym y;
@@ -109,6 +142,7 @@ int qp_cpu_builder_begin(struct qp_cpu_builder *b, struct qp_cpu_profile *out)
 {
 	memset(b, 0, sizeof(*b));
 	memset(out, 0, sizeof(*out));
+	qp_htab_init(&b->pids, sizeof(uint64_t));
 	b->p = out;
 	b->a = out->arena = qp_arena_new();
 	return b->a ? 0 : -ENOMEM;
@@ -117,7 +151,23 @@ int qp_cpu_builder_begin(struct qp_cpu_builder *b, struct qp_cpu_profile *out)
 int qp_cpu_builder_finish(struct qp_cpu_builder *b, int ret)
 {
 	struct qp_cpu_profile *out = b->p;
+	uint64_t best = 0;
+	int pid = 0;
+	size_t i;
 
+	free(b->ys);
+	b->ys = NULL;
+	for (i = 0; !ret && b->sym && i < b->pids.n; i++) {
+		uint64_t c = *(uint64_t *)qp_htab_value(&b->pids, i);
+
+		if (c > best) {
+			best = c;
+			pid = (int)qp_htab_key_u64(&b->pids, i);
+		}
+	}
+	qp_htab_free(&b->pids);
+	if (pid > 0)	/* the main executable: of the process with the most samples */
+		qp_cpu_profile_main_first(out, qp_sym_process_exe(b->sym, pid));
 	if (ret) {
 		free(out->samples);
 		out->samples = NULL;

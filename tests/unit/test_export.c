@@ -24,7 +24,8 @@
 static struct qp_cpu_frame F(const char *name, const char *module, uint64_t addr, uint32_t mapping,
 			    bool kernel)
 {
-	return (struct qp_cpu_frame){ name, module, addr, mapping, kernel };
+	return (struct qp_cpu_frame){ .name = name, .module = module, .addr = addr, .mapping = mapping,
+				      .kernel = kernel };
 }
 
 static void add_sample(struct qp_cpu_profile *p, uint32_t pid, const char *comm, uint64_t count,
@@ -703,8 +704,8 @@ static void test_pprof(void)
 	}
 	for (i = 0; i < d.nfns; i++) {
 		CHECK_INT(d.fn[i].name, d.fn[i].system_name);
-		if (!strcmp(S(&d, d.fn[i].name), "memcpy"))
-			CHECK_STR(S(&d, d.fn[i].file), "libc.so.6");
+		if (!strcmp(S(&d, d.fn[i].name), "memcpy")) /* no source file known: "" */
+			CHECK_STR(S(&d, d.fn[i].file), "");
 	}
 	free_decoded(&d);
 	free(raw);
