@@ -54,6 +54,7 @@ struct options {
 	unsigned int max_exited;
 	struct qp_span_opts spans;
 	bool all;
+	enum qp_unwind_mode unwind;
 	bool no_multi;
 	bool no_calibrate;
 	unsigned int trace_max_events;
@@ -81,6 +82,9 @@ static void usage(FILE *f)
 		"                      (a root-owned file, mode 0600, or 0640 group qprof)\n"
 		"  --frequency HZ      CPU sampling frequency per CPU, 1..10000 (default 99)\n"
 		"  --all               sample every process, not only the targets\n"
+		"  --unwind MODE       user stacks: fp (frame pointers only), dwarf (default:\n"
+		"                      targets' samples also carry 16 KiB of stack, unwound\n"
+		"                      by CFI in qprofd), dwarf-all (so do --all's processes)\n"
 		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
 		"  --span-pending N    QPROF_SPAN_BEGIN spans pending at once, all processes\n"
 		"                      (default 65536; a begin past it is counted table_full)\n"
@@ -142,7 +146,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
 	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
-	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS };
+	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS,
+	       OPT_UNWIND };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -150,6 +155,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "unwind", required_argument, NULL, OPT_UNWIND },
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
 		{ "ring", no_argument, NULL, OPT_RING },
@@ -217,6 +223,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_RING:
 			o->ring = true;
+			break;
+		case OPT_UNWIND:
+			if (qp_unwind_mode_parse(optarg, &o->unwind)) {
+				fprintf(stderr, "qprofd: --unwind wants fp, dwarf or dwarf-all, got '%s'\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case OPT_NO_MULTI:
 			o->no_multi = true;
@@ -350,7 +363,7 @@ static void emit_report(void *arg, void *figs, char *dir, size_t dirlen)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
+	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .unwind = QP_UNWIND_DWARF, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
 			     .trace_max_events = 1000000,
 			     .heap_opts = { .interval = 512 * 1024, .max_live = 65536, .max_stacks = 16384 } };
@@ -467,7 +480,7 @@ int main(int argc, char **argv)
 	d.reg.lc = lc;
 	qp_exec_thread_go(&execs);
 	d.sample_all = o.all;
-	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), o.frequency, o.all,
+	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), o.frequency, o.all, o.unwind,
 			  d.cpu_error, sizeof(d.cpu_error));
 	if (ret)
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d.cpu_error);

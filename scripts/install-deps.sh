@@ -6,6 +6,8 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config clang llvm
   libbpf-dev bpftool libelf-dev zlib1g-dev libmicrohttpd-dev libjansson-dev
+  libdw-dev                # libdwfl: CFI unwinding of copied user stacks in qprofd
+  linux-perf               # perf record: the CPU unwinding baselines (bench/unwind.sh)
   libsystemd-dev           # sd_notify: qprofd.service is Type=notify
   systemd                  # systemd-analyze verify/security check the unit in the tests
   systemtap-sdt-dev        # <sys/sdt.h>: the baseline probes in tests and bench
