@@ -90,7 +90,9 @@ static __always_inline __u32 copy_user_stack(struct cpu_sample *s, __u8 *dst)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(task);
+	struct mm_struct *mm;
 	const void *sp;
+	__u64 top;
 
 	if (!r)
 		return 0;
@@ -112,6 +114,19 @@ static __always_inline __u32 copy_user_stack(struct cpu_sample *s, __u8 *dst)
 	s->regs[15] = r->r15;
 	s->regs[16] = r->ip;
 	sp = (const void *)r->sp;
+	/* the main thread's stack ends a little above mm->start_stack (argv,
+	 * the environment): a read past its end fails as a whole and costs a
+	 * fault, so a sample near the top copies only what is there */
+	mm = task->mm;
+	top = mm ? mm->start_stack : 0;
+	if (top > r->sp && top - r->sp < QPROF_USTACK_BYTES - 256) {
+		/* under 16 KiB by the test above; the mask (not a comparison
+		 * clang would drop as redundant) is what the verifier sees */
+		__u32 n = (__u32)(top - r->sp + 256) & (QPROF_USTACK_BYTES - 8);
+
+		if (n && !bpf_probe_read_user(dst, n, sp))
+			return n;
+	}
 	/* constant sizes, each checked by the verifier against the room left */
 #define TRY_COPY(n) if (!bpf_probe_read_user(dst, n, sp)) return n
 	TRY_COPY(QPROF_USTACK_BYTES);
@@ -131,7 +146,8 @@ SEC("perf_event")
 int do_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, zero = 0, klen, ulen, clen = 0, size;
+	__u32 tgid = id >> 32, zero = 0, klen, ulen, clen = 0;
+	__u64 size;	/* 64 bits: no zero extension between the bound and its use */
 	struct thread_stack *st;
 	struct cpu_sample *s;
 	__u8 *mode, copy;
