@@ -10,7 +10,8 @@
 # rounds, one thread. It measures its own wall time and each caller's thread
 # CPU time (the truth).
 #
-#   1. overhead: the workload's wall time unprofiled, under qprofd --pid
+#   1. overhead: the workload's CPU time (its own thread CPU clock: on a
+#      shared, loaded VM wall time measures the neighbours) unprofiled, under qprofd --pid
 #      (--unwind dwarf at 99 and 999 Hz, --unwind fp at 999 Hz), under perf
 #      record --call-graph dwarf (99 and 999 Hz) and perf record -g (999 Hz);
 #      REPS rounds, the configurations interleaved, medians; slowdown against
@@ -25,6 +26,7 @@
 #      early) and qprofd's own CPU time (the CFI unwinding is there).
 #
 # Environment: QPROFD=PATH (default BUILD_DIR/daemon/qprofd), REPS=N (5),
+# CONFIGS="q_dwarf_999 ..." (a subset of the configurations),
 # ROUNDS=N rounds of the workload per run (default: about 4 s), ATTACH_TIMEOUT=S (60).
 # Figures only: the exit status does not depend on them.
 set -u
@@ -57,18 +59,19 @@ start_work() {
 	started_pids+=("$work_pid")
 	wait_for_line "$tmp/$1.out" '"pid"' 10 "$work_pid"
 }
-finish_work() { # TAG: run it to its end; prints its wall time in ns
+finish_work() { # TAG: run it to its end; sets w_ns to the thread CPU time its three callers took
 	kill -USR1 "$work_pid"
 	wait "$work_pid" 2>/dev/null
 	forget "$work_pid"
-	json_field "$tmp/$1.out" elapsed_ns
+	w_ns=$(( $(json_field "$tmp/$1.out" caller_one) + $(json_field "$tmp/$1.out" caller_two) \
+		+ $(json_field "$tmp/$1.out" caller_three) ))
 }
 
 # calibration: rounds in about 4 s of one CPU
 if [ -z "${ROUNDS:-}" ]; then
 	start_work calib 200
-	ns=$(finish_work calib)
-	ROUNDS=$(awk -v ns="$ns" 'BEGIN { r = int(200 * 4e9 / ns); print r < 50 ? 50 : r }')
+	finish_work calib
+	ROUNDS=$(awk -v ns="$w_ns" 'BEGIN { r = int(200 * 4e9 / ns); print r < 50 ? 50 : r }')
 fi
 say "unwind_work: $ROUNDS rounds per run, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -98,16 +101,17 @@ folded_shares() {
 }
 
 cpu_ticks() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
-# bpf_ns PID: run_time_ns and run_cnt of the sampler program PID holds
+# bpf_ns PID: run_time_ns and run_cnt of the sampler, the one perf_event
+# program (prog_type 7) PID holds, from its fd's fdinfo
 bpf_ns() {
-	bpftool -j prog show 2>/dev/null | python3 -c '
-import json, sys
-pid = int(sys.argv[1])
-for p in json.load(sys.stdin):
-    if p.get("name") == "do_sample" and any(x.get("pid") == pid for x in p.get("pids", [])):
-        print(p.get("run_time_ns", 0), p.get("run_cnt", 0)); break
-else:
-    print(0, 0)' "$1"
+	local f t=0 c=0
+	for f in /proc/"$1"/fdinfo/*; do
+		grep -q '^prog_type:[[:space:]]*7$' "$f" 2>/dev/null || continue
+		t=$(awk '/^run_time_ns:/ { print $2 }' "$f")
+		c=$(awk '/^run_cnt:/ { print $2 }' "$f")
+		break
+	done
+	echo "${t:-0} ${c:-0}"
 }
 
 # run CONFIG TAG: one run of the workload under CONFIG; appends its wall
@@ -119,7 +123,7 @@ run() {
 	none) ;;
 	q_*)
 		freq=${cfg##*_}; mode=${cfg#q_}; mode=${mode%_*}
-		start_qprofd "$tag" "$work_pid" --frequency "$freq" --unwind "$mode" || return 1
+		start_qprofd "$tag" "$work_pid" --frequency "$freq" --unwind "$mode" --no-calibrate || return 1
 		q_t0=$(cpu_ticks "$q_pid")
 		read -r b_ns0 b_cnt0 < <(bpf_ns "$q_pid") ;;
 	p_*)
@@ -133,8 +137,8 @@ run() {
 			sleep 0.05
 		done ;;
 	esac
-	ns=$(finish_work "$tag")
-	eval "t_$cfg+=(\"$ns\")"
+	finish_work "$tag"
+	eval "t_$cfg+=(\"$w_ns\")"
 	case $cfg in
 	q_*)
 		read -r b_ns1 b_cnt1 < <(bpf_ns "$q_pid")
@@ -160,6 +164,7 @@ wait_for_line "$tmp/stats.out" '^held' 10 "$!" || say "BPF statistics unavailabl
 
 configs=(none q_dwarf_99 q_dwarf_999 q_fp_999)
 [ $have_perf = 1 ] && configs+=(p_dwarf_99 p_dwarf_999 p_fp_999)
+[ -n "${CONFIGS:-}" ] && read -r -a configs <<<"none $CONFIGS"
 [ $have_perf = 0 ] && say "perf is not installed (Debian: linux-perf): its columns are skipped"
 for c in "${configs[@]}"; do eval "t_$c=()"; done
 for ((r = 1; r <= REPS; r++)); do
@@ -170,7 +175,7 @@ for ((r = 1; r <= REPS; r++)); do
 done
 
 say ""
-say "1. overhead: median wall time of $ROUNDS rounds over $REPS runs, slowdown against unprofiled"
+say "1. overhead: median thread CPU time of $ROUNDS rounds over $REPS runs, slowdown against unprofiled"
 eval "base=\$(median \"\${t_none[@]}\")"
 printf '  %-26s %12s ns\n' "unprofiled" "$base"
 for c in "${configs[@]}"; do
