@@ -447,6 +447,7 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 	out->no_module = st.no_module;
 	out->refreshes = st.refreshes;
 	out->errors = st.errors;
+	out->deferred = st.deferred;
 }
 
 void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes)

@@ -17,6 +17,10 @@
 #include "util.h"
 
 #define REFRESH_NS 1000000000ull	/* a process's Dwfl is made again at most once a second */
+/* Dwfls made per second, all processes: under --all a busy machine starts
+ * processes faster than their files can be read; the others keep their
+ * frame-pointer stacks meanwhile (counted deferred) */
+#define MAKES_PER_S 16
 #define REG_SP 7
 #define REG_IP 16
 
@@ -45,6 +49,8 @@ struct qp_unwind {
 	struct proc *procs;
 	unsigned int nprocs, max_procs;
 	uint64_t tick;
+	uint64_t window_ns;	/* MAKES_PER_S: the current second, and makes in it */
+	unsigned int made_in_window;
 	struct cur cur;
 	struct qp_unwind_stats st;
 };
@@ -187,7 +193,17 @@ static bool proc_make(struct qp_unwind *u, struct proc *p)
 
 	if (p->dwfl)
 		dwfl_end(p->dwfl);
+	p->dwfl = NULL;
 	p->made_ns = qp_now_ns();
+	if (p->made_ns - u->window_ns >= REFRESH_NS) {
+		u->window_ns = p->made_ns;
+		u->made_in_window = 0;
+	}
+	if (u->made_in_window >= MAKES_PER_S) {
+		u->st.deferred++;
+		return false;
+	}
+	u->made_in_window++;
 	p->dwfl = dwfl_begin(&dwfl_cbs);
 	if (!p->dwfl)
 		goto fail;

@@ -31,6 +31,7 @@ struct qp_unwind_stats {
 	uint64_t no_module;	/* the sample's pc is in no file of the process */
 	uint64_t refreshes;	/* Dwfl made again for a process */
 	uint64_t errors;	/* no Dwfl could be made (the process is gone, ...) */
+	uint64_t deferred;	/* none made: 16 were made in the last second already */
 };
 
 /* One sample: registers in DWARF order, STACK[0..LEN) copied from regs[7]. */

@@ -150,6 +150,7 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 		qp_json_kv_u64(j, "no_module", u->no_module);
 		qp_json_kv_u64(j, "refreshes", u->refreshes);
 		qp_json_kv_u64(j, "errors", u->errors);
+		qp_json_kv_u64(j, "deferred", u->deferred);
 		qp_json_obj_end(j);
 	}
 	qp_json_obj_end(j);
