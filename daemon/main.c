@@ -54,7 +54,7 @@ struct options {
 	unsigned int max_exited;
 	struct qp_span_opts spans;
 	bool all;
-	enum qp_unwind_mode unwind;
+	enum qp_cpu_unwind_mode unwind;
 	bool no_multi;
 	bool no_calibrate;
 	unsigned int trace_max_events;
@@ -225,7 +225,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->ring = true;
 			break;
 		case OPT_UNWIND:
-			if (qp_unwind_mode_parse(optarg, &o->unwind)) {
+			if (qp_cpu_unwind_mode_parse(optarg, &o->unwind)) {
 				fprintf(stderr, "qprofd: --unwind wants fp, dwarf or dwarf-all, got '%s'\n",
 					optarg);
 				return 2;
@@ -363,7 +363,7 @@ static void emit_report(void *arg, void *figs, char *dir, size_t dirlen)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .unwind = QP_UNWIND_DWARF, .max_sites = 4096,
+	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .unwind = QP_CPU_UNWIND_DWARF, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
 			     .trace_max_events = 1000000,
 			     .heap_opts = { .interval = 512 * 1024, .max_live = 65536, .max_stacks = 16384 } };

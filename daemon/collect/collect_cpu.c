@@ -57,26 +57,26 @@ struct qp_cpu {
 	uint64_t kept, lost;		/* samples counted; lost here (caps, bad records) */
 	uint64_t t0_ns;			/* the table's clock starts here (monotonic) */
 	uint32_t aged_at;		/* table clock of the last aging pass */
-	enum qp_unwind_mode mode;
-	struct qp_unwind *uw;		/* NULL in QP_UNWIND_FP mode */
+	enum qp_cpu_unwind_mode mode;
+	struct qp_unwind *uw;		/* NULL in QP_CPU_UNWIND_FP mode */
 	uint64_t copied, dwarf_used, fp_kept;	/* samples with a copy; which stack was kept */
 	uint64_t uips[QPROF_STACK_DEPTH];	/* the unwound stack of the sample at hand */
 };
 
 static const char *const mode_names[] = { "fp", "dwarf", "dwarf-all" };
 
-const char *qp_unwind_mode_name(enum qp_unwind_mode m)
+const char *qp_cpu_unwind_mode_name(enum qp_cpu_unwind_mode m)
 {
 	return (unsigned int)m < sizeof(mode_names) / sizeof(mode_names[0]) ? mode_names[m] : "?";
 }
 
-int qp_unwind_mode_parse(const char *s, enum qp_unwind_mode *out)
+int qp_cpu_unwind_mode_parse(const char *s, enum qp_cpu_unwind_mode *out)
 {
 	unsigned int i;
 
 	for (i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++) {
 		if (!strcmp(s, mode_names[i])) {
-			*out = (enum qp_unwind_mode)i;
+			*out = (enum qp_cpu_unwind_mode)i;
 			return 0;
 		}
 	}
@@ -206,7 +206,7 @@ static int perf_open(unsigned int freq, int cpu)
 }
 
 int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, unsigned int freq, bool all,
-		enum qp_unwind_mode mode, char *err, size_t errlen)
+		enum qp_cpu_unwind_mode mode, char *err, size_t errlen)
 {
 	struct qp_cpu *c;
 	long nconf = sysconf(_SC_NPROCESSORS_CONF);
@@ -240,9 +240,9 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, unsigned int freq, bo
 		goto fail;
 	}
 	c->skel->rodata->sample_all = all;
-	c->skel->rodata->copy_all = all && mode == QP_UNWIND_DWARF_ALL;
+	c->skel->rodata->copy_all = all && mode == QP_CPU_UNWIND_DWARF_ALL;
 	c->mode = mode;
-	if (mode != QP_UNWIND_FP) {
+	if (mode != QP_CPU_UNWIND_FP) {
 		c->uw = qp_unwind_new(NULL);
 		if (!c->uw) {
 			ret = -ENOMEM;
@@ -349,7 +349,7 @@ unsigned int qp_cpu_ncpus(const struct qp_cpu *c) { return c ? c->nevents : 0; }
 
 int qp_cpu_add_pid(struct qp_cpu *c, uint32_t pid)
 {
-	__u8 v = QPROF_CPU_TARGET | (c->mode != QP_UNWIND_FP ? QPROF_CPU_COPY : 0);
+	__u8 v = QPROF_CPU_TARGET | (c->mode != QP_CPU_UNWIND_FP ? QPROF_CPU_COPY : 0);
 
 	return bpf_map_update_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid, &v, BPF_ANY) ? -errno : 0;
 }
@@ -430,7 +430,7 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 	struct qp_unwind_stats st = { 0 };
 
 	memset(out, 0, sizeof(*out));
-	out->mode = qp_unwind_mode_name(c->mode);
+	out->mode = qp_cpu_unwind_mode_name(c->mode);
 	out->copy_fail = pcounter(c, QPROF_PCNT_COPY_FAIL);
 	out->copy_short = pcounter(c, QPROF_PCNT_COPY_SHORT);
 	pthread_mutex_lock(&c->lock);

@@ -17,9 +17,9 @@ struct qp_cpu;
 /* How user stacks are walked (--unwind): frame pointers only; or also a
  * copy of the stack unwound by CFI, for targets (dwarf) or for every
  * process sampled (dwarf-all, with --all). */
-enum qp_unwind_mode { QP_UNWIND_FP, QP_UNWIND_DWARF, QP_UNWIND_DWARF_ALL };
-const char *qp_unwind_mode_name(enum qp_unwind_mode m);
-int qp_unwind_mode_parse(const char *s, enum qp_unwind_mode *out); /* 0 or -EINVAL */
+enum qp_cpu_unwind_mode { QP_CPU_UNWIND_FP, QP_CPU_UNWIND_DWARF, QP_CPU_UNWIND_DWARF_ALL };
+const char *qp_cpu_unwind_mode_name(enum qp_cpu_unwind_mode m);
+int qp_cpu_unwind_mode_parse(const char *s, enum qp_cpu_unwind_mode *out); /* 0 or -EINVAL */
 
 /* What the CFI unwinding did (all processes, since start). */
 struct qp_cpu_unwind_figures {
@@ -47,7 +47,7 @@ struct qp_cpu_snapshot {
 /* THREAD_STACKS_FD: the scopes object's task storage (innermost scopes of a
  * sample). FREQ in Hz. ALL: every process, else only added pids. */
 int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, unsigned int freq, bool all,
-		enum qp_unwind_mode mode, char *err, size_t errlen);
+		enum qp_cpu_unwind_mode mode, char *err, size_t errlen);
 void qp_cpu_close(struct qp_cpu *c); /* accepts NULL */
 unsigned int qp_cpu_ncpus(const struct qp_cpu *c); /* perf events open */
 
