@@ -55,6 +55,7 @@ struct options {
 	struct qp_span_opts spans;
 	unsigned int dl_hold_ms;
 	bool all;
+	enum qp_cpu_unwind_mode unwind;
 	bool no_multi;
 	bool no_calibrate;
 	unsigned int trace_max_events;
@@ -82,6 +83,9 @@ static void usage(FILE *f)
 		"                      (a root-owned file, mode 0600, or 0640 group qprof)\n"
 		"  --frequency HZ      CPU sampling frequency per CPU, 1..10000 (default 99)\n"
 		"  --all               sample every process, not only the targets\n"
+		"  --unwind MODE       user stacks: fp (frame pointers only), dwarf (default:\n"
+		"                      targets' samples also carry 16 KiB of stack, unwound\n"
+		"                      by CFI in qprofd), dwarf-all (so do --all's processes)\n"
 		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
 		"  --span-pending N    QPROF_SPAN_BEGIN spans pending at once, all processes\n"
 		"                      (default 65536; a begin past it is counted table_full)\n"
@@ -147,7 +151,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
 	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
 	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS,
-	       OPT_DL_HOLD };
+	       OPT_DL_HOLD, OPT_UNWIND };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -155,6 +159,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "unwind", required_argument, NULL, OPT_UNWIND },
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
 		{ "ring", no_argument, NULL, OPT_RING },
@@ -223,6 +228,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 			break;
 		case OPT_RING:
 			o->ring = true;
+			break;
+		case OPT_UNWIND:
+			if (qp_cpu_unwind_mode_parse(optarg, &o->unwind)) {
+				fprintf(stderr, "qprofd: --unwind wants fp, dwarf or dwarf-all, got '%s'\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case OPT_NO_MULTI:
 			o->no_multi = true;
@@ -361,7 +373,7 @@ static void emit_report(void *arg, void *figs, char *dir, size_t dirlen)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
+	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .unwind = QP_CPU_UNWIND_DWARF, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
 			     .trace_max_events = 1000000, .dl_hold_ms = QP_DL_HOLD_DEFAULT_MS,
 			     .heap_opts = { .interval = 512 * 1024, .max_live = 65536, .max_stacks = 16384 } };
@@ -479,6 +491,7 @@ int main(int argc, char **argv)
 	qp_exec_thread_go(&execs);
 	d.sample_all = o.all;
 	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), qp_ring_tids_fd(ring), o.frequency, o.all,
+			  o.unwind,
 			  d.cpu_error, sizeof(d.cpu_error));
 	if (ret)
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d.cpu_error);

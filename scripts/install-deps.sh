@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config clang llvm
   libbpf-dev bpftool libelf-dev zlib1g-dev libmicrohttpd-dev libjansson-dev
-  libdw-dev                # elfutils' libdw: source lines and inlined frames (daemon/symbolize)
+  libdw-dev                # elfutils' libdw/libdwfl: source lines, inlined frames, CFI unwinding
+  linux-perf               # perf record: the CPU unwinding baselines (bench/unwind.sh)
   libsystemd-dev           # sd_notify: qprofd.service is Type=notify
   systemd                  # systemd-analyze verify/security check the unit in the tests
   systemtap-sdt-dev        # <sys/sdt.h>: the baseline probes in tests and bench

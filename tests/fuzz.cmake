@@ -87,6 +87,34 @@ if(_qp_nofuzz EQUAL 0)
     COMMENT "libFuzzer target fuzz_dwarf"
     VERBATIM)
   add_custom_target(fuzz_dwarf_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_dwarf)
+  # fuzz_unwind: the CFI unwinder and libdwfl under it, on hostile files and stacks
+  set(QP_FUZZ_UNWIND_SRC ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c ${PROJECT_SOURCE_DIR}/common/util.c)
+  add_custom_command(
+    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind
+    COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
+            ${QP_FUZZ_INC}
+            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_unwind.c ${QP_FUZZ_UNWIND_SRC}
+            -ldw -lelf -lz -lpthread -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_unwind.c ${QP_FUZZ_UNWIND_SRC}
+    COMMENT "libFuzzer target fuzz_unwind"
+    VERBATIM)
+  add_custom_target(fuzz_unwind_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind)
+  # seeds: programs with real CFI (-O2 without frame pointers, C++, the symfix ones)
+  add_custom_command(
+    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind/stamp
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind
+    COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:qsort_nofp> $<TARGET_FILE:sort_cxx>
+            $<TARGET_FILE:sf_nopie> ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind/
+    COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind/stamp
+    DEPENDS qsort_nofp sort_cxx sf_nopie
+    VERBATIM)
+  add_custom_target(fuzz_corpus_unwind ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind/stamp)
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_unwind)
+  add_test(NAME fuzz_unwind_smoke
+    COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind -runs=5000 -seed=1 -max_len=65536
+            -rss_limit_mb=2048 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_unwind
+            ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind)
+  set_tests_properties(fuzz_unwind_smoke PROPERTIES TIMEOUT 300)
   foreach(f fuzz_elf_probes fuzz_parsers)
     add_custom_command(
       OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${f}

@@ -284,3 +284,16 @@ add_test(NAME integration_srcline
           $<TARGET_FILE:qprofd> $<TARGET_FILE:srcline_target>
           ${CMAKE_CURRENT_SOURCE_DIR}/integration/srcline_target.c)
 set_tests_properties(integration_srcline PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# Unwinding without frame pointers (issue 11): the qsort workload built -O2
+# -g without and with frame pointers, a C++ std::sort one; none has markers
+# (CPU-only targets), and the --all view of a process that is no target.
+add_executable(qsort_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/qsort_target.c)
+target_compile_options(qsort_nofp PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+add_executable(qsort_fp ${CMAKE_CURRENT_SOURCE_DIR}/integration/qsort_target.c)
+target_compile_options(qsort_fp PRIVATE -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+add_executable(sort_cxx ${CMAKE_CURRENT_SOURCE_DIR}/integration/sort_target.cpp)
+target_compile_options(sort_cxx PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+add_test(NAME integration_unwind
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_unwind.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:qsort_nofp> $<TARGET_FILE:qsort_fp> $<TARGET_FILE:sort_cxx>)
+set_tests_properties(integration_unwind PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)

@@ -57,6 +57,7 @@ void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j)
 	qp_json_kv_str(j, "state", target_state(t->state));
 	qp_json_kv_u64(j, "attached_ms", t->attached_ms);
 	qp_json_kv_u64(j, "probes", t->probes);
+	qp_json_kv_bool(j, "cpu_only", t->cpu_only);
 	if (t->state == QP_TARGET_EXITED)
 		qp_json_kv_u64(j, "exited_ms", t->exited_ms);
 	else

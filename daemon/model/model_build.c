@@ -156,6 +156,7 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 		qp_cpu_counters(src->cpu, &out->cpu.samples, &out->cpu.lost);
 		qp_cpu_memory(src->cpu, &out->cpu.aged, &bytes);
 		out->cpu.table_bytes = bytes;
+		qp_cpu_unwind_figures(src->cpu, &out->cpu.unwind);
 	} else
 		snprintf(out->cpu.error, sizeof(out->cpu.error), "%s", src->cpu_error ? src->cpu_error : "");
 	out->cpu.frequency_hz = src->frequency_hz;

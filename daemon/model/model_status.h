@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "collect_calibrate.h"
+#include "collect_cpu.h"
 #include "collect_scopes.h"
 #include "collect_trace.h"
 #include "model_src.h"
@@ -29,6 +30,7 @@ struct qp_status_model {
 		uint64_t aged;		/* samples aged out of the CPU table */
 		uint64_t table_bytes;	/* what the CPU table holds now */
 		bool all;
+		struct qp_cpu_unwind_figures unwind;	/* when running */
 		char error[256];	/* why it is not running */
 	} cpu;
 	struct {

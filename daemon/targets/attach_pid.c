@@ -291,33 +291,19 @@ static int attach_extras(struct qp_registry *r, struct qp_target *t, const struc
 }
 
 /* Whether what was attached makes a target (0) or an error. */
-static int attach_verdict(const struct qp_target *t, const struct attach_state *a, int *status,
+static int attach_verdict(struct qp_target *t, const struct attach_state *a, int *status,
 			  char *err, size_t errlen)
 {
-	if (!a->files && !a->extras && t->files_unopened && !qp_pid_alive(t->pid)) {
-		/* its map_files went with it: gone, not unopenable */
-		*status = 404;
-		snprintf(err, errlen, "process %d exited while being attached", t->pid);
-		return -ESRCH;
-	}
-	if (!a->files && !a->extras && t->files_unopened) {
-		*status = 422;
-		snprintf(err, errlen, "process %d (%s): no qprof probes attached; %u mapped file(s) could not "
-			 "be opened as the inode mapped (deleted, and /proc/PID/map_files needs "
-			 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)", t->pid, t->comm, t->files_unopened);
-		return -ENOENT;
-	}
-	if (!a->files && !a->extras) {
-		*status = 400;
-		snprintf(err, errlen, "process %d (%s) has no qprof probes in its executable or libraries",
-			 t->pid, t->comm);
-		return -ENOENT;
-	}
 	if (!qp_pid_alive(t->pid)) {
 		*status = 404;
 		snprintf(err, errlen, "process %d exited while being attached", t->pid);
 		return -ESRCH;
 	}
+	/* no probe: a target all the same, for its CPU samples (any process) */
+	t->cpu_only = !a->files && !a->extras;
+	if (t->cpu_only)
+		qp_info("pid %d (%s) has no qprof probes%s: CPU samples only", t->pid, t->comm,
+			t->files_unopened ? " attached (some mapped files could not be opened)" : "");
 	return 0;
 }
 

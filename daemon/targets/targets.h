@@ -77,6 +77,7 @@ struct qp_target {
 	uint64_t attached_ms;	/* wall clock */
 	uint64_t exited_ms;
 	unsigned int probes;	/* qprof probe sites in the attached files */
+	bool cpu_only;		/* no probe attached: CPU samples only (any process) */
 	int binary;		/* index into binaries, -1 when attached by pid */
 	int pidfd;
 	struct qp_scope_link **links;

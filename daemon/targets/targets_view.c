@@ -21,6 +21,7 @@ int qp_target_view_copy(const struct qp_target *t, struct qp_target_view *out)
 	out->attached_ms = t->attached_ms;
 	out->exited_ms = t->exited_ms;
 	out->probes = t->probes;
+	out->cpu_only = t->cpu_only;
 	out->by_binary = t->binary >= 0;
 	out->sites_refused = t->sites_refused;
 	out->files_unopened = t->files_unopened;

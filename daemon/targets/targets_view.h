@@ -37,6 +37,7 @@ struct qp_target_view {
 	uint64_t attached_ms;	/* wall clock */
 	uint64_t exited_ms;	/* meaningful when state is QP_TARGET_EXITED */
 	unsigned int probes;
+	bool cpu_only;		/* nothing but CPU samples: no qprof or other probe */
 	bool by_binary;		/* attached through a --binary file, not by pid */
 	unsigned int sites_refused, files_unopened;
 	bool ring;		/* timed by the ring collector (target_ring.c) */
