@@ -291,19 +291,33 @@ static int attach_extras(struct qp_registry *r, struct qp_target *t, const struc
 }
 
 /* Whether what was attached makes a target (0) or an error. */
-static int attach_verdict(struct qp_target *t, const struct attach_state *a, int *status,
-			  char *err, size_t errlen)
+static int attach_verdict(struct qp_target *t, const struct attach_state *a, bool probes_required,
+			  int *status, char *err, size_t errlen)
 {
 	if (!qp_pid_alive(t->pid)) {
 		*status = 404;
 		snprintf(err, errlen, "process %d exited while being attached", t->pid);
 		return -ESRCH;
 	}
+	/* files it maps that could not be opened may hold markers: say so
+	 * rather than attach it for CPU samples and lose them silently */
+	if (!a->files && !a->extras && t->files_unopened) {
+		*status = 422;
+		snprintf(err, errlen, "process %d (%s): no qprof probes attached; %u mapped file(s) could not "
+			 "be opened as the inode mapped (deleted, and /proc/PID/map_files needs "
+			 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)", t->pid, t->comm, t->files_unopened);
+		return -ENOENT;
+	}
+	if (!a->files && !a->extras && probes_required) {
+		*status = 400;
+		snprintf(err, errlen, "process %d (%s) has no qprof probes in its executable or libraries",
+			 t->pid, t->comm);
+		return -ENOENT;
+	}
 	/* no probe: a target all the same, for its CPU samples (any process) */
 	t->cpu_only = !a->files && !a->extras;
 	if (t->cpu_only)
-		qp_info("pid %d (%s) has no qprof probes%s: CPU samples only", t->pid, t->comm,
-			t->files_unopened ? " attached (some mapped files could not be opened)" : "");
+		qp_info("pid %d (%s) has no qprof probes: CPU samples only", t->pid, t->comm);
 	return 0;
 }
 
@@ -398,7 +412,7 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 	if (!ret)
 		ret = attach_extras(r, t, extra, &a, status, err, errlen);
 	if (!ret)
-		ret = attach_verdict(t, &a, status, err, errlen);
+		ret = attach_verdict(t, &a, extra && extra->probes_required, status, err, errlen);
 	/* the symbolizer reads the mappings (and new files) under its own lock */
 	if (!ret && r->sym) {
 		qp_sym_process_set_maps(r->sym, pid, &t->maps);

@@ -118,6 +118,9 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct
 	char err[512], old_exe[sizeof(t->exe)];
 	struct qp_maps now = { 0 }, libs = { 0 };
 	uint64_t td, t0, t1, t2;
+	/* the new image is a target if it has probes (a CPU-only target
+	 * before the exec stays one) */
+	struct qp_attach_extra again = { .probes_required = !t || !t->cpu_only };
 	size_t i;
 	int status;
 	bool by_binary;
@@ -150,7 +153,7 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct
 	 * attached, without the lock (the process stays stopped meanwhile) */
 	pthread_mutex_unlock(&r->lock);
 	qp_registry_reap(r);
-	if (!by_binary && qp_registry_add_pid(r, e->pid, NULL, NULL, &status, err, sizeof(err)))
+	if (!by_binary && qp_registry_add_pid(r, e->pid, &again, NULL, &status, err, sizeof(err)))
 		qp_info("pid %d exec'd: not attached again: %s", e->pid, err);
 	pthread_mutex_lock(&r->lock);
 	if (by_binary)

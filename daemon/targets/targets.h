@@ -159,6 +159,8 @@ struct qp_attach_extra {
 	const char *const *span_names, *const *span_begin, *const *span_end;
 	bool privileged;	/* root client on the unix socket: may name any ELF file */
 	enum qp_collector collector; /* QP_COLLECTOR_DEFAULT: the registry's ring_default */
+	bool probes_required;	/* no CPU-only target: a process without probes is refused
+				 * (an exec'd target's new image: it stops being a target) */
 };
 
 /* The report of an exited target, in two steps; main.c registers the
