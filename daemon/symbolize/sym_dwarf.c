@@ -65,11 +65,34 @@ struct sym_dwarf {
 
 /* ---- opening ---------------------------------------------------------- */
 
+/* libdw 0.188 hands out a DW_FORM_strp / DW_FORM_line_strp name as a
+ * pointer into .debug_str / .debug_line_str after checking the offset only,
+ * and its callers (the line table's file names, dwarf_diename) run strlen
+ * on it: a string section whose last byte is not NUL lets them read past
+ * the section's buffer (found by fuzz_symbolize). Such a section is no
+ * valid DWARF, so the file's DWARF is refused. A compressed one is
+ * decompressed here, as libdw would do at dwarf_begin_elf anyway. */
+static bool strings_terminated(Elf_Scn *scn, const GElf_Shdr *sh, const char *name)
+{
+	Elf_Data *data;
+
+	if ((strcmp(name, ".debug_str") && strcmp(name, ".debug_line_str")) ||
+	    sh->sh_type == SHT_NOBITS || !sh->sh_size)
+		return true;
+	if ((sh->sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+		return false;
+	data = elf_getdata(scn, NULL);
+	return data && data->d_buf && data->d_size &&
+	       ((const char *)data->d_buf)[data->d_size - 1] == '\0';
+}
+
 /* Refuse what would make libdw read beyond this file or allocate without
  * bound: .zdebug_* (old GNU compression), a SHF_COMPRESSED .debug_*
  * section claiming more than 1 GiB or a ratio no deflate stream reaches;
- * split-DWARF (.dwo) files. *altlink: the .gnu_debugaltlink section's data. */
-static bool sections_ok(Elf *elf, Elf_Data **altlink)
+ * with STRINGS (when libdw is about to read the file, not at the quick
+ * check of an attach), a string section not ended by a NUL; split-DWARF
+ * (.dwo) files. *altlink: the .gnu_debugaltlink section's data. */
+static bool sections_ok(Elf *elf, Elf_Data **altlink, bool strings)
 {
 	size_t shstrndx;
 	Elf_Scn *scn = NULL;
@@ -102,6 +125,8 @@ static bool sections_ok(Elf *elf, Elf_Data **altlink)
 			    ch.ch_size / 1100 > sh.sh_size)
 				return false;
 		}
+		if (strings && !strings_terminated(scn, &sh, name))
+			return false;
 	}
 	return info;
 }
@@ -135,7 +160,7 @@ static int open_alt(struct sym_dwarf *d, Elf_Data *altlink, const char *debug_ro
 	if (fstat(d->alt_fd, &st) || !S_ISREG(st.st_mode))
 		return -EINVAL;
 	d->alt_elf = elf_begin(d->alt_fd, ELF_C_READ, NULL);
-	if (!d->alt_elf || !sections_ok(d->alt_elf, &altlink) || altlink)
+	if (!d->alt_elf || !sections_ok(d->alt_elf, &altlink, true) || altlink)
 		return -EINVAL;
 	d->alt = dwarf_begin_elf(d->alt_elf, DWARF_C_READ, NULL);
 	if (!d->alt)
@@ -187,7 +212,7 @@ struct sym_dwarf *sym_dwarf_from_elf(Elf *elf, int fd, const char *debug_root)
 	struct sym_dwarf *d;
 	Elf_Data *altlink;
 
-	if (!elf || !sections_ok(elf, &altlink))
+	if (!elf || !sections_ok(elf, &altlink, true))
 		return NULL;
 	d = dw_new();
 	if (!d)
@@ -218,7 +243,7 @@ static bool dw_lazy_open(struct sym_dwarf *d)
 	if (!elf)
 		return false;
 	d->elf = elf;
-	if (!sections_ok(elf, &altlink) || !(d->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)))
+	if (!sections_ok(elf, &altlink, true) || !(d->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)))
 		return false;
 	if (altlink && open_alt(d, altlink, d->debug_root)) {
 		dwarf_end(d->dw);
@@ -232,7 +257,7 @@ bool sym_elf_has_dwarf(Elf *elf)
 {
 	Elf_Data *altlink;
 
-	return sections_ok(elf, &altlink);
+	return sections_ok(elf, &altlink, false);
 }
 
 struct sym_dwarf *sym_dwarf_open(int fd, const char *debug_root)
