@@ -12,7 +12,12 @@
  * Exec: the daemon learns at once that a watched process (or one starting a
  * --binary file) replaced its image. A target is stopped there too, before
  * the new image runs, until the daemon has closed the old image's figures
- * and attached to the new one. */
+ * and attached to the new one.
+ *
+ * Libraries: a uprobe on the dynamic linker's _dl_debug_state (called by
+ * glibc after every load and unload, as debuggers know) reports a target
+ * whose r_debug reads RT_CONSISTENT and holds it (SIGSTOP) until the daemon
+ * has probed what it mapped; lc_held bounds the hold (see lifecycle.h). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -32,6 +37,14 @@ extern void bpf_iter_task_vma_destroy(struct bpf_iter_task_vma *it) __ksym;
 
 /* Number of --binary files in lc_files (set by the daemon). */
 __u32 nfiles = 0;
+/* 1: a load is held at the rendezvous (set by the daemon; --dl-hold-ms 0: not) */
+__u32 dl_hold = 0;
+/* Set by the daemon: CLOCK_MONOTONIC ns of its poll loop's last turn (the
+ * loop ends holds); 1 when it has CAP_KILL; its uid and euid. A hold is
+ * taken only when the daemon can end it: see hold_refused. */
+__u64 dl_alive_ns = 0;
+__u32 dl_kill_any = 0;
+__u32 dl_uid = 0, dl_euid = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -58,6 +71,22 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } lc_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} lc_held SEC(".maps");
+
+/* The last r_state other than RT_CONSISTENT seen per tgid: RT_DELETE
+ * before RT_CONSISTENT is an unload, reported without a hold. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} lc_dlstate SEC(".maps");
 
 static __always_inline void lcount(__u32 which)
 {
@@ -219,5 +248,89 @@ int BPF_PROG(lc_exit, struct task_struct *p, bool group_dead)
 	w = bpf_map_lookup_elem(&lc_watch, &tgid);
 	if (w && *w == QPROF_LC_DESCENDANT)
 		bpf_map_delete_elem(&lc_watch, &tgid);
+	return 0;
+}
+
+/* 0 when the daemon can end a hold of the current process in time, else
+ * the counter of the reason it cannot: its poll loop is silent (qprofd
+ * stopped or stuck: every hold would last the whole bound), the process is
+ * ptraced (the stop is reported to the tracer, and SIGCONT does not end a
+ * tracing stop), or qprofd may not signal it (the kernel's kill permission:
+ * CAP_KILL, else a uid in common; a hold it could not end would be ended by
+ * nobody, as the release process has qprofd's credentials). */
+static __always_inline __u32 hold_refused(__u64 now)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u32 uid, suid;
+
+	if (now > dl_alive_ns && now - dl_alive_ns > QPROF_DL_ALIVE_NS)
+		return QPROF_LCNT_DL_SKIP_STALE;
+	if (BPF_CORE_READ(task, ptrace))
+		return QPROF_LCNT_DL_SKIP_TRACED;
+	if (dl_kill_any)
+		return 0;
+	uid = BPF_CORE_READ(task, real_cred, uid.val);
+	suid = BPF_CORE_READ(task, real_cred, suid.val);
+	if (uid == dl_euid || suid == dl_euid || uid == dl_uid || suid == dl_uid)
+		return 0;
+	return QPROF_LCNT_DL_SKIP_NOSIGNAL;
+}
+
+/* _dl_debug_state of a dynamic linker (one link per ld.so file, every
+ * process). The cookie is the distance from _dl_debug_state to _r_debug in
+ * that file (0: unknown, every call reported). */
+SEC("uprobe")
+int lc_dl(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, *w;
+	__s64 delta = (__s64)bpf_get_attach_cookie(ctx);
+	__u32 what = QPROF_DL_LOADED, *last;
+	struct lc_event *e;
+	__u32 refused;
+	__u64 now;
+
+	w = bpf_map_lookup_elem(&lc_watch, &tgid);
+	if (!w || *w != QPROF_LC_TARGET)
+		return 0;
+	if (delta) {
+		__u64 at = bpf_get_func_ip(ctx) + delta + QPROF_R_STATE_OFF;
+		int state = -1;
+
+		if (!bpf_probe_read_user(&state, sizeof(state), (void *)at) &&
+		    state != QPROF_RT_CONSISTENT) {
+			/* RT_ADD / RT_DELETE: the change is under way, nothing to see yet */
+			bpf_map_update_elem(&lc_dlstate, &tgid, &state, BPF_ANY);
+			return 0;
+		}
+		last = bpf_map_lookup_elem(&lc_dlstate, &tgid);
+		if (last && *last == QPROF_RT_DELETE)
+			what = QPROF_DL_UNLOADED;
+	}
+	e = reserve(QPROF_LC_DL);
+	if (!e)
+		return 0;
+	lcount(QPROF_LCNT_DL);
+	now = bpf_ktime_get_ns();
+	e->pid = tgid;
+	e->watched = *w;
+	e->ts_ns = now;
+	e->dl_what = what;
+	/* the entry before the signal: the release process can always end it */
+	if (what == QPROF_DL_UNLOADED || !dl_hold) {
+		/* reported, not held */
+	} else if ((refused = hold_refused(now))) {
+		lcount(refused);	/* reported, probed when qprofd can, not held */
+	} else if (!bpf_map_update_elem(&lc_held, &tgid, &now, BPF_NOEXIST)) {
+		if (!bpf_send_signal(SIGSTOP)) {
+			e->stopped = 1;
+			lcount(QPROF_LCNT_DL_HELD);
+		} else {
+			bpf_map_delete_elem(&lc_held, &tgid);
+			lcount(QPROF_LCNT_DL_UNHELD);
+		}
+	} else {
+		lcount(QPROF_LCNT_DL_UNHELD);
+	}
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

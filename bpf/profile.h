@@ -6,18 +6,33 @@
 
 #define QPROF_STACK_DEPTH 127	/* frames kept per stack (perf's default) */
 #define QPROF_SAMPLE_SCOPES 4	/* innermost open qprof scopes kept per sample */
+#define QPROF_SAMPLE_OPEN_MAX 32 /* open scopes read from a thread ring (QPROF_RING_OPEN) */
+#define QPROF_USTACK_BYTES 16384 /* user stack copied from sp for the daemon's CFI unwinder */
+#define QPROF_UREGS 17		/* x86-64 DWARF registers 0..16: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip */
+
+/* cpu_targets values: bits */
+#define QPROF_CPU_TARGET 1	/* sample it */
+#define QPROF_CPU_COPY 2	/* and copy its user stack and registers (CFI unwinding) */
 
 /* One sample in the ring buffer: the header, then kern_len bytes of kernel
- * stack and user_len bytes of user stack (instruction pointers, leaf first).
- * Only the bytes used are sent. */
+ * stack and user_len bytes of user stack (instruction pointers, leaf first,
+ * the user one walked by frame pointers), then open_len bytes of the
+ * thread's open scopes read from its ring (ring collector; site addresses,
+ * outermost first), then copy_len bytes of the user stack from regs[7]
+ * (sp) up, for the daemon to unwind by CFI. Only the bytes used are sent. */
 struct cpu_sample {
 	__u32 tgid;
 	__u32 kern_len;		/* bytes, a multiple of 8; 0 = none */
 	__u32 user_len;
-	__u32 pad;
+	__u32 open_len;
+	__u32 copy_len;		/* bytes of stack copied; 0 = none (regs unset) */
 	__u64 scopes[QPROF_SAMPLE_SCOPES]; /* innermost first, 0 = none */
 	char comm[16];
-	__u64 ips[2 * QPROF_STACK_DEPTH];
+	__u32 tid;
+	__u32 copy_fail;	/* 1: a copy was wanted but no read of the stack succeeded */
+	__u64 regs[QPROF_UREGS];	/* user registers, DWARF numbering */
+	__u64 ips[2 * QPROF_STACK_DEPTH + 2 + QPROF_SAMPLE_OPEN_MAX];
+	__u8 stack[QPROF_USTACK_BYTES];	/* room: the copy follows the used ips and open scopes */
 };
 
 /* What the daemon aggregates samples under: stacks are ids of its own table
@@ -28,12 +43,16 @@ struct sample_key {
 	__s32 kern_stack;
 	__u32 pad;
 	__u64 scopes[QPROF_SAMPLE_SCOPES]; /* innermost first, 0 = none */
+	__s32 open_stack;	/* the ring's open scopes (outermost first) as a stack id, < 0: none */
+	__u32 pad2;
 };
 
 enum profile_counter {
 	QPROF_PCNT_SAMPLES = 0,	/* samples sent to the ring buffer */
 	QPROF_PCNT_LOST_RING,	/* ring buffer full: the sample is lost */
 	QPROF_PCNT_LOST_STACK,	/* a stack could not be read: that half is missing */
+	QPROF_PCNT_COPY_FAIL,	/* no copy of the user stack (frame pointers only) */
+	QPROF_PCNT_COPY_SHORT,	/* copied less than QPROF_USTACK_BYTES (the stack ends nearer) */
 	QPROF_PCNT__MAX,
 };
 #endif

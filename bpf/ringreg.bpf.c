@@ -4,7 +4,9 @@
  * semaphore as the uprobe's reference counter (so the kernel raises
  * qprof_ring_semaphore while it is attached). Each hit passes (pid, tid,
  * ring address, size) to qprofd through a ring buffer; the daemon checks
- * all of it. The arguments are in rdi and rsi (ring.h's announce asm). */
+ * all of it. The arguments are in rdi and rsi (ring.h's announce asm). It
+ * also notes which ring the thread writes (ring_tids) for the CPU
+ * sampler, which reads only that thread's own ring, only while its owner. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -24,16 +26,29 @@ struct {
 	__type(value, __u64);
 } ring_counters SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, QPROF_RING_TIDS);
+	__type(key, __u32);
+	__type(value, struct ring_tid);
+} ring_tids SEC(".maps");
+
 SEC("uprobe")
 int ring_register(struct pt_regs *ctx)
 {
 	struct ring_announce a;
+	struct ring_tid rt;
 	__u64 pt = bpf_get_current_pid_tgid();
 
 	a.pid = pt >> 32;
 	a.tid = (__u32)pt;
 	a.addr = PT_REGS_PARM1(ctx);
 	a.size = PT_REGS_PARM2(ctx);
+	/* for the sampler: this thread's ring, while this generation owns it */
+	rt.addr = a.addr;
+	if (!bpf_probe_read_user(&rt.generation, sizeof(rt.generation),
+				 (void *)(a.addr + __builtin_offsetof(struct ring_hdr, generation))))
+		bpf_map_update_elem(&ring_tids, &a.tid, &rt, BPF_ANY);
 	if (bpf_ringbuf_output(&announces, &a, sizeof(a), 0)) {
 		__u32 k = QPROF_RING_CNT_LOST;
 		__u64 *c = bpf_map_lookup_elem(&ring_counters, &k);

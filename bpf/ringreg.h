@@ -12,6 +12,34 @@ struct ring_announce {
 	__u64 size;	/* arg 2 (rsi): its size in bytes: unchecked */
 };
 
+/* Map `ring_tids`: thread id (the kernel's) -> the ring it announced last,
+ * with the ring's generation then, so that the CPU sampler (profile.bpf.c,
+ * which shares the map) reads the open scopes of a ring only while the
+ * thread still owns it. */
+struct ring_tid {
+	__u64 addr;
+	__u64 generation;
+};
+#define QPROF_RING_TIDS 65536
+
+/* The ring header as the sampler reads it (include/qprof/ring_layout.h,
+ * version 2; ring_collect.c checks that the offsets agree). */
+#define QPROF_SAMPLE_OPEN 32	/* QPROF_RING_OPEN */
+struct ring_hdr {
+	__u32 magic;
+	__u16 version;
+	__u16 rec_size;
+	__u32 nrec;
+	__u32 flags;
+	__u64 head;
+	__u64 generation;
+	__u32 tid;
+	__u32 depth;
+	__u64 next;
+	__u64 reserved[2];
+	__u64 open[QPROF_SAMPLE_OPEN];
+};
+
 /* Counters (array map `ring_counters`). */
 enum ring_counter {
 	QPROF_RING_CNT_LOST = 0,	/* announcements the ring buffer had no room for */

@@ -138,4 +138,5 @@ int cmd_top(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_report(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_trace(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_threads(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_heap(struct cli_ctx *ctx, int argc, char **argv);
 #endif

@@ -108,6 +108,41 @@ static void print_binaries(const json_t *arr)
 	putchar('\n');
 }
 
+/* The files each target has probed, libraries loaded after attach
+ * included (and those it could not probe), when qprofd lists them. */
+static int print_modules(const struct cli_ctx *ctx, const json_t *targets)
+{
+	static const struct table_col cols[] = {
+		{ "PID", true }, { "STATE", false }, { "PROBES", true }, { "LOADS", true },
+		{ "ATTACHED", true }, { "MODULE", false },
+	};
+	const json_t *tg, *m;
+	struct table t;
+	size_t i, k, rows = 0;
+	int rc;
+
+	table_init(&t, cols, QP_ARRAY_SIZE(cols));
+	json_array_foreach(targets, i, tg) {
+		json_array_foreach(json_object_get(tg, "modules"), k, m) {
+			table_row(&t);
+			cell_u64(&t, tg, "pid");
+			table_cell(&t, cli_json_str(m, "state"));
+			cell_u64(&t, m, "probes");
+			cell_u64(&t, m, "loads");
+			cell_attached(&t, m);
+			table_cell(&t, cli_json_str(m, "path"));
+			rows++;
+		}
+	}
+	rc = 0;
+	if (rows) {
+		printf("\nmodules (files probed, and libraries loaded later that were not):\n");
+		rc = table_print(&t, stdout);
+	}
+	table_free(&t);
+	return rc ? cli_fail(ctx, "out of memory") : CLI_OK;
+}
+
 static int print_status(const struct cli_ctx *ctx, const json_t *root)
 {
 	const json_t *cpu = json_object_get(root, "cpu");
@@ -116,6 +151,7 @@ static int print_status(const struct cli_ctx *ctx, const json_t *root)
 	char a[32], b[32], c[32];
 	uint64_t v;
 	const char *ver = cli_json_str(root, "version");
+	int rc;
 
 	printf("qprofd %s", ver ? ver : "(unknown version)");
 	if (cli_json_u64(root, "uptime_ms", &v))
@@ -159,7 +195,8 @@ static int print_status(const struct cli_ctx *ctx, const json_t *root)
 		printf("no targets (add one with: %s attach --pid N)\n", CLI_PROG);
 		return CLI_OK;
 	}
-	return cli_print_targets(ctx, targets);
+	rc = cli_print_targets(ctx, targets);
+	return rc ? rc : print_modules(ctx, targets);
 }
 
 int cmd_status(struct cli_ctx *ctx, int argc, char **argv)

@@ -14,12 +14,13 @@
 
 static const char attach_help[] =
 	"Usage: qprof-cli attach (--pid N | --binary PATH) [--usdt PROV:NAME]...\n"
-	"                        [--span NAME=PROV:BEGIN,PROV:END]... [--json]\n"
+	"                        [--span NAME=PROV:BEGIN,PROV:END]... [--heap] [--json]\n"
 	"\n"
 	"Start profiling process N, or every process (present and future) that runs\n"
 	"the executable or maps the library PATH. A relative PATH is made absolute.\n"
 	"\n"
 	"  --usdt PROV:NAME    also count the USDT probe PROV:NAME (repeatable)\n"
+	"  --heap              also profile its heap (--pid only; see qprof-cli heap)\n"
 	"  --span NAME=PROV:BEGIN,PROV:END\n"
 	"                      measure from probe PROV:BEGIN to probe PROV:END like a\n"
 	"                      scope called NAME (repeatable), e.g.\n"
@@ -93,7 +94,7 @@ static bool parse_span(const char *arg, struct span *sp)
 }
 
 static char *attach_body(int64_t pid, const char *binary, const char *const *usdt, size_t nusdt,
-			 const struct span *spans, size_t nspans)
+			 const struct span *spans, size_t nspans, bool heap)
 {
 	struct qp_json j;
 	size_t i;
@@ -104,6 +105,8 @@ static char *attach_body(int64_t pid, const char *binary, const char *const *usd
 		qp_json_kv_str(&j, "binary", binary);
 	else
 		qp_json_kv_i64(&j, "pid", pid);
+	if (heap)
+		qp_json_kv_bool(&j, "heap", true);
 	if (nusdt) {
 		qp_json_key(&j, "usdt");
 		qp_json_arr_begin(&j);
@@ -147,11 +150,12 @@ static int print_target(const struct cli_ctx *ctx, const struct http_response *r
 
 int cmd_attach(struct cli_ctx *ctx, int argc, char **argv)
 {
-	enum { OPT_PID = CLI_OPT_CMD_BASE, OPT_BINARY, OPT_USDT, OPT_SPAN };
+	enum { OPT_PID = CLI_OPT_CMD_BASE, OPT_BINARY, OPT_USDT, OPT_SPAN, OPT_HEAP };
 	static const struct option opts[] = {
 		CLI_COMMON_OPTS,
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "binary", required_argument, NULL, OPT_BINARY },
+		{ "heap", no_argument, NULL, OPT_HEAP },
 		{ "usdt", required_argument, NULL, OPT_USDT },
 		{ "span", required_argument, NULL, OPT_SPAN },
 		{ 0 },
@@ -163,7 +167,7 @@ int cmd_attach(struct cli_ctx *ctx, int argc, char **argv)
 	char *abs = NULL, *body = NULL;
 	struct http_response resp;
 	int64_t pid = 0;
-	bool have_pid = false;
+	bool have_pid = false, heap = false;
 	int c, rc = -1;
 
 	while (rc < 0 && (c = cli_getopt(argc, argv, opts)) != -1) {
@@ -185,6 +189,9 @@ int cmd_attach(struct cli_ctx *ctx, int argc, char **argv)
 			binary = optarg;
 			if (!*binary)
 				rc = cli_usage_error(ctx, "--binary needs a path");
+			break;
+		case OPT_HEAP:
+			heap = true;
 			break;
 		case OPT_USDT:
 			if (!valid_probe(optarg, strlen(optarg)))
@@ -238,7 +245,7 @@ int cmd_attach(struct cli_ctx *ctx, int argc, char **argv)
 		}
 		binary = abs;
 	}
-	body = attach_body(pid, binary, usdt, nusdt, spans, nspans);
+	body = attach_body(pid, binary, usdt, nusdt, spans, nspans, heap);
 	if (!body) {
 		rc = cli_fail(ctx, "out of memory");
 		goto out;

@@ -23,6 +23,7 @@ static const struct cli_cmd commands[] = {
 	{ "values", cmd_values, "QPROF_VALUE statistics per site" },
 	{ "logs", cmd_logs, "QPROF_LOG messages (-f to follow)" },
 	{ "top", cmd_top, "live view: hottest functions and scopes" },
+	{ "heap", cmd_heap, "the heap: in use, allocated or growth, by stack (--pid N)" },
 	{ "trace", cmd_trace, "a timeline of scope instances, marks, values, logs (-o FILE.json)" },
 	{ "threads", cmd_threads, "every thread of a target and its stack, without stopping it" },
 };

@@ -171,14 +171,18 @@ static int add_stapsdt(struct qp_ctx *c, const unsigned char *desc, size_t descs
 	struct qp_usdt_note *n;
 	int i;
 
-	if (descsz < off + 3)
+	if (descsz < off + 3) {
+		p->nbroken_notes++;
 		return 0;
+	}
 	for (i = 0; i < 3; i++) {
 		const char *s = (const char *)desc + off;
 		const char *nul = memchr(s, '\0', descsz - off);
 
-		if (!nul)
+		if (!nul) {
+			p->nbroken_notes++;
 			return 0;
+		}
 		str[i] = s;
 		len[i] = (size_t)(nul - s);
 		off += len[i] + 1;
@@ -199,7 +203,7 @@ static int add_stapsdt(struct qp_ctx *c, const unsigned char *desc, size_t descs
 	return 0;
 }
 
-static int parse_notes(struct qp_ctx *c, Elf_Scn *scn, uint64_t sh_offset)
+static int parse_notes(struct qp_ctx *c, Elf_Scn *scn, uint64_t sh_offset, bool stapsdt)
 {
 	size_t off = 0, next, name_off, desc_off;
 	Elf_Data *d;
@@ -218,8 +222,10 @@ static int parse_notes(struct qp_ctx *c, Elf_Scn *scn, uint64_t sh_offset)
 		const unsigned char *desc = (const unsigned char *)d->d_buf + desc_off;
 
 		off = next;
-		if (name_off + nh.n_namesz > d->d_size || desc_off + nh.n_descsz > d->d_size)
-			break;
+		if (name_off + nh.n_namesz > d->d_size || desc_off + nh.n_descsz > d->d_size) {
+			c->p->nbroken_notes += stapsdt;
+			return 0;
+		}
 		if (nh.n_type == 3 && nh.n_namesz == sizeof("stapsdt") &&
 		    memcmp(name, "stapsdt", sizeof("stapsdt")) == 0) {
 			err = add_stapsdt(c, desc, nh.n_descsz);
@@ -233,6 +239,8 @@ static int parse_notes(struct qp_ctx *c, Elf_Scn *scn, uint64_t sh_offset)
 			c->p->build_id_len = (uint32_t)(strlen(c->p->build_id) / 2);
 		}
 	}
+	if (stapsdt && off < d->d_size)	/* a header that does not fit: the rest is unreadable */
+		c->p->nbroken_notes++;
 	return 0;
 }
 
@@ -265,7 +273,7 @@ static int scan_sections(struct qp_ctx *c)
 				.addr = sh.sh_addr, .size = sh.sh_size, .scn = scn };
 		}
 		if (sh.sh_type == SHT_NOTE) {
-			err = parse_notes(c, scn, sh.sh_offset);
+			err = parse_notes(c, scn, sh.sh_offset, !strcmp(name, ".note.stapsdt"));
 			if (err)
 				return err;
 		} else if (sh.sh_type == SHT_RELA && (sh.sh_flags & SHF_ALLOC)) {

@@ -63,6 +63,9 @@ struct qp_elf_probes {
 	uint32_t build_id_len;
 	uint64_t probes_addr, probes_size; /* ".probes" (USDT semaphores), size 0 if none */
 	size_t nbad_notes;	/* notes whose site or semaphore may not be probed (bad set) */
+	size_t nbroken_notes;	/* stapsdt notes that could not be read at all (malformed
+				 * descriptor, or a header past the section: the rest of
+				 * that section is lost), counted not guessed at */
 };
 
 /* Open and parse PATH. 0 on success; -errno on failure with a one-line

@@ -146,6 +146,11 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 	return len;
 }
 
+size_t qp_utf8_seq(const unsigned char *s, size_t n)
+{
+	return n ? utf8_seq(s, n) : 0;
+}
+
 static void put_string(struct qp_json *j, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;

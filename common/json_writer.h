@@ -46,4 +46,8 @@ void qp_json_kv_null(struct qp_json *j, const char *key);
 /* NUL-terminated text, ownership to the caller (free()); NULL on failure.
  * The writer is reset and can be reused or freed. */
 char *qp_json_finish(struct qp_json *j, size_t *len);
+/* Length of the valid UTF-8 sequence at S (1..4; N bytes there), or 0 when
+ * the bytes there are not one: the check the writer replaces by U+FFFD,
+ * for other encoders of hostile text (the Prometheus exposition). */
+size_t qp_utf8_seq(const unsigned char *s, size_t n);
 #endif

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 /* A maps file of a large process is a few MB; anything far beyond is not a
@@ -382,4 +383,35 @@ int qp_proc_starttime(int pid, uint64_t *ticks)
 		err = qp_stat_parse_starttime(text, ticks);
 	free(text);
 	return err;
+}
+
+int qp_statm_parse_rss(const char *text, uint64_t *pages)
+{
+	const char *p = text, *end = text + strlen(text);
+	uint64_t size;
+
+	if (parse_num(&p, end, 10, &size) || expect(&p, end, ' ') || parse_num(&p, end, 10, pages))
+		return -EINVAL;
+	return 0;
+}
+
+int qp_proc_self_usage(uint64_t *rss_bytes, uint64_t *cpu_ns)
+{
+	struct timespec ts;
+	char line[256];
+	uint64_t pages;
+	long psz = sysconf(_SC_PAGESIZE);
+	int ret;
+
+	*rss_bytes = *cpu_ns = 0;
+	ret = qp_proc_file_line(getpid(), "statm", line, sizeof(line));
+	if (ret)
+		return ret;
+	if (qp_statm_parse_rss(line, &pages) || psz <= 0)
+		return -EINVAL;
+	*rss_bytes = pages * (uint64_t)psz;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return -errno;
+	*cpu_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	return 0;
 }

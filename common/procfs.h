@@ -42,4 +42,10 @@ int qp_proc_exe(int pid, char *buf, size_t len);
  * ')' so that a comm holding spaces or parentheses cannot shift fields. */
 int qp_proc_starttime(int pid, uint64_t *ticks);
 int qp_stat_parse_starttime(const char *text, uint64_t *ticks); /* for tests */
+
+/* This process's resident memory (/proc/self/statm, pages times the page
+ * size) and CPU time, all threads (CLOCK_PROCESS_CPUTIME_ID). 0 or -errno. */
+int qp_proc_self_usage(uint64_t *rss_bytes, uint64_t *cpu_ns);
+/* The resident pages (field 2) of a statm text. 0 or -EINVAL. */
+int qp_statm_parse_rss(const char *text, uint64_t *pages);
 #endif

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include <systemd/sd-daemon.h>
 #include "collect_cpu.h"
+#include "collect_heap.h"
 #include "collect_scopes.h"
 #include "collect_threads.h"
 #include "symbolize.h"
@@ -52,12 +53,17 @@ struct options {
 	unsigned int max_sites;
 	unsigned int max_exited;
 	struct qp_span_opts spans;
+	unsigned int dl_hold_ms;
 	bool all;
+	enum qp_cpu_unwind_mode unwind;
 	bool no_multi;
 	bool no_calibrate;
 	unsigned int trace_max_events;
 	unsigned int flight_events;
 	bool ring;
+	struct qp_metrics_opts metrics;
+	bool heap;
+	struct qp_heap_opts heap_opts;
 	int verbose;
 };
 
@@ -78,6 +84,9 @@ static void usage(FILE *f)
 		"                      (a root-owned file, mode 0600, or 0640 group qprof)\n"
 		"  --frequency HZ      CPU sampling frequency per CPU, 1..10000 (default 99)\n"
 		"  --all               sample every process, not only the targets\n"
+		"  --unwind MODE       user stacks: fp (frame pointers only), dwarf (default:\n"
+		"                      targets' samples also carry 16 KiB of stack, unwound\n"
+		"                      by CFI in qprofd), dwarf-all (so do --all's processes)\n"
 		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
 		"  --span-pending N    QPROF_SPAN_BEGIN spans pending at once, all processes\n"
 		"                      (default 65536; a begin past it is counted table_full)\n"
@@ -91,11 +100,25 @@ static void usage(FILE *f)
 		"                      the rest are counted as dropped in the trace)\n"
 		"  --no-calibrate      do not measure the probes' own cost at start, nor\n"
 		"                      subtract it from durations\n"
-		"  --ring              time the scopes of new pid targets with the ring\n"
-		"                      collector (markers of ABI 2; others: BPF, with a note)\n"
-		"  --flight-events N   the ring collector's flight recorder: the last N events\n"
-		"                      of each ring target kept for GET /api/trace without\n"
-		"                      seconds=, 0..16777216 (default 1048576, 48 bytes each)\n"
+		"  --metrics-pid-label  give /metrics series a pid label (default: exe, scope,\n"
+		"                      parent, kind only, which survive restarts)\n"
+		"  --metrics-max-sets N  label sets per per-site family of /metrics, 1..1000000\n"
+		"                      (default 1000; the rest are counted as omitted)\n"
+		"  --ring              time the scopes of new targets (pid and --binary) with the\n"
+		"                      ring collector (markers of ABI 2; others: BPF, with a note)\n"
+		"  --flight-events N   events kept per ring target for GET /api/trace without\n"
+		"                      seconds= (0..16777216, default 1048576, 48 bytes each)\n"
+		"  --heap              profile the heap of every target (else per target:\n"
+		"                      POST /api/targets {\"pid\": N, \"heap\": true})\n"
+		"  --heap-interval B   mean bytes allocated between two heap samples,\n"
+		"                      1..1073741824 (default 524288)\n"
+		"  --heap-live N       sampled allocations live at once, all processes\n"
+		"                      (default 65536; beyond, counted live_full)\n"
+		"  --heap-stacks N     distinct allocation stacks, all processes (default\n"
+		"                      16384; beyond, counted stacks_full)\n"
+		"  --dl-hold-ms MS     at most this long a target that loads a library waits,\n"
+		"                      stopped, until its markers are probed (0..1000,\n"
+		"                      default 100; 0: no wait, its first calls may be missed)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
@@ -130,7 +153,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 {
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
 	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
-	       OPT_FLIGHT };
+	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS,
+	       OPT_DL_HOLD, OPT_UNWIND, OPT_FLIGHT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -138,17 +162,25 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "all", no_argument, NULL, 'a' },
+		{ "unwind", required_argument, NULL, OPT_UNWIND },
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
 		{ "ring", no_argument, NULL, OPT_RING },
+		{ "heap", no_argument, NULL, OPT_HEAP },
+		{ "heap-interval", required_argument, NULL, OPT_HEAP_INTERVAL },
+		{ "heap-live", required_argument, NULL, OPT_HEAP_LIVE },
+		{ "heap-stacks", required_argument, NULL, OPT_HEAP_STACKS },
 		{ "report-dir", required_argument, NULL, OPT_REPORT_DIR },
 		{ "max-exited", required_argument, NULL, OPT_MAX_EXITED },
 		{ "span-pending", required_argument, NULL, OPT_SPAN_PENDING },
 		{ "span-timeout-ms", required_argument, NULL, OPT_SPAN_TIMEOUT },
+		{ "dl-hold-ms", required_argument, NULL, OPT_DL_HOLD },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "trace-max-events", required_argument, NULL, OPT_TRACE_MAX },
 		{ "flight-events", required_argument, NULL, OPT_FLIGHT },
 		{ "no-calibrate", no_argument, NULL, OPT_NO_CALIB },
+		{ "metrics-pid-label", no_argument, NULL, OPT_METRICS_PID },
+		{ "metrics-max-sets", required_argument, NULL, OPT_METRICS_SETS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, OPT_VERSION },
@@ -201,8 +233,33 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_RING:
 			o->ring = true;
 			break;
+		case OPT_UNWIND:
+			if (qp_cpu_unwind_mode_parse(optarg, &o->unwind)) {
+				fprintf(stderr, "qprofd: --unwind wants fp, dwarf or dwarf-all, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			break;
 		case OPT_NO_MULTI:
 			o->no_multi = true;
+			break;
+		case OPT_HEAP:
+			o->heap = true;
+			break;
+		case OPT_HEAP_INTERVAL:
+			if (parse_uint_opt("--heap-interval", optarg, 1, 1 << 30, &v))
+				return 2;
+			o->heap_opts.interval = (uint64_t)v;
+			break;
+		case OPT_HEAP_LIVE:
+			if (parse_uint_opt("--heap-live", optarg, 1, 1 << 24, &v))
+				return 2;
+			o->heap_opts.max_live = (uint32_t)v;
+			break;
+		case OPT_HEAP_STACKS:
+			if (parse_uint_opt("--heap-stacks", optarg, 1, 1 << 22, &v))
+				return 2;
+			o->heap_opts.max_stacks = (uint32_t)v;
 			break;
 		case OPT_MAX_EXITED:
 			if (parse_uint_opt("--max-exited", optarg, 0, 1 << 20, &v))
@@ -232,8 +289,21 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case OPT_NO_CALIB:
 			o->no_calibrate = true;
 			break;
+		case OPT_METRICS_PID:
+			o->metrics.pid_label = true;
+			break;
+		case OPT_METRICS_SETS:
+			if (parse_uint_opt("--metrics-max-sets", optarg, 1, QP_METRICS_MAX_SETS_LIMIT, &v))
+				return 2;
+			o->metrics.max_sets = (unsigned int)v;
+			break;
 		case OPT_TOKEN:
 			o->token_file = optarg;
+			break;
+		case OPT_DL_HOLD:
+			if (parse_uint_opt("--dl-hold-ms", optarg, 0, QP_DL_HOLD_MAX_MS, &v))
+				return 2;
+			o->dl_hold_ms = (unsigned int)v;
 			break;
 		case OPT_REPORT_DIR:
 			if (!optarg[0]) {
@@ -281,6 +351,18 @@ static void raise_fd_limit(void)
 }
 
 /* The registry's report callbacks: the exporter, which targets/ may not call. */
+/* Kernel symbols are read on first use (/proc/kallsyms, ~120,000 lines,
+ * hundreds of ms): read them at start, on a thread, so that no report (an
+ * exec'd target waits stopped while its old image's figures are read) and
+ * no request pays for it. */
+static void *warm_kernel_symbols(void *arg)
+{
+	struct qp_sym y;
+
+	qp_sym_kernel(arg, 0, &y);
+	return NULL;
+}
+
 static void *collect_report(void *arg, const struct qp_target *t)
 {
 	struct qprofd *d = arg;
@@ -300,9 +382,10 @@ static void emit_report(void *arg, void *figs, char *dir, size_t dirlen)
 
 int main(int argc, char **argv)
 {
-	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .max_sites = 4096,
+	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .unwind = QP_CPU_UNWIND_DWARF, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
-			     .trace_max_events = 1000000, .flight_events = 1u << 20 };
+			     .trace_max_events = 1000000, .flight_events = 1u << 20, .dl_hold_ms = QP_DL_HOLD_DEFAULT_MS,
+			     .heap_opts = { .interval = 512 * 1024, .max_live = 65536, .max_stacks = 16384 } };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qp_http_policy pol_unix, pol_tcp;
 	struct qp_lifecycle *lc = NULL;
@@ -311,7 +394,10 @@ int main(int argc, char **argv)
 	char *token = NULL;
 	int fd_unix = -1, fd_tcp = -1;
 	char err[512] = "";
-	sigset_t sigs;
+	sigset_t sigs, stop_sigs;
+	struct qp_exec_thread execs = { 0 };
+	pthread_t warm;
+	bool warm_started = false;
 	int ret, tick = 0, exit_code = 1;
 	uint64_t next_poll;
 	size_t i;
@@ -356,7 +442,8 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGRTMIN);	/* the lifecycle thread: an exec is waiting */
+	stop_sigs = sigs;		/* what the main loop waits for */
+	sigaddset(&sigs, SIGRTMIN);	/* the lifecycle thread: an exec is waiting (the exec thread's) */
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -375,14 +462,11 @@ int main(int argc, char **argv)
 	qp_registry_init(&d.reg, d.scopes);
 	{
 		/* 1 ms drains; the flight recorder per target, grown as it fills */
-		struct qp_ring_opts ro = {
-			.max_rows = o.max_sites, .max_rings = 65536, .flight = o.flight_events,
-			.period_us = 1000,
-			.span_pending = o.spans.pending ? o.spans.pending : QP_SPAN_PENDING_DEFAULT,
-			.span_timeout_ns = (o.spans.timeout_ms ? o.spans.timeout_ms : QP_SPAN_TIMEOUT_MS_DEFAULT) *
-					   1000000ull,
-		};
+		struct qp_ring_opts ro = { .max_rows = o.max_sites, .max_rings = 65536, .flight = o.flight_events,
+					   .period_us = 1000 };
 
+		ro.span_pending = o.spans.pending ? o.spans.pending : QP_SPAN_PENDING_DEFAULT;
+		ro.span_timeout_ns = (o.spans.timeout_ms ? o.spans.timeout_ms : QP_SPAN_TIMEOUT_MS_DEFAULT) * 1000000ull;
 		if (qp_ring_open(&ring, &ro, err, sizeof(err)))
 			qp_warn("the ring collector is unavailable: %s", err);
 		d.reg.ring = ring;
@@ -395,6 +479,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "qprofd: out of memory\n");
 		goto out;
 	}
+	warm_started = !pthread_create(&warm, NULL, warm_kernel_symbols, d.reg.sym);
 	/* the report directory, once (after the BPF check, so that a user
 	 * without root hears that first): refused when others could plant in it */
 	ret = qp_report_fs_open(&d.report_fs, o.report_dir, err, sizeof(err));
@@ -403,13 +488,21 @@ int main(int argc, char **argv)
 		exit_code = ret == -EPERM || ret == -ENOTDIR ? 2 : 1;
 		goto out;
 	}
-	/* before any target: their forks and execs are watched from the start */
-	if (qp_lifecycle_open(&lc, pthread_self(), SIGRTMIN, err, sizeof(err)))
+	/* before any target: their forks and execs are watched from the start;
+	 * execs are handled on a thread of their own, at once */
+	ret = qp_exec_thread_start(&execs, &d.reg, SIGRTMIN);
+	if (ret) {
+		fprintf(stderr, "qprofd: cannot start the exec thread: %s\n", strerror(-ret));
+		goto out;
+	}
+	if (qp_lifecycle_open(&lc, execs.tid, SIGRTMIN, o.dl_hold_ms, err, sizeof(err)))
 		qp_warn("fork and exec of targets are not watched: %s. A target that forks may lose "
 			"children to optimized uprobe sites", err);
 	d.reg.lc = lc;
+	qp_exec_thread_go(&execs);
 	d.sample_all = o.all;
-	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), o.frequency, o.all,
+	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), qp_ring_tids_fd(ring), o.frequency, o.all,
+			  o.unwind,
 			  d.cpu_error, sizeof(d.cpu_error));
 	if (ret)
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d.cpu_error);
@@ -417,9 +510,21 @@ int main(int argc, char **argv)
 	/* thread stacks (GET /api/threads): a task iterator, loaded once */
 	if (qp_threads_open(&d.threads, d.threads_error, sizeof(d.threads_error)))
 		qp_warn("thread stacks unavailable: %s", d.threads_error);
+	/* loaded always (a POST may ask for a heap); its tracepoints and
+	 * probes only come with a heap target */
+	d.heap_default = o.heap;
+	if (qp_heap_open(&d.heap, &o.heap_opts, d.heap_error, sizeof(d.heap_error))) {
+		if (o.heap) {
+			fprintf(stderr, "qprofd: --heap: %s\n", d.heap_error);
+			goto out;
+		}
+		qp_warn("heap profiling unavailable: %s", d.heap_error);
+	}
 	if (qp_logs_start(&d.logs, qp_scopes_logs_fd(d.scopes), 65536, err, sizeof(err)))
 		qp_warn("QPROF_LOG messages unavailable: %s", err);
+	qp_ring_set_logs(ring, d.logs);
 	d.trace_max_events = o.trace_max_events;
+	d.metrics = o.metrics;
 	if (qp_tracer_open(&d.tracer, d.scopes, err, sizeof(err)))
 		qp_warn("traces unavailable: %s", err);
 	/* before any target: every duration measured gets the same correction */
@@ -435,6 +540,10 @@ int main(int argc, char **argv)
 
 		if (qp_registry_add_pid(&d.reg, o.pids[i], NULL, NULL, &status, err, sizeof(err))) {
 			fprintf(stderr, "qprofd: --pid %d: %s\n", o.pids[i], err);
+			goto out;
+		}
+		if (o.heap && qp_heap_attach(d.heap, o.pids[i], NULL, err, sizeof(err))) {
+			fprintf(stderr, "qprofd: --pid %d --heap: %s\n", o.pids[i], err);
 			goto out;
 		}
 	}
@@ -473,16 +582,16 @@ int main(int argc, char **argv)
 	for (;;) {
 		uint64_t now = qp_now_ns(), left = next_poll > now ? next_poll - now : 0;
 		struct timespec ts = { (time_t)(left / 1000000000ull), (long)(left % 1000000000ull) };
-		int sig = sigtimedwait(&sigs, NULL, &ts);
+		int sig = sigtimedwait(&stop_sigs, NULL, &ts);
 
-		if (sig > 0 && sig != SIGRTMIN) {
+		if (sig > 0) {
 			qp_info("signal %d: shutting down", sig);
 			sd_notify(0, "STOPPING=1\nSTATUS=detaching");
 			break;
 		}
 		/* the registry lock is taken inside each step, never across
-		 * the slow ones (a report, a symbolizer refresh) */
-		qp_lifecycle_handle_execs(&d.reg);	/* woken by SIGRTMIN: at once */
+		 * the slow ones (a report, a symbolizer refresh); execs are the
+		 * exec thread's */
 		if (qp_now_ns() < next_poll)
 			continue;
 		next_poll = qp_now_ns() + POLL_MS * 1000000ull;
@@ -497,6 +606,7 @@ int main(int argc, char **argv)
 		qp_registry_trim(&d.reg, o.max_exited);
 		pthread_mutex_unlock(&d.reg.lock);
 		qp_registry_reap(&d.reg);
+		qp_registry_heap_sync(&d.reg, d.heap, d.heap_default);
 	}
 	exit_code = 0;
 out_http:
@@ -505,13 +615,19 @@ out_http:
 	qp_http_stop(http);
 out:
 	qp_tracer_close(d.tracer);	/* no handler is left to end a session */
+	qp_ring_set_logs(ring, NULL);	/* the drain stops pushing before the store goes */
 	qp_logs_stop(d.logs);
 	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
 	qp_threads_close(d.threads);
 	d.threads = NULL;
+	qp_heap_close(d.heap);	/* its probes, before the targets' */
+	d.heap = NULL;
 	d.reg.cpu = NULL;
+	if (warm_started)
+		pthread_join(warm, NULL);
 	qp_symbolizer_free(d.reg.sym);
 	d.reg.sym = NULL;
+	qp_exec_thread_stop(&execs);	/* before the registry and the lifecycle go */
 	qp_registry_destroy(&d.reg);
 	qp_scopes_set_ring(d.scopes, NULL);
 	qp_ring_close(ring);

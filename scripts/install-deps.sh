@@ -6,6 +6,8 @@ set -euo pipefail
 pkgs=(
   build-essential cmake pkg-config clang llvm
   libbpf-dev bpftool libelf-dev zlib1g-dev libmicrohttpd-dev libjansson-dev
+  libdw-dev                # elfutils' libdw/libdwfl: source lines, inlined frames, CFI unwinding
+  linux-perf               # perf record: the CPU unwinding baselines (bench/unwind.sh)
   libsystemd-dev           # sd_notify: qprofd.service is Type=notify
   systemd                  # systemd-analyze verify/security check the unit in the tests
   systemtap-sdt-dev        # <sys/sdt.h>: the baseline probes in tests and bench
@@ -18,6 +20,7 @@ pkgs=(
   procps
   strace                   # counts the bpf() syscalls of a request in the values test
   chromium                 # headless: runs speedscope on the trace (integration_trace_client)
+  prometheus               # promtool checks /metrics; the Prometheus test scrapes qprofd
 )
 
 missing=()
@@ -47,5 +50,25 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# The prometheus package starts its service on every interface (:9090) and
+# enables it at boot. The tests start their own on loopback: while apt
+# runs, a policy-rc.d (when the machine has none) forbids service starts,
+# and the boot links are removed after.
+policy=/usr/sbin/policy-rc.d
+own_policy=
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+  own_policy=1
+fi
+cleanup() { if [ -n "$own_policy" ]; then rm -f "$policy"; fi; }
+trap cleanup EXIT
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    systemctl disable --now prometheus >/dev/null 2>&1 || true
+  else
+    update-rc.d prometheus disable >/dev/null 2>&1 || true
+  fi
+fi

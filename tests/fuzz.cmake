@@ -48,7 +48,7 @@ foreach(w qp_scopes_read qp_marks_read qp_probe_counts_read qp_values_read qp_sc
 endforeach()
 set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/common/arena.c
   ${PROJECT_SOURCE_DIR}/common/hashtab.c)
-foreach(f symbolize sym_intern sym_elf sym_maps sym_kernel)
+foreach(f symbolize sym_intern sym_elf sym_dwarf sym_maps sym_kernel)
   list(APPEND QP_FUZZ_SYM_SRC ${PROJECT_SOURCE_DIR}/daemon/symbolize/${f}.c)
 endforeach()
 if(_qp_nofuzz EQUAL 0)
@@ -57,10 +57,10 @@ if(_qp_nofuzz EQUAL 0)
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
             ${QP_FUZZ_INC}
             -I${BPF_GEN_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_http_routes.c ${QP_FUZZ_HTTP_SRC}
-            ${QP_FUZZ_HTTP_WRAP} -lbpf -ljansson -lelf -lz -lpthread -lm -lstdc++
+            ${QP_FUZZ_HTTP_WRAP} -lbpf -ljansson -ldw -lelf -lz -lpthread -lm -lstdc++
             -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_http_routes.c ${QP_FUZZ_HTTP_SRC} scopes_skel_gen
-            profile_skel_gen
+            profile_skel_gen heap_skel_gen
     COMMENT "libFuzzer target fuzz_http_routes"
     VERBATIM)
   add_custom_target(fuzz_http_routes_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes)
@@ -69,11 +69,52 @@ if(_qp_nofuzz EQUAL 0)
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
             ${QP_FUZZ_INC}
             ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_symbolize.c ${QP_FUZZ_SYM_SRC}
-            -lelf -lz -lpthread -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
+            -ldw -lelf -lz -lpthread -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_symbolize.c ${QP_FUZZ_SYM_SRC}
     COMMENT "libFuzzer target fuzz_symbolize"
     VERBATIM)
   add_custom_target(fuzz_symbolize_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize)
+  # fuzz_dwarf: the symbolizer's DWARF reading (libdw) on .debug_* sections
+  # wrapped in an ELF in memory
+  add_custom_command(
+    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_dwarf
+    COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
+            ${QP_FUZZ_INC}
+            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_dwarf.c ${QP_FUZZ_SYM_SRC}
+            -ldw -lelf -lz -lpthread -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_dwarf
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_dwarf.c ${QP_FUZZ_SYM_SRC}
+            ${PROJECT_SOURCE_DIR}/daemon/symbolize/sym_internal.h
+    COMMENT "libFuzzer target fuzz_dwarf"
+    VERBATIM)
+  add_custom_target(fuzz_dwarf_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_dwarf)
+  # fuzz_unwind: the CFI unwinder and libdwfl under it, on hostile files and stacks
+  set(QP_FUZZ_UNWIND_SRC ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c ${PROJECT_SOURCE_DIR}/common/util.c)
+  add_custom_command(
+    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind
+    COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
+            ${QP_FUZZ_INC}
+            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_unwind.c ${QP_FUZZ_UNWIND_SRC}
+            -ldw -lelf -lz -lpthread -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_unwind.c ${QP_FUZZ_UNWIND_SRC}
+    COMMENT "libFuzzer target fuzz_unwind"
+    VERBATIM)
+  add_custom_target(fuzz_unwind_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind)
+  # seeds: programs with real CFI (-O2 without frame pointers, C++, the symfix ones)
+  add_custom_command(
+    OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind/stamp
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind
+    COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE:qsort_nofp> $<TARGET_FILE:sort_cxx>
+            $<TARGET_FILE:sf_nopie> ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind/
+    COMMAND ${CMAKE_COMMAND} -E touch ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind/stamp
+    DEPENDS qsort_nofp sort_cxx sf_nopie
+    VERBATIM)
+  add_custom_target(fuzz_corpus_unwind ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind/stamp)
+  file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_unwind)
+  add_test(NAME fuzz_unwind_smoke
+    COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind -runs=5000 -seed=1 -max_len=65536
+            -rss_limit_mb=2048 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_unwind
+            ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind)
+  set_tests_properties(fuzz_unwind_smoke PROPERTIES TIMEOUT 300)
   foreach(f fuzz_elf_probes fuzz_parsers)
     add_custom_command(
       OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${f}
@@ -106,9 +147,20 @@ if(_qp_nofuzz EQUAL 0)
     DEPENDS sf_split sf_pie sf_nopie sf_cxx sf_lib ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/sym_seeds.sh
     VERBATIM)
   add_custom_target(fuzz_corpus_sym ALL DEPENDS ${_sym_seeds}/stamp)
+  # DWARF seeds: the .debug_* sections of fixtures built -g (C -O2 with
+  # inlining, C -O1, C++)
+  set(_dw_seeds ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_dwarf)
+  add_custom_command(
+    OUTPUT ${_dw_seeds}/stamp
+    COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/dwarf_seeds.sh ${_dw_seeds}
+            $<TARGET_FILE:sf_inline> $<TARGET_FILE:sf_nopie> $<TARGET_FILE:sf_cxx>
+    DEPENDS sf_inline sf_nopie sf_cxx ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/dwarf_seeds.sh
+    VERBATIM)
+  add_custom_target(fuzz_corpus_dwarf ALL DEPENDS ${_dw_seeds}/stamp)
   # new inputs go to the first directory: one in the build tree, never the sources
   file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_elf ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_parsers
-    ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_http ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_sym)
+    ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_http ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_sym
+    ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_dwarf)
   add_test(NAME fuzz_elf_probes_smoke
     COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_elf_probes -runs=40000 -max_len=65536 -seed=1
             -rss_limit_mb=2048 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_elf ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_elf)
@@ -122,8 +174,12 @@ if(_qp_nofuzz EQUAL 0)
     COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize -runs=10000 -seed=1 -max_len=65536
             -rss_limit_mb=2048 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_sym ${_sym_seeds}
             ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_symbolize)
+  add_test(NAME fuzz_dwarf_smoke
+    COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_dwarf -runs=8000 -seed=1 -max_len=262144
+            -rss_limit_mb=2048 -timeout=30 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_dwarf ${_dw_seeds}
+            ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_dwarf)
   set_tests_properties(fuzz_elf_probes_smoke fuzz_parsers_smoke fuzz_http_routes_smoke
-    fuzz_symbolize_smoke PROPERTIES TIMEOUT 300)
+    fuzz_symbolize_smoke fuzz_dwarf_smoke PROPERTIES TIMEOUT 300)
 else()
   message(STATUS "libFuzzer not available with ${BPF_CLANG}: fuzz targets not built")
 endif()

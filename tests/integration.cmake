@@ -213,6 +213,18 @@ add_test(NAME integration_ring
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:ring_target> $<TARGET_FILE:scope_target_abi1>)
 set_tests_properties(integration_ring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+# The rest of the ring collector: QPROF_LOG through the ring, the exact
+# mean of values, CPU samples tagged at any depth (8 nested scopes), and
+# --binary targets on the ring (3 processes started after the attach).
+add_executable(ring2_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/ring2_target.c)
+target_include_directories(ring2_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(ring2_target PRIVATE -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
+  -fno-optimize-sibling-calls)
+target_link_libraries(ring2_target Threads::Threads)
+add_test(NAME integration_ring_more
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring_more.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:ring2_target>)
+set_tests_properties(integration_ring_more PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 
 # Every thread's stack without stopping the process (issue 12): three named
 # threads sleeping, waiting on a condition variable and spinning.
@@ -224,3 +236,76 @@ add_test(NAME integration_threads
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_threads.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:threads_target> $<TARGET_FILE:qprof-cli>)
 set_tests_properties(integration_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+
+# Issue 13: the real Prometheus (Debian's package) scrapes two qprofd over
+# --listen; histogram_quantile agrees with qprofd's p99 and with the merged
+# distribution, classic and native histograms; promtool lints /metrics.
+add_executable(prom_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/prom_target.c)
+target_include_directories(prom_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(prom_target PRIVATE -O2 -g)
+add_test(NAME integration_prometheus
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_prometheus.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:prom_target>)
+set_tests_properties(integration_prometheus PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Heap profiling (issue 12): known allocations, a static binary without symbols.
+add_executable(heap_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/heap_target.c)
+target_include_directories(heap_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(heap_target PRIVATE -O1 -g -fno-inline -fno-omit-frame-pointer)
+add_executable(heap_static ${CMAKE_CURRENT_SOURCE_DIR}/integration/heap_target.c)
+target_include_directories(heap_static PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(heap_static PRIVATE -O1 -fno-inline -fno-omit-frame-pointer)
+target_link_options(heap_static PRIVATE -static -s)
+add_test(NAME integration_heap
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_heap.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:heap_target>
+          $<TARGET_FILE:heap_static>)
+set_tests_properties(integration_heap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Libraries loaded after attach (issue 16): a host that dlopens marked
+# plugins when told; the plugin built as a rebuilt version (v2), without
+# markers, and without its spin (the load/unload cycles).
+add_executable(plugin_host ${CMAKE_CURRENT_SOURCE_DIR}/integration/plugin_host.c)
+target_include_directories(plugin_host PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(plugin_host PRIVATE -O2 -g -fno-omit-frame-pointer)
+target_link_libraries(plugin_host ${CMAKE_DL_LIBS})
+foreach(v plugin plugin_v2 plugin_nomark plugin_fast)
+  add_library(qp_${v} MODULE ${CMAKE_CURRENT_SOURCE_DIR}/integration/plugin.c)
+  target_include_directories(qp_${v} PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(qp_${v} PRIVATE -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+endforeach()
+target_compile_definitions(qp_plugin_v2 PRIVATE PLUGIN_V2)
+target_compile_definitions(qp_plugin_nomark PRIVATE QPROF_DISABLE)
+target_compile_definitions(qp_plugin_fast PRIVATE PLUGIN_SPIN_NS=0)
+add_test(NAME integration_dlopen
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_dlopen.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:plugin_host> $<TARGET_FILE_DIR:qp_plugin>)
+set_tests_properties(integration_dlopen PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+add_test(NAME integration_dlopen_cycles
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_dlopen_cycles.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:plugin_host> $<TARGET_FILE_DIR:qp_plugin>)
+set_tests_properties(integration_dlopen_cycles PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Source lines and inlined frames: a -O2 -g workload whose hot function is
+# inlined; folded, pprof decoded and go tool pprof -lines/-list.
+add_executable(srcline_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/srcline_target.c)
+target_include_directories(srcline_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(srcline_target PRIVATE -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+add_test(NAME integration_srcline
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_srcline.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:srcline_target>
+          ${CMAKE_CURRENT_SOURCE_DIR}/integration/srcline_target.c)
+set_tests_properties(integration_srcline PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# Unwinding without frame pointers (issue 11): the qsort workload built -O2
+# -g without and with frame pointers, a C++ std::sort one; none has markers
+# (CPU-only targets), and the --all view of a process that is no target.
+add_executable(qsort_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/qsort_target.c)
+target_compile_options(qsort_nofp PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+add_executable(qsort_fp ${CMAKE_CURRENT_SOURCE_DIR}/integration/qsort_target.c)
+target_compile_options(qsort_fp PRIVATE -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+add_executable(sort_cxx ${CMAKE_CURRENT_SOURCE_DIR}/integration/sort_target.cpp)
+target_compile_options(sort_cxx PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+add_test(NAME integration_unwind
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_unwind.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:qsort_nofp> $<TARGET_FILE:qsort_fp> $<TARGET_FILE:sort_cxx>)
+set_tests_properties(integration_unwind PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)

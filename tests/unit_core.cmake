@@ -25,3 +25,18 @@ add_executable(test_logs_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_logs_store.
 target_link_libraries(test_logs_store qprof_common PkgConfig::LIBBPF Threads::Threads)
 add_test(NAME unit_logs_store COMMAND test_logs_store)
 set_tests_properties(unit_logs_store PROPERTIES SKIP_RETURN_CODE 77)
+# The heap sampler's rule and its unbiased estimator (bpf/heap.h).
+add_executable(test_heap_math ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_heap_math.c)
+target_link_libraries(test_heap_math qprof_common m)
+add_test(NAME unit_heap_math COMMAND test_heap_math)
+
+# The CFI unwinder on this program's own stack, PIE and not (issue 11).
+foreach(v unwind unwind_nopie)
+  add_executable(test_${v} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_unwind.c
+    ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c)
+  target_compile_options(test_${v} PRIVATE -O2 -fomit-frame-pointer -momit-leaf-frame-pointer)
+  target_link_libraries(test_${v} qprof_common PkgConfig::LIBDW Threads::Threads m)
+  add_test(NAME unit_${v} COMMAND test_${v})
+endforeach()
+target_compile_options(test_unwind_nopie PRIVATE -fno-pie)
+target_link_options(test_unwind_nopie PRIVATE -no-pie)

@@ -29,3 +29,9 @@ add_dependencies(test_elf_file fx_truncated)
 add_test(NAME unit_elf_file COMMAND test_elf_file
   pie=$<TARGET_FILE:fx_markers_pie> sdt=$<TARGET_FILE:fx_sdt>)
 set_tests_properties(unit_elf_file PROPERTIES TIMEOUT 60)
+
+# The allocator entry points of the heap profiler, found in the libc it runs with.
+add_executable(test_elf_syms ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_elf_syms.c)
+target_include_directories(test_elf_syms PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_elf_syms PRIVATE qprof_common ${CMAKE_DL_LIBS})
+add_test(NAME unit_elf_syms COMMAND test_elf_syms)

@@ -6,7 +6,7 @@ target_include_directories(test_export PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_compile_definitions(test_export PRIVATE
   TEST_EXPORT_SVG_PY="${CMAKE_CURRENT_SOURCE_DIR}/unit/test_export_svg.py")
 target_link_libraries(test_export qprof_common PkgConfig::ZLIB m)
-foreach(t folded flamegraph callgraph pprof)
+foreach(t folded flamegraph callgraph pprof pprof_values)
   add_test(NAME unit_export_${t} COMMAND test_export ${t})
   set_tests_properties(unit_export_${t} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
@@ -17,3 +17,9 @@ add_executable(test_export_trace ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_export_tr
 target_include_directories(test_export_trace PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_export_trace qprof_common m)
 add_test(NAME unit_export_trace COMMAND test_export_trace)
+
+# Source lines and inlined frames in folded, flame graph and pprof (decoded).
+add_executable(test_export_lines ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_export_lines.c)
+target_include_directories(test_export_lines PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_export_lines qprof_common PkgConfig::ZLIB m)
+add_test(NAME unit_export_lines COMMAND test_export_lines)

@@ -11,6 +11,24 @@ add_executable(test_encode ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_encode.c)
 target_link_libraries(test_encode qprof_common m)
 add_test(NAME unit_encode COMMAND test_encode)
 
+# /metrics from hand-made models: the text with escaping, merging and the
+# cap (test_metrics), the protobuf decoded back (test_metrics_pb); and
+# promtool's lint of a hostile model's text.
+add_executable(test_metrics ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_metrics.c)
+target_link_libraries(test_metrics qprof_common m)
+add_test(NAME unit_metrics COMMAND test_metrics)
+add_executable(test_metrics_pb ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_metrics_pb.c)
+target_link_libraries(test_metrics_pb qprof_common m)
+add_test(NAME unit_metrics_pb COMMAND test_metrics_pb)
+find_program(PROMTOOL promtool)
+if(PROMTOOL)
+  add_test(NAME unit_metrics_promtool
+    COMMAND bash -c "set -o pipefail; out=$($<TARGET_FILE:test_metrics> --print | ${PROMTOOL} check metrics 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 0 ] && [ -z \"$out\" ]")
+else()
+  add_test(NAME unit_metrics_promtool
+    COMMAND bash -c "echo 'promtool not found: scripts/install-deps.sh installs Debian package prometheus'; exit 1")
+endif()
+
 # The targets model's JSON (/api/targets, /api/status, POST answers) from a
 # hand-made view, byte for byte.
 add_executable(test_encode_targets ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_encode_targets.c)
@@ -64,6 +82,7 @@ add_executable(test_scope_poll_race ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_query.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_spans.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/logs.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/collect_attach.c)
 target_link_libraries(test_scope_poll_race qprof_common scopes_skel PkgConfig::LIBBPF Threads::Threads m)
 add_test(NAME integration_scope_poll_race COMMAND test_scope_poll_race)

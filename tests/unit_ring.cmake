@@ -18,3 +18,12 @@ endforeach()
 add_test(NAME unit_ring_idle_cost COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_idle.sh
   ${PROJECT_BINARY_DIR}/bench)
 set_tests_properties(unit_ring_idle_cost PROPERTIES SKIP_RETURN_CODE 77)
+
+# A marked plugin (ABI 2) loaded and unloaded without end: 10 copies, 100
+# cycles (the ring pointer's TLS model in a shared library).
+add_executable(test_plugin_tls ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_plugin_tls.c)
+target_include_directories(test_plugin_tls PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_plugin_tls ${CMAKE_DL_LIBS})
+add_dependencies(test_plugin_tls qp_plugin_fast)
+add_test(NAME unit_plugin_tls COMMAND test_plugin_tls $<TARGET_FILE:qp_plugin_fast>
+  ${CMAKE_CURRENT_BINARY_DIR}/plugin-tls)

@@ -90,13 +90,13 @@ if(_qp_notsan EQUAL 0)
     ${PROJECT_SOURCE_DIR}/common/procfs.c ${PROJECT_SOURCE_DIR}/common/util.c
     ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/arena.c
     ${PROJECT_SOURCE_DIR}/common/hashtab.c)
-  foreach(f symbolize sym_intern sym_elf sym_maps sym_kernel)
+  foreach(f symbolize sym_intern sym_elf sym_dwarf sym_maps sym_kernel)
     list(APPEND SF_TSAN_SRC ${PROJECT_SOURCE_DIR}/daemon/symbolize/${f}.c)
   endforeach()
   add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
     COMMAND ${BPF_CLANG} -fsanitize=thread -g -O1 -pthread -I${PROJECT_SOURCE_DIR}/common
             -I${PROJECT_SOURCE_DIR}/daemon/symbolize -I${CMAKE_CURRENT_SOURCE_DIR} ${SF_TSAN_SRC}
-            -lelf -lz -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
+            -ldw -lelf -lz -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
     DEPENDS ${SF_TSAN_SRC} ${CMAKE_CURRENT_SOURCE_DIR}/unit/symfix_child.h
             ${PROJECT_SOURCE_DIR}/daemon/symbolize/sym_internal.h
             ${PROJECT_SOURCE_DIR}/daemon/symbolize/symbolize.h
@@ -110,3 +110,21 @@ if(_qp_notsan EQUAL 0)
 else()
   message(STATUS "no ThreadSanitizer runtime for ${BPF_CLANG}: unit_symbolize_threads_tsan not built")
 endif()
+
+# Source lines and inlined frames (libdw): sf_inline built -O2 -g, and
+# stripped with its DWARF in a debug file found by build-id.
+add_executable(sf_inline ${SF_SRC}/sf_inline.c)
+target_compile_options(sf_inline PRIVATE -g -O2 -fPIE)
+target_link_options(sf_inline PRIVATE -pie -Wl,--build-id=sha1)
+add_custom_command(OUTPUT ${SF_OUT}/bid/sf_inline
+  COMMAND ${SF_SPLIT} buildid $<TARGET_FILE:sf_inline> ${SF_OUT}/bid/sf_inline ${SF_DEBUGROOT}
+  DEPENDS sf_inline ${SF_SRC}/split_debug.sh VERBATIM)
+add_custom_target(sf_inline_split DEPENDS ${SF_OUT}/bid/sf_inline)
+add_executable(test_symbolize_lines ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_lines.c)
+target_include_directories(test_symbolize_lines PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_symbolize_lines PRIVATE qprof_common)
+add_dependencies(test_symbolize_lines sf_inline sf_inline_split sf_split)
+add_test(NAME unit_symbolize_lines COMMAND test_symbolize_lines
+  inline=$<TARGET_FILE:sf_inline> inline_bid=${SF_OUT}/bid/sf_inline debugroot=${SF_DEBUGROOT}
+  src=${SF_SRC}/sf_inline.c link=${SF_OUT}/link/sf_link tmp=${SF_OUT}/tmp_lines)
+set_tests_properties(unit_symbolize_lines PROPERTIES TIMEOUT 120)

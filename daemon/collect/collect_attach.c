@@ -2,6 +2,7 @@
  * uprobe-multi links made by qprofd with its own spec ids, or libbpf's USDT
  * links (which also raise semaphores), and detaches them. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,40 @@ static void link_free(struct qp_scope_link *l)
 	free(l);
 }
 
+/* One thread per link: each release waits for its own grace periods, so
+ * they overlap instead of adding up. */
+static void *close_one(void *arg)
+{
+	struct qp_scope_link *l = arg;
+
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+	bpf_link__destroy(l->blink);
+	l->blink = NULL;
+	return NULL;
+}
+
+void qp_scopes_close_links(struct qp_scope_link **links, size_t n)
+{
+	pthread_t th[64];
+	bool started[64];
+	size_t i, k;
+
+	for (i = 0; i < n; i += 64) {
+		size_t m = n - i < 64 ? n - i : 64;
+
+		for (k = 0; k < m; k++)
+			started[k] = !pthread_create(&th[k], NULL, close_one, links[i + k]);
+		for (k = 0; k < m; k++) {
+			if (started[k])
+				pthread_join(th[k], NULL);
+			else
+				close_one(links[i + k]);
+		}
+	}
+}
+
 /* Caller holds the owner's lock. */
 static void links_free(struct qp_scope_link **links, size_t n)
 {
@@ -50,10 +85,62 @@ static void links_free(struct qp_scope_link **links, size_t n)
 		link_free(links[i]);
 }
 
+/* The kernel side of links I, I + STEP, ... of a batch: closing a uprobe
+ * link waits for a grace period, so a batch is closed by several threads
+ * at once (an exec'd target stays stopped until its old links are gone). */
+struct close_job {
+	struct qp_scope_link **links;
+	size_t n, first, step;
+	pthread_t tid;
+	bool started;
+};
+
+static void *close_some(void *arg)
+{
+	struct close_job *j = arg;
+	size_t i;
+
+	for (i = j->first; i < j->n; i += j->step) {
+		struct qp_scope_link *l = j->links[i];
+
+		if (!l)
+			continue;
+		if (l->fd >= 0)
+			close(l->fd);
+		l->fd = -1;
+		bpf_link__destroy(l->blink);
+		l->blink = NULL;
+	}
+	return NULL;
+}
+
+#define CLOSE_THREADS 16
+
+static void close_parallel(struct qp_scope_link **links, size_t n)
+{
+	struct close_job jobs[CLOSE_THREADS];
+	size_t k, nj = n < CLOSE_THREADS ? n : CLOSE_THREADS;
+
+	for (k = 0; k < nj; k++) {
+		jobs[k] = (struct close_job){ .links = links, .n = n, .first = k, .step = nj };
+		if (k)	/* job 0 is this thread's; one that cannot start runs here too */
+			jobs[k].started = !pthread_create(&jobs[k].tid, NULL, close_some, &jobs[k]);
+	}
+	close_some(&jobs[0]);
+	for (k = 1; k < nj; k++) {
+		if (jobs[k].started)
+			pthread_join(jobs[k].tid, NULL);
+		else
+			close_some(&jobs[k]);
+	}
+}
+
 void qp_scopes_detach_links(struct qp_scope_link **links, size_t n)
 {
 	size_t i;
 
+	if (n > 1)
+		close_parallel(links, n);
 	for (i = 0; i < n; i++) {
 		struct qp_scopes *s = links[i] ? links[i]->owner : NULL;
 

@@ -82,6 +82,10 @@ void qp_scopes_detach_links(struct qp_scope_link **links, size_t n);
 int qp_scopes_attach_some(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
 			  uint64_t epoch, unsigned int which, struct qp_scope_link ***links, size_t *nlinks,
 			  char *err, size_t errlen);
+/* The slow half of a detach, callable without the caller's lock: the
+ * kernel links are released (their uprobes unregistered), concurrently;
+ * qp_scopes_detach_links then frees what is left (under the lock). */
+void qp_scopes_close_links(struct qp_scope_link **links, size_t n);
 
 /* Another program's USDT probe: counted, or one end of a span. */
 enum qp_usdt_role { QP_USDT_COUNT, QP_USDT_SPAN_BEGIN, QP_USDT_SPAN_END };
@@ -127,6 +131,8 @@ struct qp_value_bucket {
 struct qp_value_row {
 	struct mark_key key;
 	struct value_stats st;
+	bool has_sum;		/* the ring collector's: sum is exact, the mean is sum / count */
+	long double sum;	/* of the finite values */
 	size_t nbuckets;
 	struct qp_value_bucket *buckets;	/* sorted by bucket */
 };

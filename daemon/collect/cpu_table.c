@@ -77,13 +77,13 @@ static uint64_t hash_key(const struct sample_key *k)
 
 	for (i = 0; i < QPROF_SAMPLE_SCOPES; i++)
 		h = mix(h, k->scopes[i]);
-	return h;
+	return mix(h, (uint32_t)k->open_stack);
 }
 
 static bool key_eq(const struct sample_key *a, const struct sample_key *b)
 {
 	return a->tgid == b->tgid && a->user_stack == b->user_stack && a->kern_stack == b->kern_stack &&
-	       !memcmp(a->scopes, b->scopes, sizeof(a->scopes));
+	       a->open_stack == b->open_stack && !memcmp(a->scopes, b->scopes, sizeof(a->scopes));
 }
 
 static int32_t stack_id(const struct qp_cpu_table *c, size_t slot)
@@ -270,6 +270,8 @@ static struct qp_cpu_agg *agg_get(struct qp_cpu_table *c, const struct sample_ke
 		c->stacks[key->user_stack & SLOT_MASK].refs++;
 	if (key->kern_stack >= 0)
 		c->stacks[key->kern_stack & SLOT_MASK].refs++;
+	if (key->open_stack >= 0)
+		c->stacks[key->open_stack & SLOT_MASK].refs++;
 	c->naggs++;
 	return a;
 }
@@ -299,11 +301,18 @@ bool qp_cpu_table_add(struct qp_cpu_table *c, const struct qp_cpu_sample_in *in)
 
 	key.tgid = in->tgid;
 	memcpy(key.scopes, in->scopes, sizeof(key.scopes));
-	key.kern_stack = key.user_stack = -1;
+	key.kern_stack = key.user_stack = key.open_stack = -1;
 	if (in->nkern && (key.kern_stack = stack_intern(c, in->kern, in->nkern)) < 0)
 		return false;
 	if (in->nuser && (key.user_stack = stack_intern(c, in->user, in->nuser)) < 0) {
 		stack_drop_unused(c, key.kern_stack);
+		return false;
+	}
+	/* the open scopes are a list of addresses like a stack: interned alike */
+	if (in->nopen && (key.open_stack = stack_intern(c, in->open, in->nopen)) < 0) {
+		stack_drop_unused(c, key.kern_stack);
+		if (key.user_stack != key.kern_stack)
+			stack_drop_unused(c, key.user_stack);
 		return false;
 	}
 	a = agg_get(c, &key, in->comm);
@@ -311,6 +320,8 @@ bool qp_cpu_table_add(struct qp_cpu_table *c, const struct qp_cpu_sample_in *in)
 		stack_drop_unused(c, key.kern_stack);
 		if (key.user_stack != key.kern_stack)
 			stack_drop_unused(c, key.user_stack);
+		if (key.open_stack != key.kern_stack && key.open_stack != key.user_stack)
+			stack_drop_unused(c, key.open_stack);
 		return false;
 	}
 	a->count++;
@@ -337,6 +348,7 @@ static long remove_keys(struct qp_cpu_table *c, bool by_pid, uint32_t pid, uint3
 			}
 			stack_unref(c, g->key.user_stack);
 			stack_unref(c, g->key.kern_stack);
+			stack_unref(c, g->key.open_stack);
 			removed++;
 			continue;
 		}
@@ -357,6 +369,7 @@ static long remove_keys(struct qp_cpu_table *c, bool by_pid, uint32_t pid, uint3
 			c->aged_keys++;
 			stack_unref(c, c->aggs[a].key.user_stack);
 			stack_unref(c, c->aggs[a].key.kern_stack);
+			stack_unref(c, c->aggs[a].key.open_stack);
 		}
 		c->naggs = 0;
 		c->naidx = 0;

@@ -62,6 +62,8 @@ struct qp_cpu_sample_in {
 	const uint64_t *kern, *user;
 	uint32_t nkern, nuser;
 	const uint64_t *scopes;		/* QPROF_SAMPLE_SCOPES, innermost first */
+	const uint64_t *open;		/* a ring thread's open scopes, outermost first */
+	uint32_t nopen;			/* 0 = none (interned like a stack: key.open_stack) */
 	const char *comm;		/* 16 bytes */
 };
 

@@ -53,6 +53,25 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+void qp_logs_push(struct qp_logs *l, uint32_t pid, uint32_t tid, uint64_t site, uint64_t mono_ns, int32_t len,
+		  const char *msg)
+{
+	struct qp_log_entry *e;
+
+	pthread_mutex_lock(&l->lock);
+	e = &l->ring[l->next_seq % l->cap];
+	e->seq = l->next_seq++;
+	e->ts_ns = mono_ns + (uint64_t)l->mono_to_real;
+	e->mono_ns = mono_ns;
+	e->site = site;
+	e->pid = pid;
+	e->tid = tid;
+	e->len = len;
+	snprintf(e->msg, sizeof(e->msg), "%s", msg);
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+}
+
 static void *drain(void *arg)
 {
 	struct qp_logs *l = arg;

@@ -1,4 +1,5 @@
-/* logs.h - QPROF_LOG messages: a thread drains the BPF ring buffer into a
+/* logs.h - QPROF_LOG messages: a thread drains the BPF ring buffer (and the
+ * ring collector pushes what it reads from the thread rings) into a
  * bounded in-memory store with sequence numbers; readers copy what is newer
  * than the last sequence they saw, or wait for it (follow). Losses are
  * counted where they happen: in the kernel (ring buffer full) and here
@@ -26,6 +27,11 @@ struct qp_log_entry {
 
 int qp_logs_start(struct qp_logs **out, int ringbuf_fd, size_t capacity, char *err, size_t errlen);
 void qp_logs_stop(struct qp_logs *l); /* accepts NULL; wakes every waiter */
+
+/* One message from elsewhere (the ring collector's drain): MONO_NS its
+ * CLOCK_MONOTONIC time, MSG NUL-terminated (cut to QPROF_LOG_MSG - 1). */
+void qp_logs_push(struct qp_logs *l, uint32_t pid, uint32_t tid, uint64_t site, uint64_t mono_ns, int32_t len,
+		  const char *msg);
 
 /* Up to MAX entries with seq > SINCE (of PID when pid > 0), oldest first.
  * Returns how many; *last is the highest seq looked at (pass it back as SINCE). */

@@ -5,6 +5,7 @@
  * and at worst counted and skipped. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,8 @@
 #include "elf_probes.h"
 #include "log.h"
 #include "procfs.h"
+#include "logs.h"
+#include "profile.h"
 #include "ring_internal.h"
 #include "ringreg.skel.h"
 #include "ring_collect.h"
@@ -82,12 +85,19 @@ static int peek(uint32_t pid, uint64_t addr, void *dst, size_t len)
 	return (size_t)n == len ? 0 : -EFAULT;
 }
 
+/* Where the records start: QPROF_RING_HDR_SIZE in version 2, 64 in
+ * version 1 (no open scopes in the header). */
+static uint64_t rec_offset(const struct qprof_ring *h)
+{
+	return h->version == 1 ? QPROF_RING_HDR_SIZE_V1 : QPROF_RING_HDR_SIZE;
+}
+
 static bool header_ok(const struct qprof_ring *h, uint64_t size)
 {
-	return h->magic == QPROF_RING_MAGIC && h->version == QPROF_RING_VERSION &&
+	return h->magic == QPROF_RING_MAGIC && (h->version == 1 || h->version == QPROF_RING_VERSION) &&
 	       h->rec_size == sizeof(struct qprof_ring_rec) && h->nrec >= RING_MIN_REC &&
 	       h->nrec <= RING_MAX_REC && !(h->nrec & (h->nrec - 1)) &&
-	       (uint64_t)QPROF_RING_HDR_SIZE + (uint64_t)h->nrec * sizeof(struct qprof_ring_rec) == size;
+	       rec_offset(h) + (uint64_t)h->nrec * sizeof(struct qprof_ring_rec) == size;
 }
 
 static struct ring_ent *ent_of(struct qp_ring *g, uint32_t pid, uint64_t addr)
@@ -100,16 +110,77 @@ static struct ring_ent *ent_of(struct qp_ring *g, uint32_t pid, uint64_t addr)
 	return NULL;
 }
 
-/* An announcement: checked under the lock, the ring's header read without
- * it (a read of the process may take long: never with the lock held). */
-static int on_announce(void *ctx, void *data, size_t len)
+/* An announcement of a process that is no ring target (yet): kept, the
+ * last RING_PENDING of them, for a --binary process adopted a moment
+ * later (qp_ring_watch_since takes its rings from here). */
+static void pend(struct qp_ring *g, const struct ring_announce *a)
 {
-	struct qp_ring *g = ctx;
-	struct ring_announce a;
+	g->pend[g->npend++ % RING_PENDING] = *a;
+}
+
+/* A ring announced by a target: checked under the lock, its header read
+ * without it (a read of the process may take long: never with the lock
+ * held). Called and returns with the lock held. */
+static void take(struct qp_ring *g, const struct ring_announce *a)
+{
 	struct qprof_ring h;
 	struct ring_pid *p;
 	struct ring_ent *e;
 	bool ok;
+
+	if (ent_of(g, a->pid, a->addr))
+		return; /* known: announced again */
+	if (a->size < QPROF_RING_HDR_SIZE_V1 + RING_MIN_REC * sizeof(struct qprof_ring_rec) ||
+	    a->size > QPROF_RING_HDR_SIZE + (uint64_t)RING_MAX_REC * sizeof(struct qprof_ring_rec) ||
+	    (a->addr & 4095) || a->addr >= (1ULL << 47) || a->addr + a->size > (1ULL << 47)) {
+		g->glob.bad++;
+		return;
+	}
+	pthread_mutex_unlock(&g->lock);
+	ok = !peek(a->pid, a->addr, &h, sizeof(h)) && header_ok(&h, a->size);
+	pthread_mutex_lock(&g->lock);
+	if (!ok) {
+		g->glob.bad++;
+		return;
+	}
+	p = pid_of(g, a->pid);
+	if (!p || ent_of(g, a->pid, a->addr))
+		return; /* forgotten meanwhile */
+	if (g->nents >= g->o.max_rings) {
+		g->glob.refused++;
+		return;
+	}
+	e = realloc(g->ents, (g->nents + 1) * sizeof(*e));
+	if (!e) {
+		g->glob.refused++;
+		return;
+	}
+	g->ents = e;
+	e = &g->ents[g->nents++];
+	memset(e, 0, sizeof(*e));
+	e->pid = a->pid;
+	e->addr = a->addr;
+	e->size = a->size;
+	e->nrec = h.nrec;
+	e->hdr = rec_offset(&h);
+	e->mono = h.flags & QPROF_RING_F_MONO;
+	/* what the ring still holds; records older than the target's start
+	 * are skipped. A ring announced by a thread other than its owner is a
+	 * forked child's copy of its parent's ring: the parent's records in it
+	 * are not the child's, so only those after the watch began count. */
+	e->min_ts = e->mono ? p->from_ns : p->from_ts;
+	if (h.tid != a->tid)
+		e->min_ts = e->mono ? p->watch_ns : p->watch_ts;
+	e->tail = h.head > h.nrec ? h.head - h.nrec : 0;
+	e->rd.pid = a->pid;
+	e->rd.tid = a->tid;
+	p->rings++;
+}
+
+static int on_announce(void *ctx, void *data, size_t len)
+{
+	struct qp_ring *g = ctx;
+	struct ring_announce a;
 
 	if (len < sizeof(a))
 		return 0;
@@ -118,49 +189,10 @@ static int on_announce(void *ctx, void *data, size_t len)
 	g->glob.announces++;
 	if (!pid_of(g, a.pid)) {
 		g->glob.not_target++;
-		goto out;
+		pend(g, &a);
+	} else {
+		take(g, &a);
 	}
-	if (ent_of(g, a.pid, a.addr))
-		goto out; /* known: announced again */
-	if (a.size < QPROF_RING_HDR_SIZE + RING_MIN_REC * sizeof(struct qprof_ring_rec) ||
-	    a.size > QPROF_RING_HDR_SIZE + (uint64_t)RING_MAX_REC * sizeof(struct qprof_ring_rec) ||
-	    (a.addr & 4095) || a.addr >= (1ULL << 47) || a.addr + a.size > (1ULL << 47)) {
-		g->glob.bad++;
-		goto out;
-	}
-	pthread_mutex_unlock(&g->lock);
-	ok = !peek(a.pid, a.addr, &h, sizeof(h)) && header_ok(&h, a.size);
-	pthread_mutex_lock(&g->lock);
-	if (!ok) {
-		g->glob.bad++;
-		goto out;
-	}
-	p = pid_of(g, a.pid);
-	if (!p || ent_of(g, a.pid, a.addr))
-		goto out; /* forgotten meanwhile */
-	if (g->nents >= g->o.max_rings) {
-		g->glob.refused++;
-		goto out;
-	}
-	e = realloc(g->ents, (g->nents + 1) * sizeof(*e));
-	if (!e) {
-		g->glob.refused++;
-		goto out;
-	}
-	g->ents = e;
-	e = &g->ents[g->nents++];
-	memset(e, 0, sizeof(*e));
-	e->pid = a.pid;
-	e->addr = a.addr;
-	e->size = a.size;
-	e->nrec = h.nrec;
-	e->mono = h.flags & QPROF_RING_F_MONO;
-	/* what the ring still holds; records older than the attach are skipped */
-	e->tail = h.head > h.nrec ? h.head - h.nrec : 0;
-	e->rd.pid = a.pid;
-	e->rd.tid = a.tid;
-	p->rings++;
-out:
 	pthread_mutex_unlock(&g->lock);
 	return 0;
 }
@@ -178,6 +210,7 @@ static void drop_ent(struct qp_ring *g, size_t i)
 struct job {
 	uint32_t pid;
 	uint64_t addr, size, tail;	/* as the entry was when the pass began */
+	uint64_t hdr;			/* where its records start */
 	uint32_t nrec;
 	uint32_t known_tid;		/* the owner whose name the entry has */
 	uint32_t tid;			/* a new owner ... */
@@ -206,7 +239,7 @@ static void job_read(struct qp_ring *g, struct job *j)
 	}
 	if (ret)
 		return; /* tried again next time */
-	if (!header_ok(&h, j->size) || h.nrec != j->nrec) {
+	if (!header_ok(&h, j->size) || h.nrec != j->nrec || rec_offset(&h) != j->hdr) {
 		j->what = JOB_BAD;
 		return;
 	}
@@ -244,11 +277,11 @@ static void job_read(struct qp_ring *g, struct job *j)
 		g->bufcap = j->nrec;
 	}
 	first = tail & (j->nrec - 1);
-	r[0].iov_base = (void *)(uintptr_t)(j->addr + QPROF_RING_HDR_SIZE + first * sizeof(*g->buf));
+	r[0].iov_base = (void *)(uintptr_t)(j->addr + j->hdr + first * sizeof(*g->buf));
 	r[0].iov_len = (size_t)j->n * sizeof(*g->buf);
 	if (first + j->n > j->nrec) {
 		r[0].iov_len = (size_t)(j->nrec - first) * sizeof(*g->buf);
-		r[1].iov_base = (void *)(uintptr_t)(j->addr + QPROF_RING_HDR_SIZE);
+		r[1].iov_base = (void *)(uintptr_t)(j->addr + j->hdr);
 		r[1].iov_len = (size_t)(first + j->n - j->nrec) * sizeof(*g->buf);
 		nr = 2;
 	}
@@ -302,7 +335,7 @@ static bool job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p,
 	e->rd.fl = &p->fl;	/* p moves when pids grows: set for each read */
 	e->rd.spans = &g->spans;
 	qp_ring_feed(&g->agg, &e->rd, g->buf + j->skip, (size_t)(j->n - j->skip), &g->clk, e->mono,
-		     e->mono ? p->attach_ns : p->attach_ts, &p->c);
+		     e->min_ts, &p->c);
 	e->tail = j->head;
 	return true;
 }
@@ -350,7 +383,7 @@ static void *drain(void *arg)
 			const struct ring_ent *e = &g->ents[n];
 
 			jobs[n] = (struct job){ .pid = e->pid, .addr = e->addr, .size = e->size,
-						.tail = e->tail, .nrec = e->nrec, .known_tid = e->named_tid };
+						.tail = e->tail, .hdr = e->hdr, .nrec = e->nrec, .known_tid = e->named_tid };
 		}
 		pthread_mutex_unlock(&g->lock);
 		for (i = 0; i < n && !g->stop; i++) {
@@ -486,11 +519,21 @@ bool qp_ring_spans_capable(const struct qp_elf_probes *elf)
 	return false;
 }
 
-int qp_ring_watch(struct qp_ring *g, int pid)
+void qp_ring_stamp_now(struct qp_ring_stamp *st)
 {
+	st->tsc = __rdtsc();
+	st->ns = mono_ns();
+}
+
+int qp_ring_watch_since(struct qp_ring *g, int pid, const struct qp_ring_stamp *since)
+{
+	struct ring_announce *got = NULL;
+	struct qp_ring_stamp now;
+	size_t i, n = 0, first;
 	struct ring_pid *p;
 	int ret = 0;
 
+	qp_ring_stamp_now(&now);
 	pthread_mutex_lock(&g->lock);
 	if (pid_of(g, (uint32_t)pid))
 		goto out;
@@ -509,11 +552,37 @@ int qp_ring_watch(struct qp_ring *g, int pid)
 	p->pid = (uint32_t)pid;
 	p->fl.max = g->o.flight;
 	qp_htab_init(&p->names, 16);
-	p->attach_ts = __rdtsc();
-	p->attach_ns = mono_ns();
+	p->watch_ts = now.tsc;
+	p->watch_ns = now.ns;
+	p->from_ts = since && since->tsc < now.tsc ? since->tsc : now.tsc;
+	p->from_ns = since && since->ns < now.ns ? since->ns : now.ns;
+	if (!since)
+		goto out;
+	/* its rings announced before it was a target */
+	first = g->npend > RING_PENDING ? g->npend - RING_PENDING : 0;
+	for (i = first; i < g->npend; i++) {
+		const struct ring_announce *a = &g->pend[i % RING_PENDING];
+		struct ring_announce *v;
+
+		if (a->pid != (uint32_t)pid)
+			continue;
+		v = realloc(got, (n + 1) * sizeof(*v));
+		if (!v)
+			break;
+		got = v;
+		got[n++] = *a;
+	}
+	for (i = 0; i < n; i++)
+		take(g, &got[i]);
 out:
 	pthread_mutex_unlock(&g->lock);
+	free(got);
 	return ret;
+}
+
+int qp_ring_watch(struct qp_ring *g, int pid)
+{
+	return qp_ring_watch_since(g, pid, NULL);
 }
 
 void qp_ring_forget(struct qp_ring *g, int pid)
@@ -541,3 +610,36 @@ void qp_ring_forget(struct qp_ring *g, int pid)
 	qp_ring_spans_forget(&g->spans, (uint32_t)pid);
 	pthread_mutex_unlock(&g->lock);
 }
+
+/* A QPROF_LOG message read from a ring, into the log store. A cut one
+ * says so as the BPF path does (len >= QPROF_LOG_MSG). */
+static void to_logs(void *arg, const struct qp_ring_log *m)
+{
+	int32_t len = m->len;
+
+	if ((size_t)len > strlen(m->msg) && len < QPROF_LOG_MSG)
+		len = QPROF_LOG_MSG;
+	qp_logs_push(arg, m->pid, m->tid, m->site, m->mono_ns, len, m->msg);
+}
+
+void qp_ring_set_logs(struct qp_ring *g, struct qp_logs *l)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->agg.log_fn = l ? to_logs : NULL;
+	g->agg.log_arg = l;
+	pthread_mutex_unlock(&g->lock);
+}
+
+int qp_ring_tids_fd(struct qp_ring *g)
+{
+	return g ? bpf_map__fd(g->skel->maps.ring_tids) : -1;
+}
+
+/* The sampler reads the header through ringreg.h's mirror of it. */
+_Static_assert(sizeof(struct ring_hdr) == sizeof(struct qprof_ring), "ring_hdr size");
+_Static_assert(offsetof(struct ring_hdr, generation) == offsetof(struct qprof_ring, generation), "generation");
+_Static_assert(offsetof(struct ring_hdr, depth) == offsetof(struct qprof_ring, depth), "depth");
+_Static_assert(offsetof(struct ring_hdr, open) == offsetof(struct qprof_ring, open), "open");
+_Static_assert(QPROF_SAMPLE_OPEN == QPROF_RING_OPEN && QPROF_SAMPLE_OPEN_MAX == QPROF_RING_OPEN, "open scopes");

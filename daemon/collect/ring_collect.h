@@ -31,6 +31,15 @@ struct qp_ring_opts {
 int qp_ring_open(struct qp_ring **out, const struct qp_ring_opts *o, char *err, size_t errlen);
 void qp_ring_close(struct qp_ring *g); /* accepts NULL */
 
+/* Where the QPROF_LOG messages read from rings go (NULL: nowhere, counted
+ * only). Set it to NULL before L is stopped. */
+struct qp_logs;
+void qp_ring_set_logs(struct qp_ring *g, struct qp_logs *l);
+
+/* The map of thread rings for the CPU sampler (bpf/ringreg.h ring_tids),
+ * -1 without G. */
+int qp_ring_tids_fd(struct qp_ring *g);
+
 /* Does ELF have a qprof:ring_register probe (marker ABI 2)? */
 bool qp_ring_capable(const struct qp_elf_probes *elf);
 /* ... whose spans across threads write ring records too (ring.h: the
@@ -39,6 +48,16 @@ bool qp_ring_spans_capable(const struct qp_elf_probes *elf);
 /* Take PID's announcements from now on (its records stamped before now
  * are skipped): call before attaching. Idempotent. */
 int qp_ring_watch(struct qp_ring *g, int pid);
+/* A point in the rings' clocks. */
+struct qp_ring_stamp {
+	uint64_t tsc, ns;
+};
+void qp_ring_stamp_now(struct qp_ring_stamp *st);
+/* The same for a process of a --binary attached at SINCE: its records
+ * count from SINCE on (a process that started later: all of them), and
+ * the rings it announced before it became a target are taken. A ring that
+ * a forked child copied from its parent counts from now only. */
+int qp_ring_watch_since(struct qp_ring *g, int pid, const struct qp_ring_stamp *since);
 /* Attach to the ring_register probes of PATH for PID: links appended to
  * *LINKS as qp_scopes_attach does, owned by OWNER (detached with
  * qp_scopes_detach_links). Returns the number made (0: PATH has none) or

@@ -14,21 +14,24 @@
 #define RING_MIN_REC 64
 #define RING_MAX_REC (1u << 24)
 #define MAX_PIDS 4096
+#define RING_PENDING 1024	/* announcements of processes not (yet) targets, kept */
 
 struct ring_ent {
 	uint32_t pid;
 	uint64_t addr, size;
 	uint32_t nrec;
+	uint64_t hdr;			/* where its records start (version 1: 64) */
 	bool mono;
 	uint64_t tail;			/* next record to read */
 	uint32_t named_tid;		/* the owner whose name was last read */
+	uint64_t min_ts;		/* records stamped before it are not the target's */
 	struct qp_ring_reader rd;
 };
 
 struct ring_pid {
 	uint32_t pid;
-	uint64_t attach_ts;		/* TSC at qp_ring_watch */
-	uint64_t attach_ns;		/* CLOCK_MONOTONIC, for QPROF_RING_F_MONO rings */
+	uint64_t watch_ts, watch_ns;	/* TSC and CLOCK_MONOTONIC at qp_ring_watch */
+	uint64_t from_ts, from_ns;	/* its records count from then (a --binary's attach) */
 	struct qp_ring_counts c;
 	size_t rings;
 	struct qp_ring_flight fl;	/* its flight recorder */
@@ -54,6 +57,8 @@ struct qp_ring {
 	struct ring_pid *pids;
 	size_t npids;
 	struct qp_ring_global glob;
+	struct ring_announce pend[RING_PENDING]; /* the last ones from no target */
+	size_t npend;			/* ever kept */
 	struct qprof_ring_rec *buf;	/* one ring's records, copied out */
 	size_t bufcap;
 };

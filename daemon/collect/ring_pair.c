@@ -4,6 +4,7 @@
  * frames above it were never closed and are dropped and counted), the
  * same log-linear histogram, exact min and max. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "collect_scopes.h"
@@ -15,7 +16,7 @@ void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows)
 	memset(a, 0, sizeof(*a));
 	qp_htab_init(&a->rows, sizeof(struct scope_stats));
 	qp_htab_init(&a->marks, sizeof(struct mark_stats));
-	qp_htab_init(&a->values, sizeof(struct value_stats));
+	qp_htab_init(&a->values, sizeof(struct qp_ring_value));
 	qp_htab_init(&a->vhist, sizeof(uint64_t));
 	a->max_rows = max_rows;
 }
@@ -217,7 +218,10 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 	struct mark_key k = { .tgid = rd->pid, .site = site };
 	struct value_bucket_key bk = { .tgid = rd->pid, .site = site };
 	uint64_t exp = (bits >> 52) & 0x7ff, mant = bits & ((1ULL << 52) - 1), key, *hb;
+	struct qp_ring_value *rv;
 	struct value_stats *v;
+	long double x, t;
+	double dv;
 
 	{
 		struct qp_ring_inst in = { .site = site, .begin_ns = ns, .end_ns = ns, .arg = bits, .tid = rd->tid,
@@ -225,9 +229,10 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 
 		qp_ring_flight_put(rd->fl, &in);
 	}
-	v = entry(a, &a->values, &k, sizeof(k), c);
-	if (!v)
+	rv = entry(a, &a->values, &k, sizeof(k), c);
+	if (!rv)
 		return;
+	v = &rv->st;
 	v->last_bits = bits;
 	v->last_ns = ns;
 	if (exp == 0x7ff) {
@@ -245,6 +250,15 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 	if (key > v->max_key)
 		v->max_key = key;
 	v->count++;
+	/* Neumaier: the low part each addition loses is kept apart */
+	memcpy(&dv, &bits, sizeof(dv));
+	x = dv;
+	t = rv->sum + x;
+	if (fabsl(rv->sum) >= fabsl(x))
+		rv->comp += (rv->sum - t) + x;
+	else
+		rv->comp += (x - t) + rv->sum;
+	rv->sum = t;
 	bk.bucket = key >> QPROF_VALUE_BUCKET_SHIFT;
 	hb = entry(a, &a->vhist, &bk, sizeof(bk), c);
 	if (hb)
@@ -305,6 +319,57 @@ static bool is_arg(const struct qprof_ring_rec *r)
 	return r->word == QPROF_REC_ARG;
 }
 
+/* A QPROF_LOG head at R[I] and its text (ring_layout.h): the records it
+ * takes, or 0 when R[I] is no head or its text is not all there. */
+static size_t log_rec(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct qprof_ring_rec *r,
+		      size_t i, size_t n, const struct qp_ring_clock *clk, bool mono, uint64_t min_ts,
+		      struct qp_ring_counts *c)
+{
+	uint64_t w = r[i].word, site = QPROF_REC_LOG_SITE(w), ts = r[i].ts;
+	unsigned int stored = QPROF_REC_LOG_STORED(w), len = QPROF_REC_LOG_LEN(w);
+	size_t nt = (stored + QPROF_RING_LOG_CHUNK - 1) / QPROF_RING_LOG_CHUNK, k;
+	char msg[QPROF_RING_LOG_STORED + QPROF_RING_LOG_CHUNK + 1];
+	struct qp_ring_log l;
+
+	/* a plain argument, a text record, or no 16-aligned site: no head */
+	if (w == QPROF_REC_ARG || (w & 8) || !site || (site & 15) || stored > len || nt >= n - i)
+		return 0;
+	for (k = 0; k < nt; k++) {
+		const struct qprof_ring_rec *t = &r[i + 1 + k];
+		uint64_t hi = t->word >> 8;
+
+		if ((t->word & 0xff) != QPROF_REC_LOG_TEXT)
+			return 0;
+		memcpy(msg + k * QPROF_RING_LOG_CHUNK, &t->ts, 8);
+		memcpy(msg + k * QPROF_RING_LOG_CHUNK + 8, &hi, QPROF_RING_LOG_CHUNK - 8);
+	}
+	msg[stored] = '\0';
+	if (ts < rd->last_ts) {
+		c->garbage += 1 + nt;
+		qp_ring_gap(rd, 0, c);
+		return 1 + nt;
+	}
+	rd->last_ts = ts;
+	if (ts < min_ts) {
+		c->before_attach += 1 + nt;
+		return 1 + nt;
+	}
+	c->records += 1 + nt;
+	c->logs++;
+	if (len > strlen(msg))
+		c->logs_cut++;
+	if (a->log_fn) {
+		l.pid = rd->pid;
+		l.tid = rd->tid;
+		l.site = site;
+		l.mono_ns = qp_ring_clock_ns(clk, ts, mono);
+		l.len = (int32_t)len;
+		l.msg = msg;
+		a->log_fn(a->log_arg, &l);
+	}
+	return 1 + nt;
+}
+
 void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct qprof_ring_rec *r,
 		  size_t n, const struct qp_ring_clock *clk, bool mono, uint64_t min_ts,
 		  struct qp_ring_counts *c)
@@ -319,7 +384,12 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 		bool async = false;
 
 		if (kind == QPROF_REC_ARG) {
-			c->garbage++; /* its record was lapped, or never was */
+			size_t used = log_rec(a, rd, r, i, n, clk, mono, min_ts, c);
+
+			if (!used)
+				c->garbage++; /* its record was lapped, or never was */
+			else
+				i += used - 1;
 			continue;
 		}
 		/* a span across threads: BEGIN, END or MARK (a step) and two
@@ -491,7 +561,13 @@ int qp_ring_agg_values(const struct qp_ring_agg *a, int pid, struct qp_value_row
 		memcpy(&r->key, qp_htab_key(&a->values, i, NULL), sizeof(r->key));
 		if (pid > 0 && r->key.tgid != (uint32_t)pid)
 			continue;
-		memcpy(&r->st, qp_htab_value(&a->values, i), sizeof(r->st));
+		{
+			const struct qp_ring_value *rv = qp_htab_value(&a->values, i);
+
+			r->st = rv->st;
+			r->has_sum = true;
+			r->sum = rv->sum + rv->comp;
+		}
 		k++;
 		/* the row's buckets: a run of the sorted keys */
 		lo.tgid = r->key.tgid;

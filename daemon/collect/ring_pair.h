@@ -51,6 +51,25 @@ struct qp_ring_counts {
 	uint64_t before_attach;	/* records older than the attach: not counted */
 	/* spans across threads, by the reasons of bpf/scopes.h's counters */
 	uint64_t span_end_no_begin, span_step_no_begin, span_id_reused, span_table_full, span_abandoned;
+	uint64_t logs;		/* QPROF_LOG messages read (ring_layout.h) */
+	uint64_t logs_cut;	/* ... of them cut (longer than the ring's text) */
+};
+
+/* One QPROF_LOG message read from a ring, for the log store. */
+struct qp_ring_log {
+	uint32_t pid, tid;
+	uint64_t site;		/* runtime address of the log site */
+	uint64_t mono_ns;	/* CLOCK_MONOTONIC */
+	int32_t len;		/* the length it had (clamped to 511); > strlen(msg): cut */
+	const char *msg;	/* NUL-terminated, at most 255 bytes */
+};
+typedef void (*qp_ring_log_fn)(void *arg, const struct qp_ring_log *l);
+
+/* A value row of the ring: the BPF collector's figures and the exact sum
+ * (Neumaier's compensated sum in long double) of the finite values. */
+struct qp_ring_value {
+	struct value_stats st;
+	long double sum, comp;
 };
 
 /* One scope instance, mark, value or span across threads, for traces. The
@@ -101,9 +120,11 @@ struct qp_ring_reader {
 struct qp_ring_agg {
 	struct qp_htab rows;	/* struct scope_key -> struct scope_stats */
 	struct qp_htab marks;	/* struct mark_key -> struct mark_stats */
-	struct qp_htab values;	/* struct mark_key -> struct value_stats */
+	struct qp_htab values;	/* struct mark_key -> struct qp_ring_value */
 	struct qp_htab vhist;	/* struct value_bucket_key -> count (bpf/scopes.h's buckets) */
 	size_t max_rows;	/* rows + marks + values + buckets past it: counted table_full */
+	qp_ring_log_fn log_fn;	/* where QPROF_LOG messages go (NULL: counted only) */
+	void *log_arg;
 };
 
 struct qp_ring_spans;

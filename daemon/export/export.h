@@ -23,7 +23,8 @@
  * To keep one stack per line and ';' as the only separator, in names ';'
  * becomes ':' and '\n', '\r' become ' '; an empty or NULL name is
  * "[unknown]". Samples with count 0 are skipped. An empty profile is an
- * empty text. */
+ * empty text. Inlined frames (qp_cpu_frame.inlined) get the suffix "_[i]",
+ * flamegraph.pl's annotation for them (as "_[k]" is for the kernel). */
 int qp_export_folded(const struct qp_cpu_profile *p, struct qp_buf *out);
 
 /* Flame graph options; NULL or zero fields take the defaults. */
@@ -73,11 +74,16 @@ int qp_render_dot_svg_timeout(const char *dot, size_t len, struct qp_buf *svg, c
  * gzipped. sample_type [samples/count, cpu/nanoseconds], period_type
  * cpu/nanoseconds, period = period_ns; a sample per model sample, locations
  * leaf first, values [count, count * period_ns], labels pid (num) and comm
- * (str). Locations are deduplicated by (mapping, address, function),
- * functions by (name, module); function filename is the module. Every model
- * mapping becomes a mapping with its build id and has_functions set (names
- * are already resolved); kernel frames get one synthetic "[kernel.kallsyms]"
- * mapping spanning their addresses. */
+ * (str). A frame and the frames inlined into it at the same address make
+ * one Location with one Line (function, line) per level, the innermost
+ * first; locations are deduplicated by (mapping, address, their lines),
+ * functions by (name, source file, module); Function.filename is the
+ * source file, "" when unknown. Every model mapping becomes a mapping in
+ * the model's order (the main executable first: qp_cpu_profile_main_first)
+ * with its build id and has_functions set (names are already resolved),
+ * and has_filenames, has_line_numbers, has_inline_frames where its frames
+ * have them; kernel frames get one synthetic "[kernel.kallsyms]" mapping
+ * spanning their addresses. */
 int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out);
 
 /* Shared by the SVG and DOT exporters (defined in export_flamegraph.c): the length of the

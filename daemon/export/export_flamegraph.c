@@ -29,7 +29,7 @@ struct node {
 	uint32_t first_child, next, last_child; /* 0 = none (node 0 is the root) */
 	uint16_t depth;
 	uint8_t kind;
-	bool kernel;
+	bool kernel, inlined;
 };
 
 struct tree {
@@ -125,6 +125,8 @@ static int frame_cmp(const struct qp_cpu_frame *a, const struct qp_cpu_frame *b)
 		return c;
 	if (a->kernel != b->kernel)
 		return a->kernel ? 1 : -1;
+	if (a->inlined != b->inlined)
+		return a->inlined ? 1 : -1;
 	return strcmp(module_of(a), module_of(b));
 }
 
@@ -160,10 +162,10 @@ static int64_t tree_add(struct tree *t)
 	return (int64_t)t->len++;
 }
 
-/* The child of parent for (name, module, kernel, kind): the last child when
- * it matches (input is sorted), else a new last child. -1 on OOM. */
+/* The child of parent for (name, module, kernel, inlined, kind): the last
+ * child when it matches (input is sorted), else a new last child. -1 on OOM. */
 static int64_t child(struct tree *t, uint32_t parent, const char *name, const char *module,
-		     bool kernel, uint8_t kind)
+		     bool kernel, bool inlined, uint8_t kind)
 {
 	uint32_t last = t->n[parent].last_child;
 	int64_t c;
@@ -171,7 +173,7 @@ static int64_t child(struct tree *t, uint32_t parent, const char *name, const ch
 	if (last) {
 		struct node *l = &t->n[last];
 
-		if (l->kernel == kernel && strcmp(l->name, name) == 0 &&
+		if (l->kernel == kernel && l->inlined == inlined && strcmp(l->name, name) == 0 &&
 		    strcmp(l->module, module) == 0)
 			return last;
 	}
@@ -181,6 +183,7 @@ static int64_t child(struct tree *t, uint32_t parent, const char *name, const ch
 	t->n[c].name = name;
 	t->n[c].module = module;
 	t->n[c].kernel = kernel;
+	t->n[c].inlined = inlined;
 	t->n[c].kind = kind;
 	t->n[c].depth = t->n[parent].depth < UINT16_MAX ? t->n[parent].depth + 1 : UINT16_MAX;
 	if (last)
@@ -211,7 +214,7 @@ static int build_tree(const struct qp_cpu_profile *p, struct tree *t)
 	qsort(order, n, sizeof(*order), sample_cmp);
 	for (i = 0; i < n && !ret; i++) {
 		const struct qp_cpu_sample *s = order[i];
-		int64_t cur = child(t, 0, name_or_unknown(s->comm), "", false, K_COMM);
+		int64_t cur = child(t, 0, name_or_unknown(s->comm), "", false, false, K_COMM);
 
 		t->n[0].total += s->count;
 		for (j = 0; cur >= 0; j++) {
@@ -219,7 +222,8 @@ static int build_tree(const struct qp_cpu_profile *p, struct tree *t)
 			if (j == s->nframes)
 				break;
 			cur = child(t, (uint32_t)cur, name_or_unknown(s->frames[j].name),
-				    module_of(&s->frames[j]), s->frames[j].kernel, K_FRAME);
+				    module_of(&s->frames[j]), s->frames[j].kernel, s->frames[j].inlined,
+				    K_FRAME);
 		}
 		if (cur < 0)
 			ret = -ENOMEM;
@@ -360,20 +364,22 @@ struct ctx {
 	double plot_w;
 	int base_y;	/* y of the root frame */
 	bool by_module;
+	const char *unit;	/* of the counts: "samples", "bytes" */
 };
 
-/* The frame's label: its name, kernel frames suffixed "_[k]". */
+/* The frame's label: its name, kernel frames suffixed "_[k]", inlined
+ * ones "_[i]" (as in folded stacks). */
 static void put_label(struct qp_buf *b, const struct node *n, size_t max)
 {
-	bool k = n->kind == K_FRAME && n->kernel;
-	size_t len = xml_chars(n->name) + (k ? 4 : 0);
+	const char *sfx = n->kind != K_FRAME ? NULL : n->kernel ? "_[k]" : n->inlined ? "_[i]" : NULL;
+	size_t len = xml_chars(n->name) + (sfx ? 4 : 0);
 
 	if (len <= max) {
 		xml_put(b, n->name);
-		if (k)
-			qp_buf_puts(b, "_[k]");
+		if (sfx)
+			qp_buf_puts(b, sfx);
 	} else if (max >= 3) {
-		xml_put_n(b, n->name, max - 2); /* "_[k]" is always cut first */
+		xml_put_n(b, n->name, max - 2); /* the suffix is always cut first */
 		qp_buf_puts(b, "..");
 	}
 }
@@ -385,7 +391,7 @@ static void put_frame(struct ctx *c, const struct node *n, double x, double w)
 
 	qp_buf_puts(c->b, "<g class=\"f\"><title>");
 	put_label(c->b, n, (size_t)-1);
-	qp_buf_printf(c->b, " (%" PRIu64 " samples, %.2f%%)</title>", n->total,
+	qp_buf_printf(c->b, " (%" PRIu64 " %s, %.2f%%)</title>", n->total, c->unit,
 		      100.0 * (double)n->total / (double)c->total);
 	qp_buf_printf(c->b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%d\" fill=\"", x, y, w,
 		      FRAME_H - 1);
@@ -484,10 +490,11 @@ int qp_export_flamegraph(const struct qp_cpu_profile *p, const struct qp_flame_o
 	if (ret)
 		goto out;
 	c.total = t.n[0].total;
+	c.unit = p->unit ? p->unit : "samples";
 	if (o->subtitle) {
 		subtitle = o->subtitle;
 	} else {
-		int n = snprintf(sub, sizeof(sub), "%" PRIu64 " samples", c.total);
+		int n = snprintf(sub, sizeof(sub), "%" PRIu64 " %s", c.total, c.unit);
 
 		if (p->duration_ns && n > 0 && (size_t)n < sizeof(sub))
 			snprintf(sub + n, sizeof(sub) - (size_t)n, " in %.2f s",

@@ -1,6 +1,6 @@
 /* export_folded.c - folded stacks (see export.h): each sample becomes the
  * line "comm;frame;...;leaf", the lines are sorted, equal ones merged and
- * their counts summed. */
+ * their counts summed. Kernel frames end in "_[k]", inlined ones in "_[i]". */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -61,6 +61,8 @@ int qp_export_folded(const struct qp_cpu_profile *p, struct qp_buf *out)
 			put_sanitized(&b, s->frames[j].name);
 			if (s->frames[j].kernel)
 				qp_buf_puts(&b, "_[k]");
+			else if (s->frames[j].inlined)
+				qp_buf_puts(&b, "_[i]");
 		}
 		lines[n].stack = qp_buf_steal(&b, NULL);
 		lines[n].count = s->count;

@@ -130,8 +130,29 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "table_bytes", m->cpu.table_bytes);
 	qp_json_kv_bool(j, "all", m->cpu.all);
 	qp_json_kv_u64(j, "cpus", m->cpu.cpus);
-	if (!m->cpu.running)
+	if (!m->cpu.running) {
 		qp_json_kv_str(j, "error", m->cpu.error);
+	} else {
+		const struct qp_cpu_unwind_figures *u = &m->cpu.unwind;
+
+		qp_json_key(j, "unwind");
+		qp_json_obj_begin(j);
+		qp_json_kv_str(j, "mode", u->mode ? u->mode : "");
+		qp_json_kv_u64(j, "copied", u->copied);
+		qp_json_kv_u64(j, "copy_fail", u->copy_fail);
+		qp_json_kv_u64(j, "copy_short", u->copy_short);
+		qp_json_kv_u64(j, "dwarf", u->dwarf);
+		qp_json_kv_u64(j, "fp", u->fp);
+		qp_json_kv_u64(j, "complete", u->complete);
+		qp_json_kv_u64(j, "partial", u->partial);
+		qp_json_kv_u64(j, "truncated", u->truncated);
+		qp_json_kv_u64(j, "loops", u->loops);
+		qp_json_kv_u64(j, "no_module", u->no_module);
+		qp_json_kv_u64(j, "refreshes", u->refreshes);
+		qp_json_kv_u64(j, "errors", u->errors);
+		qp_json_kv_u64(j, "deferred", u->deferred);
+		qp_json_obj_end(j);
+	}
 	qp_json_obj_end(j);
 	qp_json_key(j, "scopes");
 	qp_json_obj_begin(j);

@@ -1,97 +1,386 @@
-/* export_metrics.c - GET /metrics: the Prometheus text exposition (format
- * 0.0.4) of the status, scope and value models, for Prometheus or any
- * scraper. The models are the ones the JSON routes encode, so the two
- * cannot disagree; a figure the JSON would write as null (not finite) is
- * written 0 here, as it always was. */
+/* export_metrics.c - GET /metrics from the status, scope and value models:
+ * which families, which labels, how rows that share a label set merge,
+ * and the cap on label sets (see export_metrics.h). The models are the
+ * ones the JSON routes encode, so the two cannot disagree. How a family
+ * is encoded, text or protobuf, is metrics_writer.c's business. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "export_metrics.h"
+#include "json_writer.h"
+#include "metrics_writer.h"
+#include "percentile.h"
 #include "util.h"
 
-/* Label values: backslash, double quote and newline escaped. */
-static void label(struct qp_buf *b, const char *key, const char *v, bool first)
-{
-	const char *p;
+#define FAM_SCOPE "qprof_scope_duration_seconds"
+#define FAM_EVENTS "qprof_events_total"
+#define FAM_VALUE "qprof_value"
 
-	qp_buf_printf(b, "%s%s=\"", first ? "" : ",", key);
-	for (p = v ? v : ""; *p; p++) {
-		if (*p == '\\' || *p == '"')
-			qp_buf_printf(b, "\\%c", *p);
-		else if (*p == '\n')
-			qp_buf_puts(b, "\\n");
+struct walk {
+	struct qp_mwriter w;
+	const struct qp_metrics_opts *o;
+	unsigned int max_sets;
+	uint64_t omitted_scopes, omitted_events, omitted_values;
+	bool oom;
+};
+
+/* The next character of *P as the exposition writes it: a valid UTF-8
+ * sequence, or U+FFFD for a byte that is not one (metrics_writer.c). */
+static size_t next_unit(const unsigned char **p, const unsigned char **unit)
+{
+	static const unsigned char fffd[3] = { 0xef, 0xbf, 0xbd };
+	size_t len = qp_utf8_seq(*p, strnlen((const char *)*p, 4));
+
+	if (!len) {
+		*unit = fffd;
+		(*p)++;
+		return sizeof(fffd);
+	}
+	*unit = *p;
+	*p += len;
+	return len;
+}
+
+/* Label values compared as they are written, so that two names that differ
+ * only in invalid bytes are one label set, never two equal series. */
+static int str_cmp(const char *a, const char *b)
+{
+	const unsigned char *x = (const unsigned char *)(a ? a : ""), *y = (const unsigned char *)(b ? b : "");
+
+	while (*x && *y) {
+		const unsigned char *ux, *uy;
+		size_t lx = next_unit(&x, &ux), ly = next_unit(&y, &uy);
+		int c = memcmp(ux, uy, lx < ly ? lx : ly);
+
+		if (c || lx != ly)
+			return c ? c : lx < ly ? -1 : 1;
+	}
+	return (*x != 0) - (*y != 0);
+}
+
+/* The label order of per-site rows: exe, name, parent, kind, then pid when
+ * it is a label (two comparators: qsort passes no context). Equal rows are
+ * one label set. */
+static int scope_cmp_nopid(const void *a, const void *b)
+{
+	const struct qp_scope_item *x = *(const struct qp_scope_item *const *)a;
+	const struct qp_scope_item *y = *(const struct qp_scope_item *const *)b;
+	int c;
+
+	if ((c = str_cmp(x->exe, y->exe)) || (c = str_cmp(x->name, y->name)) ||
+	    (c = str_cmp(x->parent, y->parent)) || (c = str_cmp(x->kind, y->kind)))
+		return c;
+	return 0;
+}
+
+static int scope_cmp_pid(const void *a, const void *b)
+{
+	const struct qp_scope_item *x = *(const struct qp_scope_item *const *)a;
+	const struct qp_scope_item *y = *(const struct qp_scope_item *const *)b;
+	int c = scope_cmp_nopid(a, b);
+
+	return c ? c : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static int value_cmp_nopid(const void *a, const void *b)
+{
+	const struct qp_value_item *x = *(const struct qp_value_item *const *)a;
+	const struct qp_value_item *y = *(const struct qp_value_item *const *)b;
+	int c;
+
+	if ((c = str_cmp(x->exe, y->exe)) || (c = str_cmp(x->name, y->name)))
+		return c;
+	return 0;
+}
+
+static int value_cmp_pid(const void *a, const void *b)
+{
+	const struct qp_value_item *x = *(const struct qp_value_item *const *)a;
+	const struct qp_value_item *y = *(const struct qp_value_item *const *)b;
+	int c = value_cmp_nopid(a, b);
+
+	return c ? c : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* exe[, pid]: the labels every per-site family starts with. */
+static size_t base_labels(const struct walk *k, const char *exe, int32_t pid, char pidbuf[16],
+			  struct qp_label *l)
+{
+	size_t n = 0;
+
+	l[n++] = (struct qp_label){ "exe", exe };
+	if (k->o->pid_label) {
+		snprintf(pidbuf, 16, "%" PRId32, pid);
+		l[n++] = (struct qp_label){ "pid", pidbuf };
+	}
+	return n;
+}
+
+/* The rows of M of SHAPE, sorted by label set, into *OUT (free()). */
+static size_t scope_rows(const struct walk *k, const struct qp_scope_model *m, bool timed,
+			 const struct qp_scope_item ***out)
+{
+	const struct qp_scope_item **v = malloc((m->n ? m->n : 1) * sizeof(*v));
+	size_t i, n = 0;
+
+	*out = v;
+	if (!v)
+		return 0;
+	for (i = 0; i < m->n; i++)
+		if ((m->items[i].shape == QP_ITEM_TIMED) == timed)
+			v[n++] = &m->items[i];
+	qsort(v, n, sizeof(*v), k->o->pid_label ? scope_cmp_pid : scope_cmp_nopid);
+	return n;
+}
+
+static void scope_family(struct walk *k, const struct qp_scope_model *m)
+{
+	int (*cmp)(const void *, const void *) = k->o->pid_label ? scope_cmp_pid : scope_cmp_nopid;
+	uint64_t *dense = calloc(QPROF_HIST_BUCKETS, sizeof(*dense));
+	struct qp_hist_count *sp = malloc(QPROF_HIST_BUCKETS * sizeof(*sp));
+	const struct qp_scope_item **v;
+	size_t n = scope_rows(k, m, true, &v), i, j, sets = 0;
+
+	if (!dense || !sp || !v) {
+		k->oom = true;
+		goto out;
+	}
+	qp_mw_family(&k->w, FAM_SCOPE,
+		     "Latency of qprof scopes (kind scope), USDT begin/end spans (span), spans across threads "
+		     "and their steps (async_span) since attach; le bounds are kernel bucket edges less 1 ns, "
+		     "so bucket counts are exact.",
+		     QP_MT_HISTOGRAM);
+	for (i = 0; i < n; i = j) {
+		struct qp_mhist h = { .b = sp };
+		struct qp_label l[5];
+		uint64_t sum_ns = 0;
+		char pidbuf[16];
+		size_t nl, x, t;
+
+		for (j = i + 1; j < n && !cmp(&v[i], &v[j]); j++)
+			;
+		if (sets++ >= k->max_sets)
+			continue;
+		for (x = i; x < j; x++) {
+			sum_ns += v[x]->total_ns;
+			for (t = 0; t < v[x]->nhist; t++)
+				dense[v[x]->hist[t].idx] += v[x]->hist[t].n;
+		}
+		for (t = 0; t < QPROF_HIST_BUCKETS; t++) {
+			if (!dense[t])
+				continue;
+			sp[h.nb++] = (struct qp_hist_count){ .idx = (uint32_t)t, .n = dense[t] };
+			h.count += dense[t];
+			dense[t] = 0;
+		}
+		h.sum_s = (double)sum_ns / 1e9;
+		nl = base_labels(k, v[i]->exe, v[i]->pid, pidbuf, l);
+		l[nl++] = (struct qp_label){ "scope", v[i]->name };
+		l[nl++] = (struct qp_label){ "parent", v[i]->parent };
+		l[nl++] = (struct qp_label){ "kind", v[i]->kind };
+		qp_mw_histogram(&k->w, l, nl, &h);
+	}
+	k->omitted_scopes = sets > k->max_sets ? sets - k->max_sets : 0;
+out:
+	free(dense);
+	free(sp);
+	free(v);
+}
+
+static void events_family(struct walk *k, const struct qp_scope_model *m)
+{
+	int (*cmp)(const void *, const void *) = k->o->pid_label ? scope_cmp_pid : scope_cmp_nopid;
+	const struct qp_scope_item **v;
+	size_t n = scope_rows(k, m, false, &v), i, j, sets = 0;
+
+	if (!v) {
+		k->oom = true;
+		return;
+	}
+	qp_mw_family(&k->w, FAM_EVENTS,
+		     "Hits of QPROF_MARK sites (kind mark) and of counted USDT probes (kind probe) since attach.",
+		     QP_MT_COUNTER);
+	for (i = 0; i < n; i = j) {
+		uint64_t count = 0;
+		struct qp_label l[4];
+		char pidbuf[16];
+		size_t nl, x;
+
+		for (j = i + 1; j < n && !cmp(&v[i], &v[j]); j++)
+			;
+		if (sets++ >= k->max_sets)
+			continue;
+		for (x = i; x < j; x++)
+			count += v[x]->count;
+		nl = base_labels(k, v[i]->exe, v[i]->pid, pidbuf, l);
+		l[nl++] = (struct qp_label){ "name", v[i]->name };
+		l[nl++] = (struct qp_label){ "kind", v[i]->kind };
+		qp_mw_value(&k->w, l, nl, (double)count);
+	}
+	k->omitted_events = sets > k->max_sets ? sets - k->max_sets : 0;
+	free(v);
+}
+
+/* One label set of values, merged. */
+struct vset {
+	const struct qp_value_item *first;
+	uint64_t count, nan, pos_inf, neg_inf;
+	double q[4];		/* quantiles 0, 0.5, 0.99, 1 */
+	double sum, last;
+};
+
+static int bucket_cmp(const void *a, const void *b)
+{
+	const struct qp_value_bucket *x = a, *y = b;
+
+	return (x->bucket > y->bucket) - (x->bucket < y->bucket);
+}
+
+/* Merge V[0..N) into S: counts add, min and max are the extremes, the
+ * quantiles and the mean are read from the merged buckets (value_math.c),
+ * the last value is the latest one. 0 or -ENOMEM. */
+static int value_merge(const struct qp_value_item *const *v, size_t n, struct vset *s)
+{
+	struct qp_value_row r = { 0 };
+	struct qp_value_bucket *b;
+	size_t i, nb = 0, k, tot = 0;
+	double mn = INFINITY, mx = -INFINITY;
+	uint64_t last_ns = 0;
+
+	memset(s, 0, sizeof(*s));
+	s->first = v[0];
+	s->last = v[0]->last;
+	for (i = 0; i < n; i++)
+		tot += v[i]->nbuckets;
+	b = malloc((tot ? tot : 1) * sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		if (v[i]->nbuckets)
+			memcpy(b + nb, v[i]->buckets, v[i]->nbuckets * sizeof(*b));
+		nb += v[i]->nbuckets;
+		s->count += v[i]->count;
+		s->nan += v[i]->nan;
+		s->pos_inf += v[i]->pos_inf;
+		s->neg_inf += v[i]->neg_inf;
+		if (v[i]->count) {
+			mn = v[i]->min < mn ? v[i]->min : mn;
+			mx = v[i]->max > mx ? v[i]->max : mx;
+		}
+		if (v[i]->last_ns > last_ns) {
+			last_ns = v[i]->last_ns;
+			s->last = v[i]->last;
+		}
+	}
+	qsort(b, nb, sizeof(*b), bucket_cmp);
+	for (i = 0, k = 0; i < nb; i++) {
+		if (k && b[k - 1].bucket == b[i].bucket)
+			b[k - 1].count += b[i].count;
 		else
-			qp_buf_add(b, p, 1);
+			b[k++] = b[i];
 	}
-	qp_buf_puts(b, "\"");
-}
-
-/* A sample line: NAME{pid,name[,parent][,EXTRA]} V. Rows of /api/scopes
- * carry a parent label (empty at top level), rows of values none. */
-static void sample(struct qp_buf *b, const char *metric, int32_t pid, const char *name, bool has_parent,
-		   const char *parent, const char *extra_key, const char *extra_val, double v)
-{
-	char p[24];
-
-	snprintf(p, sizeof(p), "%" PRId32, pid);
-	qp_buf_printf(b, "%s{", metric);
-	label(b, "pid", p, true);
-	label(b, "name", name, false);
-	if (has_parent)
-		label(b, "parent", parent, false);
-	if (extra_key)
-		label(b, extra_key, extra_val, false);
-	if (isfinite(v))
-		qp_buf_printf(b, "} %.17g\n", v);
-	else
-		qp_buf_puts(b, "} NaN\n");
-}
-
-static double finite_or_0(double v)
-{
-	return isfinite(v) ? v : 0;
-}
-
-/* One summary of metric M (qprof_scope_duration_seconds or
- * qprof_span_duration_seconds) for the row IT. */
-static void scope_lines(struct qp_buf *out, const char *m, const struct qp_scope_item *it)
-{
-	static const char *const q[] = { "0.5", "0.9", "0.99", "0.999" };
-	const double qv[] = { it->p50_ns, it->p90_ns, it->p99_ns, it->p999_ns };
-	bool timed = it->shape == QP_ITEM_TIMED;
-	char mm[64];
-	size_t k;
-
-	for (k = 0; k < QP_ARRAY_SIZE(q); k++)
-		sample(out, m, it->pid, it->name, true, it->parent, "quantile", q[k],
-		       timed ? finite_or_0(qv[k]) / 1e9 : 0);
-	snprintf(mm, sizeof(mm), "%s_sum", m);
-	sample(out, mm, it->pid, it->name, true, it->parent, NULL, NULL,
-	       timed ? (double)it->total_ns / 1e9 : 0);
-	snprintf(mm, sizeof(mm), "%s_count", m);
-	sample(out, mm, it->pid, it->name, true, it->parent, NULL, NULL, (double)it->count);
-}
-
-static void value_lines(struct qp_buf *out, const struct qp_value_item *v)
-{
-	static const char *const stats[] = { "min", "max", "mean", "last", "p50", "p99" };
-	const double x[] = { v->min, v->max, v->mean, v->last, v->p50, v->p99 };
-	size_t k;
-
-	for (k = 0; k < QP_ARRAY_SIZE(stats); k++) {
-		/* what the JSON has as a number: "last" always, the rest with a count */
-		if ((v->count || k == 3) && isfinite(x[k]))
-			sample(out, "qprof_value", v->pid, v->name, false, NULL, "stat", stats[k], x[k]);
+	if (s->count) {
+		r.st.count = s->count;
+		r.st.min_key = qp_value_key(mn);
+		r.st.max_key = qp_value_key(mx);
+		r.buckets = b;
+		r.nbuckets = k;
+		s->q[0] = mn;
+		s->q[1] = qp_value_quantile(&r, 0.5);
+		s->q[2] = qp_value_quantile(&r, 0.99);
+		s->q[3] = mx;
+		s->sum = qp_value_mean(&r) * (double)s->count;
+	} else {
+		for (i = 0; i < 4; i++)
+			s->q[i] = NAN;	/* a summary with no observation */
 	}
-	sample(out, "qprof_value", v->pid, v->name, false, NULL, "stat", "count", (double)v->count);
+	free(b);
+	return 0;
 }
 
-int qp_export_metrics(const struct qp_status_model *status, const struct qp_scope_model *scopes,
-		      const struct qp_value_model *values, struct qp_buf *out)
+static void value_families(struct walk *k, const struct qp_value_model *m)
 {
-	const struct qp_scope_drops *d = &status->scopes.drops;
+	static const double qs[4] = { 0, 0.5, 0.99, 1 };
+	int (*cmp)(const void *, const void *) = k->o->pid_label ? value_cmp_pid : value_cmp_nopid;
+	const struct qp_value_item **v = malloc((m->n ? m->n : 1) * sizeof(*v));
+	struct vset *sets = calloc(m->n ? m->n : 1, sizeof(*sets));
+	size_t i, j, n = 0, ns = 0, nsets = 0;
+
+	if (!v || !sets) {
+		k->oom = true;
+		goto out;
+	}
+	for (i = 0; i < m->n; i++)
+		v[i] = &m->items[i];
+	qsort(v, m->n, sizeof(*v), cmp);
+	for (i = 0; i < m->n; i = j) {
+		for (j = i + 1; j < m->n && !cmp(&v[i], &v[j]); j++)
+			;
+		if (nsets++ >= k->max_sets)
+			continue;
+		if (value_merge(v + i, j - i, &sets[ns++])) {
+			k->oom = true;
+			goto out;
+		}
+	}
+	k->omitted_values = nsets > k->max_sets ? nsets - k->max_sets : 0;
+	qp_mw_family(&k->w, FAM_VALUE,
+		     "QPROF_VALUE finite values since attach: quantiles 0 and 1 are the exact min and max, 0.5 and "
+		     "0.99 and the sum are read from the kernel's buckets (within 0.013 %).",
+		     QP_MT_SUMMARY);
+	for (i = 0; i < ns; i++) {
+		struct qp_label l[3];
+		char pidbuf[16];
+
+		n = base_labels(k, sets[i].first->exe, sets[i].first->pid, pidbuf, l);
+		l[n++] = (struct qp_label){ "name", sets[i].first->name };
+		qp_mw_summary(&k->w, l, n, qs, sets[i].q, 4, sets[i].count, sets[i].sum);
+	}
+	qp_mw_family(&k->w, "qprof_value_last", "The last QPROF_VALUE, NaN and infinities included.",
+		     QP_MT_GAUGE);
+	for (i = 0; i < ns; i++) {
+		struct qp_label l[3];
+		char pidbuf[16];
+
+		n = base_labels(k, sets[i].first->exe, sets[i].first->pid, pidbuf, l);
+		l[n++] = (struct qp_label){ "name", sets[i].first->name };
+		qp_mw_value(&k->w, l, n, sets[i].last);
+	}
+	qp_mw_family(&k->w, "qprof_value_nonfinite_total",
+		     "QPROF_VALUE values that were NaN (class nan), +inf (pos_inf) or -inf (neg_inf).",
+		     QP_MT_COUNTER);
+	for (i = 0; i < ns; i++) {
+		const char *cls[3] = { "nan", "pos_inf", "neg_inf" };
+		const uint64_t c[3] = { sets[i].nan, sets[i].pos_inf, sets[i].neg_inf };
+		struct qp_label l[4];
+		char pidbuf[16];
+		size_t x;
+
+		n = base_labels(k, sets[i].first->exe, sets[i].first->pid, pidbuf, l);
+		l[n++] = (struct qp_label){ "name", sets[i].first->name };
+		for (x = 0; x < 3; x++) {
+			l[n] = (struct qp_label){ "class", cls[x] };
+			qp_mw_value(&k->w, l, n + 1, (double)c[x]);
+		}
+	}
+out:
+	free(v);
+	free(sets);
+}
+
+/* A family of one unlabelled sample. */
+static void single(struct walk *k, const char *name, const char *help, enum qp_mtype t, double v)
+{
+	qp_mw_family(&k->w, name, help, t);
+	qp_mw_value(&k->w, NULL, 0, v);
+}
+
+static void daemon_families(struct walk *k, const struct qp_status_model *st)
+{
+	const struct qp_scope_drops *d = &st->scopes.drops;
 	const struct {
 		const char *reason;
 		uint64_t n;
@@ -104,54 +393,78 @@ int qp_export_metrics(const struct qp_status_model *status, const struct qp_scop
 		{ "span_id_reused", d->span_id_reused }, { "span_table_full", d->span_table_full },
 		{ "span_abandoned", d->span_abandoned },
 	};
+	const struct {
+		const char *family;
+		uint64_t n;
+	} omitted[] = {
+		{ FAM_SCOPE, k->omitted_scopes }, { FAM_EVENTS, k->omitted_events }, { FAM_VALUE, k->omitted_values },
+	};
+	struct qp_label l;
 	size_t i;
 
-	qp_buf_puts(out, "# HELP qprof_up 1 while qprofd answers.\n# TYPE qprof_up gauge\nqprof_up 1\n");
-	qp_buf_puts(out, "# HELP qprof_scope_duration_seconds Latency of qprof scopes and spans since attach.\n"
-			 "# TYPE qprof_scope_duration_seconds summary\n");
-	for (i = 0; i < scopes->n; i++) {
-		const char *kind = scopes->items[i].kind;
-
-		if (!strcmp(kind, "scope") || !strcmp(kind, "span"))
-			scope_lines(out, "qprof_scope_duration_seconds", &scopes->items[i]);
-	}
-	/* a metric of their own: a span and a scope may share a name */
-	qp_buf_puts(out, "# HELP qprof_span_duration_seconds Latency of spans across threads (QPROF_SPAN_BEGIN to END; "
-			 "steps: since the begin, parent = the span) since attach.\n"
-			 "# TYPE qprof_span_duration_seconds summary\n");
-	for (i = 0; i < scopes->n; i++)
-		if (!strcmp(scopes->items[i].kind, "async_span"))
-			scope_lines(out, "qprof_span_duration_seconds", &scopes->items[i]);
-	qp_buf_puts(out, "# HELP qprof_events_total Hits of QPROF_MARK sites and of counted USDT probes.\n"
-			 "# TYPE qprof_events_total counter\n");
-	for (i = 0; i < scopes->n; i++) {
-		const struct qp_scope_item *it = &scopes->items[i];
-
-		if (!strcmp(it->kind, "mark") || !strcmp(it->kind, "probe"))
-			sample(out, "qprof_events_total", it->pid, it->name, true, it->parent, "kind", it->kind,
-			       (double)it->count);
-	}
-	qp_buf_puts(out, "# HELP qprof_value QPROF_VALUE statistics since attach.\n# TYPE qprof_value gauge\n");
-	for (i = 0; i < values->n; i++)
-		value_lines(out, &values->items[i]);
-	/* daemon counters */
-	qp_buf_printf(out, "# TYPE qprof_cpu_samples_total counter\nqprof_cpu_samples_total %.0f\n",
-		      (double)status->cpu.samples);
-	qp_buf_printf(out, "# TYPE qprof_cpu_samples_lost_total counter\nqprof_cpu_samples_lost_total %.0f\n",
-		      (double)status->cpu.lost);
-	qp_buf_printf(out, "# TYPE qprof_logs_received_total counter\nqprof_logs_received_total %.0f\n",
-		      (double)status->logs.received);
-	qp_buf_printf(out, "# TYPE qprof_logs_lost_total counter\nqprof_logs_lost_total %.0f\n",
-		      (double)status->logs.lost);
-	qp_buf_puts(out, "# HELP qprof_scopes_dropped_total Scope events that could not be measured.\n"
-			 "# TYPE qprof_scopes_dropped_total counter\n");
+	qp_mw_family(&k->w, "qprof_scopes_dropped_total", "Scope and span events that could not be measured, by reason.",
+		     QP_MT_COUNTER);
 	for (i = 0; i < QP_ARRAY_SIZE(drops); i++) {
-		qp_buf_puts(out, "qprof_scopes_dropped_total{");
-		label(out, "reason", drops[i].reason, true);
-		qp_buf_printf(out, "} %.0f\n", (double)drops[i].n);
+		l = (struct qp_label){ "reason", drops[i].reason };
+		qp_mw_value(&k->w, &l, 1, (double)drops[i].n);
 	}
-	qp_buf_puts(out, "# TYPE qprof_targets gauge\n");
-	qp_buf_printf(out, "qprof_targets{state=\"running\"} %u\nqprof_targets{state=\"exited\"} %u\n",
-		      status->targets_running, status->targets_exited);
-	return out->failed ? -ENOMEM : 0;
+	single(k, "qprof_values_lost_total", "QPROF_VALUE hits whose kernel bucket found no room.", QP_MT_COUNTER,
+	       (double)st->values_lost);
+	single(k, "qprof_marks_lost_total", "QPROF_MARK hits whose kernel entry found no room.", QP_MT_COUNTER,
+	       (double)st->marks_lost);
+	single(k, "qprof_cpu_samples_total", "CPU samples taken.", QP_MT_COUNTER, (double)st->cpu.samples);
+	single(k, "qprof_cpu_samples_lost_total", "CPU samples lost (ring buffer full, stack unreadable, caps).",
+	       QP_MT_COUNTER, (double)st->cpu.lost);
+	single(k, "qprof_cpu_samples_aged_total", "CPU samples aged out of the since-attach views.", QP_MT_COUNTER,
+	       (double)st->cpu.aged);
+	single(k, "qprof_logs_received_total", "QPROF_LOG messages received.", QP_MT_COUNTER,
+	       (double)st->logs.received);
+	single(k, "qprof_logs_lost_total", "QPROF_LOG messages lost (ring buffer full).", QP_MT_COUNTER,
+	       (double)st->logs.lost);
+	qp_mw_family(&k->w, "qprof_targets", "Target processes by state.", QP_MT_GAUGE);
+	l = (struct qp_label){ "state", "running" };
+	qp_mw_value(&k->w, &l, 1, st->targets_running);
+	l = (struct qp_label){ "state", "exited" };
+	qp_mw_value(&k->w, &l, 1, st->targets_exited);
+	single(k, "qprof_probe_correction_seconds",
+	       "The probes' own cost taken off every scope duration (0: not calibrated).", QP_MT_GAUGE,
+	       st->calib.done ? (double)st->calib.correction_ns / 1e9 : 0);
+	if (st->self.ok) {
+		single(k, "process_resident_memory_bytes", "qprofd's resident memory.", QP_MT_GAUGE,
+		       (double)st->self.rss_bytes);
+		single(k, "process_cpu_seconds_total", "qprofd's CPU time, user and system, all threads.",
+		       QP_MT_COUNTER, (double)st->self.cpu_ns / 1e9);
+	}
+	qp_mw_family(&k->w, "qprof_metrics_label_sets_omitted",
+		     "Label sets of a per-site family left out of this answer by the cap (--metrics-max-sets).",
+		     QP_MT_GAUGE);
+	for (i = 0; i < QP_ARRAY_SIZE(omitted); i++) {
+		l = (struct qp_label){ "family", omitted[i].family };
+		qp_mw_value(&k->w, &l, 1, (double)omitted[i].n);
+	}
+}
+
+int qp_export_metrics(const struct qp_status_model *status, const struct qp_scope_model *scopes,
+		      const struct qp_value_model *values, const struct qp_metrics_opts *opts, bool protobuf,
+		      struct qp_buf *out)
+{
+	struct walk *k = calloc(1, sizeof(*k));
+	int ret;
+
+	if (!k)
+		return -ENOMEM;
+	k->o = opts;
+	k->max_sets = opts->max_sets ? opts->max_sets : QP_METRICS_MAX_SETS_DEFAULT;
+	qp_mw_init(&k->w, out, protobuf);
+	single(k, "qprof_up", "1 while qprofd answers.", QP_MT_GAUGE, 1);
+	scope_family(k, scopes);
+	events_family(k, scopes);
+	value_families(k, values);
+	daemon_families(k, status);
+	ret = qp_mw_finish(&k->w);
+	qp_mw_free(&k->w);
+	if (k->oom)
+		ret = -ENOMEM;
+	free(k);
+	return ret;
 }

@@ -1,14 +1,33 @@
-/* export_metrics.h - the Prometheus text exposition of GET /metrics, read
- * from the status, scope and value models (the figures /api/status,
- * /api/scopes and /api/values answer). */
+/* export_metrics.h - GET /metrics: the status, scope and value models (the
+ * figures /api/status, /api/scopes and /api/values answer) as Prometheus
+ * metric families, in the text exposition format or, when the scraper
+ * negotiates it, the protobuf one with native histograms
+ * (metrics_writer.h). Labels that survive restarts and aggregate across
+ * hosts: exe (basename), scope, parent, kind; pid only when asked for
+ * (--metrics-pid-label). Rows with the same label set (two processes of one
+ * executable, or one name at two sites) are merged: histograms and counts
+ * add up. */
 #ifndef QPROF_EXPORT_METRICS_H
 #define QPROF_EXPORT_METRICS_H
+#include <stdbool.h>
 #include "buf.h"
 #include "model_scopes.h"
 #include "model_status.h"
 #include "model_values.h"
 
+/* Label sets per per-site family (scope histograms, events, values) by
+ * default; past the cap a family keeps the first ones in label order and
+ * counts the rest in qprof_metrics_label_sets_omitted{family}. */
+#define QP_METRICS_MAX_SETS_DEFAULT 1000u
+#define QP_METRICS_MAX_SETS_LIMIT 1000000u
+
+struct qp_metrics_opts {
+	bool pid_label;			/* --metrics-pid-label */
+	unsigned int max_sets;		/* --metrics-max-sets; 0: the default */
+};
+
 /* 0 or -ENOMEM. */
 int qp_export_metrics(const struct qp_status_model *status, const struct qp_scope_model *scopes,
-		      const struct qp_value_model *values, struct qp_buf *out);
+		      const struct qp_value_model *values, const struct qp_metrics_opts *opts, bool protobuf,
+		      struct qp_buf *out);
 #endif

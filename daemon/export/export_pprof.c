@@ -1,7 +1,9 @@
 /* export_pprof.c - the profile as a gzipped perftools.profiles.Profile
  * (github.com/google/pprof/proto/profile.proto), encoded by hand: varints,
  * length-delimited submessages built in a scratch buffer, packed repeated
- * scalars. See export.h for what goes where. */
+ * scalars. A frame and the frames inlined into it at the same address are
+ * one Location with a Line per level, innermost first. See export.h for
+ * what goes where. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,13 +16,15 @@
 enum {
 	P_SAMPLE_TYPE = 1, P_SAMPLE = 2, P_MAPPING = 3, P_LOCATION = 4, P_FUNCTION = 5,
 	P_STRING_TABLE = 6, P_TIME_NANOS = 9, P_DURATION_NANOS = 10, P_PERIOD_TYPE = 11,
-	P_PERIOD = 12, P_COMMENT = 13,
+	P_PERIOD = 12, P_COMMENT = 13, P_DEFAULT_SAMPLE_TYPE = 14,
 };
+
+#define LOC_MAX_LINES 64	/* Line entries of one location (frame + inlined) */
 
 struct enc {
 	struct qp_htab str;	/* interned strings: the string table, in order */
-	struct qp_htab fn;	/* (name, module, 0) string indexes: function id - 1 */
-	struct qp_htab loc;	/* (mapping id, address, function id): location id - 1 */
+	struct qp_htab fn;	/* (name, source file, module) string indexes: function id - 1 */
+	struct qp_htab loc;	/* (mapping id, address, n, (function id, line) * n): location id - 1 */
 };
 
 /* The 1-based id of the key (a, b, c), added when new; 0 on OOM. */
@@ -35,6 +39,19 @@ static uint32_t tab_get(struct qp_htab *t, uint64_t a, uint64_t b, uint64_t c)
 static void tab_key(const struct qp_htab *t, size_t i, uint64_t k[3])
 {
 	memcpy(k, qp_htab_key(t, i, NULL), 3 * sizeof(*k));
+}
+
+/* Frames j.. of S that make one location: frame j and those inlined into
+ * it (same address and mapping). Their count. */
+static size_t loc_group(const struct qp_cpu_sample *s, size_t j)
+{
+	size_t n = 1;
+
+	while (j + n < s->nframes && n < LOC_MAX_LINES && s->frames[j + n].inlined &&
+	       s->frames[j + n].addr == s->frames[j].addr &&
+	       s->frames[j + n].mapping == s->frames[j].mapping)
+		n++;
+	return n;
 }
 
 /* The string table index of s (NULL is ""); -1 on OOM. */
@@ -135,9 +152,10 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	struct qp_buf raw, m, line, ids, vals;
 	int64_t s_samples, s_count, s_cpu, s_ns, s_pid, s_comm, s_kmap, s_title = 0;
 	uint64_t kmin = UINT64_MAX, kmax = 0;
-	uint32_t kmap = 0, *locs = NULL;
+	uint32_t kmap = 0, *locs = NULL, *slocs = NULL;
+	uint8_t *mflags = NULL;	/* per mapping: 1 file names, 2 line numbers, 4 inlined frames */
+	uint64_t key[3 + 2 * LOC_MAX_LINES];
 	size_t i, j, nlocs = 0, k;
-	uint64_t key[3];
 	int ret = 0;
 
 	qp_htab_init(&e.str, 0);
@@ -159,6 +177,15 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	CHECK_IDX(s_kmap = str_get(&e.str, "[kernel.kallsyms]"));
 	if (p->title)
 		CHECK_IDX(s_title = str_get(&e.str, p->title));
+	for (i = 0; i < p->nvalues; i++) {
+		CHECK_IDX(str_get(&e.str, p->value_types[i].type));
+		CHECK_IDX(str_get(&e.str, p->value_types[i].unit));
+	}
+	if (p->nvalues) {
+		CHECK_IDX(str_get(&e.str, p->period_type.type));
+		CHECK_IDX(str_get(&e.str, p->period_type.unit));
+		CHECK_IDX(str_get(&e.str, p->default_type));
+	}
 	for (i = 0; i < p->nsamples; i++) {
 		if (!p->samples[i].count)
 			continue;
@@ -174,31 +201,60 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		}
 	}
 	locs = malloc((nlocs ? nlocs : 1) * sizeof(*locs));
-	if (!locs) {
+	slocs = calloc(p->nsamples ? p->nsamples : 1, sizeof(*slocs));
+	mflags = calloc(p->nmappings + 2, 1);
+	if (!locs || !slocs || !mflags) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (i = 0, k = 0; i < p->nsamples; i++) {
 		const struct qp_cpu_sample *s = &p->samples[i];
+		size_t n, l;
 
 		if (!s->count)
 			continue;
 		CHECK_IDX(str_get(&e.str, s->comm));
-		for (j = 0; j < s->nframes; j++) {
-			const struct qp_cpu_frame *f = &s->frames[j];
-			int64_t name = str_get(&e.str, f->name && *f->name ? f->name : "[unknown]");
-			int64_t mod = str_get(&e.str, f->module);
-			uint64_t map = f->mapping && f->mapping <= p->nmappings ? f->mapping
-									: f->kernel ? kmap : 0;
-			uint32_t fid;
+		for (j = 0; j < s->nframes; j += n) {
+			const struct qp_cpu_frame *f0 = &s->frames[j];
+			uint64_t map = f0->mapping && f0->mapping <= p->nmappings ? f0->mapping
+									  : f0->kernel ? kmap : 0;
+			int64_t li;
 
-			CHECK_IDX(name);
-			CHECK_IDX(mod);
-			fid = tab_get(&e.fn, (uint64_t)name, (uint64_t)mod, 0);
-			if (!fid || !(locs[k++] = tab_get(&e.loc, map, f->addr, fid))) {
+			n = loc_group(s, j);
+			key[0] = map;
+			key[1] = f0->addr;
+			key[2] = n;
+			for (l = 0; l < n; l++) {	/* innermost first: the group's last frame */
+				const struct qp_cpu_frame *f = &s->frames[j + n - 1 - l];
+				int64_t name = str_get(&e.str, f->name && *f->name ? f->name : "[unknown]");
+				int64_t mod = str_get(&e.str, f->module);
+				int64_t file = str_get(&e.str, f->file);
+				uint32_t fid;
+
+				CHECK_IDX(name);
+				CHECK_IDX(mod);
+				CHECK_IDX(file);
+				fid = tab_get(&e.fn, (uint64_t)name, (uint64_t)file, (uint64_t)mod);
+				if (!fid) {
+					ret = -ENOMEM;
+					goto out;
+				}
+				key[3 + 2 * l] = fid;
+				key[4 + 2 * l] = f->line;
+				if (map <= p->nmappings && map && f->file)
+					mflags[map] |= 1;
+				if (map <= p->nmappings && map && f->line)
+					mflags[map] |= 2;
+				if (map <= p->nmappings && map && n > 1)
+					mflags[map] |= 4;
+			}
+			li = qp_htab_add(&e.loc, key, (3 + 2 * n) * sizeof(*key), NULL);
+			if (li < 0) {
 				ret = -ENOMEM;
 				goto out;
 			}
+			locs[k++] = (uint32_t)li + 1;
+			slocs[i]++;
 		}
 	}
 	for (i = 0; i < p->nmappings; i++) {
@@ -207,22 +263,32 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	}
 
 	/* Pass 2: the message, in field order. */
-	put_value_type(&raw, P_SAMPLE_TYPE, &m, s_samples, s_count);
-	put_value_type(&raw, P_SAMPLE_TYPE, &m, s_cpu, s_ns);
+	if (!p->nvalues) {
+		put_value_type(&raw, P_SAMPLE_TYPE, &m, s_samples, s_count);
+		put_value_type(&raw, P_SAMPLE_TYPE, &m, s_cpu, s_ns);
+	}
+	for (i = 0; i < p->nvalues; i++)
+		put_value_type(&raw, P_SAMPLE_TYPE, &m, str_get(&e.str, p->value_types[i].type),
+			       str_get(&e.str, p->value_types[i].unit));
 	for (i = 0, k = 0; i < p->nsamples; i++) {
 		const struct qp_cpu_sample *s = &p->samples[i];
 
 		if (!s->count) /* skipped as in the other exporters */
 			continue;
 		ids.len = 0;
-		for (j = s->nframes; j-- > 0;) /* leaf first */
+		for (j = slocs[i]; j-- > 0;) /* leaf first */
 			put_varint(&ids, locs[k + j]);
-		k += s->nframes;
+		k += slocs[i];
 		if (ids.len)
 			put_bytes(&m, 1, ids.data, ids.len);
 		vals.len = 0;
-		put_varint(&vals, s->count);
-		put_varint(&vals, s->count * p->period_ns);
+		if (p->nvalues) {
+			for (j = 0; j < p->nvalues; j++)
+				put_varint(&vals, (uint64_t)s->values[j]);
+		} else {
+			put_varint(&vals, s->count);
+			put_varint(&vals, s->count * p->period_ns);
+		}
 		put_bytes(&m, 2, vals.data, vals.len);
 		put_uint(&line, 1, (uint64_t)s_pid); /* label pid = num */
 		put_uint(&line, 3, s->pid);
@@ -242,6 +308,9 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		put_uint(&m, 5, (uint64_t)str_get(&e.str, mp->file));
 		put_uint(&m, 6, (uint64_t)str_get(&e.str, mp->build_id));
 		put_uint(&m, 7, 1); /* has_functions: names are resolved already */
+		put_uint(&m, 8, mflags[i + 1] & 1);	/* has_filenames */
+		put_uint(&m, 9, (mflags[i + 1] & 2) >> 1);	/* has_line_numbers */
+		put_uint(&m, 10, (mflags[i + 1] & 4) >> 2);	/* has_inline_frames */
 		put_msg(&raw, P_MAPPING, &m);
 	}
 	if (kmap) {
@@ -253,12 +322,18 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		put_msg(&raw, P_MAPPING, &m);
 	}
 	for (i = 0; i < e.loc.n; i++) {
-		tab_key(&e.loc, i, key);
+		size_t len, l;
+		const char *kb = qp_htab_key(&e.loc, i, &len);
+
+		memcpy(key, kb, len < sizeof(key) ? len : sizeof(key));
 		put_uint(&m, 1, i + 1);
 		put_uint(&m, 2, key[0]);
 		put_uint(&m, 3, key[1]);
-		put_uint(&line, 1, key[2]); /* Line.function_id */
-		put_msg(&m, 4, &line);
+		for (l = 0; l < key[2] && l < LOC_MAX_LINES; l++) {
+			put_uint(&line, 1, key[3 + 2 * l]); /* Line.function_id */
+			put_uint(&line, 2, key[4 + 2 * l]); /* Line.line */
+			put_msg(&m, 4, &line);
+		}
 		put_msg(&raw, P_LOCATION, &m);
 	}
 	for (i = 0; i < e.fn.n; i++) {
@@ -266,7 +341,7 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		put_uint(&m, 1, i + 1);
 		put_uint(&m, 2, key[0]);
 		put_uint(&m, 3, key[0]);
-		put_uint(&m, 4, key[1]); /* filename: the module */
+		put_uint(&m, 4, key[1]); /* filename: the source file, "" when unknown */
 		put_msg(&raw, P_FUNCTION, &m);
 	}
 	for (i = 0; i < e.str.n; i++) {
@@ -277,12 +352,18 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	}
 	put_uint(&raw, P_TIME_NANOS, p->time_ns);
 	put_uint(&raw, P_DURATION_NANOS, p->duration_ns);
-	put_value_type(&raw, P_PERIOD_TYPE, &m, s_cpu, s_ns);
+	if (p->nvalues)
+		put_value_type(&raw, P_PERIOD_TYPE, &m, str_get(&e.str, p->period_type.type),
+			       str_get(&e.str, p->period_type.unit));
+	else
+		put_value_type(&raw, P_PERIOD_TYPE, &m, s_cpu, s_ns);
 	put_uint(&raw, P_PERIOD, p->period_ns);
 	if (s_title) {
 		put_varint(&raw, (uint64_t)P_COMMENT << 3);
 		put_varint(&raw, (uint64_t)s_title);
 	}
+	if (p->nvalues)
+		put_uint(&raw, P_DEFAULT_SAMPLE_TYPE, (uint64_t)str_get(&e.str, p->default_type));
 	if (raw.failed || m.failed || line.failed || ids.failed || vals.failed)
 		ret = -ENOMEM;
 	else
@@ -294,6 +375,8 @@ out:
 	qp_buf_free(&ids);
 	qp_buf_free(&vals);
 	free(locs);
+	free(slocs);
+	free(mflags);
 	qp_htab_free(&e.str);
 	qp_htab_free(&e.fn);
 	qp_htab_free(&e.loc);

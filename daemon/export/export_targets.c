@@ -12,15 +12,52 @@ static const char *binary_state(enum qp_binary_state s)
 	return s == QP_BINARY_CHANGED ? "changed" : s == QP_BINARY_ATTACHED ? "attached" : "unprobed";
 }
 
+/* "modules": the files a target probed, with when (target_libs.c). */
+static void modules(const struct qp_target_view *t, struct qp_json *j)
+{
+	size_t i;
+
+	qp_json_key(j, "modules");
+	qp_json_arr_begin(j);
+	for (i = 0; i < t->nmodules; i++) {
+		const struct qp_module_view *m = &t->modules[i];
+
+		qp_json_obj_begin(j);
+		qp_json_kv_str(j, "path", m->path);
+		qp_json_kv_str(j, "state", m->state);
+		qp_json_kv_u64(j, "probes", m->probes);
+		if (m->attached_ms)
+			qp_json_kv_u64(j, "attached_ms", m->attached_ms);
+		else
+			qp_json_kv_null(j, "attached_ms");
+		if (m->detached_ms)
+			qp_json_kv_u64(j, "detached_ms", m->detached_ms);
+		else
+			qp_json_kv_null(j, "detached_ms");
+		qp_json_kv_u64(j, "loads", m->loads);
+		if (m->error)
+			qp_json_kv_str(j, "error", m->error);
+		qp_json_obj_end(j);
+	}
+	qp_json_arr_end(j);
+}
+
 void qp_export_target_json(const struct qp_target_view *t, struct qp_json *j)
 {
 	qp_json_obj_begin(j);
+	qp_export_target_keys(t, j);
+	qp_json_obj_end(j);
+}
+
+void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j)
+{
 	qp_json_kv_i64(j, "pid", t->pid);
 	qp_json_kv_str(j, "comm", t->comm);
 	qp_json_kv_str(j, "exe", t->exe);
 	qp_json_kv_str(j, "state", target_state(t->state));
 	qp_json_kv_u64(j, "attached_ms", t->attached_ms);
 	qp_json_kv_u64(j, "probes", t->probes);
+	qp_json_kv_bool(j, "cpu_only", t->cpu_only);
 	if (t->state == QP_TARGET_EXITED)
 		qp_json_kv_u64(j, "exited_ms", t->exited_ms);
 	else
@@ -44,9 +81,16 @@ void qp_export_target_json(const struct qp_target_view *t, struct qp_json *j)
 		qp_json_kv_u64(j, "garbage", c->garbage);
 		qp_json_kv_u64(j, "open_at_loss", c->after_loss);
 		qp_json_kv_u64(j, "before_attach", c->before_attach);
+		qp_json_kv_u64(j, "logs", c->logs);
+		qp_json_kv_u64(j, "logs_cut", c->logs_cut);
 		qp_json_obj_end(j);
 	}
-	qp_json_obj_end(j);
+	modules(t, j);
+	qp_json_kv_u64(j, "libs_loaded", t->libs_loaded);
+	qp_json_kv_u64(j, "libs_unloaded", t->libs_unloaded);
+	qp_json_kv_u64(j, "libs_without_markers", t->libs_without_markers);
+	qp_json_kv_u64(j, "libs_refused", t->libs_refused);
+	qp_json_kv_u64(j, "sites_reused", t->sites_reused);
 }
 
 void qp_export_binary_json(const struct qp_binary_view *b, struct qp_json *j)
@@ -61,6 +105,7 @@ void qp_export_binary_json(const struct qp_binary_view *b, struct qp_json *j)
 	/* every_process: one set of links catches each process from its start;
 	 * per_process (no fanotify): each process gets links once adopted */
 	qp_json_kv_str(j, "mode", b->per_process ? "per_process" : "every_process");
+	qp_json_kv_str(j, "collector", b->ring ? "ring" : "bpf");
 	qp_json_kv_u64(j, "versions_replaced", b->versions_replaced);
 	qp_json_kv_u64(j, "old_versions_running", b->old_versions_running);
 	qp_json_kv_u64(j, "sites_refused", b->sites_refused);
@@ -118,6 +163,17 @@ static void lifecycle(const struct qp_targets_view *v, struct qp_json *j)
 	qp_json_kv_u64(j, "binary_starts", f->binary_starts);
 	qp_json_kv_u64(j, "execs_seen_in_proc", f->execs_seen_in_proc);
 	qp_json_kv_u64(j, "execs_dropped", f->execs_dropped);
+	qp_json_kv_u64(j, "dl_rendezvous", f->dl_rendezvous);
+	qp_json_kv_u64(j, "dl_held", f->dl_held);
+	qp_json_kv_u64(j, "dl_unheld", f->dl_unheld);
+	qp_json_kv_u64(j, "dl_released", f->dl_released);
+	qp_json_kv_u64(j, "dl_released_late", f->dl_released_late);
+	qp_json_kv_u64(j, "dl_hold_max_ns", f->dl_hold_max_ns);
+	qp_json_kv_u64(j, "dl_hold_mean_ns", f->dl_hold_mean_ns);
+	qp_json_kv_u64(j, "dl_linkers", f->dl_linkers);
+	qp_json_kv_u64(j, "dl_skipped_unresponsive", f->dl_skipped_unresponsive);
+	qp_json_kv_u64(j, "dl_skipped_traced", f->dl_skipped_traced);
+	qp_json_kv_u64(j, "dl_skipped_no_signal", f->dl_skipped_no_signal);
 	qp_json_obj_end(j);
 }
 

@@ -8,6 +8,8 @@
 #include "targets_view.h"
 
 void qp_export_target_json(const struct qp_target_view *t, struct qp_json *j);
+/* The same keys, inside an object the caller opened (to add its own). */
+void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j);
 void qp_export_binary_json(const struct qp_binary_view *b, struct qp_json *j);
 /* {"targets": [...]}: GET /api/targets. */
 void qp_export_targets_json(const struct qp_targets_view *v, struct qp_json *j);

@@ -2,6 +2,7 @@
  * and the gperftools symbol protocol. Kernel addresses go only to
  * privileged clients (http_auth.h). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,38 @@
 #include "symbolize.h"
 #include "qprofd.h"
 #include "http_auth.h"
+#include "http_query.h"
 #include "http_routes.h"
+#include "collect_cpu.h"
+
+/* pid= of a CPU route: a target, or under --all any process with samples
+ * (issue 11). false when resp holds an error. */
+static bool cpu_req_pid(struct qprofd *d, const struct qp_request *req, struct qp_response *resp, int *pid)
+{
+	char msg[128];
+	bool known;
+	int v;
+
+	*pid = 0;
+	if (qp_query_pid(req->query(req->arg, "pid"), &v, msg, sizeof(msg))) {
+		qp_reply_error(resp, 400, "%s", msg);
+		return false;
+	}
+	if (!v)
+		return true;
+	pthread_mutex_lock(&d->reg.lock);
+	known = qp_registry_find(&d->reg, v) != NULL;
+	pthread_mutex_unlock(&d->reg.lock);
+	if (!known && d->sample_all && d->cpu)
+		known = qp_cpu_has_pid(d->cpu, (uint32_t)v);
+	if (!known) {
+		qp_reply_error(resp, 404, d->sample_all ? "process %d is not a target and has no CPU samples"
+				 : "process %d is not a target", v);
+		return false;
+	}
+	*pid = v;
+	return true;
+}
 
 /* A CPU profile for pid=, seconds=, scope= (cpu_window.h). false when resp
  * holds an error. */
@@ -24,7 +56,7 @@ static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct q
 	int ret;
 
 	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &q.seconds) ||
-	    !qp_req_pid(d, req, resp, &q.pid))
+	    !cpu_req_pid(d, req, resp, &q.pid))
 		return false;
 	if (scope && (!scope[0] || strlen(scope) > 256)) {
 		qp_reply_error(resp, 400, "scope must be a scope name of 1..256 bytes");

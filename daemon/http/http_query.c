@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "util.h"
 
 static void set_err(char *err, size_t errlen, const char *msg)
@@ -77,4 +79,97 @@ const char *qp_query_unknown_key(const char *const *allowed, const char *const *
 		return keys[i];
 	}
 	return NULL;
+}
+
+static bool tok_eq(const char *s, size_t n, const char *lit)
+{
+	return strlen(lit) == n && !strncasecmp(s, lit, n);
+}
+
+static void trim(const char **s, size_t *n)
+{
+	while (*n && (**s == ' ' || **s == '\t')) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
+		(*n)--;
+}
+
+/* q=V: 0..1, at most 5 characters ("0.125"); false when it is not. */
+static bool parse_q(const char *v, size_t n, double *q)
+{
+	char buf[8];
+	char *end;
+
+	if (!n || n > 5)
+		return false;
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	if (!((buf[0] >= '0' && buf[0] <= '9') || buf[0] == '.'))
+		return false;
+	*q = strtod(buf, &end);
+	return !*end && *q >= 0 && *q <= 1;
+}
+
+/* One media range [P, P+LEN): its q, and whether it is the protobuf
+ * exposition or a text type we serve. false when its q is unreadable. */
+static bool media_range(const char *p, size_t len, double *q, bool *pb, bool *text)
+{
+	const char *semi = memchr(p, ';', len), *ps, *end = p + len, *type = p;
+	size_t tlen = semi ? (size_t)(semi - p) : len;
+	bool proto = false, delimited = false;
+
+	*q = 1;
+	trim(&type, &tlen);
+	for (ps = semi ? semi + 1 : NULL; ps && ps < end;) {
+		const char *ne = memchr(ps, ';', (size_t)(end - ps));
+		size_t plen = ne ? (size_t)(ne - ps) : (size_t)(end - ps);
+		const char *eq = memchr(ps, '=', plen);
+
+		if (eq) {
+			const char *k = ps, *v = eq + 1;
+			size_t kl = (size_t)(eq - ps), vl = plen - kl - 1;
+
+			trim(&k, &kl);
+			trim(&v, &vl);
+			if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') {
+				v++;
+				vl -= 2;
+			}
+			if (tok_eq(k, kl, "q") && !parse_q(v, vl, q))
+				return false;
+			if (tok_eq(k, kl, "proto"))
+				proto = vl == strlen("io.prometheus.client.MetricFamily") &&
+					!strncmp(v, "io.prometheus.client.MetricFamily", vl);
+			if (tok_eq(k, kl, "encoding"))
+				delimited = tok_eq(v, vl, "delimited");
+		}
+		ps = ne ? ne + 1 : NULL;
+	}
+	*pb = tok_eq(type, tlen, "application/vnd.google.protobuf") && proto && delimited;
+	*text = tok_eq(type, tlen, "text/plain") || tok_eq(type, tlen, "text/*") || tok_eq(type, tlen, "*/*");
+	return true;
+}
+
+bool qp_accept_protobuf(const char *accept)
+{
+	double best_pb = 0, best_text = 0;
+	const char *p = accept;
+
+	while (p && *p) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		bool pb, text;
+		double q;
+
+		if (media_range(p, len, &q, &pb, &text)) {
+			if (pb && q > best_pb)
+				best_pb = q;
+			if (text && q > best_text)
+				best_text = q;
+		}
+		p = comma ? comma + 1 : NULL;
+	}
+	return best_pb > 0 && best_pb >= best_text;
 }

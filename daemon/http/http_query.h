@@ -6,6 +6,7 @@
  * ("+5" is 5), a leading '-' is accepted for seconds (then clamped to 1). */
 #ifndef QPROF_HTTP_QUERY_H
 #define QPROF_HTTP_QUERY_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,4 +33,12 @@ int qp_query_pid(const char *s, int *out, char *err, size_t errlen);
  * err gets "unknown query parameter 'KEY'" (KEY cut to 63 bytes). */
 const char *qp_query_unknown_key(const char *const *allowed, const char *const *keys, size_t nkeys,
 				 char *err, size_t errlen);
+
+/* The Accept header of a /metrics scrape: true when it offers the protobuf
+ * exposition (application/vnd.google.protobuf with
+ * proto=io.prometheus.client.MetricFamily and encoding=delimited) with a q
+ * above 0 and no lower than that of text/plain or of a wildcard range that
+ * covers it. NULL, empty or unreadable: false (the text format). A media
+ * range whose q is not a number in 0..1 is ignored. */
+bool qp_accept_protobuf(const char *accept);
 #endif

@@ -28,6 +28,9 @@ void qprofd_model_src(struct qprofd *d, struct qp_model_src *out)
 	out->cpu_error = d->cpu_error;
 	out->threads = d->threads;
 	out->threads_error = d->threads_error;
+	out->heap = d->heap;
+	out->heap_error = d->heap_error;
+	out->heap_default = d->heap_default;
 	out->frequency_hz = d->frequency_hz;
 	out->sample_all = d->sample_all;
 	out->start_ns = d->start_ns;
@@ -199,6 +202,11 @@ static const struct route {
 	{ "/api/cpu/flamegraph", qp_route_cpu_flamegraph, NULL, NULL, "GET" },
 	{ "/pprof/profile", qp_route_pprof_profile, NULL, NULL, "GET" },
 	{ "/debug/pprof/profile", qp_route_pprof_profile, NULL, NULL, "GET" },
+	{ "/pprof/heap", qp_route_pprof_heap, NULL, NULL, "GET" },
+	{ "/debug/pprof/heap", qp_route_pprof_heap, NULL, NULL, "GET" },
+	{ "/pprof/growth", qp_route_pprof_growth, NULL, NULL, "GET" },
+	{ "/debug/pprof/growth", qp_route_pprof_growth, NULL, NULL, "GET" },
+	{ "/api/heap/flamegraph", qp_route_heap_flamegraph, NULL, NULL, "GET" },
 	{ "/pprof/symbol", qp_route_pprof_symbol, qp_route_pprof_symbol, NULL, "GET, POST" },
 	{ "/debug/pprof/symbol", qp_route_pprof_symbol, qp_route_pprof_symbol, NULL, "GET, POST" },
 };

@@ -1,13 +1,17 @@
 /* http_status.c - the routes of the daemon's own state: GET /api/status
  * (the targets model's copy of the targets, binaries and fork/exec
  * figures, then the status model's figures, then the HTTP limits) and
- * GET /metrics (the status, scope and value models as Prometheus text). */
+ * GET /metrics (the status, scope and value models as Prometheus text, or
+ * protobuf when the scraper's Accept asks for it). */
 #include <errno.h>
 #include <string.h>
+#include "export_heap.h"
 #include "export_json.h"
 #include "export_metrics.h"
 #include "export_targets.h"
+#include "heap_window.h"
 #include "http_conn.h"
+#include "http_query.h"
 #include "model_scopes.h"
 #include "model_status.h"
 #include "model_values.h"
@@ -20,18 +24,25 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	struct qp_status_model m;
 	struct qp_model_src src;
 	struct qp_conns_stats hs;
+	struct qp_heap_status_model hm;
 	struct qp_targets_view tv;
 	struct qp_json j;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
 	qprofd_model_src(d, &src);
+	if (qp_heap_status_build(&src, &hm)) {
+		qp_reply_error(resp, 500, "out of memory");
+		return;
+	}
 	if (qp_status_model_build(&src, &m)) {
+		qp_heap_status_free(&hm);
 		qp_reply_error(resp, 500, "cannot read the BPF maps");
 		return;
 	}
 	/* copied under the registry lock, written without it */
 	if (qp_targets_view_take(&d->reg, QP_VIEW_BINARIES | QP_VIEW_LIFECYCLE, &tv)) {
+		qp_heap_status_free(&hm);
 		qp_reply_error(resp, 500, "out of memory");
 		return;
 	}
@@ -42,6 +53,8 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	qp_export_status_targets_json(&tv, &j);
 	qp_targets_view_free(&tv);
 	qp_export_status_figures_json(&m, &j);
+	qp_export_heap_status_json(&hm, &j);
+	qp_heap_status_free(&hm);
 	/* the limits of http_conn.h, summed over the socket and --listen */
 	qp_conns_totals(&hs);
 	qp_json_key(&j, "http");
@@ -56,6 +69,8 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	qp_reply_json(resp, 200, &j);
 }
 
+#define QP_PROTOBUF_CTYPE "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited"
+
 /* GET /metrics: everything since attach, for every target. */
 void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
@@ -65,6 +80,8 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 	struct qp_value_model values = { 0 };
 	struct qp_status_model status;
 	struct qp_model_src src;
+	const char *accept = req->header ? req->header(req->arg, "Accept") : NULL;
+	bool protobuf = qp_accept_protobuf(accept);
 	struct qp_buf b;
 	int ret;
 
@@ -78,7 +95,7 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 	if (!ret)
 		ret = qp_value_model_build(&src, 0, &values);
 	if (!ret)
-		ret = qp_export_metrics(&status, &scopes, &values, &b);
+		ret = qp_export_metrics(&status, &scopes, &values, &d->metrics, protobuf, &b);
 	qp_scope_model_free(&scopes);
 	qp_value_model_free(&values);
 	if (ret) {
@@ -86,5 +103,5 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 		qp_reply_error(resp, 500, "cannot build the metrics");
 		return;
 	}
-	qp_reply_buf(resp, &b, "text/plain; version=0.0.4", 0);
+	qp_reply_buf(resp, &b, protobuf ? QP_PROTOBUF_CTYPE : "text/plain; version=0.0.4; charset=utf-8", 0);
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "collect_heap.h"
+#include "export_heap.h"
 #include "export_targets.h"
 #include "qprofd.h"
 #include "http_routes.h"
@@ -101,6 +103,27 @@ static bool parse_extra(json_t *root, struct qp_attach_extra *x, struct qp_respo
 	return true;
 }
 
+/* Profile the heap of PID, just attached: when that fails, PID is detached
+ * again (a target is made whole or not at all). */
+static int heap_attach(struct qprofd *d, int pid, struct qp_heap_status *st, int *status, char *err,
+		       size_t errlen)
+{
+	int ret = qp_heap_attach(d->heap, pid, st, err, errlen);
+
+	if (ret == -EEXIST) {	/* left from an earlier target of that pid */
+		qp_heap_forget(d->heap, pid);
+		ret = qp_heap_attach(d->heap, pid, st, err, errlen);
+	}
+	if (!ret)
+		return 0;
+	*status = ret == -ESRCH ? 404 : 500;
+	pthread_mutex_lock(&d->reg.lock);
+	qp_registry_remove_pid(&d->reg, pid);
+	pthread_mutex_unlock(&d->reg.lock);
+	qp_registry_reap(&d->reg);
+	return ret;
+}
+
 void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { NULL };
@@ -111,8 +134,10 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	char err[512] = "";
 	struct qp_target_view tv = { 0 };
 	struct qp_binary_view bv = { 0 };
+	struct qp_heap_status hst = { 0 };
 	struct qp_json j;
 	int status = 500, ret;
+	bool heap;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
@@ -135,7 +160,7 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	}
 	json_object_foreach(root, key, v) {
 		if (strcmp(key, "pid") && strcmp(key, "binary") && strcmp(key, "usdt") && strcmp(key, "spans") &&
-		    strcmp(key, "collector")) {
+		    strcmp(key, "collector") && strcmp(key, "heap")) {
 			char k[64];
 
 			snprintf(k, sizeof(k), "%s", key);
@@ -161,11 +186,24 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 			qp_reply_error(resp, 400, "\"collector\" must be \"ring\" or \"bpf\"");
 			goto out;
 		}
-		if (extra.collector == QP_COLLECTOR_RING && json_object_get(root, "binary")) {
-			qp_reply_error(resp, 400, "the ring collector takes pid targets only (a binary "
-				       "uses the BPF collector)");
+	}
+	if ((v = json_object_get(root, "heap"))) {
+		if (!json_is_boolean(v)) {
+			qp_reply_error(resp, 400, "\"heap\" must be true or false");
 			goto out;
 		}
+		heap = json_is_true(v);
+		if (heap && json_object_get(root, "binary")) {
+			qp_reply_error(resp, 400, "\"heap\" takes pid targets (qprofd --heap profiles the "
+				       "heap of every target, --binary ones included)");
+			goto out;
+		}
+		if (heap && !d->heap) {
+			qp_reply_error(resp, 503, "heap profiling is unavailable: %s", d->heap_error);
+			goto out;
+		}
+	} else {
+		heap = d->heap_default && d->heap;
 	}
 	qp_json_init(&j);
 	if ((v = json_object_get(root, "pid"))) {
@@ -178,8 +216,17 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 		}
 		/* takes the lock itself, around the parse and attach only briefly */
 		ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &tv, &status, err, sizeof(err));
-		if (!ret)
-			qp_export_target_json(&tv, &j);
+		if (!ret && heap)
+			ret = heap_attach(d, (int)pid, &hst, &status, err, sizeof(err));
+		if (!ret) {
+			qp_json_obj_begin(&j);
+			qp_export_target_keys(&tv, &j);
+			if (heap) {
+				qp_json_key(&j, "heap");
+				qp_export_heap_target_json(&hst, &j);
+			}
+			qp_json_obj_end(&j);
+		}
 		qp_target_view_free(&tv);
 	} else {
 		v = json_object_get(root, "binary");
@@ -228,6 +275,8 @@ static void target_delete(struct qprofd *d, const struct qp_request *req, struct
 	ret = qp_registry_remove_pid(&d->reg, (int)pid);
 	pthread_mutex_unlock(&d->reg.lock);
 	qp_registry_reap(&d->reg);	/* its links go without the lock */
+	if (ret == 0 && d->heap)
+		qp_heap_forget(d->heap, (int)pid);
 	if (ret < 0) {
 		qp_reply_error(resp, 404, "process %lld is not a target", (long long)pid);
 		return;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "collect_calibrate.h"
+#include "export_metrics.h"
 #include "model_src.h"
 #include "report_fs.h"
 #include "stop.h"
@@ -29,12 +30,16 @@ struct qprofd {
 	char cpu_error[256];		/* why, then */
 	struct qp_threads *threads;	/* thread stacks; NULL when the iterator could not load */
 	char threads_error[256];	/* why, then */
+	struct qp_heap *heap;		/* NULL when heap profiling could not start */
+	char heap_error[256];		/* why, then */
+	bool heap_default;		/* --heap: every target's heap is profiled */
 	bool sample_all;
 	uint64_t start_ns;
 	unsigned int frequency_hz;
 	const char *report_dir;		/* exit reports go here (--report-dir) */
 	struct qp_report_fs report_fs;	/* that directory, opened at start */
 	struct qp_stop stop;		/* set at shutdown: windows and streams end */
+	struct qp_metrics_opts metrics;	/* --metrics-pid-label, --metrics-max-sets */
 };
 
 /* The model's view of D: its registry, collectors, settings, and the stop

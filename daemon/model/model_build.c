@@ -16,6 +16,7 @@
 #include "model_status.h"
 #include "model_trace.h"
 #include "model_values.h"
+#include "procfs.h"
 #include "ring_collect.h"
 #include "targets.h"
 #include "util.h"
@@ -139,6 +140,7 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 	qp_scope_snapshot_free(&snap);
 	qp_spans_figures(src->scopes, &out->scopes.spans_pending, &out->scopes.span_table);
 	out->uptime_ms = (qp_now_ns() - src->start_ns) / 1000000;
+	out->self.ok = !qp_proc_self_usage(&out->self.rss_bytes, &out->self.cpu_ns);
 	pthread_mutex_lock(&src->reg->lock);
 	for (i = 0; i < src->reg->ntargets; i++) {
 		if (src->reg->targets[i]->state == QP_TARGET_RUNNING)
@@ -154,6 +156,7 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 		qp_cpu_counters(src->cpu, &out->cpu.samples, &out->cpu.lost);
 		qp_cpu_memory(src->cpu, &out->cpu.aged, &bytes);
 		out->cpu.table_bytes = bytes;
+		qp_cpu_unwind_figures(src->cpu, &out->cpu.unwind);
 	} else
 		snprintf(out->cpu.error, sizeof(out->cpu.error), "%s", src->cpu_error ? src->cpu_error : "");
 	out->cpu.frequency_hz = src->frequency_hz;

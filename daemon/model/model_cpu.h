@@ -10,12 +10,18 @@
 #include <stdint.h>
 #include "arena.h"
 
+/* A user address where the compiler inlined functions gives several
+ * frames with the same addr: the function that holds the code, then each
+ * inlined one (inlined = true), the innermost last (nearest the leaf). */
 struct qp_cpu_frame {
 	const char *name;	/* demangled function, or "module+0xoffset" when unnamed */
 	const char *module;	/* basename of the file, "[kernel]" for kernel frames */
 	uint64_t addr;		/* runtime address */
 	uint32_t mapping;	/* 1-based index into mappings, 0 = none (kernel) */
 	bool kernel;
+	bool inlined;		/* inlined into the frame before it, at the same addr */
+	uint32_t line;		/* source line in file, 0 when unknown */
+	const char *file;	/* source file (DWARF), NULL when unknown */
 };
 
 struct qp_cpu_sample {
@@ -24,6 +30,12 @@ struct qp_cpu_sample {
 	uint64_t count;		/* samples with exactly this stack */
 	size_t nframes;
 	struct qp_cpu_frame *frames;	/* frames[0] is the root, frames[nframes-1] the leaf */
+	const int64_t *values;	/* nvalues of them when the profile has value types, else NULL */
+};
+
+/* A pprof sample or period type: "inuse_space", "bytes". */
+struct qp_value_type {
+	const char *type, *unit;
 };
 
 struct qp_cpu_mapping {
@@ -41,6 +53,16 @@ struct qp_cpu_profile {
 	uint64_t duration_ns;	/* wall time the profile covers */
 	uint64_t time_ns;	/* wall clock (Unix ns) when collection started */
 	const char *title;	/* e.g. "qprof: pid 1234 (strategy), 10 s, scope calc_ma" */
+	/* Profiles of something else than CPU time (the heap): with nvalues
+	 * > 0 every sample has values[nvalues] of these types, and pprof
+	 * writes them (period_type, period_ns as the period, default_type)
+	 * instead of samples/count and cpu/nanoseconds. count stays what the
+	 * flame graph and folded stacks weigh; unit names it ("bytes"). */
+	size_t nvalues;
+	const struct qp_value_type *value_types;
+	struct qp_value_type period_type;
+	const char *default_type;
+	const char *unit;	/* NULL: "samples" */
 	struct qp_arena *arena;	/* owns every string and array above */
 };
 
@@ -50,4 +72,8 @@ uint64_t qp_cpu_profile_total(const struct qp_cpu_profile *p); /* sum of counts 
  * address 0, and a kernel frame named by its address ("[kernel]+0x...")
  * becomes "[kernel]". Names and counts are otherwise unchanged. */
 void qp_cpu_profile_hide_kernel(struct qp_cpu_profile *p);
+/* Move the mapping of file EXE (the main executable) first, as pprof
+ * expects, renumbering the frames' mappings; no change when EXE is NULL or
+ * not among them. */
+void qp_cpu_profile_main_first(struct qp_cpu_profile *p, const char *exe);
 #endif

@@ -1,7 +1,10 @@
 /* model_cpu_build.c - see model_cpu_build.h. A raw sample holds two stack
  * ids (user, kernel); its frames are the user stack from the outermost
  * caller down, then the kernel stack, so the root is first and the leaf last.
- * Return addresses are looked up one byte back (inside the call). */
+ * Return addresses are looked up one byte back (inside the call). A user
+ * address where DWARF says functions were inlined gives a frame for the
+ * function that holds the code, then one per inlined function, innermost
+ * last. The main executable's mapping goes first (pprof's convention). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,13 +14,7 @@
 #include "symbolize.h"
 #include "targets.h"
 
-struct build {
-	struct qp_cpu_profile *p;
-	size_t cap_samples, cap_maps;
-	struct qp_arena *a;
-};
-
-static uint32_t mapping_index(struct build *b, const struct qp_sym *s)
+static uint32_t mapping_index(struct qp_cpu_builder *b, const struct qp_sym *s)
 {
 	struct qp_cpu_profile *p = b->p;
 	size_t i;
@@ -46,42 +43,70 @@ static uint32_t mapping_index(struct build *b, const struct qp_sym *s)
 	return (uint32_t)++p->nmappings;
 }
 
-static int add_sample(struct build *b, struct qp_cpu *cpu, struct qp_symbolizer *sym,
-		      const struct qp_cpu_raw *r, uint64_t count)
+struct qp_cpu_sample *qp_cpu_builder_add(struct qp_cpu_builder *b, struct qp_symbolizer *sym, uint32_t pid,
+					 const char *comm, const uint64_t *uips, size_t nu,
+					 const uint64_t *kips, size_t nk, uint64_t count)
 {
-	uint64_t uips[QPROF_STACK_DEPTH], kips[QPROF_STACK_DEPTH];
-	size_t nu = 0, nk = 0, i, f = 0;
 	struct qp_cpu_profile *p = b->p;
 	struct qp_cpu_sample *s;
+	size_t i, f = 0, nf;
+	int64_t pi;
 
-	qp_cpu_stack(cpu, r->key.user_stack, uips, &nu);
-	qp_cpu_stack(cpu, r->key.kern_stack, kips, &nk);
+	nu = nu > QPROF_STACK_DEPTH ? QPROF_STACK_DEPTH : nu;
+	if (!b->ys && !(b->ys = malloc(QPROF_STACK_DEPTH * sizeof(*b->ys))))
+		return NULL;
+	b->sym = sym;
+	nf = nu + nk + 1;
+	/* frames above the leaf are return addresses: look inside the call */
+	for (i = 0; i < nu; i++) {
+		qp_sym_user(sym, (int)pid, i ? uips[i] - 1 : uips[i], &b->ys[i]);
+		nf += b->ys[i].ninl;
+	}
+	pi = qp_htab_add_u64(&b->pids, pid, NULL);
+	if (pi < 0)
+		return NULL;
+	*(uint64_t *)qp_htab_value(&b->pids, (size_t)pi) += count;
 	if (p->nsamples == b->cap_samples) {
 		size_t cap = b->cap_samples ? b->cap_samples * 2 : 256;
 		struct qp_cpu_sample *v = realloc(p->samples, cap * sizeof(*v));
 
 		if (!v)
-			return -ENOMEM;
+			return NULL;
 		p->samples = v;
 		b->cap_samples = cap;
 	}
 	s = &p->samples[p->nsamples];
 	memset(s, 0, sizeof(*s));
-	s->pid = r->key.tgid;
-	s->comm = qp_arena_strdup(b->a, r->comm[0] ? r->comm : "?");
+	s->pid = pid;
+	s->comm = qp_arena_strdup(b->a, comm && comm[0] ? comm : "?");
 	s->count = count;
-	s->frames = qp_arena_alloc(b->a, (nu + nk + 1) * sizeof(*s->frames));
+	s->frames = qp_arena_alloc(b->a, nf * sizeof(*s->frames));
 	if (!s->comm || !s->frames)
-		return -ENOMEM;
+		return NULL;
 	for (i = nu; i-- > 0;) {
-		struct qp_sym y;
+		const struct qp_sym *y = &b->ys[i];
+		uint32_t map = mapping_index(b, y);
+		const char *module = qp_arena_strdup(b->a, y->module);
+		size_t k;
 
-		/* frames above the leaf are return addresses: look inside the call */
-		qp_sym_user(sym, (int)r->key.tgid, i ? uips[i] - 1 : uips[i], &y);
 		s->frames[f++] = (struct qp_cpu_frame){
-			.name = qp_arena_strdup(b->a, y.name), .module = qp_arena_strdup(b->a, y.module),
-			.addr = uips[i], .mapping = mapping_index(b, &y),
+			.name = qp_arena_strdup(b->a, y->name), .module = module,
+			.file = y->src_file ? qp_arena_strdup(b->a, y->src_file) : NULL,
+			.line = y->src_line, .addr = uips[i], .mapping = map,
 		};
+		if (y->src_file && !s->frames[f - 1].file)
+			return NULL;
+		for (k = y->ninl; k-- > 0;) {
+			const struct qp_sym_inline *in = &y->inl[k];
+
+			s->frames[f++] = (struct qp_cpu_frame){
+				.name = qp_arena_strdup(b->a, in->name ? in->name : "[inlined]"),
+				.module = module, .file = in->file ? qp_arena_strdup(b->a, in->file) : NULL,
+				.line = in->line, .addr = uips[i], .mapping = map, .inlined = true,
+			};
+			if (in->file && !s->frames[f - 1].file)
+				return NULL;
+		}
 	}
 	for (i = nk; i-- > 0;) {
 		struct qp_sym y;
@@ -96,24 +121,103 @@ static int add_sample(struct build *b, struct qp_cpu *cpu, struct qp_symbolizer 
 		s->frames[f++] = (struct qp_cpu_frame){ .name = "[unknown]", .module = "[unknown]" };
 	for (i = 0; i < f; i++)
 		if (!s->frames[i].name || !s->frames[i].module)
-			return -ENOMEM;
+			return NULL;
 	s->nframes = f;
 	p->nsamples++;
+	return s;
+}
+
+static int add_sample(struct qp_cpu_builder *b, struct qp_cpu *cpu, struct qp_symbolizer *sym,
+		      const struct qp_cpu_raw *r, uint64_t count)
+{
+	uint64_t uips[QPROF_STACK_DEPTH], kips[QPROF_STACK_DEPTH];
+	size_t nu = 0, nk = 0;
+
+	qp_cpu_stack(cpu, r->key.user_stack, uips, &nu);
+	qp_cpu_stack(cpu, r->key.kern_stack, kips, &nk);
+	return qp_cpu_builder_add(b, sym, r->key.tgid, r->comm, uips, nu, kips, nk, count) ? 0 : -ENOMEM;
+}
+
+int qp_cpu_builder_begin(struct qp_cpu_builder *b, struct qp_cpu_profile *out)
+{
+	memset(b, 0, sizeof(*b));
+	memset(out, 0, sizeof(*out));
+	qp_htab_init(&b->pids, sizeof(uint64_t));
+	b->p = out;
+	b->a = out->arena = qp_arena_new();
+	return b->a ? 0 : -ENOMEM;
+}
+
+int qp_cpu_builder_finish(struct qp_cpu_builder *b, int ret)
+{
+	struct qp_cpu_profile *out = b->p;
+	uint64_t best = 0;
+	int pid = 0;
+	size_t i;
+
+	free(b->ys);
+	b->ys = NULL;
+	for (i = 0; !ret && b->sym && i < b->pids.n; i++) {
+		uint64_t c = *(uint64_t *)qp_htab_value(&b->pids, i);
+
+		if (c > best) {
+			best = c;
+			pid = (int)qp_htab_key_u64(&b->pids, i);
+		}
+	}
+	qp_htab_free(&b->pids);
+	if (pid > 0)	/* the main executable: of the process with the most samples */
+		qp_cpu_profile_main_first(out, qp_sym_process_exe(b->sym, pid));
+	if (ret) {
+		free(out->samples);
+		out->samples = NULL;
+		qp_cpu_profile_free(out);
+		return ret;
+	}
+	/* the samples array lives outside the arena while it grows: move it in */
+	if (out->nsamples) {
+		struct qp_cpu_sample *v = qp_arena_alloc(b->a, out->nsamples * sizeof(*v));
+
+		if (!v) {
+			free(out->samples);
+			out->samples = NULL;
+			qp_cpu_profile_free(out);
+			return -ENOMEM;
+		}
+		memcpy(v, out->samples, out->nsamples * sizeof(*v));
+		free(out->samples);
+		out->samples = v;
+	} else {
+		free(out->samples);
+		out->samples = NULL;
+	}
 	return 0;
+}
+
+/* Was sample R taken inside a scope named NAME: one of the innermost
+ * scopes of the BPF collector's stack, or any of a ring thread's open ones. */
+static bool in_scope(struct qp_cpu *cpu, struct qp_registry *reg, const struct qp_cpu_raw *r, const char *name)
+{
+	uint64_t open[QPROF_STACK_DEPTH];
+	size_t n = 0;
+
+	if (qp_registry_site_named(reg, (int)r->key.tgid, (const uint64_t *)r->key.scopes, QPROF_SAMPLE_SCOPES,
+				   name))
+		return true;
+	return r->key.open_stack >= 0 && !qp_cpu_stack(cpu, r->key.open_stack, open, &n) && n &&
+	       qp_registry_site_named(reg, (int)r->key.tgid, open, n, name);
 }
 
 int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_registry *reg,
 		 const struct qp_cpu_snapshot *now, const struct qp_cpu_snapshot *base,
 		 const struct qp_cpu_query *q, struct qp_cpu_profile *out)
 {
-	struct build b = { .p = out };
+	struct qp_cpu_builder b;
 	char title[512];
 	size_t i;
 	int ret = 0;
 
-	memset(out, 0, sizeof(*out));
-	b.a = out->arena = qp_arena_new();
-	if (!b.a)
+	if (qp_cpu_builder_begin(&b, out))
 		return -ENOMEM;
 	out->period_ns = q->period_ns;
 	out->duration_ns = q->duration_ns;
@@ -126,33 +230,13 @@ int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_regist
 		if (!count || (q->pid > 0 && r->key.tgid != (uint32_t)q->pid))
 			continue;
 		/* the registry is locked for the names only, sample by sample */
-		if (q->scope && !qp_registry_site_named(reg, (int)r->key.tgid, (const uint64_t *)r->key.scopes,
-							 QPROF_SAMPLE_SCOPES, q->scope))
+		if (q->scope && !in_scope(cpu, reg, r, q->scope))
 			continue;
 		ret = add_sample(&b, cpu, sym, r, count);
 	}
-	if (ret) {
-		free(out->samples);
-		out->samples = NULL;
-		qp_cpu_profile_free(out);
+	ret = qp_cpu_builder_finish(&b, ret);
+	if (ret)
 		return ret;
-	}
-	/* the samples array lives outside the arena while it grows: move it in */
-	if (out->nsamples) {
-		struct qp_cpu_sample *v = qp_arena_alloc(b.a, out->nsamples * sizeof(*v));
-
-		if (!v) {
-			free(out->samples);
-			qp_cpu_profile_free(out);
-			return -ENOMEM;
-		}
-		memcpy(v, out->samples, out->nsamples * sizeof(*v));
-		free(out->samples);
-		out->samples = v;
-	} else {
-		free(out->samples);
-		out->samples = NULL;
-	}
 	snprintf(title, sizeof(title), "qprof CPU profile%s%.0d%s%s%s, %llu samples",
 		 q->pid > 0 ? ": pid " : "", q->pid > 0 ? q->pid : 0, q->scope ? ", inside scope '" : "",
 		 q->scope ? q->scope : "", q->scope ? "'" : "",

@@ -5,6 +5,7 @@
 #ifndef QPROF_MODEL_CPU_BUILD_H
 #define QPROF_MODEL_CPU_BUILD_H
 #include "collect_cpu.h"
+#include "hashtab.h"
 #include "model_cpu.h"
 
 struct qp_registry;
@@ -17,6 +18,30 @@ struct qp_cpu_query {
 	uint64_t duration_ns;
 	uint64_t time_ns;
 };
+
+/* Building a profile sample by sample, for other profiles of stacks (the
+ * heap's): begin, add, finish. Frames are named as CPU samples' are. */
+struct qp_cpu_builder {
+	struct qp_cpu_profile *p;
+	size_t cap_samples, cap_maps;
+	struct qp_arena *a;
+	struct qp_symbolizer *sym;	/* the last add's */
+	struct qp_sym *ys;		/* QPROF_STACK_DEPTH user frames of one sample */
+	struct qp_htab pids;		/* pid -> samples, to find the main executable */
+};
+
+/* OUT emptied, with its arena; -ENOMEM. */
+int qp_cpu_builder_begin(struct qp_cpu_builder *b, struct qp_cpu_profile *out);
+/* A sample of PID (named COMM) with COUNT: user stack UIPS[0..NU) and kernel
+ * stack KIPS[0..NK), leaf first (either may be empty). NULL when out of
+ * memory. */
+struct qp_cpu_sample *qp_cpu_builder_add(struct qp_cpu_builder *b, struct qp_symbolizer *sym, uint32_t pid,
+					 const char *comm, const uint64_t *uips, size_t nu,
+					 const uint64_t *kips, size_t nk, uint64_t count);
+/* The samples moved into the arena, the main executable's mapping first
+ * (of the process with the most samples). With RET != 0 (or no memory)
+ * the profile is freed and that error returned. */
+int qp_cpu_builder_finish(struct qp_cpu_builder *b, int ret);
 
 /* Caller does NOT hold the registry lock: it is taken for the scope names
  * only (qp_registry_site_named); the symbolizer locks itself. */

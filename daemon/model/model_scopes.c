@@ -29,6 +29,16 @@ static const char *copy_str(struct maker *mk, const char *s)
 	return p;
 }
 
+const char *qp_exe_basename(const char *path)
+{
+	const char *slash;
+
+	if (!path || !strcmp(path, "?"))
+		return "";
+	slash = strrchr(path, '/');
+	return slash ? slash + 1 : path;
+}
+
 static const char *hex_name(struct maker *mk, uint64_t addr)
 {
 	char buf[32];
@@ -69,7 +79,8 @@ static void locate(struct maker *mk, struct qp_scope_item *it, const struct qp_s
 	it->function = copy_str(mk, s->function);
 }
 
-static void timed_item(struct maker *mk, const struct qp_wrow *w, struct qp_scope_item *it)
+static void timed_item(struct maker *mk, const struct qp_wrow *w, const struct qp_target_times *tt,
+		       struct qp_scope_item *it)
 {
 	const struct qp_usdt_def *span, *pspan = NULL;
 	const struct qp_site_info *site = site_of(mk, w->key.tgid, w->key.site, &span);
@@ -77,9 +88,11 @@ static void timed_item(struct maker *mk, const struct qp_wrow *w, struct qp_scop
 							  : NULL;
 	const uint64_t *h = (const uint64_t *)w->st.hist; /* same width, read only */
 	uint64_t n = w->st.count, min = w->st.min_ns, max = w->st.max_ns;
+	struct qp_hist_count *hist;
 
 	it->shape = QP_ITEM_TIMED;
 	it->pid = (int32_t)w->key.tgid;
+	it->exe = copy_str(mk, qp_exe_basename(tt->exe));
 	it->kind = span ? "span" :
 		   !site ? "scope" :
 		   site->kind == QPROF_KIND_MARK ? "mark" :
@@ -101,6 +114,13 @@ static void timed_item(struct maker *mk, const struct qp_wrow *w, struct qp_scop
 	it->p90_ns = qp_hist_quantile(h, n, 0.90, min, max);
 	it->p99_ns = qp_hist_quantile(h, n, 0.99, min, max);
 	it->p999_ns = qp_hist_quantile(h, n, 0.999, min, max);
+	it->nhist = qp_hist_sparse(h, NULL);
+	hist = qp_arena_alloc(mk->arena, (it->nhist ? it->nhist : 1) * sizeof(*hist));
+	if (hist)
+		qp_hist_sparse(h, hist);
+	else
+		mk->oom = true;
+	it->hist = hist;
 	it->parent = w->key.parent ? name_of(mk, parent, w->key.parent, pspan) : NULL;
 }
 
@@ -133,6 +153,7 @@ static size_t mark_items(struct maker *mk, const struct qp_scope_input *in, stru
 		secs = rate_secs(in, &tt);
 		it->shape = QP_ITEM_MARK;
 		it->pid = (int32_t)cur->key.tgid;
+		it->exe = copy_str(mk, qp_exe_basename(tt.exe));
 		it->kind = "mark";
 		it->name = site ? copy_str(mk, site->name) : hex_name(mk, cur->key.site);
 		it->site_kind = site ? qp_site_kind_name(site->kind) : "unknown";
@@ -165,6 +186,7 @@ static size_t probe_items(struct maker *mk, const struct qp_scope_input *in, str
 		secs = rate_secs(in, &tt);
 		it->shape = QP_ITEM_PROBE;
 		it->pid = (int32_t)cur->tgid;
+		it->exe = copy_str(mk, qp_exe_basename(tt.exe));
 		it->kind = "probe";
 		it->name = copy_str(mk, def->name);
 		it->count = count;
@@ -200,7 +222,7 @@ int qp_scope_model_make(const struct qp_scope_input *in, const struct qp_namer *
 
 		/* a process a --binary target produced becomes a target here */
 		if (nm->target(nm->arg, rows[i].key.tgid, true, &tt))
-			timed_item(&mk, &rows[i], &out->items[out->n++]);
+			timed_item(&mk, &rows[i], &tt, &out->items[out->n++]);
 	}
 	free(rows);
 	out->n += mark_items(&mk, in, out->items + out->n);

@@ -16,6 +16,7 @@
 #include "target_names.h"
 
 struct qp_arena;
+struct qp_hist_count;
 
 enum qp_item_shape {
 	QP_ITEM_TIMED,		/* a scope or span: durations */
@@ -26,6 +27,7 @@ enum qp_item_shape {
 struct qp_scope_item {
 	enum qp_item_shape shape;
 	int32_t pid;
+	const char *exe;	/* the basename of the process's executable ("" unknown) */
 	const char *kind;	/* "scope", "span", "async_span" (QPROF_SPAN_BEGIN and its steps), "mark"
 				 * (also a timed row whose site is a mark), "probe" */
 	const char *name;	/* the site's or the span's name; "0x..." when the site is unknown */
@@ -38,11 +40,18 @@ struct qp_scope_item {
 	/* QP_ITEM_TIMED */
 	uint64_t total_ns, min_ns, max_ns;
 	double mean_ns, p50_ns, p90_ns, p99_ns, p999_ns;
+	const struct qp_hist_count *hist;	/* the non-empty buckets of bpf/hist.h, in order */
+	size_t nhist;
 	const char *parent;	/* the enclosing scope's name, NULL at top level */
 	/* QP_ITEM_MARK and QP_ITEM_PROBE: per second of the window, or of the
 	 * target's attached life without one */
 	double rate_per_s;
 };
+
+/* The basename of an executable path, as rows carry it (the exe label of
+ * /metrics): "" for NULL or "?" (unknown), else what follows the last '/'.
+ * Points into PATH. */
+const char *qp_exe_basename(const char *path);
 
 struct qp_scope_model {
 	size_t n;

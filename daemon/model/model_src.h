@@ -15,6 +15,7 @@ struct qp_logs;
 struct qp_tracer;
 struct qp_calibration;
 struct qp_threads;
+struct qp_heap;
 
 struct qp_model_src {
 	struct qp_registry *reg;
@@ -26,6 +27,9 @@ struct qp_model_src {
 	const char *cpu_error;		/* why cpu is NULL */
 	struct qp_threads *threads;	/* thread stacks, NULL when unavailable */
 	const char *threads_error;	/* why threads is NULL */
+	struct qp_heap *heap;		/* NULL when heap profiling could not start */
+	const char *heap_error;		/* why heap is NULL */
+	bool heap_default;		/* qprofd --heap: every target's heap is profiled */
 	unsigned int frequency_hz;
 	bool sample_all;
 	uint64_t start_ns;		/* CLOCK_MONOTONIC when the daemon started */

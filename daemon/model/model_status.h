@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "collect_calibrate.h"
+#include "collect_cpu.h"
 #include "collect_scopes.h"
 #include "collect_trace.h"
 #include "model_src.h"
@@ -29,6 +30,7 @@ struct qp_status_model {
 		uint64_t aged;		/* samples aged out of the CPU table */
 		uint64_t table_bytes;	/* what the CPU table holds now */
 		bool all;
+		struct qp_cpu_unwind_figures unwind;	/* when running */
 		char error[256];	/* why it is not running */
 	} cpu;
 	struct {
@@ -49,6 +51,10 @@ struct qp_status_model {
 	} trace;
 	struct qp_calibration calib;
 	unsigned int targets_running, targets_exited;
+	struct {
+		bool ok;		/* read (procfs.h qp_proc_self_usage) */
+		uint64_t rss_bytes, cpu_ns;
+	} self;			/* qprofd's own resident memory and CPU time */
 	struct {
 		bool running;		/* the ring collector started */
 		bool is_default;	/* qprofd --ring */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "arena.h"
+#include "model_scopes.h"
 #include "model_values.h"
 #include "targets.h"
 
@@ -37,6 +38,7 @@ int qp_value_model_make(const struct qp_value_row *rows, size_t n, const struct 
 		const struct qp_value_row *r = &rows[i];
 		struct qp_value_item *it = &out->items[out->n];
 		const struct qp_site_info *site;
+		struct qp_value_bucket *bk;
 		struct qp_target_times tt;
 		char buf[32];
 
@@ -44,6 +46,7 @@ int qp_value_model_make(const struct qp_value_row *rows, size_t n, const struct 
 			continue;
 		site = nm->site(nm->arg, r->key.tgid, r->key.site);
 		it->pid = (int32_t)r->key.tgid;
+		it->exe = copy_str(out->arena, qp_exe_basename(tt.exe), &oom);
 		if (site) {
 			it->name = copy_str(out->arena, site->name, &oom);
 			it->located = true;
@@ -62,6 +65,13 @@ int qp_value_model_make(const struct qp_value_row *rows, size_t n, const struct 
 			it->p99 = qp_value_quantile(r, 0.99);
 		}
 		memcpy(&it->last, &r->st.last_bits, sizeof(it->last));
+		it->last_ns = r->st.last_ns;
+		bk = qp_arena_alloc(out->arena, (r->nbuckets ? r->nbuckets : 1) * sizeof(*bk));
+		if (bk && r->nbuckets)
+			memcpy(bk, r->buckets, r->nbuckets * sizeof(*bk));
+		oom |= !bk;
+		it->buckets = bk;
+		it->nbuckets = bk ? r->nbuckets : 0;
 		it->nan = r->st.nan;
 		it->pos_inf = r->st.pos_inf;
 		it->neg_inf = r->st.neg_inf;

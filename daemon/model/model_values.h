@@ -22,6 +22,7 @@ double qp_value_quantile(const struct qp_value_row *r, double q);
 
 struct qp_value_item {
 	int32_t pid;
+	const char *exe;	/* the basename of the process's executable ("" unknown) */
 	const char *name;	/* "0x..." when the site is unknown */
 	bool located;		/* a known site: file and line are its */
 	const char *file;
@@ -29,7 +30,10 @@ struct qp_value_item {
 	uint64_t count;		/* finite values */
 	double min, max, mean, p50, p99;	/* meaningful when count > 0 */
 	double last;		/* the last value, NaN or infinite included */
+	uint64_t last_ns;	/* when the last value came (CLOCK_MONOTONIC) */
 	uint64_t nan, pos_inf, neg_inf;
+	const struct qp_value_bucket *buckets;	/* the kernel's buckets, sorted (value_math.c) */
+	size_t nbuckets;
 };
 
 struct qp_value_model {

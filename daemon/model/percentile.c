@@ -65,3 +65,18 @@ void qp_hist_bounds(const uint64_t *hist, uint64_t *lo, uint64_t *hi)
 		}
 	}
 }
+
+size_t qp_hist_sparse(const uint64_t *hist, struct qp_hist_count *out)
+{
+	size_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < QPROF_HIST_BUCKETS; i++) {
+		if (!hist[i])
+			continue;
+		if (out)
+			out[n] = (struct qp_hist_count){ .idx = i, .n = hist[i] };
+		n++;
+	}
+	return n;
+}

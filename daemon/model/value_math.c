@@ -49,6 +49,8 @@ double qp_value_mean(const struct qp_value_row *r)
 	uint64_t n = 0;
 	size_t i;
 
+	if (r->has_sum) /* the ring collector summed them (compensated, long double) */
+		return r->st.count ? (double)(r->sum / (long double)r->st.count) : 0;
 	for (i = 0; i < r->nbuckets; i++) {
 		sum += (long double)bucket_mid(r->buckets[i].bucket) * r->buckets[i].count;
 		n += r->buckets[i].count;

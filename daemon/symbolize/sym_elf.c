@@ -2,7 +2,8 @@
  * FUNC/IFUNC symbols, from .symtab, else from a separate debug file
  * (DEBUG_ROOT/.build-id/xx/rest.debug, then .gnu_debuglink next to the
  * file, in its .debug/ and under DEBUG_ROOT, CRC-checked), else from
- * .dynsym; the vDSO; and the cache of parsed files, found again by
+ * .dynsym; its DWARF (sym_dwarf.c), from the file or else its debug file,
+ * kept open for line lookups; the vDSO; and the cache of parsed files, found again by
  * build-id (common/elf_build_id.c) or by dev+inode+mtime+size. A file is
  * read and parsed without the symbolizer's lock and put in the cache under
  * it. ELF contents are untrusted: libelf checks section bounds, counts are
@@ -187,10 +188,27 @@ static int crc_file(int fd, uint32_t *out)
 	return 0;
 }
 
+/* F's DWARF from the open file FD, within the cap on files held open. */
+static void dwarf_attach(struct qp_symbolizer *s, struct symfile *f, int fd)
+{
+	if (s->no_lines)
+		return;
+	if (__atomic_add_fetch(&s->dwarf_files, 1, __ATOMIC_RELAXED) > SYM_MAX_DWARF_FILES) {
+		__atomic_sub_fetch(&s->dwarf_files, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&s->dwarf_refused, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	f->dw = sym_dwarf_open(fd, s->debug_root);
+	if (!f->dw)
+		__atomic_sub_fetch(&s->dwarf_files, 1, __ATOMIC_RELAXED);
+}
+
 /* Try PATH as the debug file of F (whose own file is ORIG): same build-id
- * when both have one, same CRC when HAVE_CRC. Loads its .symtab into F. */
+ * when both have one, same CRC when HAVE_CRC. Loads its .symtab into F
+ * (WANT_SYMS) and its DWARF when F has none yet; true when it gave F
+ * either. */
 static bool try_debug_file(struct qp_symbolizer *s, struct symfile *f, const struct stat *orig,
-			   const char *path, bool have_crc, uint32_t crc)
+			   const char *path, bool have_crc, uint32_t crc, bool want_syms)
 {
 	char bid[2 * SYM_BUILD_ID_MAX + 1];
 	struct stat st;
@@ -199,7 +217,9 @@ static bool try_debug_file(struct qp_symbolizer *s, struct symfile *f, const str
 	Elf *elf;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO put where a debug file is looked for must not
+	 * hold the thread */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return false;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
@@ -212,8 +232,11 @@ static bool try_debug_file(struct qp_symbolizer *s, struct symfile *f, const str
 		goto out;
 	qp_elf_build_id(elf, bid, sizeof(bid));
 	if (!(f->build_id[0] && bid[0] && strcmp(f->build_id, bid))) {
-		elf_symbols(elf, SHT_SYMTAB, f);
-		if (f->nsyms) {
+		if (want_syms)
+			elf_symbols(elf, SHT_SYMTAB, f);
+		if (!f->dw && !s->no_lines && sym_elf_has_dwarf(elf))
+			dwarf_attach(s, f, fd);
+		if ((want_syms && f->nsyms) || f->dw) {
 			f->debug_path = qp_arena_strndup(f->names, path, strlen(path));
 			ok = true;
 		}
@@ -225,7 +248,7 @@ out:
 }
 
 static bool find_debug_file(struct qp_symbolizer *s, struct symfile *f, Elf *elf,
-			    const struct stat *orig, const char *dirpath)
+			    const struct stat *orig, const char *dirpath, bool want_syms)
 {
 	char path[PATH_MAX], dir[PATH_MAX];
 	size_t shstrndx;
@@ -235,7 +258,7 @@ static bool find_debug_file(struct qp_symbolizer *s, struct symfile *f, Elf *elf
 	if (f->build_id[0] && f->build_id[1] && f->build_id[2]) {
 		snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->debug_root,
 			 f->build_id, f->build_id + 2);
-		if (try_debug_file(s, f, orig, path, false, 0))
+		if (try_debug_file(s, f, orig, path, false, 0, want_syms))
 			return true;
 	}
 	if (elf_getshdrstrndx(elf, &shstrndx))
@@ -285,12 +308,12 @@ static bool find_debug_file(struct qp_symbolizer *s, struct symfile *f, Elf *elf
 			memcpy(nm, name, len + 1);
 			for (i = 0; i < QP_ARRAY_SIZE(fmts); i++) {
 				if (snprintf(path, sizeof(path), fmts[i], dir, nm) < (int)sizeof(path) &&
-				    try_debug_file(s, f, orig, path, true, crc))
+				    try_debug_file(s, f, orig, path, true, crc, want_syms))
 					return true;
 			}
 			if (snprintf(path, sizeof(path), "%s%s%s/%s", s->debug_root,
 				     dir[0] == '/' ? "" : "/", dir, nm) < (int)sizeof(path) &&
-			    try_debug_file(s, f, orig, path, true, crc))
+			    try_debug_file(s, f, orig, path, true, crc, want_syms))
 				return true;
 		}
 		return false;
@@ -339,7 +362,7 @@ static struct symfile *file_by_id(struct qp_symbolizer *s, const struct stat *st
 
 /* Parse ELF (the open file of stat ST; NULL: not ELF) into a new symfile, without the lock:
  * nothing shared is touched. NULL only when out of memory. */
-static struct symfile *file_load(struct qp_symbolizer *s, const struct stat *st, Elf *elf,
+static struct symfile *file_load(struct qp_symbolizer *s, int fd, const struct stat *st, Elf *elf,
 				 const char *bid, const char *path, const char *dirpath)
 {
 	struct symfile *f = calloc(1, sizeof(*f));
@@ -362,7 +385,11 @@ static struct symfile *file_load(struct qp_symbolizer *s, const struct stat *st,
 	if (!f->err) {
 		if (elf_has_symtab(elf))
 			f->err = elf_symbols(elf, SHT_SYMTAB, f);
-		if (!f->nsyms && !f->err && !find_debug_file(s, f, elf, st, dirpath))
+		if (!f->err && sym_elf_has_dwarf(elf))
+			dwarf_attach(s, f, fd);
+		if (!f->err && (!f->nsyms || (!f->dw && !s->no_lines)))
+			find_debug_file(s, f, elf, st, dirpath, !f->nsyms);
+		if (!f->nsyms && !f->err)
 			f->err = elf_symbols(elf, SHT_DYNSYM, f);
 	}
 	return f;
@@ -394,7 +421,7 @@ struct symfile *sym_file_get(struct qp_symbolizer *s, int fd, const struct stat 
 		}
 	}
 	/* the slow part (symbol tables, debug files), with no lock held */
-	f = file_load(s, st, elf, bid, path, dirpath);
+	f = file_load(s, fd, st, elf, bid, path, dirpath);
 	if (elf)
 		elf_end(elf);
 	if (!f)
@@ -421,25 +448,39 @@ struct symfile *sym_file_get(struct qp_symbolizer *s, int fd, const struct stat 
 
 void sym_file_free(struct symfile *f)
 {
+	sym_dwarf_free(f->dw);
 	free(f->segs);
 	free(f->syms);
 	qp_arena_free(f->names);
 	free(f);
 }
 
+static const struct sym_fseg *file_seg(const struct symfile *f, uint64_t off)
+{
+	size_t i;
+
+	for (i = 0; i < f->nsegs; i++)
+		if (off >= f->segs[i].offset && off - f->segs[i].offset < f->segs[i].filesz)
+			return &f->segs[i];
+	return NULL;
+}
+
+bool sym_file_vaddr(const struct symfile *f, uint64_t off, uint64_t *vaddr)
+{
+	const struct sym_fseg *seg = file_seg(f, off);
+
+	if (seg)
+		*vaddr = seg->vaddr + (off - seg->offset);
+	return seg != NULL;
+}
+
 /* File offset -> link-time address -> symbol. */
 struct sym_fsym *sym_file_lookup(const struct symfile *f, uint64_t off, uint64_t *vaddr_out)
 {
-	const struct sym_fseg *seg = NULL;
+	const struct sym_fseg *seg = file_seg(f, off);
 	uint64_t va;
 	size_t i, lo = 0, hi;
 
-	for (i = 0; i < f->nsegs; i++) {
-		if (off >= f->segs[i].offset && off - f->segs[i].offset < f->segs[i].filesz) {
-			seg = &f->segs[i];
-			break;
-		}
-	}
 	if (!seg || !f->nsyms)
 		return NULL;
 	va = seg->vaddr + (off - seg->offset);

@@ -25,11 +25,43 @@
 #define SYM_MAX_TEXT (256u << 20)	/* kallsyms text read */
 #define SYM_MAX_NAME 4096		/* longest symbol name kept */
 #define SYM_BUILD_ID_MAX 64		/* bytes of a build-id kept */
+#define SYM_MAX_DWARF_FILES 1024u	/* files whose DWARF is held open (one fd each) */
 #define SYM_MISS_REFRESH_NS 100000000ull /* re-read maps on a miss at most 10/s */
+#define SYM_KEEP_UNMAPPED 256		/* unmapped file ranges a re-read keeps (names of unloaded libraries) */
 
 /* ---- sym_intern.c: strings (the table: common/hashtab.h) ----------------- */
 
 int sym_intern_init(struct qp_htab *t);
+
+/* ---- sym_dwarf.c: a file's DWARF (libdw) ------------------------------- */
+
+#include <libelf.h>
+struct sym_dwarf;
+
+/* What DWARF says of one link-time address. Strings live as long as the
+ * sym_dwarf. */
+struct sym_src {
+	const char *file;	/* source file of the address in FUNC */
+	uint32_t line;
+	const char *func;	/* the subprogram's name, NULL when none */
+	bool inl_truncated;
+	size_t ninl;
+	struct qp_sym_inline inl[QP_SYM_MAX_INLINE];	/* innermost first */
+};
+
+/* The ELF has a .debug_info that we read (sym_dwarf.c says what is refused). */
+bool sym_elf_has_dwarf(Elf *elf);
+/* The DWARF of the open file FD (dup'ed; FD stays the caller's; the caller
+ * checked sym_elf_has_dwarf), read on the first lookup; NULL when out of
+ * memory. An alt (dwz) file is looked for under DEBUG_ROOT (which must
+ * outlive it) only. No lock held. */
+struct sym_dwarf *sym_dwarf_open(int fd, const char *debug_root);
+/* The same over ELF, taken over with FD (-1: an ELF in memory) on success
+ * only. */
+struct sym_dwarf *sym_dwarf_from_elf(Elf *elf, int fd, const char *debug_root);
+/* Thread-safe (its own lock); false when DWARF says nothing of VA. */
+bool sym_dwarf_lookup(struct sym_dwarf *d, uint64_t va, struct sym_src *out);
+void sym_dwarf_free(struct sym_dwarf *d);	/* accepts NULL */
 
 /* ---- sym_elf.c: one parsed ELF file ------------------------------------ */
 
@@ -51,6 +83,7 @@ struct symfile {
 	char build_id[2 * SYM_BUILD_ID_MAX + 1];
 	const char *path;	/* as first seen, in names */
 	const char *debug_path;	/* in names; where .symtab came from, NULL if here */
+	struct sym_dwarf *dw;	/* its DWARF (here or in the debug file), NULL: none */
 	int err;
 	size_t nsegs, nsyms;
 	struct sym_fseg *segs;
@@ -84,7 +117,9 @@ struct qp_sym_process {
 	struct qp_sym_process *next;
 	int pid;
 	bool gone;
+	const char *exe;	/* interned path of its executable, NULL: unknown */
 	uint64_t last_refresh_ns;
+	uint64_t ticket;	/* of the mappings installed: an older read never replaces them */
 	size_t n;
 	struct symmap *v;	/* sorted by start, not overlapping */
 };
@@ -109,6 +144,7 @@ struct sym_kernel {
 
 struct qp_symbolizer {
 	char *kallsyms, *debug_root, *proc_root;	/* set at creation, read-only */
+	bool no_lines;					/* the same */
 	pthread_mutex_t lock;
 	/* the vDSO: the same image in every process of this kernel, parsed
 	 * from qprofd's own copy (getauxval(AT_SYSINFO_EHDR)) on first use */
@@ -118,7 +154,10 @@ struct qp_symbolizer {
 	struct symfile *files;
 	struct sym_fileid *ids;
 	struct qp_sym_process *procs;
+	uint64_t tickets;	/* mappings handed in so far (process_set) */
 	struct sym_kernel k;	/* read on first use */
+	unsigned dwarf_files;	/* DWARF held open (atomic) */
+	unsigned dwarf_refused;	/* files past SYM_MAX_DWARF_FILES (atomic) */
 };
 
 /* s->lock held: */
@@ -127,6 +166,8 @@ const char *sym_internf_locked(struct qp_symbolizer *s, const char *fmt, ...) __
 const char *sym_demangle_locked(struct qp_symbolizer *s, const char *name);
 struct symfile *sym_vdso_locked(struct qp_symbolizer *s);
 struct sym_fsym *sym_file_lookup(const struct symfile *f, uint64_t off, uint64_t *vaddr);
+/* File offset OFF as a link-time address (in a PT_LOAD segment); false: none. */
+bool sym_file_vaddr(const struct symfile *f, uint64_t off, uint64_t *vaddr);
 
 /* s->lock NOT held (taken inside for the cache): the parse of the open
  * regular file FD (stat ST), from the cache when the same file or the same

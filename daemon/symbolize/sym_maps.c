@@ -58,7 +58,8 @@ static struct symfile *map_file(struct qp_symbolizer *s, int pid, const struct q
 	for (i = 0; i < ncand; i++) {
 		struct symfile *f;
 		struct stat st;
-		int fd = open(cand[i], O_RDONLY | O_CLOEXEC);
+		/* O_NONBLOCK: the path may have become a FIFO since it was mapped */
+		int fd = open(cand[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 		if (fd < 0)
 			continue;
@@ -173,18 +174,75 @@ static struct qp_sym_process *proc_get_locked(struct qp_symbolizer *s, int pid)
 	return p;
 }
 
-/* PID's mappings are MAPS (taken over and freed), or ERR when they could
- * not be read. */
-static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, int err)
+static int symmap_cmp(const void *a, const void *b)
 {
+	const struct symmap *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* V (N entries, from a fresh read) with the executable file ranges of OLD
+ * that nothing in V covers now: a library unloaded since keeps naming the
+ * samples taken inside it before (its file's parse is never freed). At
+ * most SYM_KEEP_UNMAPPED are carried, the last of OLD first. s->lock held.
+ * Returns the new list (V itself when nothing is carried or no memory). */
+static struct symmap *carry_unmapped(struct symmap *v, size_t *n, const struct qp_sym_process *old)
+{
+	size_t i, k, keep = 0, m = *n;
+	struct symmap *w;
+
+	for (i = 0; old && i < old->n; i++)
+		keep += old->v[i].kind == SYM_MAP_FILE && old->v[i].file;
+	if (!keep)
+		return v;
+	keep = keep < SYM_KEEP_UNMAPPED ? keep : SYM_KEEP_UNMAPPED;
+	w = realloc(v, (m + keep) * sizeof(*w));
+	if (!w)
+		return v;
+	for (i = old->n; i-- > 0 && keep;) {
+		const struct symmap *o = &old->v[i];
+		bool covered = false;
+
+		if (o->kind != SYM_MAP_FILE || !o->file)
+			continue;
+		for (k = 0; k < m && !covered; k++)	/* overlaps a current or carried range */
+			covered = o->start < w[k].end && w[k].start < o->end;
+		if (covered)
+			continue;
+		w[m++] = *o;
+		keep--;
+	}
+	if (m != *n)
+		qsort(w, m, sizeof(*w), symmap_cmp);
+	*n = m;
+	return w;
+}
+
+/* PID's mappings are MAPS (taken over and freed), or ERR when they could
+ * not be read. CARRY: keep the unloaded ranges of the list it replaces
+ * (a read of /proc; the registry's own lists already hold them). */
+static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, int err, bool carry)
+{
+	static const char deleted_sfx[] = " (deleted)";
 	struct qp_sym_process *p;
 	struct symmap *v = NULL;
 	bool *deleted = NULL, missing = false;
+	uint64_t ticket;
+	char link[PATH_MAX], exe[PATH_MAX];
+	ssize_t n = -1;
 	size_t i;
 
 	if (!err && !(deleted = calloc(maps.n ? maps.n : 1, sizeof(*deleted)))) {
 		qp_maps_free(&maps);
 		return -ENOMEM;
+	}
+	if (!err && snprintf(link, sizeof(link), "%s/%d/exe", s->proc_root, pid) < (int)sizeof(link))
+		n = readlink(link, exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		if ((size_t)n > sizeof(deleted_sfx) - 1 &&
+		    !strcmp(exe + n - (sizeof(deleted_sfx) - 1), deleted_sfx))
+			exe[n - (sizeof(deleted_sfx) - 1)] = '\0';
 	}
 	pthread_mutex_lock(&s->lock);
 	if (err) {
@@ -198,6 +256,10 @@ static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, in
 		pthread_mutex_unlock(&s->lock);
 		return p ? err : -ENOMEM;
 	}
+	/* mappings handed in later win, whichever finishes its files first
+	 * (a poll's read of a process that exec'd meanwhile is older than
+	 * the exec handler's) */
+	ticket = ++s->tickets;
 	/* an entry is made only with its list: a reader never sees a new
 	 * process without mappings */
 	p = proc_find(s, pid);
@@ -217,11 +279,18 @@ static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, in
 	free(deleted);
 	pthread_mutex_lock(&s->lock);
 	p = proc_get_locked(s, pid);
-	if (p) {
+	if (p && ticket > p->ticket) {
+		size_t n = maps.n;
+
+		if (carry)
+			v = carry_unmapped(v, &n, p);
 		free(p->v);
 		p->v = v;
-		p->n = maps.n;
+		p->n = n;
+		p->ticket = ticket;
 		p->gone = false;
+		if (n > 0)
+			p->exe = sym_intern_locked(s, exe);
 		p->last_refresh_ns = qp_now_ns();
 		v = NULL;
 	}
@@ -239,7 +308,7 @@ int qp_sym_process_refresh(struct qp_symbolizer *s, int pid)
 	if (!s || pid <= 0)
 		return -EINVAL;
 	err = qp_maps_read_at(s->proc_root, pid, &maps);
-	return process_set(s, pid, maps, err);
+	return process_set(s, pid, maps, err, true);
 }
 
 int qp_sym_process_set_maps(struct qp_symbolizer *s, int pid, const struct qp_maps *maps)
@@ -250,7 +319,7 @@ int qp_sym_process_set_maps(struct qp_symbolizer *s, int pid, const struct qp_ma
 	if (!s || pid <= 0 || !maps)
 		return -EINVAL;
 	err = qp_maps_copy(maps, &copy);
-	return err ? err : process_set(s, pid, copy, 0);
+	return err ? err : process_set(s, pid, copy, 0, false);
 }
 
 void qp_sym_forget(struct qp_symbolizer *s, int pid)
@@ -271,6 +340,21 @@ void qp_sym_forget(struct qp_symbolizer *s, int pid)
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
+}
+
+const char *qp_sym_process_exe(struct qp_symbolizer *s, int pid)
+{
+	struct qp_sym_process *p;
+	const char *exe = NULL;
+
+	if (!s)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	p = proc_find(s, pid);
+	if (p)
+		exe = p->exe;
+	pthread_mutex_unlock(&s->lock);
+	return exe;
 }
 
 void sym_procs_free(struct qp_symbolizer *s)
@@ -323,11 +407,34 @@ static void resolve_map(struct qp_symbolizer *s, const struct symmap *m, uint64_
 	out->found = true;
 }
 
+/* The file:line and inlined functions of link-time address VA of F (no
+ * symbolizer lock held: the DWARF has its own). */
+static void add_src(struct symfile *f, uint64_t va, struct qp_sym *out)
+{
+	struct sym_src src;
+	size_t k;
+
+	if (!sym_dwarf_lookup(f->dw, va, &src))
+		return;
+	out->src_file = src.file;
+	out->src_line = src.line;
+	out->inl_truncated = src.inl_truncated;
+	out->ninl = src.ninl;
+	for (k = 0; k < src.ninl; k++)
+		out->inl[k] = src.inl[k];
+	if (!out->found && src.func) {	/* DWARF names what the symbol tables do not */
+		out->name = src.func;
+		out->found = true;
+	}
+}
+
 int qp_sym_user(struct qp_symbolizer *s, int pid, uint64_t addr, struct qp_sym *out)
 {
 	struct qp_sym_process *p;
 	const struct symmap *m = NULL;
+	struct symfile *dwf = NULL;
 	bool refresh = false;
+	uint64_t va = 0;
 
 	sym_init(out);
 	if (!s) {
@@ -360,8 +467,13 @@ int qp_sym_user(struct qp_symbolizer *s, int pid, uint64_t addr, struct qp_sym *
 		out->name = sym_internf_locked(s, "[unknown]+0x%" PRIx64, addr);
 	} else {
 		resolve_map(s, m, addr, out);
+		if (m->kind == SYM_MAP_FILE && m->file && m->file->dw &&
+		    sym_file_vaddr(m->file, out->file_off, &va))
+			dwf = m->file;
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (dwf)
+		add_src(dwf, va, out);
 	return 0;
 }
 

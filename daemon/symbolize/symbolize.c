@@ -39,6 +39,7 @@ struct qp_symbolizer *qp_symbolizer_new(const struct qp_sym_opts *opts)
 	s->kallsyms = dup_opt(opts ? opts->kallsyms : NULL, "/proc/kallsyms");
 	s->debug_root = dup_opt(opts ? opts->debug_root : NULL, "/usr/lib/debug");
 	s->proc_root = dup_opt(opts ? opts->proc_root : NULL, "/proc");
+	s->no_lines = opts && opts->no_lines;
 	if (!s->kallsyms || !s->debug_root || !s->proc_root || sym_intern_init(&s->in)) {
 		qp_symbolizer_free(s);
 		return NULL;

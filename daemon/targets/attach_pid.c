@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "collect_scopes.h"
 #include "lifecycle.h"
@@ -175,7 +176,10 @@ static int attach_files(struct qp_registry *r, struct qp_target *t, struct attac
 
 	for (i = 0; i < t->maps.n; i++) {
 		const struct qp_map *m = &t->maps.v[i];
+		struct qp_file_id fid = { .ino = m->inode };
 		struct qp_module *mod;
+		struct stat fst;
+		size_t first;
 		bool seen = false;
 		int fd;
 
@@ -192,12 +196,19 @@ static int attach_files(struct qp_registry *r, struct qp_target *t, struct attac
 			/* never a path that may name another version: counted, not probed */
 			t->files_unopened++;
 			qp_info("pid %d: %s not probed: %s", t->pid, m->path, merr);
+			/* an entry per file seen: the rescan takes none of them for new */
+			if (qp_target_lib_record(t, NULL, m->path, &fid, 0, QP_LIB_UNOPENED, false))
+				goto nomem;
 			continue;
 		}
+		if (!fstat(fd, &fst))
+			qp_file_id_of(&fst, &fid);
 		mod = qp_module_get_fd_unlocked(r, fd, m->path, &ret, merr, sizeof(merr));
 		close(fd);
 		if (!mod) {
 			qp_debug("pid %d: skipping %s: %s", t->pid, m->path, merr);
+			if (qp_target_lib_record(t, NULL, m->path, &fid, 0, QP_LIB_REFUSED, false))
+				goto nomem;
 			continue;
 		}
 		if (qp_target_hold(t, mod)) {
@@ -218,8 +229,12 @@ static int attach_files(struct qp_registry *r, struct qp_target *t, struct attac
 			snprintf(a->paths[a->nmods], sizeof(a->paths[0]), "%s", path);
 			a->mods[a->nmods++] = mod;
 		}
-		if (!mod->qprof_notes)
+		if (!mod->qprof_notes) {
+			if (qp_target_lib_record(t, mod, m->path, &fid, 0, QP_LIB_NO_MARKERS, false))
+				goto nomem;
 			continue;
+		}
+		first = t->nlinks;
 		ret = qp_target_attach_scopes(r, t, path, mod, a->epoch, a->ring, merr, sizeof(merr));
 		if (ret < 0) {
 			if (ret == -ESRCH || !qp_pid_alive(t->pid)) {
@@ -233,6 +248,8 @@ static int attach_files(struct qp_registry *r, struct qp_target *t, struct attac
 		}
 		t->probes += (unsigned int)mod->qprof_notes;
 		a->files++;
+		if (qp_target_lib_record(t, mod, m->path, &fid, first, QP_LIB_PROBED, false))
+			goto nomem;
 	}
 	return 0;
 nomem:
@@ -274,15 +291,16 @@ static int attach_extras(struct qp_registry *r, struct qp_target *t, const struc
 }
 
 /* Whether what was attached makes a target (0) or an error. */
-static int attach_verdict(const struct qp_target *t, const struct attach_state *a, int *status,
-			  char *err, size_t errlen)
+static int attach_verdict(struct qp_target *t, const struct attach_state *a, bool probes_required,
+			  int *status, char *err, size_t errlen)
 {
-	if (!a->files && !a->extras && t->files_unopened && !qp_pid_alive(t->pid)) {
-		/* its map_files went with it: gone, not unopenable */
+	if (!qp_pid_alive(t->pid)) {
 		*status = 404;
 		snprintf(err, errlen, "process %d exited while being attached", t->pid);
 		return -ESRCH;
 	}
+	/* files it maps that could not be opened may hold markers: say so
+	 * rather than attach it for CPU samples and lose them silently */
 	if (!a->files && !a->extras && t->files_unopened) {
 		*status = 422;
 		snprintf(err, errlen, "process %d (%s): no qprof probes attached; %u mapped file(s) could not "
@@ -290,17 +308,16 @@ static int attach_verdict(const struct qp_target *t, const struct attach_state *
 			 "CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE)", t->pid, t->comm, t->files_unopened);
 		return -ENOENT;
 	}
-	if (!a->files && !a->extras) {
+	if (!a->files && !a->extras && probes_required) {
 		*status = 400;
 		snprintf(err, errlen, "process %d (%s) has no qprof probes in its executable or libraries",
 			 t->pid, t->comm);
 		return -ENOENT;
 	}
-	if (!qp_pid_alive(t->pid)) {
-		*status = 404;
-		snprintf(err, errlen, "process %d exited while being attached", t->pid);
-		return -ESRCH;
-	}
+	/* no probe: a target all the same, for its CPU samples (any process) */
+	t->cpu_only = !a->files && !a->extras;
+	if (t->cpu_only)
+		qp_info("pid %d (%s) has no qprof probes: CPU samples only", t->pid, t->comm);
 	return 0;
 }
 
@@ -395,7 +412,7 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 	if (!ret)
 		ret = attach_extras(r, t, extra, &a, status, err, errlen);
 	if (!ret)
-		ret = attach_verdict(t, &a, status, err, errlen);
+		ret = attach_verdict(t, &a, extra && extra->probes_required, status, err, errlen);
 	/* the symbolizer reads the mappings (and new files) under its own lock */
 	if (!ret && r->sym) {
 		qp_sym_process_set_maps(r->sym, pid, &t->maps);

@@ -84,6 +84,10 @@ void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_
 	}
 	t->binary = (int)bi;
 	t->probes = b->probes;
+	/* a ring target from its start (its rings may have been announced
+	 * before this adoption): the records it wrote since the attach count */
+	if (b->ring && !qp_ring_watch_since(r->ring, pid, &b->ring_since))
+		t->ring = r->ring;
 	if (b->per_process)
 		qp_binary_attach_process(r, b, t);
 	if (qp_registry_push(r, t, true)) {
@@ -316,8 +320,16 @@ static int attach_file(struct qp_registry *r, const struct qp_binary *b, int pid
 	int j, ret = 0;
 
 	*status = 422;
-	if (links)
+	if (links && b->ring && qp_ring_capable(elf)) {
+		/* the ring_register uprobe raises the semaphore in every process
+		 * of the file; logs and spans across threads stay on BPF */
+		ret = qp_ring_attach(r->ring, r->scopes, pid, path, elf, links, nlinks, err, errlen);
+		if (ret >= 0)
+			ret = qp_scopes_attach_some(r->scopes, pid, path, elf, epoch, QP_PROBES_LOGS | QP_PROBES_ASYNC,
+						    links, nlinks, err, errlen);
+	} else if (links) {
 		ret = qp_scopes_attach(r->scopes, pid, path, elf, epoch, links, nlinks, err, errlen);
+	}
 	for (i = 0; ret >= 0 && i < b->nextra; i++) {
 		const struct qp_usdt_def *def = qp_registry_def(r, b->extra_ids[i]);
 		const char *specs[2] = { def->span ? def->end : def->name, def->span ? def->begin : NULL };

@@ -19,41 +19,11 @@
 #include "lifecycle.h"
 #include "lifecycle_fork.h"
 #include "targets_view.h"
+#include "lifecycle_priv.h"
 #include "log.h"
 #include "procfs.h"
 #include "util.h"
 #include "../../bpf/lifecycle.h"
-
-#define LC_MAX_EXECS 1024
-
-struct lc_watched {
-	int pid;
-	dev_t dev;	/* of /proc/PID/exe when watched */
-	ino_t ino;
-	bool changed;	/* seen different once: queued if still so at the next check */
-};
-
-struct qp_lifecycle {
-	struct lifecycle *skel;
-	struct ring_buffer *rb;
-	pthread_t thread, main;
-	int wake;
-	bool started;
-	pthread_mutex_t lock;	/* guards what follows */
-	bool stopping;
-	struct { dev_t dev; ino_t ino; } *files;
-	size_t nfiles;
-	struct lc_sites *sites;
-	struct lc_watched *watched;
-	size_t nwatched;
-	struct qp_lc_exec execs[LC_MAX_EXECS];
-	size_t nexecs;
-	uint64_t execs_dropped;
-	/* figures for /api/status */
-	struct lc_repair rep;
-	uint64_t resumed, stall_max_ns, stall_sum_ns;
-	uint64_t execs_seen, execs_by_proc, binary_starts, exec_stall_max_ns;
-};
 
 static uint64_t kdev(dev_t d)
 {
@@ -77,14 +47,20 @@ static void queue_exec(struct qp_lifecycle *lc, const struct qp_lc_exec *e)
 
 	for (i = 0; i < lc->nexecs; i++) {
 		/* the same kind of record (adopt a forked child, or an exec) only */
-		if (lc->execs[i].pid == e->pid && lc->execs[i].parent == e->parent) {
+		if (lc->execs[i].pid == e->pid && lc->execs[i].parent == e->parent &&
+		    lc->execs[i].dl == e->dl) {
+			if (e->stopped)	/* the newest hold's: an older one is over */
+				lc->execs[i].ts_ns = e->ts_ns;
 			lc->execs[i].stopped |= e->stopped;
+			lc->execs[i].unloaded |= e->unloaded;
 			return;
 		}
 	}
 	if (lc->nexecs == LC_MAX_EXECS) {
 		lc->execs_dropped++;
-		if (e->stopped)
+		if (e->stopped && e->dl)
+			lc_dl_release(lc, e->pid, e->ts_ns);
+		else if (e->stopped)
 			kill(e->pid, SIGCONT);	/* never leave a process stopped */
 		return;
 	}
@@ -136,6 +112,12 @@ static int on_event(void *ctx, void *data, size_t size)
 			lc->binary_starts++;
 		if (e->watched == QPROF_LC_TARGET || e->binary)
 			queue_exec(lc, &x);
+	} else if (e->kind == QPROF_LC_DL) {
+		/* a library came or went: the poll loop rescans the mappings */
+		struct qp_lc_exec x = { .pid = (int)e->pid, .stopped = e->stopped != 0, .dl = true,
+					.unloaded = e->dl_what == QPROF_DL_UNLOADED, .ts_ns = e->ts_ns };
+
+		queue_exec(lc, &x);
 	}
 	pthread_mutex_unlock(&lc->lock);
 	return 0;
@@ -163,7 +145,8 @@ static void *lc_thread(void *arg)
 	return NULL;
 }
 
-int qp_lifecycle_open(struct qp_lifecycle **out, pthread_t main, int wake, char *err, size_t errlen)
+int qp_lifecycle_open(struct qp_lifecycle **out, pthread_t main, int wake, unsigned int hold_ms,
+		      char *err, size_t errlen)
 {
 	struct qp_lifecycle *lc = calloc(1, sizeof(*lc));
 	int ret;
@@ -174,17 +157,37 @@ int qp_lifecycle_open(struct qp_lifecycle **out, pthread_t main, int wake, char 
 	pthread_mutex_init(&lc->lock, NULL);
 	lc->main = main;
 	lc->wake = wake;
+	lc->releaser_pipe = -1;
+	lc->hold_ns = (uint64_t)hold_ms * 1000000ull;
 	lc->sites = lc_sites_new();
 	if (!lc->sites) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	lc->skel = lifecycle__open_and_load();
-	if (!lc->skel) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot load the lifecycle BPF program: %s", strerror(-ret));
-		goto fail;
+	/* lc_dl as a uprobe-multi program first (no perf event: the service's
+	 * capabilities suffice), else a perf-event uprobe */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		lc->skel = lifecycle__open();
+		if (!lc->skel) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot open the lifecycle BPF program: %s", strerror(-ret));
+			goto fail;
+		}
+		/* attached per dynamic linker file (lifecycle_dl.c), not by the skeleton */
+		bpf_program__set_autoattach(lc->skel->progs.lc_dl, false);
+		lc->dl_multi = attempt == 0;
+		if (lc->dl_multi)
+			bpf_program__set_expected_attach_type(lc->skel->progs.lc_dl, QP_LC_UPROBE_MULTI);
+		ret = lifecycle__load(lc->skel);
+		if (!ret)
+			break;
+		lifecycle__destroy(lc->skel);
+		lc->skel = NULL;
+		if (!lc->dl_multi) {
+			snprintf(err, errlen, "cannot load the lifecycle BPF program: %s", strerror(-ret));
+			goto fail;
+		}
 	}
 	ret = lifecycle__attach(lc->skel);
 	if (ret) {
@@ -203,6 +206,17 @@ int qp_lifecycle_open(struct qp_lifecycle **out, pthread_t main, int wake, char 
 		goto fail;
 	}
 	lc->started = true;
+	if (lc_dl_start(lc, err, errlen)) {
+		qp_warn("%s: libraries loaded by targets are found by the 1 s rescan only", err);
+	} else {
+		struct qp_maps self = { 0 };
+
+		/* the system's dynamic linker (ours): linked before any target */
+		if (!qp_maps_read(getpid(), &self))
+			qp_lifecycle_watch_ldso(lc, 0, &self);
+		qp_maps_free(&self);
+	}
+	err[0] = '\0';
 	*out = lc;
 	return 0;
 fail:
@@ -222,13 +236,16 @@ void qp_lifecycle_close(struct qp_lifecycle *lc)
 		pthread_mutex_unlock(&lc->lock);
 		pthread_join(lc->thread, NULL);
 	}
+	/* the ld.so links first (no new hold), then the release process ends
+	 * every hold left */
+	lc_dl_stop(lc);
 	if (lc->skel)
 		lifecycle__detach(lc->skel);
 	/* the children forked before the detach still wait for us */
 	if (lc->rb)
 		ring_buffer__consume(lc->rb);
 	for (i = 0; i < lc->nexecs; i++)
-		if (lc->execs[i].stopped)
+		if (lc->execs[i].stopped && !lc->execs[i].dl)
 			kill(lc->execs[i].pid, SIGCONT);
 	ring_buffer__free(lc->rb);
 	lifecycle__destroy(lc->skel);
@@ -326,6 +343,7 @@ void qp_lifecycle_check_exes(struct qp_lifecycle *lc)
 	if (!lc)
 		return;
 	pthread_mutex_lock(&lc->lock);
+	lc_dl_check(lc);
 	for (i = 0; i < lc->nwatched; i++) {
 		struct lc_watched *w = &lc->watched[i];
 		struct qp_lc_exec x = { .pid = w->pid };
@@ -367,6 +385,14 @@ size_t qp_lifecycle_take_execs(struct qp_lifecycle *lc, struct qp_lc_exec *v, si
 
 void qp_lifecycle_exec_done(struct qp_lifecycle *lc, const struct qp_lc_exec *e)
 {
+	if (e->dl) {
+		if (lc && e->stopped) {
+			pthread_mutex_lock(&lc->lock);
+			lc_dl_release(lc, e->pid, e->ts_ns);
+			pthread_mutex_unlock(&lc->lock);
+		}
+		return;
+	}
 	if (e->stopped && kill(e->pid, SIGCONT) && errno != ESRCH)
 		qp_warn("pid %d: SIGCONT after exec: %s", e->pid, strerror(errno));
 	if (lc && e->stopped && e->ts_ns) {
@@ -406,6 +432,9 @@ void qp_lifecycle_figures(struct qp_lifecycle *lc, struct qp_lifecycle_figures *
 	out->stop_failed = counter(lc, QPROF_LCNT_SIGNAL_FAILED);
 	out->records_lost = counter(lc, QPROF_LCNT_LOST);
 	out->descendants_unwatched = counter(lc, QPROF_LCNT_WATCH_FULL);
+	out->dl_rendezvous = counter(lc, QPROF_LCNT_DL);
+	out->dl_held = counter(lc, QPROF_LCNT_DL_HELD);
+	out->dl_unheld = counter(lc, QPROF_LCNT_DL_UNHELD);
 	pthread_mutex_lock(&lc->lock);
 	out->children_resumed = lc->resumed;
 	out->sites_restored_nop = lc->rep.nop;
@@ -418,5 +447,13 @@ void qp_lifecycle_figures(struct qp_lifecycle *lc, struct qp_lifecycle_figures *
 	out->binary_starts = lc->binary_starts;
 	out->execs_seen_in_proc = lc->execs_by_proc;
 	out->execs_dropped = lc->execs_dropped;
+	out->dl_released = lc->dl_released;
+	out->dl_released_late = lc->dl_released_late;
+	out->dl_hold_max_ns = lc->dl_hold_max_ns;
+	out->dl_hold_mean_ns = lc->dl_released ? lc->dl_hold_sum_ns / lc->dl_released : 0;
+	out->dl_linkers = lc->nldsos;
+	out->dl_skipped_unresponsive = counter(lc, QPROF_LCNT_DL_SKIP_STALE);
+	out->dl_skipped_traced = counter(lc, QPROF_LCNT_DL_SKIP_TRACED);
+	out->dl_skipped_no_signal = counter(lc, QPROF_LCNT_DL_SKIP_NOSIGNAL);
 	pthread_mutex_unlock(&lc->lock);
 }

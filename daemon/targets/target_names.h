@@ -16,6 +16,8 @@ struct qp_usdt_def;
 struct qp_target_times {
 	bool exited;
 	uint64_t attached_ms, exited_ms;	/* wall clock */
+	const char *exe;	/* its executable's path ("?" unknown; NULL from a namer
+				 * without it), valid while the namer is */
 };
 
 struct qp_namer {

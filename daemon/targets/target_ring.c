@@ -1,9 +1,13 @@
 /* target_ring.c - which scope collector times a pid target, file by file:
  * the ring collector for files of marker ABI 2 when the target asked for it
  * (or qprofd --ring made it the default), the BPF collector otherwise, with
- * a note saying why when the ring was asked for. Logs stay on the BPF
- * program either way (the ring carries scopes, marks, values and, in files
- * whose markers write them, spans across threads). */
+ * a note saying why when the ring was asked for. The log probe stays
+ * attached either way: on a ring target it only raises the log semaphore
+ * (markers that wrote the message into the ring skip it), and it carries
+ * the messages of a thread that has no ring. Spans across threads go
+ * through the ring in files whose markers write them (ring_register's third
+ * argument), else stay on BPF. --binary targets choose in binaries.c
+ * (attach_file, adopt). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -28,7 +28,7 @@ static struct qp_module *target_module(struct qp_registry *r, struct qp_target *
 	size_t i;
 	int fd, ret;
 
-	for (i = 0; i < t->nmods; i++)
+	for (i = t->nmods; i-- > 0;)	/* the newest version of that inode first */
 		if (t->mods[i]->elf->id.ino == m->inode)
 			return t->mods[i];
 	if (t->state == QP_TARGET_RUNNING && !qp_map_open(t->pid, m, path, sizeof(path), &fd, err, errlen)) {
@@ -68,11 +68,14 @@ static const struct qp_site_info *resolve(struct qp_registry *r, struct qp_targe
 		struct qp_maps fresh;
 
 		if (!qp_maps_read(t->pid, &fresh)) {
+			qp_target_libs_sync(r, t, &fresh);
 			qp_maps_free(&t->maps);
 			t->maps = fresh;
 			m = qp_maps_find(&t->maps, addr);
 		}
 	}
+	if (!m)	/* a library unloaded since: its last mappings */
+		m = qp_target_gone_find(t, addr);
 	if (!m || m->path[0] != '/') {
 		qp_debug("pid %d: site 0x%llx is in no file mapping", t->pid, (unsigned long long)addr);
 		return NULL;

@@ -34,6 +34,8 @@ void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes)
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->report_done, NULL);
 	pthread_cond_init(&r->reaped, NULL);
+	pthread_mutex_init(&r->reap_lock, NULL);
+	pthread_cond_init(&r->reap_cond, NULL);
 	r->scopes = scopes;
 	if (scopes && qp_watch_start(r))
 		qp_warn("no fanotify (CAP_SYS_ADMIN): --binary targets attach each process once adopted, "
@@ -48,6 +50,7 @@ void qp_target_free(struct qp_registry *r, struct qp_target *t)
 		return;
 	qp_scopes_detach_links(t->links, t->nlinks);
 	free(t->links);
+	qp_target_libs_free(t);
 	if (t->pidfd >= 0)
 		close(t->pidfd);
 	qp_maps_free(&t->maps);
@@ -63,12 +66,14 @@ void qp_registry_destroy(struct qp_registry *r)
 	size_t i;
 
 	qp_registry_reap(r);	/* no thread is left to do it */
+	qp_registry_wait_reapers(r);	/* they free links under the lock */
 	qp_lifecycle_forget_files(r->lc);	/* before the --binary uprobes go */
 	qp_watch_stop(r);	/* first: it reads the binaries */
 	for (i = 0; i < r->ntargets; i++)
 		qp_target_free(r, r->targets[i]);
 	for (i = 0; i < r->nbinaries; i++)
 		qp_binary_free(r, r->binaries[i]);
+	qp_reap_free_all(r);
 	for (i = 0; i < r->nmodules; i++) {	/* none left unless a reference leaked */
 		qp_elf_probes_free(r->modules[i]->elf);
 		free(r->modules[i]->path);
@@ -82,6 +87,8 @@ void qp_registry_destroy(struct qp_registry *r)
 	free(r->reap);
 	pthread_cond_destroy(&r->reaped);
 	pthread_cond_destroy(&r->report_done);
+	pthread_cond_destroy(&r->reap_cond);
+	pthread_mutex_destroy(&r->reap_lock);
 	pthread_mutex_destroy(&r->lock);
 	memset(r, 0, sizeof(*r));
 }
@@ -121,6 +128,13 @@ bool qp_pid_alive(int pid)
 	return p[2] != 'Z' && p[2] != 'X' && p[2] != 'x';
 }
 
+uint64_t qp_target_serial(void)
+{
+	static uint64_t last;
+
+	return __atomic_add_fetch(&last, 1, __ATOMIC_RELAXED);
+}
+
 int qp_target_new(int pid, struct qp_target **out)
 {
 	struct qp_target *t = calloc(1, sizeof(*t));
@@ -128,6 +142,7 @@ int qp_target_new(int pid, struct qp_target **out)
 
 	if (!t)
 		return -ENOMEM;
+	t->serial = qp_target_serial();
 	t->pid = pid;
 	t->pidfd = -1;
 	t->binary = -1;
@@ -158,6 +173,11 @@ int qp_registry_push(struct qp_registry *r, struct qp_target *t, bool sym)
 	qp_lifecycle_watch(r->lc, t->pid, true);	/* its forks and execs */
 	if (r->cpu && qp_cpu_add_pid(r->cpu, (uint32_t)t->pid))
 		qp_warn("pid %d: cannot add it to the CPU sampler", t->pid);
+	/* its dynamic linker reports each library it loads from now on */
+	qp_lifecycle_watch_ldso(r->lc, t->pid, &t->maps);
+	/* files not probed yet (a --binary target's libraries, a child's) */
+	if (t->state == QP_TARGET_RUNNING)
+		qp_target_libs_sync(r, t, &t->maps);
 	if (sym && r->sym)	/* the mappings just read: /proc/PID/maps is not read twice */
 		qp_sym_process_set_maps(r->sym, t->pid, &t->maps);
 	t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
@@ -368,41 +388,6 @@ int qp_registry_remove_pid(struct qp_registry *r, int pid)
 	return -ENOENT;
 }
 
-int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char *path, uint64_t ino)
-{
-	char err[256], fdpath[64];
-	struct qp_module *mod;
-	struct stat st;
-	int fd, ret;
-
-	/* the version at PATH now, checked to be the inode the process maps */
-	if (qp_open_regular(path, &fd, err, sizeof(err)))
-		return 0;
-	if (fstat(fd, &st) || (ino && (uint64_t)st.st_ino != ino)) {
-		close(fd);
-		return 0;
-	}
-	mod = qp_module_get_fd(r, fd, path, &ret, err, sizeof(err));
-	if (mod && qp_target_hold(t, mod)) {
-		qp_module_put(r, mod);
-		mod = NULL;
-	}
-	if (!mod || !mod->qprof_notes) {
-		close(fd);
-		return 0;
-	}
-	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
-	ret = qp_target_attach_scopes(r, t, fdpath, mod, qp_scopes_new_epoch(r->scopes), t->ring != NULL,
-				      err, sizeof(err));
-	close(fd);
-	if (ret < 0) {
-		qp_warn("pid %d: cannot attach to %s: %s", t->pid, path, err);
-		return ret;
-	}
-	t->probes += (unsigned int)mod->qprof_notes;
-	return 1;
-}
-
 void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 {
 	struct qp_target *p = qp_registry_find(r, parent), *t;
@@ -413,6 +398,7 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return;
+	t->serial = qp_target_serial();
 	t->pid = pid;
 	t->pidfd = -1;
 	t->binary = p->binary;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "elf_probes.h"
+#include "ring_collect.h"
 #include "procfs.h"
 #include "targets_view.h"
 
@@ -22,6 +23,7 @@ struct qp_watch;
 struct qp_scope_link;
 struct qp_lifecycle;
 struct qp_ring;
+struct qp_reap_rec;
 
 /* One version of one ELF file (elf->id: dev, inode, size, mtime, ctime,
  * plus the build-id), parsed once and kept while a target or a binary holds
@@ -38,7 +40,35 @@ struct qp_resolved {
 	const struct qp_site_info *site; /* NULL: not a qprof site */
 };
 
+/* What became of a file a target maps executable (target_libs.c). */
+enum qp_lib_state {
+	QP_LIB_PROBED = 1,	/* its qprof sites are attached (while live) */
+	QP_LIB_NO_MARKERS,	/* no qprof markers (or none that may be probed) */
+	QP_LIB_REFUSED,		/* not parsed or not attached: error says why */
+	QP_LIB_UNOPENED,	/* not openable as the inode mapped */
+	QP_LIB_BINARY,		/* a version of a --binary file: its links cover it */
+};
+
+struct qp_target_lib {
+	struct qp_module *mod;	/* the version probed (the target holds it), or NULL */
+	char *path;		/* as the maps line names it */
+	uint64_t ino;
+	struct qp_file_id id;	/* of the version mapped when it was seen */
+	struct qp_scope_link **links;	/* its links while live (t->links owns them) */
+	size_t nlinks;
+	unsigned int probes;
+	unsigned int loads;	/* times mapped and probed */
+	uint64_t attached_ms, detached_ms;	/* wall clock of the last attach and unload */
+	enum qp_lib_state state;
+	bool live;		/* mapped now (or attached ahead of its mapping) */
+	bool premapped;		/* attached before it was mapped: not unloaded until seen */
+	bool late;		/* loaded after the target was attached */
+	char error[256];	/* QP_LIB_REFUSED: why */
+	struct qp_maps gone;	/* its mappings when it was unloaded: its data stays named */
+};
+
 struct qp_target {
+	uint64_t serial;	/* this record, of all records ever made (an exec makes a new one) */
 	int pid;
 	char comm[32];
 	char exe[4096];
@@ -47,6 +77,7 @@ struct qp_target {
 	uint64_t attached_ms;	/* wall clock */
 	uint64_t exited_ms;
 	unsigned int probes;	/* qprof probe sites in the attached files */
+	bool cpu_only;		/* no probe attached: CPU samples only (any process) */
 	int binary;		/* index into binaries, -1 when attached by pid */
 	int pidfd;
 	struct qp_scope_link **links;
@@ -66,6 +97,12 @@ struct qp_target {
 				 * ABI 2), NULL: the BPF collector */
 	char collector_note[256]; /* why it is not (wholly) on the collector asked for, "" */
 	bool reporting;		/* its report is being written (lock not held): pinned */
+	struct qp_target_lib *libs;	/* every executable file seen mapped (target_libs.c) */
+	size_t nlibs;
+	unsigned int libs_loaded, libs_unloaded;	/* probed after attach / unloaded since */
+	unsigned int libs_without_markers, libs_refused;	/* loaded after attach, not probed */
+	unsigned int sites_reused;	/* site addresses a new version shares with an unloaded one */
+	uint64_t maps_seq;		/* bumped each time maps is replaced (a read begun before is stale) */
 };
 
 /* One version (inode) of a --binary file with the links on it. */
@@ -92,6 +129,8 @@ struct qp_binary {
 	unsigned int sites_refused;
 	bool stale;		/* cur's links were dropped: re-parse and re-attach */
 	bool per_process;	/* no fanotify mark: links per adopted process, none for all */
+	bool ring;		/* its processes are ring targets (files of marker ABI 2) */
+	struct qp_ring_stamp ring_since; /* its attach, in the rings' clocks */
 	int *detached;		/* pids detached by the user: never re-adopted */
 	size_t ndetached;
 	int *refused;		/* pids running a version that could not be opened as mapped */
@@ -120,6 +159,8 @@ struct qp_attach_extra {
 	const char *const *span_names, *const *span_begin, *const *span_end;
 	bool privileged;	/* root client on the unix socket: may name any ELF file */
 	enum qp_collector collector; /* QP_COLLECTOR_DEFAULT: the registry's ring_default */
+	bool probes_required;	/* no CPU-only target: a process without probes is refused
+				 * (an exec'd target's new image: it stops being a target) */
 };
 
 /* The report of an exited target, in two steps; main.c registers the
@@ -170,6 +211,13 @@ struct qp_registry {
 	struct qp_watch *watch;		/* fanotify on --binary files, NULL without */
 	struct qp_ring *ring;		/* the ring collector, NULL when it could not start */
 	bool ring_default;		/* qprofd --ring: new pid targets use it */
+	struct qp_reap_rec *libreap;	/* links of unloaded libraries (target_reap.c) */
+	size_t nlibreap;
+	unsigned int reapers;		/* threads releasing such links (report_done signals) */
+	void **closing;			/* the batches those threads release */
+	size_t nclosing;
+	pthread_mutex_t reap_lock;	/* a batch's "closed" (its thread needs no r->lock) */
+	pthread_cond_t reap_cond;
 };
 
 void qp_registry_init(struct qp_registry *r, struct qp_scopes *scopes);
@@ -227,6 +275,8 @@ void qp_target_exited(struct qp_registry *r, struct qp_target *t);
  * --binary, fresh maps; the symbolizer reads the mappings after the lock is
  * dropped. */
 void qp_registry_poll(struct qp_registry *r, bool rescan);
+/* A number no target record had before (thread-safe). */
+uint64_t qp_target_serial(void);
 
 /* The report writer (main.c's), called without r->lock. */
 void qp_registry_set_reporter(struct qp_registry *r, qp_report_collect_fn collect, qp_report_emit_fn emit,
@@ -275,8 +325,35 @@ int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const ch
 /* RING asked for a new target through EXTRA (or the default)? */
 bool qp_target_wants_ring(const struct qp_registry *r, const struct qp_attach_extra *extra);
 
+/* target_heap.c: keep the heap profiler's targets in step with the
+ * registry (r->lock NOT held): with ALL (--heap) every running target is
+ * heap profiled; exited ones stop being traced, removed ones are
+ * forgotten. H may be NULL. */
+struct qp_heap;
+void qp_registry_heap_sync(struct qp_registry *r, struct qp_heap *h, bool all);
+
 /* Site descriptor at runtime address ADDR in target T, or NULL. r->lock
  * held; the result lives while T does (copy what is kept past the lock). */
 const struct qp_site_info *qp_target_site(struct qp_registry *r, struct qp_target *t, uint64_t addr);
 
+/* target_libs.c (r->lock held). Follow T's mappings to NOW (T->maps still
+ * holds the previous list; the caller replaces it after): unloaded files
+ * lose their links, new ones with qprof markers are probed. Returns the
+ * number of files that came or went. */
+int qp_target_libs_sync(struct qp_registry *r, struct qp_target *t, const struct qp_maps *now);
+/* T's modules as views (targets_view.h): the files probed and the
+ * libraries loaded after attach that were not. 0 or -ENOMEM. */
+struct qp_module_view;
+int qp_target_libs_view(const struct qp_target *t, struct qp_module_view **out, size_t *n);
+/* The mapping of an unloaded library of T that held ADDR, or NULL. */
+const struct qp_map *qp_target_gone_find(const struct qp_target *t, uint64_t addr);
+/* NOW plus the old ranges of T's unloaded libraries where nothing is
+ * mapped now, in address order: for the symbolizer. 0 or -ENOMEM. */
+int qp_target_sym_maps(const struct qp_target *t, const struct qp_maps *now, struct qp_maps *out);
+/* target_reap.c, r->lock NOT held: hand the links of unloaded libraries
+ * to a thread that releases them (the kernel waits for grace periods)
+ * without the lock. */
+void qp_registry_reap_links(struct qp_registry *r);
+/* r->lock NOT held: wait until no such thread runs. */
+void qp_registry_wait_reapers(struct qp_registry *r);
 #endif

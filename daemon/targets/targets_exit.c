@@ -46,6 +46,7 @@ void qp_target_exited(struct qp_registry *r, struct qp_target *t)
 	t->state = QP_TARGET_EXITED;
 	t->exited_ms = qp_realtime_ns() / 1000000;
 	t->report_pending = true;
+	qp_target_libs_drop_links(t);
 	qp_scopes_detach_links(t->links, t->nlinks);
 	free(t->links);
 	t->links = NULL;
@@ -73,10 +74,26 @@ struct dead_links {
  * (so that a library loaded later resolves). */
 struct fresh_maps {
 	int pid;
+	uint64_t serial;	/* the record read for: an exec handled meanwhile makes another */
 	uint64_t starttime;
+	uint64_t maps_seq;	/* the target's mappings when this read began */
 	struct qp_maps maps;
 	bool read;
 };
+
+/* PID's record is still SERIAL (no exec handled since its maps were read;
+ * one handled from here on sets the symbolizer's maps after these). */
+static bool still_record(struct qp_registry *r, int pid, uint64_t serial)
+{
+	struct qp_target *t;
+	bool same;
+
+	pthread_mutex_lock(&r->lock);
+	t = qp_registry_find(r, pid);
+	same = t && t->serial == serial;
+	pthread_mutex_unlock(&r->lock);
+	return same;
+}
 
 void qp_registry_poll(struct qp_registry *r, bool rescan)
 {
@@ -108,12 +125,15 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 			dead[ndead].pid = t->pid;
 			dead[ndead].links = t->links;
 			dead[ndead++].nlinks = t->nlinks;
+			qp_target_libs_drop_links(t);
 			t->links = NULL;
 			t->nlinks = 0;
 		} else if (gone) {
 			qp_target_exited(r, t);
 		} else if (fresh) {
 			fresh[nfresh].pid = t->pid;
+			fresh[nfresh].serial = t->serial;
+			fresh[nfresh].maps_seq = t->maps_seq;
 			fresh[nfresh++].starttime = t->starttime;
 		}
 	}
@@ -137,22 +157,40 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 		}
 		for (i = 0; i < nfresh; i++) {
 			struct qp_target *t = qp_registry_find(r, fresh[i].pid);
-			struct qp_maps keep;
+			struct qp_maps keep, sym;
 
-			/* the same process, still running: its record takes a copy */
-			if (!fresh[i].read || !t || t->state != QP_TARGET_RUNNING ||
-			    t->starttime != fresh[i].starttime || qp_maps_copy(&fresh[i].maps, &keep))
+			/* the same record of the same process, still running,
+			 * takes a copy; after an exec (handled on its own
+			 * thread meanwhile) the maps may be the old image's, and
+			 * a rendezvous handled since this read began has newer
+			 * mappings: the stale ones would unload what it loaded */
+			if (!fresh[i].read || !t || t->state != QP_TARGET_RUNNING || t->serial != fresh[i].serial ||
+			    t->starttime != fresh[i].starttime || t->maps_seq != fresh[i].maps_seq) {
+				fresh[i].read = false;
 				continue;
+			}
+			if (qp_maps_copy(&fresh[i].maps, &keep))
+				continue;
+			t->maps_seq++;
+			/* the safety net of the dynamic linker's rendezvous: a
+			 * library loaded or unloaded and not reported */
+			qp_target_libs_sync(r, t, &keep);
 			qp_maps_free(&t->maps);
 			t->maps = keep;
+			/* the symbolizer's copy keeps unloaded libraries' old ranges */
+			if (!qp_target_sym_maps(t, &keep, &sym)) {
+				qp_maps_free(&fresh[i].maps);
+				fresh[i].maps = sym;
+			}
 		}
 		pthread_mutex_unlock(&r->lock);
 	}
 	free(dead);
+	qp_registry_reap_links(r);
 	/* the symbolizer reads the mappings and any new file (ELF, debug
 	 * files) under its own lock only: nobody waits for the registry */
 	for (i = 0; i < nfresh; i++) {
-		if (fresh[i].read && r->sym)
+		if (fresh[i].read && r->sym && still_record(r, fresh[i].pid, fresh[i].serial))
 			qp_sym_process_set_maps(r->sym, fresh[i].pid, &fresh[i].maps);
 		qp_maps_free(&fresh[i].maps);
 	}

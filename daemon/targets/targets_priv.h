@@ -31,6 +31,32 @@ int qp_map_open(int pid, const struct qp_map *m, char *path, size_t len, int *fd
 /* Append M to T's modules (T keeps the reference the caller had). */
 int qp_target_hold(struct qp_target *t, struct qp_module *m);
 
+/* target_libs.c */
+/* A file T was just attached to (its links from FIRST_LINK on in t->links)
+ * or found without markers: an entry, so the rescan does not take it for
+ * new. PREMAPPED: attached before the process maps it. */
+int qp_target_lib_record(struct qp_target *t, struct qp_module *mod, const char *path,
+			 const struct qp_file_id *id, size_t first_link, enum qp_lib_state state,
+			 bool premapped);
+void qp_target_libs_free(struct qp_target *t);
+/* T's links are being taken away whole (exit): the entries forget theirs. */
+void qp_target_libs_drop_links(struct qp_target *t);
+
+/* target_reap.c (r->lock held) */
+/* Park LINKS (taken over) of PID's unloaded inode INO, version ID. */
+void qp_reap_push(struct qp_registry *r, int pid, uint64_t ino, const struct qp_file_id *id,
+		  struct qp_scope_link **links, size_t n);
+/* The parked links of that very version, taken back: true, or false. */
+bool qp_reap_take(struct qp_registry *r, int pid, uint64_t ino, const struct qp_file_id *id,
+		  struct qp_scope_link ***links, size_t *n);
+/* Release now (slowly, under the lock) whatever PID has parked on INO. */
+void qp_reap_flush(struct qp_registry *r, int pid, uint64_t ino);
+/* Wait (r->lock held) until links of PID on INO handed to a release thread
+ * are released in the kernel: a file loaded again is never probed by an old
+ * and a new set at once (each hit would count twice). */
+void qp_reap_wait_closed(struct qp_registry *r, int pid, uint64_t ino);
+void qp_reap_free_all(struct qp_registry *r);
+
 /* targets.c */
 bool qp_pid_alive(int pid);
 int qp_target_new(int pid, struct qp_target **out);

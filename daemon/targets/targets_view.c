@@ -21,21 +21,40 @@ int qp_target_view_copy(const struct qp_target *t, struct qp_target_view *out)
 	out->attached_ms = t->attached_ms;
 	out->exited_ms = t->exited_ms;
 	out->probes = t->probes;
+	out->cpu_only = t->cpu_only;
 	out->by_binary = t->binary >= 0;
 	out->sites_refused = t->sites_refused;
 	out->files_unopened = t->files_unopened;
 	out->ring = t->ring != NULL;
 	memcpy(out->collector_note, t->collector_note, sizeof(out->collector_note));
 	out->has_ring_status = t->ring && qp_ring_pid_status(t->ring, t->pid, &out->ring_status);
+	out->libs_loaded = t->libs_loaded;
+	out->libs_unloaded = t->libs_unloaded;
+	out->libs_without_markers = t->libs_without_markers;
+	out->libs_refused = t->libs_refused;
+	out->sites_reused = t->sites_reused;
+	if (qp_target_libs_view(t, &out->modules, &out->nmodules)) {
+		qp_target_view_free(out);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
 void qp_target_view_free(struct qp_target_view *v)
 {
+	size_t i;
+
 	if (!v)
 		return;
 	free(v->exe);
 	v->exe = NULL;
+	for (i = 0; i < v->nmodules; i++) {
+		free(v->modules[i].path);
+		free(v->modules[i].error);
+	}
+	free(v->modules);
+	v->modules = NULL;
+	v->nmodules = 0;
 }
 
 static enum qp_binary_state binary_state(const struct qp_binary *b)
@@ -72,6 +91,7 @@ int qp_binary_view_copy(const struct qp_registry *r, const struct qp_binary *b, 
 	out->attached_ms = b->attached_ms;
 	out->state = binary_state(b);
 	out->per_process = b->per_process;
+	out->ring = b->ring;
 	out->versions_replaced = b->replaced;
 	out->old_versions_running = b->nold;
 	out->sites_refused = b->sites_refused;

@@ -18,6 +18,17 @@ struct qp_lifecycle;
 
 enum qp_target_state { QP_TARGET_RUNNING, QP_TARGET_EXITED };
 
+/* A file a target maps executable (target_libs.c): "probed", "unloaded",
+ * "no_markers", "refused" (with error). */
+struct qp_module_view {
+	char *path;
+	const char *state;	/* static text */
+	unsigned int probes, loads;
+	uint64_t attached_ms;	/* 0: never attached */
+	uint64_t detached_ms;	/* 0: not unloaded */
+	char *error;		/* NULL unless refused */
+};
+
 struct qp_target_view {
 	int pid;
 	char comm[32];
@@ -26,12 +37,16 @@ struct qp_target_view {
 	uint64_t attached_ms;	/* wall clock */
 	uint64_t exited_ms;	/* meaningful when state is QP_TARGET_EXITED */
 	unsigned int probes;
+	bool cpu_only;		/* nothing but CPU samples: no qprof or other probe */
 	bool by_binary;		/* attached through a --binary file, not by pid */
 	unsigned int sites_refused, files_unopened;
 	bool ring;		/* timed by the ring collector (target_ring.c) */
 	char collector_note[256]; /* why not the collector asked for; "" */
 	bool has_ring_status;	/* ring_status holds the ring collector's figures of it */
 	struct qp_ring_status ring_status;
+	struct qp_module_view *modules;	/* files probed, and libraries loaded later not probed */
+	size_t nmodules;
+	unsigned int libs_loaded, libs_unloaded, libs_without_markers, libs_refused, sites_reused;
 };
 
 /* A --binary file: "attached" (links on the current version, or per-process
@@ -45,6 +60,7 @@ struct qp_binary_view {
 	uint64_t attached_ms;
 	enum qp_binary_state state;
 	bool per_process;	/* no fanotify mark: links per adopted process */
+	bool ring;		/* its processes are timed by the ring collector */
 	unsigned int versions_replaced;
 	size_t old_versions_running;
 	unsigned int sites_refused;
@@ -60,6 +76,11 @@ struct qp_lifecycle_figures {
 	uint64_t children_resumed, sites_restored_nop, sites_restored_int3, site_rewrites_failed,
 		 child_stall_max_ns, child_stall_mean_ns, execs, exec_stall_max_ns, binary_starts,
 		 execs_seen_in_proc, execs_dropped;
+	/* the dynamic linkers' rendezvous (lifecycle_dl.c) */
+	uint64_t dl_rendezvous, dl_held, dl_unheld, dl_released, dl_released_late, dl_hold_max_ns,
+		 dl_hold_mean_ns, dl_linkers;
+	/* loads not held because the hold could not help (lifecycle.bpf.c) */
+	uint64_t dl_skipped_unresponsive, dl_skipped_traced, dl_skipped_no_signal;
 };
 
 struct qp_targets_view {

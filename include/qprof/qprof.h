@@ -358,18 +358,44 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 	} while (0)
 
 /* Logs: arg 2 the message, arg 3 the length it would have had (>= QPROF_LOG_MAX
- * means it was cut). Formatted only while a tracer listens. */
+ * means it was cut). Formatted only while a tracer listens. While the ring
+ * is on, the message goes into the ring instead of through the probe (its
+ * site is 16-aligned: ring_layout.h): the probe's asm tests the ring
+ * semaphore and jumps over its nop to LRING. (One asm for both: a separate
+ * test made GCC allocate the registers of the caller's loop worse, costing
+ * 2 instructions a marker while detached.) */
+#if defined(__x86_64__) || defined(__i386__)
+#define QPROF__LOG_PROBE(site, lring)                                              \
+	__asm__ goto("cmpw $0, %[qrs]\n\tjne %l[" #lring "]\n\t"                 \
+		     QPROF__NOTE("log", "qprof_log_semaphore", "8@%[qa1] 8@%[qa2] -4@%[qa3]") QPROF__REF \
+		     : : [qa1] "nor"((const void *)&(site)), [qa2] "nor"((const char *)qprof__msg), \
+		       [qa3] "nor"(qprof__len), [qref] "i"(&(site)), [qrs] "m"(qprof_ring_semaphore) \
+		     : "cc" : lring)
+#else
+#define QPROF__LOG_PROBE(site, lring)                                              \
+	do {                                                                       \
+		if (qprof_ring_semaphore != 0)                                     \
+			goto lring;                                                \
+		QPROF__PROBE3R("log", "qprof_log_semaphore", (const void *)&(site), \
+			      (const char *)qprof__msg, qprof__len);               \
+	} while (0)
+#endif
 #define QPROF_LOG(...) QPROF__LOG_N(__COUNTER__, __VA_ARGS__)
 #define QPROF__LOG_N(n, ...) QPROF__LOG_NN(n, __VA_ARGS__)
 #define QPROF__LOG_NN(n, ...)                                                      \
 	do {                                                                       \
-		QPROF__SITE(QPROF__CAT(qprof__site_, n), QPROF_KIND_LOG, "log");   \
+		static struct qprof_site QPROF__CAT(qprof__site_, n)               \
+			__attribute__((used, aligned(16))) =                       \
+				QPROF__SITE_INIT(QPROF_KIND_LOG, "log");           \
 		if (__builtin_expect(qprof_log_semaphore != 0, 0)) {               \
+			__label__ qprof__lring, qprof__ldone;                      \
 			char qprof__msg[QPROF_LOG_MAX];                            \
 			int qprof__len = snprintf(qprof__msg, sizeof(qprof__msg), __VA_ARGS__); \
-			QPROF__PROBE3R("log", "qprof_log_semaphore",               \
-				      (const void *)&QPROF__CAT(qprof__site_, n),  \
-				      (const char *)qprof__msg, qprof__len);       \
+			QPROF__LOG_PROBE(QPROF__CAT(qprof__site_, n), qprof__lring); \
+			goto qprof__ldone;                                         \
+		qprof__lring:                                                      \
+			qprof__ring_log(&QPROF__CAT(qprof__site_, n), qprof__msg, qprof__len); \
+		qprof__ldone:;                                                     \
 		}                                                                  \
 	} while (0)
 

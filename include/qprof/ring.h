@@ -16,8 +16,8 @@
  * The layout below is a contract with qprofd, which reads the rings with
  * process_vm_readv (daemon/collect/ring_*.c). Little-endian, x86-64.
  *
- *   offset 0   struct qprof_ring       the header, 64 bytes
- *   offset 64  struct qprof_ring_rec   rec[nrec], nrec a power of two
+ *   offset 0   struct qprof_ring       the header, 64 bytes, then open[32]
+ *   offset 320 struct qprof_ring_rec   rec[nrec], nrec a power of two
  *
  * Record i (i counts every record the ring ever took) is at rec[i & (nrec -
  * 1)]. The writer fills the record, then stores head = i + 1 with release
@@ -35,9 +35,13 @@
  * name literal's address, then the id), all three published by one head
  * store: QPROF_SPAN_BEGIN as QPROF_REC_BEGIN, QPROF_SPAN_END as
  * QPROF_REC_END, QPROF_SPAN_STEP as QPROF_REC_MARK; a second ARG record is
- * what tells them from QPROF_SCOPE_BEGIN/END and QPROF_MARK.
+ * what tells them from QPROF_SCOPE_BEGIN/END and QPROF_MARK (the whole
+ * record scheme: ring_layout.h).
  * QPROF_REC_THREAD opens the records of a new owner of the ring: word =
- * generation << 32 | tid << 3 | QPROF_REC_THREAD.
+ * generation << 32 | tid << 3 | QPROF_REC_THREAD. QPROF_LOG writes a head
+ * and its text records (ring_layout.h) while qprof_log_semaphore is also
+ * raised (qprofd keeps the log probe attached to raise it; while the ring
+ * semaphore is up the marker jumps over that probe's nop).
  */
 #ifndef QPROF_RING_H
 #define QPROF_RING_H
@@ -63,12 +67,25 @@
  * mmap failed, or its ring went back to the free list at its exit. */
 #define QPROF__RING_NONE ((struct qprof_ring *)1)
 
+/* The ring pointer's TLS model: initial-exec in an executable (a fixed
+ * offset from the thread pointer); the default, dynamic one in a shared
+ * library (-fPIC without -fPIE). An initial-exec variable of a dlopen'ed
+ * library takes glibc's static TLS surplus, which dlclose does not give
+ * back (it only shrinks from the top): 23 cycles of dlopen/dlclose of 10
+ * marked plugins used it up ("cannot allocate memory in static TLS
+ * block"), and the plugins could not be loaded any more. */
+#if defined(__PIC__) && !defined(__PIE__)
+#define QPROF__TLS_ATTR __attribute__((weak, visibility("hidden")))
+#else
+#define QPROF__TLS_ATTR __attribute__((weak, visibility("hidden"), tls_model("initial-exec")))
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 /* Module-wide state (weak + hidden: one per executable or library). */
 __attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigned short qprof_ring_semaphore;
-__attribute__((weak, visibility("hidden"), tls_model("initial-exec"))) __thread struct qprof_ring *qprof__ring_tls;
+QPROF__TLS_ATTR __thread struct qprof_ring *qprof__ring_tls;
 __attribute__((weak, visibility("hidden"))) struct qprof_ring *qprof__ring_free;
 __attribute__((weak, visibility("hidden"))) int qprof__ring_lock;
 __attribute__((weak, visibility("hidden"))) pthread_once_t qprof__ring_once = PTHREAD_ONCE_INIT;
@@ -228,6 +245,25 @@ static inline __attribute__((always_inline)) void qprof__ring_publish(struct qpr
 		qprof__ring_announce(r);
 }
 
+/* Open scopes: an enter writes its site into open[] before depth grows
+ * (the CPU sampler, interrupting this thread, reads depth then open[]); an
+ * exit never takes depth below 0 (a scope entered before the semaphore
+ * rose exits without its enter). */
+static inline __attribute__((always_inline)) void qprof__ring_depth(struct qprof_ring *r, const void *site,
+								     int depth)
+{
+	uint32_t d = r->depth;
+
+	if (depth > 0) {
+		if (d < QPROF_RING_OPEN)
+			r->open[d] = (uint64_t)(uintptr_t)site;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		r->depth = d + 1;
+	} else if (depth < 0 && d) {
+		r->depth = d - 1;
+	}
+}
+
 /* One record: WORD = site | kind; DEPTH the change of open scopes. Only
  * called while the semaphore is raised. */
 static inline __attribute__((always_inline)) void qprof__ring_put(const void *site, unsigned int kind,
@@ -243,7 +279,7 @@ static inline __attribute__((always_inline)) void qprof__ring_put(const void *si
 	rec = qprof__ring_slot(r, h);
 	rec->ts = qprof__ring_now();
 	rec->word = (uint64_t)(uintptr_t)site | kind;
-	r->depth += (uint32_t)depth;
+	qprof__ring_depth(r, site, depth);
 	qprof__ring_publish(r, h + 1);
 }
 
@@ -264,7 +300,7 @@ static inline __attribute__((always_inline)) void qprof__ring_put2(const void *s
 	rec = qprof__ring_slot(r, h + 1);
 	rec->ts = arg;
 	rec->word = QPROF_REC_ARG;
-	r->depth += (uint32_t)depth;
+	qprof__ring_depth(r, site, depth);
 	qprof__ring_publish(r, h + 2);
 }
 
@@ -291,6 +327,50 @@ static inline __attribute__((always_inline)) void qprof__ring_put3(const void *s
 	rec->ts = a2;
 	rec->word = QPROF_REC_ARG;
 	qprof__ring_publish(r, h + 3);
+}
+
+/* QPROF_LOG's records (ring_layout.h): the head and the text, published
+ * together. 0 when the thread has no ring (its mmap failed, or it logs in
+ * a TLS destructor after its ring went back): the message is dropped. */
+static __attribute__((noinline, unused)) int qprof__ring_log(const void *site, const char *msg, int len)
+{
+	struct qprof_ring *r = qprof__ring_get();
+	struct qprof_ring_rec *rec;
+	unsigned int stored, lenf, i, n;
+	uint64_t h;
+
+	if (!r)
+		return 0;
+	stored = len < 0 ? 0u : (unsigned int)len;
+	if (stored > (unsigned int)(QPROF_LOG_MAX - 1))
+		stored = (unsigned int)(QPROF_LOG_MAX - 1);
+	if (stored > QPROF_RING_LOG_STORED)
+		stored = QPROF_RING_LOG_STORED;
+	lenf = len < 0 ? 0u : len > QPROF_RING_LOG_LEN_MAX ? QPROF_RING_LOG_LEN_MAX : (unsigned int)len;
+	n = (stored + QPROF_RING_LOG_CHUNK - 1) / QPROF_RING_LOG_CHUNK;
+	if (n + 1 > r->nrec / 4) /* a ring too small for the text: the head alone */
+		stored = n = 0;
+	h = r->head;
+	rec = qprof__ring_slot(r, h);
+	rec->ts = qprof__ring_now();
+	rec->word = (uint64_t)(uintptr_t)site | QPROF_REC_ARG | (uint64_t)stored << 47 | (uint64_t)lenf << 55;
+	for (i = 0; i < n; i++) {
+		unsigned int off = i * QPROF_RING_LOG_CHUNK;
+		unsigned int k = stored - off < QPROF_RING_LOG_CHUNK ? stored - off : QPROF_RING_LOG_CHUNK;
+		unsigned char b[16] = { 0 };
+		uint64_t lo, hi;
+
+		memcpy(b, msg + off, k);
+		memcpy(&lo, b, 8);
+		memcpy(&hi, b + 8, 8);
+		rec = qprof__ring_slot(r, h + 1 + i);
+		rec->ts = lo;
+		rec->word = hi << 8 | QPROF_REC_LOG_TEXT;
+	}
+	__atomic_store_n(&r->head, h + 1 + n, __ATOMIC_RELEASE);
+	if (h / QPROF_RING_ANNOUNCE != (h + 1 + n) / QPROF_RING_ANNOUNCE)
+		qprof__ring_announce(r);
+	return 1;
 }
 
 /* The test every marker makes: on x86 one compare with memory and one

@@ -13,8 +13,13 @@
 #endif
 
 #define QPROF_RING_MAGIC 0x474e5251u /* "QRNG" little-endian */
-#define QPROF_RING_VERSION 1
-#define QPROF_RING_HDR_SIZE 64
+/* Version 2: the 64-byte header of version 1 is followed by the owner's
+ * open scopes (open[], QPROF_RING_OPEN sites), read by the CPU sampler;
+ * the records start at QPROF_RING_HDR_SIZE. qprofd reads both versions. */
+#define QPROF_RING_VERSION 2
+#define QPROF_RING_HDR_SIZE 320
+#define QPROF_RING_HDR_SIZE_V1 64
+#define QPROF_RING_OPEN 32 /* open scopes kept in the header, outermost first */
 /* Records per thread ring (16 bytes each): 1 MiB by default. */
 #ifndef QPROF_RING_RECORDS
 #define QPROF_RING_RECORDS 65536
@@ -24,18 +29,57 @@
 #define QPROF_RING_ANNOUNCE 4096
 #define QPROF_RING_F_MONO 1u /* ts is CLOCK_MONOTONIC ns, not TSC */
 
+/* The record scheme (one for all markers). A record is {ts, word}; the
+ * word's low 3 bits are its kind, all 8 taken, so a group of records is
+ * told by the records after its first. A group is published by one head
+ * store (never seen in part, unless lapped). "A" is a plain argument
+ * record, {argument, QPROF_REC_ARG}: its word is exactly QPROF_REC_ARG.
+ *
+ *   ENTER | EXIT                     QPROF_FUNC, QPROF_SCOPE         1 record
+ *   BEGIN | END, A(name)             QPROF_SCOPE_BEGIN/END           2
+ *   BEGIN | END, A(name), A(id)      QPROF_SPAN_BEGIN/END            3
+ *   MARK                             QPROF_MARK                      1
+ *   MARK, A(name), A(id)             QPROF_SPAN_STEP                 3
+ *   VALUE, A(IEEE-754 bits)          QPROF_VALUE                     2
+ *   log head, text x n (below)       QPROF_LOG                       1 + n
+ *   THREAD                           a new owner of the ring         1
+ *
+ * (name: the name literal's address; the word of BEGIN/END/MARK/VALUE/
+ * ENTER/EXIT is site | kind, the site 8-aligned.) A second A after BEGIN,
+ * END or MARK makes a span across threads. A log head has kind ARG but a
+ * word other than QPROF_REC_ARG (it carries its 16-aligned site); a text
+ * record's low byte is QPROF_REC_LOG_TEXT, which no other record's is. No
+ * group starts with a plain A, so a reader tells every group by its words;
+ * what fits none (a lone A, a MARK with one A, a stray text record, a log
+ * head whose text is not all there) is garbage. */
 enum qprof_rec_kind {
 	QPROF_REC_ENTER = 1,	/* QPROF_FUNC/QPROF_SCOPE began */
 	QPROF_REC_EXIT = 2,	/* ... ended */
-	QPROF_REC_BEGIN = 3,	/* QPROF_SCOPE_BEGIN; an ARG record follows (name address);
-				 * QPROF_SPAN_BEGIN: two ARG records follow (name address, id) */
+	QPROF_REC_BEGIN = 3,	/* QPROF_SCOPE_BEGIN: + A(name); QPROF_SPAN_BEGIN: + A(name), A(id) */
 	QPROF_REC_END = 4,	/* QPROF_SCOPE_END, QPROF_SPAN_END: as QPROF_REC_BEGIN */
-	QPROF_REC_MARK = 5,	/* QPROF_MARK; QPROF_SPAN_STEP when two ARG records follow */
-	QPROF_REC_VALUE = 6,	/* QPROF_VALUE; an ARG record follows (IEEE-754 bits) */
-	QPROF_REC_ARG = 7,	/* the argument of the record before it */
+	QPROF_REC_MARK = 5,	/* QPROF_MARK alone; QPROF_SPAN_STEP: + A(name), A(id) */
+	QPROF_REC_VALUE = 6,	/* QPROF_VALUE: + A(IEEE-754 bits) */
+	QPROF_REC_ARG = 7,	/* a plain argument (word exactly 7), or a log head (below) */
 	QPROF_REC_THREAD = 0,	/* a new owner: generation << 32 | tid << 3 */
 };
 #define QPROF_REC_KIND_MASK 7u
+
+/* QPROF_LOG (ring version 2): a record of kind ARG whose word also holds
+ * the log site (16-aligned, so that bit 3 is 0) and two lengths, then the
+ * text in TEXT records, 15 bytes each, all published by one head store:
+ *   head  {ts, site | QPROF_REC_ARG | stored << 47 | min(len, 511) << 55}
+ *   text  {bytes 0..7, bytes 8..14 << 8 | QPROF_REC_LOG_TEXT} x ceil(stored / 15)
+ * stored: bytes of text (<= 255, no NUL); len: the length the formatted
+ * message had (snprintf's return, clamped): len > stored means it was cut.
+ * A plain ARG record's word is exactly QPROF_REC_ARG; a text record's low
+ * byte is QPROF_REC_LOG_TEXT, a head's never is (bit 3). */
+#define QPROF_REC_LOG_TEXT 0x0fu
+#define QPROF_RING_LOG_CHUNK 15
+#define QPROF_RING_LOG_STORED 255
+#define QPROF_RING_LOG_LEN_MAX 511
+#define QPROF_REC_LOG_SITE(w) ((w) & 0x00007ffffffffff8ull)
+#define QPROF_REC_LOG_STORED(w) ((unsigned int)(((w) >> 47) & 0xff))
+#define QPROF_REC_LOG_LEN(w) ((unsigned int)((w) >> 55))
 
 struct qprof_ring_rec {
 	uint64_t ts;
@@ -54,6 +98,10 @@ struct qprof_ring {
 	uint32_t depth;		/* scopes the owner has open (enters - exits) */
 	struct qprof_ring *next; /* free-list link (the writer's, not the reader's) */
 	uint64_t reserved[2];
+	/* version 2: the sites of the owner's open scopes, outermost first:
+	 * open[i] for i < min(depth, QPROF_RING_OPEN) (written before depth
+	 * grows; depth never goes below 0) */
+	uint64_t open[QPROF_RING_OPEN];
 };
 
 #ifdef __cplusplus

@@ -7,8 +7,9 @@
  * root by the build-id found in the first part, and as .debug/sf_link.debug
  * next to it (the name of the .gnu_debuglink of the seeds). Then a few
  * addresses are named through qp_sym_user and qp_sym_any. A new symbolizer
- * per input, so that a leak or a stale cache entry shows. The symbolizer
- * reads no DWARF (symbols only), so there is no DWARF parser to fuzz. */
+ * per input, so that a leak or a stale cache entry shows. The DWARF such a
+ * file carries is read too (lines); fuzz_dwarf.c fuzzes that reading
+ * directly, on DWARF sections in a well-formed ELF. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

@@ -45,7 +45,12 @@ try:
     err(d, "POST", "/api/targets", "", 400, "empty body")
     err(d, "POST", "/api/targets", "{\"pid\": 1, \"pid\": 2}", 400, "duplicate keys")
     err(d, "POST", "/api/targets", "[" * 100000, 413, "oversized body")
-    err(d, "POST", "/api/targets", json.dumps({"pid": os.getpid()}), 400, "a process without probes")
+    # a process without probes is a CPU-only target (issue 11)
+    st, tv = d.post("/api/targets", {"pid": os.getpid()})
+    t.eq(st, 201, "a process without probes is attached for CPU samples")
+    t.eq(tv.get("cpu_only") if isinstance(tv, dict) else None, True, "and said to be CPU only")
+    st, _ = d.delete(f"/api/targets/{os.getpid()}")
+    t.eq(st, 200, "the CPU-only target detaches")
     err(d, "POST", "/api/targets", json.dumps({"binary": "/bin/true"}), 400, "binary without probes")
     err(d, "POST", "/api/targets", json.dumps({"binary": "/etc/passwd"}), 422, "not an ELF file")
     err(d, "POST", "/api/targets", json.dumps({"binary": "/no/such/file"}), 404, "missing binary")
@@ -118,6 +123,8 @@ try:
     # command-line errors
     for args, what in ((["--pid", "abc"], "--pid abc"), (["--pid", "0"], "--pid 0"),
                        (["--frequency", "0"], "--frequency 0"), (["--bogus"], "unknown option"),
+                       (["--metrics-max-sets", "0"], "--metrics-max-sets 0"),
+                       (["--metrics-max-sets", "1000001"], "--metrics-max-sets 1000001"),
                        (["extra"], "stray argument")):
         p = subprocess.run([qprofd, *args], capture_output=True, text=True, timeout=30)
         t.eq(p.returncode, 2, f"qprofd {what} exits 2")

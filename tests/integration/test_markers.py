@@ -55,11 +55,11 @@ try:
     t.eq(st, 200, "/metrics answers")
     t.check(hdrs.get("Content-Type", "").startswith("text/plain; version=0.0.4"), "Prometheus content type")
     text = body.decode()
-    t.check(f'qprof_value{{pid="{prog.pid}",name="v",stat="max"}} 1000\n' in text, "metrics: value max")
-    t.check(f'qprof_value{{pid="{prog.pid}",name="v",stat="count"}} 1000\n' in text, "metrics: value count")
-    t.check(f'qprof_events_total{{pid="{prog.pid}",name="tick",parent="",kind="mark"}} 777\n' in text,
-            "metrics: mark count")
-    t.check("qprof_up 1\n" in text and "# TYPE qprof_scope_duration_seconds summary" in text, "metrics header")
+    exe = os.path.basename(markers)
+    t.check(f'qprof_value{{exe="{exe}",name="v",quantile="1"}} 1000\n' in text, "metrics: value max")
+    t.check(f'qprof_value_count{{exe="{exe}",name="v"}} 1000\n' in text, "metrics: value count")
+    t.check(f'qprof_events_total{{exe="{exe}",name="tick",kind="mark"}} 777\n' in text, "metrics: mark count")
+    t.check("qprof_up 1\n" in text and "# TYPE qprof_events_total counter" in text, "metrics header")
     out = subprocess.run([cli, "--socket", d.sock, "values", "--pid", str(prog.pid)],
                          capture_output=True, text=True, timeout=60)
     t.eq(out.returncode, 0, "qprof-cli values")

@@ -104,10 +104,11 @@ try:
     # Prometheus: the same figures
     st, _, body = d.request("GET", "/metrics")
     text = body.decode()
-    t.check(f'qprof_scope_duration_seconds_count{{pid="{prog.pid}",name="outer",parent=""}} {2 * ITERS}\n' in text,
-            "metrics: outer count")
-    t.check(f'qprof_scope_duration_seconds_count{{pid="{prog.pid}",name="inner",parent="outer"}} {2 * ITERS}\n'
-            in text, "metrics: inner count under outer")
+    exe = os.path.basename(target_bin)
+    t.check(f'qprof_scope_duration_seconds_count{{exe="{exe}",scope="outer",parent="",kind="scope"}} {2 * ITERS}\n'
+            in text, "metrics: outer count")
+    t.check(f'qprof_scope_duration_seconds_bucket{{exe="{exe}",scope="inner",parent="outer",kind="scope",le="+Inf"}} '
+            f'{2 * ITERS}\n' in text, "metrics: inner count under outer")
 
     # a window with no activity: nothing in it
     st, body = d.get(f"/api/scopes?pid={prog.pid}&seconds=1")

@@ -97,10 +97,11 @@ try:
     t.eq(sc["spans_pending"], 0, "nothing pending after the last END")
     t.eq(sc["span_table"], 65536, "the pending table's default size")
     st, _, text = d.request("GET", "/metrics")
-    t.check(f'qprof_span_duration_seconds_count{{pid="{prog.pid}",name="order_rt",parent=""}} 500\n'
+    exe = os.path.basename(target_bin)
+    t.check(f'qprof_scope_duration_seconds_count{{exe="{exe}",scope="order_rt",parent="",kind="async_span"}} 500\n'
             in text.decode(), "/metrics: order_rt count")
-    t.check(f'qprof_span_duration_seconds_count{{pid="{prog.pid}",name="sent",parent="order_rt"}} 500\n'
-            in text.decode(), "/metrics: step sent count")
+    t.check(f'qprof_scope_duration_seconds_count{{exe="{exe}",scope="sent",parent="order_rt",kind="async_span"}} '
+            '500\n' in text.decode(), "/metrics: step sent count")
     out = subprocess.run([cli, "--socket", d.sock, "scopes", "--pid", str(prog.pid)],
                          capture_output=True, text=True, timeout=60)
     t.eq(out.returncode, 0, "qprof-cli scopes")

@@ -120,7 +120,13 @@ static void test_args(void)
 static const char status_json[] =
 	"{\"version\":\"0.1.0\",\"uptime_ms\":3723000,"
 	"\"targets\":[{\"pid\":4242,\"comm\":\"strategy\",\"exe\":\"/opt/s/strategy\","
-	"\"state\":\"running\",\"attached_ms\":303000,\"probes\":14},"
+	"\"state\":\"running\",\"attached_ms\":303000,\"probes\":14,\"modules\":["
+	"{\"path\":\"/opt/s/strategy\",\"state\":\"probed\",\"probes\":12,\"attached_ms\":303000,"
+	"\"detached_ms\":null,\"loads\":1},"
+	"{\"path\":\"/opt/s/libmr\\u001b.so\",\"state\":\"unloaded\",\"probes\":2,"
+	"\"attached_ms\":61000,\"detached_ms\":70000,\"loads\":3},"
+	"{\"path\":\"/opt/s/libx.so\",\"state\":\"refused\",\"probes\":0,\"attached_ms\":null,"
+	"\"detached_ms\":null,\"loads\":0,\"error\":\"corrupt\"}]},"
 	"{\"pid\":77,\"comm\":\"md\\u001b[31m\",\"exe\":\"/opt/md\",\"state\":\"exited\","
 	"\"attached_ms\":42000,\"probes\":3}],"
 	"\"cpu\":{\"running\":true,\"frequency_hz\":99,\"samples\":123456,\"lost\":0},"
@@ -133,7 +139,13 @@ static const char status_text[] =
 	"\n"
 	" PID  COMM      STATE    PROBES  ATTACHED  EXE\n"
 	"4242  strategy  running      14    5m 03s  /opt/s/strategy\n"
-	"  77  md?[31m   exited        3      42 s  /opt/md\n";
+	"  77  md?[31m   exited        3      42 s  /opt/md\n"
+	"\n"
+	"modules (files probed, and libraries loaded later that were not):\n"
+	" PID  STATE     PROBES  LOADS  ATTACHED  MODULE\n"
+	"4242  probed        12      1    5m 03s  /opt/s/strategy\n"
+	"4242  unloaded       2      3    1m 01s  /opt/s/libmr?.so\n"
+	"4242  refused        0      0         -  /opt/s/libx.so\n";
 
 /* A call tree: main > {calc_ma, io > calc_ma, rec > rec}, a mark, a row
  * whose parent is not in the answer, and a second pid. Deliberately out of

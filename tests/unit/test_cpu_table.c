@@ -2,9 +2,11 @@
  * stacks share an id, counts add up exactly, a forgotten process frees the
  * stacks only it used while the others keep their ids and frames, ids are
  * never reused, the caps refuse (to be counted lost), and 200,000 distinct
- * stacks (more than any kernel stack map of ours held) are all kept. */
+ * stacks (more than any kernel stack map of ours held) are all kept; a ring
+ * thread's open scopes are part of the key and interned like stacks. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include "cpu_table.h"
 #include "../testlib.h"
 
@@ -126,6 +128,49 @@ int main(void)
 			n++;
 	}
 	CHECK_INT(n, t.naggs);
+	qp_cpu_table_free(&t);
+
+	/* a ring thread's open scopes: part of the key, interned like a stack
+	 * (their list read back whole, 32 deep), freed with the last key */
+	qp_cpu_table_init(&t, 1u << 20, 1u << 21, SIZE_MAX);
+	{
+		uint64_t open8[8], open32[32];
+		struct qp_cpu_sample_in in = { .tgid = 5, .user = a, .nuser = 3, .scopes = no_scopes,
+					       .comm = "prog\0\0\0\0\0\0\0\0\0\0\0" };
+		size_t live0;
+
+		for (i = 0; i < 32; i++)
+			open32[i] = 0x600000 + 64 * i;
+		memcpy(open8, open32, sizeof(open8));
+		CHECK(qp_cpu_table_add(&t, &in));	/* no open scopes */
+		in.open = open8;
+		in.nopen = 8;
+		CHECK(qp_cpu_table_add(&t, &in));
+		CHECK(qp_cpu_table_add(&t, &in));
+		in.open = open32;
+		in.nopen = 32;
+		CHECK(qp_cpu_table_add(&t, &in));
+		CHECK_INT(t.naggs, 3);
+		CHECK_INT(total(&t), 4);
+		for (i = 0, n = 0; i < t.naggs; i++) {
+			size_t m = 0;
+
+			if (t.aggs[i].key.open_stack < 0) {
+				CHECK_INT(t.aggs[i].count, 1);
+				continue;
+			}
+			CHECK_INT(qp_cpu_table_stack(&t, t.aggs[i].key.open_stack, ips, QPROF_STACK_DEPTH, &m), 0);
+			CHECK(m == 8 || m == 32);
+			CHECK_INT(t.aggs[i].count, m == 8 ? 2 : 1);
+			CHECK(m && ips[0] == 0x600000 && ips[m - 1] == 0x600000 + 64 * (m - 1));
+			n++;
+		}
+		CHECK_INT(n, 2);
+		live0 = t.nlive;
+		CHECK_INT(live0, 3);		/* the user stack and the two lists */
+		qp_cpu_table_forget(&t, 5);
+		CHECK_INT(t.nlive, 0);
+	}
 	qp_cpu_table_free(&t);
 	return test_done("test_cpu_table");
 }

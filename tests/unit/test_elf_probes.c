@@ -634,14 +634,29 @@ static void check_mutations(const char *pie, const char *dir)
 	note = find_bytes(img, len, "stapsdt", 8);
 	CHECK(note != NULL && note - img >= 12);
 	if (note && note - img >= 12) {
-		uint32_t huge = 0xfffffff0;
+		uint32_t huge = 0xfffffff0, save;
 
+		/* intact: nothing unreadable */
+		CHECK_INT(qp_elf_probes_open(pie, &p, err, sizeof(err)), 0);
+		CHECK_INT(p->nbroken_notes, 0);
+		qp_elf_probes_free(p);
+		memcpy(&save, note - 8, 4);
 		memcpy(note - 8, &huge, 4);
 		write_all(path, img, len);
 		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
 		CHECK(p->nnotes < 9);
 		CHECK_INT(p->nsites, 7);
+		/* counted, not silently dropped (a plugin so damaged is refused) */
+		CHECK_INT(p->nbroken_notes, 1);
 		qp_elf_probes_free(p);
+		/* a descriptor too short for its three addresses and strings */
+		huge = 20;
+		memcpy(note - 8, &huge, 4);
+		write_all(path, img, len);
+		CHECK_INT(qp_elf_probes_open(path, &p, err, sizeof(err)), 0);
+		CHECK(p->nbroken_notes >= 1);
+		qp_elf_probes_free(p);
+		memcpy(note - 8, &save, 4);
 	}
 out:
 	free(img);

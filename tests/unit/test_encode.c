@@ -1,11 +1,10 @@
 /* test_encode.c - each data route's encoding from a hand-made model, byte
  * for byte: {"scopes": ...} (a scope, a span, a child scope with a hostile
  * name, a timed row of a mark site, a mark, a probe), {"values": ...}, the
- * figure sections of /api/status, and the /metrics text of all three. */
+ * figure sections of /api/status. (/metrics: test_metrics.c.) */
 #include <stdlib.h>
 #include "../testlib.h"
 #include "export_json.h"
-#include "export_metrics.h"
 #include "util.h"
 
 static const struct qp_scope_item scope_items[] = {
@@ -136,78 +135,6 @@ static const char status_json[] =
 	"\"ring\":{\"running\":false,\"default\":false,\"announcements\":0,\"not_target\":0,\"bad\":0,"
 	"\"refused\":0,\"lost\":0,\"dropped_rings\":0,\"tsc_ns_per_tick\":0}}";
 
-static const char metrics_text[] =
-	"# HELP qprof_up 1 while qprofd answers.\n# TYPE qprof_up gauge\nqprof_up 1\n"
-	"# HELP qprof_scope_duration_seconds Latency of qprof scopes and spans since attach.\n"
-	"# TYPE qprof_scope_duration_seconds summary\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"gc\",parent=\"\",quantile=\"0.5\"} 0.00098999999999999999\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"gc\",parent=\"\",quantile=\"0.9\"} 0.0010499999999999999\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"gc\",parent=\"\",quantile=\"0.99\"} 0.0011000000000000001\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"gc\",parent=\"\",quantile=\"0.999\"} 0.0011000000000000001\n"
-	"qprof_scope_duration_seconds_sum{pid=\"10\",name=\"gc\",parent=\"\"} 0.0030000000000000001\n"
-	"qprof_scope_duration_seconds_count{pid=\"10\",name=\"gc\",parent=\"\"} 3\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"calc\",parent=\"\",quantile=\"0.5\"} 1.0008e-06\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"calc\",parent=\"\",quantile=\"0.9\"} 1.0072000000000001e-06\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"calc\",parent=\"\",quantile=\"0.99\"} 5.0000000000000004e-06\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"calc\",parent=\"\",quantile=\"0.999\"} 5.0000000000000004e-06\n"
-	"qprof_scope_duration_seconds_sum{pid=\"10\",name=\"calc\",parent=\"\"} 1.5e-05\n"
-	"qprof_scope_duration_seconds_count{pid=\"10\",name=\"calc\",parent=\"\"} 11\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\",quantile=\"0.5\"} 2.9999999999999999e-07\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\",quantile=\"0.9\"} 2.9999999999999999e-07\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\",quantile=\"0.99\"} 2.9999999999999999e-07\n"
-	"qprof_scope_duration_seconds{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\",quantile=\"0.999\"} 0\n"
-	"qprof_scope_duration_seconds_sum{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\"} 5.9999999999999997e-07\n"
-	"qprof_scope_duration_seconds_count{pid=\"10\",name=\"in\\\"ner\\n\",parent=\"calc\"} 2\n"
-	"# HELP qprof_span_duration_seconds Latency of spans across threads (QPROF_SPAN_BEGIN to END; "
-	"steps: since the begin, parent = the span) since attach.\n"
-	"# TYPE qprof_span_duration_seconds summary\n"
-	"qprof_span_duration_seconds{pid=\"10\",name=\"order_rt\",parent=\"\",quantile=\"0.5\"} 0.0001\n"
-	"qprof_span_duration_seconds{pid=\"10\",name=\"order_rt\",parent=\"\",quantile=\"0.9\"} 0.00011\n"
-	"qprof_span_duration_seconds{pid=\"10\",name=\"order_rt\",parent=\"\",quantile=\"0.99\"} 0.00011\n"
-	"qprof_span_duration_seconds{pid=\"10\",name=\"order_rt\",parent=\"\",quantile=\"0.999\"} 0.00011\n"
-	"qprof_span_duration_seconds_sum{pid=\"10\",name=\"order_rt\",parent=\"\"} 0.00040000000000000002\n"
-	"qprof_span_duration_seconds_count{pid=\"10\",name=\"order_rt\",parent=\"\"} 4\n"
-	"qprof_span_duration_seconds{pid=\"10\",name=\"acked\",parent=\"order_rt\",quantile=\"0.5\"} 1.0000000000000001e-05\n"
-	"qprof_span_duration_seconds{pid=\"10\",name=\"acked\",parent=\"order_rt\",quantile=\"0.9\"} 1.1e-05\n"
-	"qprof_span_duration_seconds{pid=\"10\",name=\"acked\",parent=\"order_rt\",quantile=\"0.99\"} 1.1e-05\n"
-	"qprof_span_duration_seconds{pid=\"10\",name=\"acked\",parent=\"order_rt\",quantile=\"0.999\"} 1.1e-05\n"
-	"qprof_span_duration_seconds_sum{pid=\"10\",name=\"acked\",parent=\"order_rt\"} 4.0000000000000003e-05\n"
-	"qprof_span_duration_seconds_count{pid=\"10\",name=\"acked\",parent=\"order_rt\"} 4\n"
-	"# HELP qprof_events_total Hits of QPROF_MARK sites and of counted USDT probes.\n"
-	"# TYPE qprof_events_total counter\n"
-	"qprof_events_total{pid=\"10\",name=\"0x9000\",parent=\"\",kind=\"mark\"} 1\n"
-	"qprof_events_total{pid=\"10\",name=\"tick\",parent=\"\",kind=\"mark\"} 50\n"
-	"qprof_events_total{pid=\"20\",name=\"libc:malloc\",parent=\"\",kind=\"probe\"} 60\n"
-	"# HELP qprof_value QPROF_VALUE statistics since attach.\n# TYPE qprof_value gauge\n"
-	"qprof_value{pid=\"10\",name=\"price\",stat=\"min\"} 2\n"
-	"qprof_value{pid=\"10\",name=\"price\",stat=\"max\"} 8\n"
-	"qprof_value{pid=\"10\",name=\"price\",stat=\"mean\"} 5.0009765625\n"
-	"qprof_value{pid=\"10\",name=\"price\",stat=\"last\"} 8\n"
-	"qprof_value{pid=\"10\",name=\"price\",stat=\"p50\"} 2.0001220703125\n"
-	"qprof_value{pid=\"10\",name=\"price\",stat=\"p99\"} 8\n"
-	"qprof_value{pid=\"10\",name=\"price\",stat=\"count\"} 4\n"
-	"qprof_value{pid=\"10\",name=\"0x5100\",stat=\"count\"} 0\n"
-	"# TYPE qprof_cpu_samples_total counter\nqprof_cpu_samples_total 0\n"
-	"# TYPE qprof_cpu_samples_lost_total counter\nqprof_cpu_samples_lost_total 0\n"
-	"# TYPE qprof_logs_received_total counter\nqprof_logs_received_total 100\n"
-	"# TYPE qprof_logs_lost_total counter\nqprof_logs_lost_total 19\n"
-	"# HELP qprof_scopes_dropped_total Scope events that could not be measured.\n"
-	"# TYPE qprof_scopes_dropped_total counter\n"
-	"qprof_scopes_dropped_total{reason=\"exit_without_enter\"} 3\n"
-	"qprof_scopes_dropped_total{reason=\"out_of_order\"} 5\n"
-	"qprof_scopes_dropped_total{reason=\"too_deep\"} 7\n"
-	"qprof_scopes_dropped_total{reason=\"thread_exit\"} 11\n"
-	"qprof_scopes_dropped_total{reason=\"map_full\"} 13\n"
-	"qprof_scopes_dropped_total{reason=\"stack_unavailable\"} 17\n"
-	"qprof_scopes_dropped_total{reason=\"begin_unended\"} 2\n"
-	"qprof_scopes_dropped_total{reason=\"span_end_without_begin\"} 4\n"
-	"qprof_scopes_dropped_total{reason=\"span_step_without_begin\"} 6\n"
-	"qprof_scopes_dropped_total{reason=\"span_id_reused\"} 8\n"
-	"qprof_scopes_dropped_total{reason=\"span_table_full\"} 10\n"
-	"qprof_scopes_dropped_total{reason=\"span_abandoned\"} 12\n"
-	"# TYPE qprof_targets gauge\n"
-	"qprof_targets{state=\"running\"} 1\nqprof_targets{state=\"exited\"} 2\n";
-
 /* J's text, compared whole; on a mismatch the first differing byte is shown */
 static void check_text(const char *what, const char *got, size_t len, const char *want)
 {
@@ -230,7 +157,6 @@ int main(void)
 	struct qp_value_model vm = { QP_ARRAY_SIZE(value_items), (struct qp_value_item *)value_items, NULL };
 	struct qp_status_model st;
 	struct qp_json j;
-	struct qp_buf b;
 	size_t len;
 	char *s;
 
@@ -263,11 +189,5 @@ int main(void)
 	check_text("empty scopes", s, len, "{\"scopes\":[]}");
 	free(s);
 	sm.n = QP_ARRAY_SIZE(scope_items);
-
-	qp_buf_init(&b);
-	CHECK_INT(qp_export_metrics(&st, &sm, &vm, &b), 0);
-	qp_buf_add(&b, "", 1);
-	check_text("metrics", b.data, b.len - 1, metrics_text);
-	qp_buf_free(&b);
 	return test_done("test_encode");
 }

@@ -9,6 +9,12 @@
 #include "util.h"
 
 static int pids_b0[] = { 200, 300 };
+/* a plugin loaded twice and unloaded, one refused (a hostile path) */
+static struct qp_module_view mods_t0[] = {
+	{ .path = "/opt/s/libmr.so", .state = "unloaded", .probes = 2, .loads = 2,
+	  .attached_ms = 1700000000200ULL, .detached_ms = 1700000000300ULL },
+	{ .path = "/tmp/x\"y.so", .state = "refused", .error = "1 unreadable note" },
+};
 
 static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struct qp_binary_view *b)
 {
@@ -19,15 +25,17 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 		.state = QP_TARGET_RUNNING, .attached_ms = 1700000000123ULL, .exited_ms = 99, .probes = 12,
 		.sites_refused = 1, .files_unopened = 2, .ring = true, .has_ring_status = true,
 		.ring_status = { .c = { .records = 10, .lost = 11, .garbage = 12, .after_loss = 13,
-					.before_attach = 14 }, .rings = 3 } };
+					.before_attach = 14, .logs = 15, .logs_cut = 16 }, .rings = 3 },
+		.modules = mods_t0, .nmodules = 2, .libs_loaded = 3,
+		.libs_unloaded = 4, .libs_without_markers = 5, .libs_refused = 6, .sites_reused = 7 };
 	t[1] = (struct qp_target_view){ .pid = 200, .comm = "md\"feed", .exe = "/opt/m d/feed\n(deleted)",
 		.state = QP_TARGET_EXITED, .attached_ms = 1700000000456ULL, .exited_ms = 1700000009999ULL,
-		.probes = 0, .by_binary = true, .collector_note = "lib \"x\" has markers of ABI 1" };
+		.probes = 0, .cpu_only = true, .by_binary = true, .collector_note = "lib \"x\" has markers of ABI 1" };
 	b[0] = (struct qp_binary_view){ .path = "/opt/m d/feed", .probes = 7, .attached_ms = 1700000000001ULL,
 		.state = QP_BINARY_ATTACHED, .versions_replaced = 3, .old_versions_running = 1,
 		.sites_refused = 4, .processes_refused = 5, .pids = pids_b0, .npids = 2 };
 	b[1] = (struct qp_binary_view){ .path = "/opt/x", .probes = 1, .attached_ms = 2,
-		.state = QP_BINARY_CHANGED, .per_process = true };
+		.state = QP_BINARY_CHANGED, .per_process = true, .ring = true };
 	b[2] = (struct qp_binary_view){ .path = "/opt/y", .state = QP_BINARY_UNPROBED };
 	v->targets = t;
 	v->ntargets = 2;
@@ -35,29 +43,38 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 	v->nbinaries = 3;
 	v->exited_forgotten = 6;
 	v->has_lifecycle = true;
-	v->lifecycle = (struct qp_lifecycle_figures){ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17 };
+	v->lifecycle = (struct qp_lifecycle_figures){ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
+						      18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28 };
 }
 
 #define T0 "{\"pid\":100,\"comm\":\"strategy\",\"exe\":\"/opt/s/strategy\",\"state\":\"running\"," \
-	"\"attached_ms\":1700000000123,\"probes\":12,\"exited_ms\":null,\"attached_by\":\"pid\"," \
+	"\"attached_ms\":1700000000123,\"probes\":12,\"cpu_only\":false,\"exited_ms\":null,\"attached_by\":\"pid\"," \
 	"\"sites_refused\":1,\"files_unopened\":2,\"collector\":\"ring\",\"collector_note\":null," \
 	"\"ring\":{\"rings\":3,\"records\":10,\"lost\":11,\"garbage\":12,\"open_at_loss\":13," \
-	"\"before_attach\":14}}"
+	"\"before_attach\":14,\"logs\":15,\"logs_cut\":16},\"modules\":[{\"path\":\"/opt/s/libmr.so\"," \
+	"\"state\":\"unloaded\",\"probes\":2,\"attached_ms\":1700000000200,\"detached_ms\":1700000000300," \
+	"\"loads\":2},{\"path\":\"/tmp/x\\\"y.so\",\"state\":\"refused\",\"probes\":0,\"attached_ms\":null," \
+	"\"detached_ms\":null,\"loads\":0,\"error\":\"1 unreadable note\"}],\"libs_loaded\":3," \
+	"\"libs_unloaded\":4,\"libs_without_markers\":5,\"libs_refused\":6,\"sites_reused\":7}"
 #define T1 "{\"pid\":200,\"comm\":\"md\\\"feed\",\"exe\":\"/opt/m d/feed\\n(deleted)\",\"state\":\"exited\"," \
-	"\"attached_ms\":1700000000456,\"probes\":0,\"exited_ms\":1700000009999,\"attached_by\":\"binary\"," \
+	"\"attached_ms\":1700000000456,\"probes\":0,\"cpu_only\":true,\"exited_ms\":1700000009999,\"attached_by\":\"binary\"," \
 	"\"sites_refused\":0,\"files_unopened\":0,\"collector\":\"bpf\"," \
-	"\"collector_note\":\"lib \\\"x\\\" has markers of ABI 1\"}"
+	"\"collector_note\":\"lib \\\"x\\\" has markers of ABI 1\",\"modules\":[],\"libs_loaded\":0,\"libs_unloaded\":0," \
+	"\"libs_without_markers\":0,\"libs_refused\":0,\"sites_reused\":0}"
 #define B0 "{\"binary\":\"/opt/m d/feed\",\"probes\":7,\"attached_ms\":1700000000001,\"state\":\"attached\"," \
-	"\"mode\":\"every_process\",\"versions_replaced\":3,\"old_versions_running\":1,\"sites_refused\":4," \
+	"\"mode\":\"every_process\",\"collector\":\"bpf\",\"versions_replaced\":3,\"old_versions_running\":1,\"sites_refused\":4," \
 	"\"processes_refused\":5,\"pids\":[200,300]}"
 #define B1 "{\"binary\":\"/opt/x\",\"probes\":1,\"attached_ms\":2,\"state\":\"changed\",\"mode\":\"per_process\"," \
-	"\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
+	"\"collector\":\"ring\",\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
 #define B2 "{\"binary\":\"/opt/y\",\"probes\":0,\"attached_ms\":0,\"state\":\"unprobed\",\"mode\":\"every_process\"," \
-	"\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
+	"\"collector\":\"bpf\",\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
 #define LC "{\"forks\":1,\"shared_mm_children\":2,\"children_stopped\":3,\"stop_failed\":4,\"records_lost\":5," \
 	"\"descendants_unwatched\":6,\"children_resumed\":7,\"sites_restored_nop\":8,\"sites_restored_int3\":9," \
 	"\"site_rewrites_failed\":10,\"child_stall_max_ns\":11,\"child_stall_mean_ns\":12,\"execs\":13," \
-	"\"exec_stall_max_ns\":14,\"binary_starts\":15,\"execs_seen_in_proc\":16,\"execs_dropped\":17}"
+	"\"exec_stall_max_ns\":14,\"binary_starts\":15,\"execs_seen_in_proc\":16,\"execs_dropped\":17," \
+	"\"dl_rendezvous\":18,\"dl_held\":19,\"dl_unheld\":20,\"dl_released\":21,\"dl_released_late\":22," \
+	"\"dl_hold_max_ns\":23,\"dl_hold_mean_ns\":24,\"dl_linkers\":25,\"dl_skipped_unresponsive\":26," \
+	"\"dl_skipped_traced\":27,\"dl_skipped_no_signal\":28}"
 
 static void check_text(const char *what, const char *got, size_t len, const char *want)
 {

@@ -24,7 +24,8 @@
 static struct qp_cpu_frame F(const char *name, const char *module, uint64_t addr, uint32_t mapping,
 			    bool kernel)
 {
-	return (struct qp_cpu_frame){ name, module, addr, mapping, kernel };
+	return (struct qp_cpu_frame){ .name = name, .module = module, .addr = addr, .mapping = mapping,
+				      .kernel = kernel };
 }
 
 static void add_sample(struct qp_cpu_profile *p, uint32_t pid, const char *comm, uint64_t count,
@@ -436,9 +437,10 @@ static size_t pb_repeated(int type, uint64_t v, struct pb *sub, uint64_t *out, s
 struct decoded {
 	char *strings[MAXN];
 	size_t nstrings;
-	uint64_t sample_type[2][2];
+	uint64_t sample_type[4][2];
 	size_t nsample_types, nsamples;
-	uint64_t total[2];
+	uint64_t total[4];
+	uint64_t default_type;
 	uint64_t first_locs[MAXN], nfirst_locs; /* the first sample's location ids */
 	uint64_t first_pid_label;
 	struct { uint64_t id, start, limit, offset, file, build_id, has_functions; } map[MAXN];
@@ -482,7 +484,7 @@ static int decode(const unsigned char *data, size_t len, struct decoded *d)
 		case 11: /* period_type */
 			while (pb_next(&s, &f2, &t2, &v2, &s2))
 				if (f2 == 1 || f2 == 2) {
-					if (f == 1 && d->nsample_types < 2)
+					if (f == 1 && d->nsample_types < 4)
 						d->sample_type[d->nsample_types][f2 - 1] = v2;
 					else if (f == 11)
 						d->period_type[f2 - 1] = v2;
@@ -512,10 +514,10 @@ static int decode(const unsigned char *data, size_t len, struct decoded *d)
 						d->first_pid_label = d->first_pid_label ? d->first_pid_label : num;
 				}
 			}
-			if (nv != 2)
+			if (nv != d->nsample_types || nv > 4)
 				return -1;
-			d->total[0] += vals[0];
-			d->total[1] += vals[1];
+			for (size_t k = 0; k < nv; k++)
+				d->total[k] += vals[k];
 			if (d->nsamples++ == 0) {
 				memcpy(d->first_locs, locs, sizeof(locs));
 				d->nfirst_locs = nl;
@@ -570,6 +572,7 @@ static int decode(const unsigned char *data, size_t len, struct decoded *d)
 		case 10: d->duration = v; break;
 		case 12: d->period = v; break;
 		case 13: d->comment = v; break;
+		case 14: d->default_type = v; break;
 		}
 	}
 	return r.bad ? -1 : 0;
@@ -701,8 +704,8 @@ static void test_pprof(void)
 	}
 	for (i = 0; i < d.nfns; i++) {
 		CHECK_INT(d.fn[i].name, d.fn[i].system_name);
-		if (!strcmp(S(&d, d.fn[i].name), "memcpy"))
-			CHECK_STR(S(&d, d.fn[i].file), "libc.so.6");
+		if (!strcmp(S(&d, d.fn[i].name), "memcpy")) /* no source file known: "" */
+			CHECK_STR(S(&d, d.fn[i].file), "");
 	}
 	free_decoded(&d);
 	free(raw);
@@ -724,6 +727,60 @@ static void test_pprof(void)
 	qp_cpu_profile_free(&p);
 }
 
+/* A profile of other values (the heap's): its own sample types, values,
+ * period type and default sample type. */
+static void test_pprof_values(void)
+{
+	static const struct qp_value_type types[] = {
+		{ "alloc_objects", "count" }, { "alloc_space", "bytes" },
+		{ "inuse_objects", "count" }, { "inuse_space", "bytes" },
+	};
+	struct qp_cpu_profile p;
+	struct qp_buf b;
+	struct decoded d;
+	unsigned char *raw;
+	size_t rawlen, i;
+
+	fixture(&p);
+	p.nvalues = 4;
+	p.value_types = types;
+	p.period_type = (struct qp_value_type){ "space", "bytes" };
+	p.period_ns = 524288;
+	p.default_type = "inuse_space";
+	for (i = 0; i < p.nsamples; i++) {
+		int64_t *v = qp_arena_alloc(p.arena, 4 * sizeof(*v));
+		int64_t c = (int64_t)p.samples[i].count;
+
+		v[0] = c;
+		v[1] = c * 4096;
+		v[2] = c / 5;
+		v[3] = c / 5 * 4096;
+		p.samples[i].values = v;
+	}
+	qp_buf_init(&b);
+	CHECK_INT(qp_export_pprof(&p, &b), 0);
+	CHECK_INT(gunzip((unsigned char *)b.data, b.len, &raw, &rawlen), 0);
+	CHECK_INT(decode(raw, rawlen, &d), 0);
+	CHECK_INT(d.nsample_types, 4);
+	for (i = 0; i < 4; i++) {
+		CHECK_STR(S(&d, d.sample_type[i][0]), types[i].type);
+		CHECK_STR(S(&d, d.sample_type[i][1]), types[i].unit);
+	}
+	CHECK_STR(S(&d, d.period_type[0]), "space");
+	CHECK_STR(S(&d, d.period_type[1]), "bytes");
+	CHECK_INT(d.period, 524288);
+	CHECK_STR(S(&d, d.default_type), "inuse_space");
+	CHECK_INT(d.nsamples, 8);	/* count 0 still left out */
+	CHECK_INT(d.total[0], 105);
+	CHECK_INT(d.total[1], 105 * 4096);
+	CHECK_INT(d.total[2], 10 + 4 + 2 + 1 + 1 + 2 + 0 + 0);	/* 50, 20, 10, 5, 5, 10, 4, 1 over 5 */
+	CHECK_INT(d.total[3], 20 * 4096);
+	free_decoded(&d);
+	free(raw);
+	qp_buf_free(&b);
+	qp_cpu_profile_free(&p);
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "";
@@ -736,6 +793,8 @@ int main(int argc, char **argv)
 		test_callgraph();
 	else if (!strcmp(what, "pprof"))
 		test_pprof();
+	else if (!strcmp(what, "pprof_values"))
+		test_pprof_values();
 	else {
 		fprintf(stderr, "usage: test_export folded|flamegraph|callgraph|pprof\n");
 		return 2;

@@ -163,10 +163,48 @@ static void test_keys(void)
 	}
 }
 
+/* The Accept header of a /metrics scrape: protobuf only when offered and
+ * preferred. */
+static void test_accept(void)
+{
+	/* Prometheus 2.42 with --enable-feature=native-histograms, byte for byte */
+	CHECK(qp_accept_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+				 "encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,"
+				 "application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,"
+				 "*/*;q=0.1"));
+	CHECK(qp_accept_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+				 "encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"));
+	CHECK(qp_accept_protobuf("application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+				 "encoding=delimited"));
+	CHECK(qp_accept_protobuf("text/plain;q=0.5, APPLICATION/VND.GOOGLE.PROTOBUF;"
+				 "proto=\"io.prometheus.client.MetricFamily\";encoding=delimited;q=0.5"));
+	/* what Prometheus sends without the feature, curl, nothing */
+	CHECK(!qp_accept_protobuf("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+				  "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
+	CHECK(!qp_accept_protobuf("*/*"));
+	CHECK(!qp_accept_protobuf(NULL));
+	CHECK(!qp_accept_protobuf(""));
+	/* refused or outranked protobuf, other messages, text encoding */
+	CHECK(!qp_accept_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+				  "encoding=delimited;q=0"));
+	CHECK(!qp_accept_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+				  "encoding=delimited;q=0.2,text/plain;q=0.9"));
+	CHECK(!qp_accept_protobuf("application/vnd.google.protobuf;proto=other.Message;encoding=delimited"));
+	CHECK(!qp_accept_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+				  "encoding=text"));
+	/* a q that is not a number in 0..1 drops its range */
+	CHECK(!qp_accept_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+				  "encoding=delimited;q=2"));
+	CHECK(!qp_accept_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+				  "encoding=delimited;q=abc"));
+	CHECK(!qp_accept_protobuf(";;;,,,=;q=;proto=;"));
+}
+
 int main(void)
 {
 	test_seconds();
 	test_pid();
 	test_keys();
+	test_accept();
 	return test_done("test_http_query");
 }

@@ -211,8 +211,24 @@ static void test_self(void)
 	CHECK_INT(qp_proc_comm(-1, comm, sizeof(comm)), -EINVAL);
 }
 
+/* /proc/self/statm: the resident pages are field 2; and this process's own. */
+static void test_statm(void)
+{
+	uint64_t pages = 0, rss = 0, cpu = 0;
+
+	CHECK_INT(qp_statm_parse_rss("2345 678 90 1 0 300 0", &pages), 0);
+	CHECK_INT(pages, 678);
+	CHECK_INT(qp_statm_parse_rss("2345", &pages), -EINVAL);
+	CHECK_INT(qp_statm_parse_rss("x 1", &pages), -EINVAL);
+	CHECK_INT(qp_statm_parse_rss("1  2", &pages), -EINVAL);
+	CHECK_INT(qp_proc_self_usage(&rss, &cpu), 0);
+	CHECK(rss > 0 && rss % 4096 == 0);
+	CHECK(cpu > 0);
+}
+
 int main(void)
 {
+	test_statm();
 	test_maps_parse();
 	test_maps_copy();
 	test_maps_edge();

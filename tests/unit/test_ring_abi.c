@@ -5,7 +5,8 @@
  * THREAD record, the header's head and depth; the triples of spans across
  * threads); that rings of exited threads
  * are reused (10 000 threads created and joined: as many rings as threads
- * alive at once, generations counted); and the descriptors' version 2. */
+ * alive at once, generations counted); the descriptors' version 2; the
+ * header's open scopes and the records of QPROF_LOG (ring version 2). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -254,9 +255,114 @@ static void test_threads(void)
 	CHECK_INT(recs, (uint64_t)NTHREADS * (1 + RECS_PER_WORK));
 }
 
+/* The text of the log head at record I (ring_layout.h); its records. */
+static unsigned log_text(struct qprof_ring *r, uint64_t i, char *out)
+{
+	uint64_t w = rec_at(r, i)->word;
+	unsigned stored = QPROF_REC_LOG_STORED(w), n = (stored + 14) / 15, k;
+
+	for (k = 0; k < n; k++) {
+		const struct qprof_ring_rec *t = rec_at(r, i + 1 + k);
+		uint64_t hi = t->word >> 8;
+
+		CHECK_INT(t->word & 0xff, QPROF_REC_LOG_TEXT);
+		memcpy(out + 15 * k, &t->ts, 8);
+		memcpy(out + 15 * k + 8, &hi, 7);
+	}
+	out[stored] = '\0';
+	return 1 + n;
+}
+
+static __attribute__((noinline)) void deep(struct qprof_ring *r, int n, uint32_t *at40, uint64_t *open31)
+{
+	QPROF_SCOPE("deep");
+	if (n > 1) {
+		deep(r, n - 1, at40, open31);
+		return;
+	}
+	*at40 = r->depth;
+	*open31 = r->open[QPROF_RING_OPEN - 1];
+}
+
+/* Version 2: the open scopes in the header (outermost first, at any
+ * depth up to 32, depth never below 0) and QPROF_LOG's records. */
+static void test_open_and_logs(void)
+{
+	struct qprof_ring *r;
+	char text[300], big[301];
+	uint64_t h, w, open31 = 0;
+	uint32_t at40 = 0;
+	const struct qprof_site *s;
+
+	qprof_ring_semaphore = 1;
+	{
+		QPROF_SCOPE("o1");
+		r = qprof__ring_tls;
+		CHECK(r && r != QPROF__RING_NONE);
+		if (!r || r == QPROF__RING_NONE)
+			return;
+		CHECK_INT(r->depth, 1);
+		{
+			QPROF_SCOPE("o2");
+			CHECK_INT(r->depth, 2);
+			CHECK_STR(((const struct qprof_site *)(uintptr_t)r->open[0])->name, "o1");
+			CHECK_STR(((const struct qprof_site *)(uintptr_t)r->open[1])->name, "o2");
+		}
+		QPROF_SCOPE_BEGIN(SPAN);
+		CHECK_INT(r->depth, 2);
+		CHECK_STR(((const struct qprof_site *)(uintptr_t)r->open[1])->name, SPAN);
+		QPROF_SCOPE_END(SPAN);
+	}
+	CHECK_INT(r->depth, 0);
+	deep(r, 40, &at40, &open31);
+	CHECK_INT(at40, 40);
+	CHECK_STR(((const struct qprof_site *)(uintptr_t)open31)->name, "deep");
+	CHECK_INT(r->depth, 0);
+	/* entered while lowered, left while raised: depth stays 0 */
+	qprof_ring_semaphore = 0;
+	{
+		QPROF_SCOPE("before");
+		qprof_ring_semaphore = 1;
+	}
+	CHECK_INT(r->depth, 0);
+
+	/* logs: a head and the text, 15 bytes a record */
+	qprof_log_semaphore = 1;
+	h = r->head;
+	QPROF_LOG("hello %d", 42);
+	w = rec_at(r, h)->word;
+	CHECK_INT(w & QPROF_REC_KIND_MASK, QPROF_REC_ARG);
+	s = (const struct qprof_site *)(uintptr_t)QPROF_REC_LOG_SITE(w);
+	CHECK_INT((uintptr_t)s & 15, 0);
+	CHECK_INT(s->kind, QPROF_KIND_LOG);
+	CHECK_INT(QPROF_REC_LOG_STORED(w), 8);
+	CHECK_INT(QPROF_REC_LOG_LEN(w), 8);
+	CHECK_INT(log_text(r, h, text), 2);
+	CHECK_STR(text, "hello 42");
+	CHECK_INT(r->head, h + 2);
+	memset(big, 'a', 300);
+	big[300] = '\0';
+	h = r->head;
+	QPROF_LOG("%s", big);
+	w = rec_at(r, h)->word;
+	CHECK_INT(QPROF_REC_LOG_STORED(w), 255);
+	CHECK_INT(QPROF_REC_LOG_LEN(w), 300);
+	CHECK_INT(log_text(r, h, text), 18);
+	CHECK_INT(strlen(text), 255);
+	CHECK(text[0] == 'a' && text[254] == 'a');
+	CHECK_INT(r->head, h + 18);
+	h = r->head;
+	QPROF_LOG("%s", "");
+	CHECK_INT(QPROF_REC_LOG_STORED(rec_at(r, h)->word), 0);
+	CHECK_INT(r->head, h + 1);
+	qprof_log_semaphore = 0;
+	qprof_ring_semaphore = 0;
+}
+
 int main(void)
 {
 	test_idle_and_records();
+	test_open_and_logs();
 	test_threads();
 	return test_done("ring_abi");
 }

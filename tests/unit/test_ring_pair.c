@@ -4,7 +4,9 @@
  * (no enter, out of order, too deep, a new thread owner, records lost);
  * garbage (a lone argument, time going back, a site that is no address, an
  * argument missing); records before the attach; marks; the flight
- * recorder; forgetting a process; a full table. */
+ * recorder; forgetting a process; a full table; QPROF_LOG records; the
+ * exact (compensated) sum of values. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "collect_scopes.h"
@@ -291,8 +293,127 @@ static void test_values(void)
 	qp_ring_agg_free(&a);
 }
 
+/* A log head at SITE (16-aligned) with TEXT, LEN the length it had. */
+static void put_log(uint64_t ts, uint64_t site, const char *text, unsigned len)
+{
+	unsigned stored = (unsigned)strlen(text), n = (stored + 14) / 15, k;
+
+	recs[nrecs].ts = ts;
+	recs[nrecs++].word = site | QPROF_REC_ARG | (uint64_t)stored << 47 | (uint64_t)len << 55;
+	for (k = 0; k < n; k++) {
+		char b[16] = { 0 };
+		uint64_t lo, hi;
+
+		memcpy(b, text + 15 * k, stored - 15 * k < 15 ? stored - 15 * k : 15);
+		memcpy(&lo, b, 8);
+		memcpy(&hi, b + 8, 8);
+		recs[nrecs].ts = lo;
+		recs[nrecs++].word = hi << 8 | QPROF_REC_LOG_TEXT;
+	}
+}
+
+static char got_msg[4][300];
+static int32_t got_len[4];
+static uint64_t got_ns[4];
+static int ngot;
+
+static void on_log(void *arg, const struct qp_ring_log *l)
+{
+	CHECK(arg == &ngot);
+	CHECK_INT(l->pid, 7);
+	CHECK_INT(l->tid, 8);
+	CHECK_INT(l->site, 0x401100);
+	if (ngot < 4) {
+		snprintf(got_msg[ngot], sizeof(got_msg[ngot]), "%s", l->msg);
+		got_len[ngot] = l->len;
+		got_ns[ngot] = l->mono_ns;
+	}
+	ngot++;
+}
+
+/* QPROF_LOG records: messages whole, a cut one counted, a text record
+ * alone and a head without its text are garbage; a log before the attach
+ * is skipped; records around them still pair. */
+static void test_logs(void)
+{
+	struct qp_ring_agg a;
+	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_counts c = { 0 };
+	char long_text[256];
+	const struct scope_stats *s;
+
+	memset(long_text, 'x', 255);
+	long_text[255] = '\0';
+	qp_ring_agg_init(&a, 100);
+	a.log_fn = on_log;
+	a.log_arg = &ngot;
+	put_log(5, 0x401100, "early", 5);	/* before the attach (min_ts 10) */
+	put(10, A, QPROF_REC_ENTER);
+	put_log(20, 0x401100, "hello 42", 8);
+	put_log(30, 0x401100, long_text, 300);	/* 17 text records, cut */
+	put_log(40, 0x401100, "", 0);
+	put(50, A, QPROF_REC_EXIT);
+	recs[nrecs].ts = 1;			/* a text record alone */
+	recs[nrecs++].word = 0x41424300ull | QPROF_REC_LOG_TEXT;
+	put_log(60, 0x401108, "bad site", 8);	/* not 16-aligned: bit 3 set, as a text record */
+	put_log(70, 0x401100, "cut off at the end", 18);
+	nrecs -= 1;				/* its second text record missing */
+	feed(&a, &rd, &c, 10);
+	CHECK_INT(ngot, 3);
+	CHECK_STR(got_msg[0], "hello 42");
+	CHECK_INT(got_len[0], 8);
+	CHECK_INT(got_ns[0], 1020);
+	CHECK_INT(strlen(got_msg[1]), 255);
+	CHECK_INT(got_len[1], 300);
+	CHECK_STR(got_msg[2], "");
+	CHECK_INT(c.logs, 3);
+	CHECK_INT(c.logs_cut, 1);
+	CHECK_INT(c.before_attach, 2);		/* "early": head and text */
+	/* 1 + 1 + 1 (enter, "hello 42") + 1 + 17 + 1 + 1 (exit) */
+	CHECK_INT(c.records, 23);
+	/* the lone text; "bad site" head and text; "cut off" head and its one text */
+	CHECK_INT(c.garbage, 5);
+	s = row(&a, 7, A, 0);
+	CHECK(s && s->count == 1 && s->sum_ns == 40);
+	qp_ring_agg_free(&a);
+}
+
+/* The exact sum of a value row: compensated, so that 1e20 + 1 - 1e20 is 1
+ * (a plain sum, even in long double, gives 0). */
+static void test_exact_sum(void)
+{
+	struct qp_ring_agg a;
+	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_counts c = { 0 };
+	struct qp_value_row *rows = NULL;
+	size_t n = 0;
+	double vals[] = { 1e20, 1.0, -1e20, 0.5, 0.25 };
+	unsigned i;
+
+	qp_ring_agg_init(&a, 100);
+	for (i = 0; i < 5; i++) {
+		put(10 + i, A, QPROF_REC_VALUE);
+		put_arg(bits_of(vals[i]));
+	}
+	put(20, A, QPROF_REC_VALUE);
+	put_arg(bits_of(__builtin_nan("")));	/* not in the sum */
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(qp_ring_agg_values(&a, 7, &rows, &n), 0);
+	CHECK_INT(n, 1);
+	if (n == 1) {
+		CHECK(rows[0].has_sum);
+		CHECK_INT(rows[0].st.count, 5);
+		CHECK((double)rows[0].sum == 1.75);
+		free(rows[0].buckets);
+	}
+	free(rows);
+	qp_ring_agg_free(&a);
+}
+
 int main(void)
 {
+	test_logs();
+	test_exact_sum();
 	test_values();
 	test_nesting();
 	test_drops();

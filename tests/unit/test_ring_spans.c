@@ -5,8 +5,10 @@
  * watermark, steps under their span, every drop reason (end or step
  * without a begin, an id reused, the table full, abandoned after the
  * timeout), the table rebuilt as ended spans pile up, a process forgotten,
- * and the record triples of the ring (and what is garbage). */
+ * the record triples of the ring (and what is garbage), and a stream of
+ * every record group at once (spans, scopes, marks, values, logs). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "collect_scopes.h"
@@ -20,6 +22,10 @@
 #define STEP_SITE 0x401080ull
 #define NAME 0x402000ull
 #define MS 1000000ull
+#define SCOPE_SITE 0x4010c0ull
+#define MARK_SITE 0x401200ull
+#define LOG_SITE 0x401300ull
+#define NAME2 0x402040ull
 
 static struct qp_ring_counts cnt;
 static struct qp_ring_flight flight = { .max = 64 };
@@ -203,10 +209,106 @@ static void test_records(void)
 	qp_ring_flight_free(&flight);
 }
 
+/* One record scheme for every marker (ring_layout.h): spans' triples,
+ * SCOPE_BEGIN/END pairs, plain marks, values and QPROF_LOG heads with
+ * their text, interleaved, each read as what it is; a step whose id was
+ * lapped is garbage and the log after it is still read. */
+static int nlogs;
+static char last_log[32];
+
+static void on_log(void *arg, const struct qp_ring_log *l)
+{
+	(void)arg;
+	nlogs++;
+	snprintf(last_log, sizeof(last_log), "%s", l->msg);
+}
+
+static size_t put_log(struct qprof_ring_rec *r, uint64_t ts, const char *text)
+{
+	size_t stored = strlen(text), n = (stored + 14) / 15, k;
+
+	r[0].ts = ts;
+	r[0].word = LOG_SITE | QPROF_REC_ARG | (uint64_t)stored << 47 | (uint64_t)stored << 55;
+	for (k = 0; k < n; k++) {
+		char b[16] = { 0 };
+		uint64_t hi;
+
+		memcpy(b, text + 15 * k, stored - 15 * k < 15 ? stored - 15 * k : 15);
+		memcpy(&r[1 + k].ts, b, 8);
+		memcpy(&hi, b + 8, 8);
+		r[1 + k].word = hi << 8 | QPROF_REC_LOG_TEXT;
+	}
+	return 1 + n;
+}
+
+static void test_mixed(void)
+{
+	static const struct qp_ring_clock clk = { .tsc0 = 0, .ns0 = 1000, .ns_per_tick = 1.0 };
+	struct qprof_ring_rec r[64];
+	struct qp_ring_reader rd = { .pid = PID, .tid = 3 };
+	struct qp_ring_counts c = { 0 };
+	struct qp_ring_spans sp;
+	struct qp_ring_agg a;
+	const struct scope_stats *s;
+	double one = 1.0;
+	uint64_t bits;
+	size_t n = 0;
+
+	memcpy(&bits, &one, sizeof(bits));
+	r[n++] = (struct qprof_ring_rec){ 100, SCOPE_SITE | QPROF_REC_BEGIN };
+	r[n++] = (struct qprof_ring_rec){ NAME2, QPROF_REC_ARG };
+	n += put_log(r + n, 105, "in the scope");		/* 1 text record */
+	r[n++] = (struct qprof_ring_rec){ 110, BEGIN_SITE | QPROF_REC_BEGIN };
+	r[n++] = (struct qprof_ring_rec){ NAME, QPROF_REC_ARG };
+	r[n++] = (struct qprof_ring_rec){ 77, QPROF_REC_ARG };
+	n += put_log(r + n, 115, "after the span's begin, longer than 15"); /* 3 */
+	r[n++] = (struct qprof_ring_rec){ 120, STEP_SITE | QPROF_REC_MARK };
+	r[n++] = (struct qprof_ring_rec){ NAME, QPROF_REC_ARG };
+	r[n++] = (struct qprof_ring_rec){ 77, QPROF_REC_ARG };
+	r[n++] = (struct qprof_ring_rec){ 125, MARK_SITE | QPROF_REC_MARK };
+	n += put_log(r + n, 126, "");				/* a head alone */
+	r[n++] = (struct qprof_ring_rec){ 130, END_SITE | QPROF_REC_END };
+	r[n++] = (struct qprof_ring_rec){ NAME, QPROF_REC_ARG };
+	r[n++] = (struct qprof_ring_rec){ 77, QPROF_REC_ARG };
+	r[n++] = (struct qprof_ring_rec){ 140, SCOPE_SITE | QPROF_REC_END };
+	r[n++] = (struct qprof_ring_rec){ NAME2, QPROF_REC_ARG };
+	r[n++] = (struct qprof_ring_rec){ 150, MARK_SITE | QPROF_REC_VALUE };
+	r[n++] = (struct qprof_ring_rec){ bits, QPROF_REC_ARG };
+	n += put_log(r + n, 155, "x");
+	r[n++] = (struct qprof_ring_rec){ 160, STEP_SITE | QPROF_REC_MARK };
+	r[n++] = (struct qprof_ring_rec){ NAME, QPROF_REC_ARG };	/* its id lapped */
+	n += put_log(r + n, 165, "last");
+	CHECK_INT(n, 29);
+	qp_ring_agg_init(&a, 100);
+	a.log_fn = on_log;
+	qp_ring_spans_init(&sp, 16, 10 * MS, 64);
+	rd.spans = &sp;
+	qp_ring_feed(&a, &rd, r, n, &clk, false, 0, &c);
+	CHECK_INT(c.garbage, 2);
+	CHECK_INT(c.records, 27);
+	CHECK_INT(c.logs, 5);
+	CHECK_INT(nlogs, 5);
+	CHECK_STR(last_log, "last");
+	CHECK_INT(sp.nq, 3);
+	CHECK(sp.nq == 3 && sp.q[0].kind == QPROF_REC_BEGIN && sp.q[1].kind == QPROF_REC_MARK &&
+	      sp.q[2].kind == QPROF_REC_END && sp.q[2].id == 77 && sp.q[2].ns == 1130);
+	CHECK_INT(a.marks.n, 1);
+	CHECK_INT(a.values.n, 1);
+	s = row(&a, SCOPE_SITE, 0);
+	CHECK(s && s->count == 1 && s->sum_ns == 40);
+	qp_ring_spans_pair(&sp, &a, 2000, who, NULL);
+	s = row(&a, BEGIN_SITE, 0);
+	CHECK(s && s->count == 1 && s->sum_ns == 20);
+	qp_ring_spans_free(&sp);
+	qp_ring_agg_free(&a);
+	qp_ring_flight_free(&flight);
+}
+
 int main(void)
 {
 	test_pairing();
 	test_bounds();
 	test_records();
+	test_mixed();
 	return test_done("ring_spans");
 }

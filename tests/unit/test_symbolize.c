@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "procfs.h"
 #include "symbolize.h"
 #include "testlib.h"
 #include "symfix_child.h"
@@ -362,6 +363,82 @@ static void test_hostile(void)
 	free(maps);
 }
 
+/* A library unloaded (dlclose) keeps naming the samples taken in it: a
+ * re-read of /proc (the refresh on a miss) keeps a range nothing maps now,
+ * a new mapping over it replaces it, and a list the caller gives (the
+ * registry's, which keeps its own unloaded ranges) replaces all. Before,
+ * the first miss after a dlclose dropped the plugin's range and its frames
+ * turned [unknown] (integration_dlopen's CPU check, 2 runs in 20). */
+static void test_unloaded(void)
+{
+	char root[4096], dir[4200], path[4400], maps[1024];
+	struct qp_sym_opts o = { .kallsyms = arg_kallsyms };
+	struct qp_symbolizer *s = NULL;
+	struct stat pie, nopie;
+	struct qp_maps m = { 0 };
+	struct qp_sym q;
+	int n;
+
+	snprintf(root, sizeof(root), "%s/proc-unloaded", arg_tmp);
+	snprintf(dir, sizeof(dir), "%s/4250", root);
+	snprintf(path, sizeof(path), "%s/maps", dir);
+	mkdir(root, 0755);
+	mkdir(dir, 0755);
+	o.proc_root = root;
+	if (stat(arg_pie, &pie) || stat(arg_nopie, &nopie) || !(s = qp_symbolizer_new(&o))) {
+		CHECK(!"stat/new");
+		return;
+	}
+	/* the host (sf_pie) and its plugin (sf_nopie) */
+	n = snprintf(maps, sizeof(maps),
+		     "10000000-10080000 r-xp 00000000 08:01 %llu %s\n"
+		     "20000000-20080000 r-xp 00000000 08:01 %llu %s\n",
+		     (unsigned long long)pie.st_ino, arg_pie, (unsigned long long)nopie.st_ino, arg_nopie);
+	CHECK_INT(write_file(path, maps, (size_t)n), 0);
+	CHECK_INT(qp_sym_process_refresh(s, 4250), 0);
+	qp_sym_user(s, 4250, 0x20000100, &q);
+	CHECK_STR(q.module, "sf_nopie");
+	/* dlclose: the plugin's range is gone from /proc */
+	n = snprintf(maps, sizeof(maps), "10000000-10080000 r-xp 00000000 08:01 %llu %s\n",
+		     (unsigned long long)pie.st_ino, arg_pie);
+	CHECK_INT(write_file(path, maps, (size_t)n), 0);
+	CHECK_INT(qp_sym_process_refresh(s, 4250), 0);
+	qp_sym_user(s, 4250, 0x20000100, &q);
+	CHECK_STR(q.module, "sf_nopie");
+	CHECK(q.path && !strcmp(q.path, arg_nopie));
+	CHECK_INT(q.map_start, 0x20000000);
+	qp_sym_user(s, 4250, 0x10000100, &q);
+	CHECK_STR(q.module, "sf_pie");
+	qp_sym_user(s, 4250, 0x30000000, &q);
+	CHECK_STR(q.name, "[unknown]+0x30000000");
+	/* another file mapped over part of it: the new one names its range,
+	 * the old range is dropped whole (never half of each) */
+	n = snprintf(maps, sizeof(maps),
+		     "10000000-10080000 r-xp 00000000 08:01 %llu %s\n"
+		     "20040000-20050000 r-xp 00000000 08:01 %llu %s\n",
+		     (unsigned long long)pie.st_ino, arg_pie, (unsigned long long)pie.st_ino, arg_pie);
+	CHECK_INT(write_file(path, maps, (size_t)n), 0);
+	CHECK_INT(qp_sym_process_refresh(s, 4250), 0);
+	qp_sym_user(s, 4250, 0x20040100, &q);
+	CHECK_STR(q.module, "sf_pie");
+	qp_sym_user(s, 4250, 0x20000100, &q);
+	CHECK_STR(q.name, "[unknown]+0x20000100");
+	/* the caller's list replaces all (the registry keeps its own) */
+	CHECK_INT(write_file(path, maps, (size_t)n), 0);
+	CHECK_INT(qp_maps_read_at(root, 4250, &m), 0);
+	CHECK_INT(m.n, 2);
+	m.n = 1;	/* the host alone */
+	CHECK_INT(qp_sym_process_set_maps(s, 4250, &m), 0);
+	m.n = 2;
+	qp_maps_free(&m);
+	unlink(path);	/* a refresh on the miss below reads nothing: the list stays */
+	qp_sym_user(s, 4250, 0x20040100, &q);
+	CHECK_STR(q.name, "[unknown]+0x20040100");
+	rmdir(dir);
+	rmdir(root);
+	qp_symbolizer_free(s);
+}
+
 static void test_kernel(void)
 {
 	struct qp_sym_opts o = { .kallsyms = arg_kallsyms };
@@ -474,5 +551,6 @@ int main(int argc, char **argv)
 	test_replaced(false, false);
 	test_replaced(true, true);
 	test_hostile();
+	test_unloaded();
 	return test_done("test_symbolize");
 }

@@ -75,6 +75,16 @@ int main(void)
 	CHECK_REL(qp_value_quantile(&r, 0.99), 489.0, 0.00013);
 	free(r.buckets);
 
+	/* the ring collector's rows carry the exact sum: the mean is sum / count,
+	 * not the buckets' estimate */
+	for (i = 0; i < 1000; i++)
+		vals[i] = (double)(i + 1);
+	fill(&r, vals, 1000);
+	r.has_sum = true;
+	r.sum = 500500;
+	CHECK(qp_value_mean(&r) == 500.5);
+	free(r.buckets);
+
 	/* one value repeated: every statistic is that value exactly */
 	for (i = 0; i < 1000; i++)
 		vals[i] = 103.1171875 + 0.000123;

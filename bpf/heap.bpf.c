@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: GPL-2.0
+/* heap.bpf.c - heap profiling of target processes (qprofd --heap, POST
+ * "heap": true). Uprobes on the allocator's entry points and uretprobes on
+ * their returns (heap_fn of heap.h): an allocation is sampled by bytes
+ * (heap_threshold), its user stack walked by frame pointers from the
+ * allocator's entry and kept once in heap_stacks with cumulative figures,
+ * and the live allocation in heap_live until its free. Syscall tracepoints
+ * of brk and anonymous mmap record the heap's growth under the stack of the
+ * allocator call that made it (or of the syscall when no allocator call is
+ * open on the thread). Only processes in heap_targets are seen. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "heap.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define MAP_ANONYMOUS_ 0x20
+#define MAP_STACK_ 0x20000
+#define MAX_ERRNO_ 4095
+
+const volatile __u64 interval = 512 * 1024;	/* bytes, 1 .. 1 << 30 */
+
+/* tgid -> attach generation (> 0) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u32);
+} heap_targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);	/* --heap-live */
+	__type(key, struct heap_live_key);
+	__type(value, struct heap_live);
+} heap_live SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 16384);	/* --heap-stacks */
+	__type(key, __u64);
+	__type(value, struct heap_stack);
+} heap_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct heap_stack);
+} heap_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HEAP_CNT__MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} heap_counters SEC(".maps");
+
+/* The allocator call open on a thread (the outermost one), and the
+ * arguments of a brk/mmap in flight. */
+struct heap_thread {
+	__u32 gen;		/* heap_targets' generation it was made under */
+	__u32 depth;		/* allocator calls open (nested ones included) */
+	__u32 fn;		/* enum heap_fn of the outermost */
+	__u32 sampled;
+	__u64 size;
+	__u64 arg_ptr;		/* realloc: the old block; posix_memalign: where the result goes */
+	__u64 stack;
+	__u64 entry_ip, entry_sp, entry_bp;
+	__u64 entry_ret;	/* the return address at entry: the uretprobe replaces it on the stack */
+	__u64 sys_arg;		/* brk: the break before; mmap: the length */
+	__u64 sys_flags;	/* mmap: flags | prot << 32 */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct heap_thread);
+} heap_threads SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&heap_counters, &which);
+
+	if (c)
+		*c += 1;
+}
+
+/* The thread's state when its process is a heap target, else NULL. */
+static __always_inline struct heap_thread *thread_of(__u32 tgid, bool create)
+{
+	__u32 *gen = bpf_map_lookup_elem(&heap_targets, &tgid);
+	struct heap_thread *t;
+
+	if (!gen)
+		return NULL;
+	t = bpf_task_storage_get(&heap_threads, bpf_get_current_task_btf(), 0,
+				 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!t) {
+		if (create)
+			count(HEAP_CNT_NO_THREAD);
+		return NULL;
+	}
+	if (t->gen != *gen) {	/* made under an earlier attach: nothing of it holds */
+		t->gen = *gen;
+		t->depth = 0;
+	}
+	return t;
+}
+
+/* Keep the stack in S (nips frames, tgid set) once: its key; when the
+ * table is full, the process's stack of no frames (made at attach), or 0. */
+static __always_inline __u64 intern(struct heap_stack *s)
+{
+	__u64 h = heap_hash_start(s->tgid);
+	__u32 i;
+	long err;
+
+	for (i = 0; i < QPROF_HEAP_DEPTH; i++) {
+		if (i >= s->nips)
+			break;
+		h = heap_mix(h, s->ips[i]);
+	}
+	if (!h)
+		h = 1;
+	if (bpf_map_lookup_elem(&heap_stacks, &h))
+		return h;
+	s->samples = s->est_objects_x16 = s->est_bytes = 0;
+	s->growth_bytes = s->growth_calls = 0;
+	err = bpf_map_update_elem(&heap_stacks, &h, s, BPF_NOEXIST);
+	if (err && err != -17 /* EEXIST: made meanwhile on another CPU */) {
+		count(HEAP_CNT_STACK_FULL);
+		h = heap_lost_key(s->tgid);
+		return bpf_map_lookup_elem(&heap_stacks, &h) ? h : 0;
+	}
+	return h;
+}
+
+/* The stack of an allocator call at its entry: IP, the caller (RET, the
+ * return address that was at the stack pointer: the caller's frame is not
+ * linked yet), then the frame pointer chain from BP, which still is the
+ * caller's. */
+static __always_inline __u64 stack_at_entry(__u32 tgid, __u64 ip, __u64 ret, __u64 bp)
+{
+	__u32 zero = 0, i, n = 0;
+	struct heap_stack *s = bpf_map_lookup_elem(&heap_scratch, &zero);
+	struct { __u64 next, ret; } fr;
+
+	if (!s)
+		return 0;
+	s->tgid = tgid;
+	s->ips[n++] = ip;
+	if (ret)
+		s->ips[n++] = ret;
+	for (i = 0; i < QPROF_HEAP_DEPTH - 2; i++) {
+		if (!bp || bpf_probe_read_user(&fr, sizeof(fr), (void *)bp) || !fr.ret)
+			break;
+		s->ips[n & (QPROF_HEAP_DEPTH - 1)] = fr.ret;
+		n++;
+		if (fr.next <= bp)	/* frames go up the stack: anything else is no chain */
+			break;
+		bp = fr.next;
+	}
+	s->nips = n;
+	return intern(s);
+}
+
+/* The stack of a syscall made outside any allocator call (the kernel's
+ * frame-pointer walk from the user registers). */
+static __always_inline __u64 stack_of_syscall(void *ctx, __u32 tgid)
+{
+	__u32 zero = 0;
+	struct heap_stack *s = bpf_map_lookup_elem(&heap_scratch, &zero);
+	long n;
+
+	if (!s)
+		return 0;
+	s->tgid = tgid;
+	n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
+	if (n <= 0)
+		return 0;
+	s->nips = (__u32)n / 8;
+	return intern(s);
+}
+
+static __always_inline int on_entry(struct pt_regs *ctx, __u32 fn, __u64 size, __u64 arg_ptr)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct heap_thread *t = thread_of(tgid, true);
+	__u64 sp = PT_REGS_SP(ctx), thresh;
+
+	if (!t)
+		return 0;
+	if (t->depth) {
+		/* deeper on the stack than the open call: called from inside it;
+		 * as deep: tail-called by it (realloc(NULL, n) jumps to malloc,
+		 * and both returns come) */
+		if (sp <= t->entry_sp) {
+			t->depth++;
+			count(HEAP_CNT_NESTED);
+			return 0;
+		}
+		/* from a shallower frame: the open call never returned */
+		count(HEAP_CNT_MISSED_RETURN);
+	}
+	t->depth = 1;
+	t->fn = fn;
+	t->size = size;
+	t->arg_ptr = arg_ptr;
+	t->entry_ip = PT_REGS_IP(ctx);
+	t->entry_sp = sp;
+	t->entry_bp = PT_REGS_FP(ctx);
+	/* read before the kernel puts its uretprobe trampoline there (after
+	 * the entry handlers): a growth inside the call needs the real one */
+	if (bpf_probe_read_user(&t->entry_ret, sizeof(t->entry_ret), (void *)sp))
+		t->entry_ret = 0;
+	t->sampled = 0;
+	t->stack = 0;
+	count(HEAP_CNT_CALLS);
+	thresh = heap_threshold(size, interval);
+	if (thresh && (__u64)bpf_get_prandom_u32() < thresh) {
+		t->sampled = 1;
+		t->stack = stack_at_entry(tgid, t->entry_ip, t->entry_ret, t->entry_bp);
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(heap_malloc, __u64 size)
+{
+	return on_entry(ctx, HEAP_MALLOC, size, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(heap_calloc, __u64 n, __u64 size)
+{
+	/* n * size without 128-bit arithmetic (BPF has none): both factors
+	 * under 2^32, or one of them 1; anything else is not counted (it
+	 * overflows and fails, or asks for more than 4 GiB in that shape) */
+	__u64 total = 0;
+
+	if (!(n >> 32) && !(size >> 32))
+		total = n * size;
+	else if (n == 1)
+		total = size;
+	else if (size == 1)
+		total = n;
+
+	return on_entry(ctx, HEAP_CALLOC, total, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(heap_realloc, __u64 ptr, __u64 size)
+{
+	return on_entry(ctx, HEAP_REALLOC, size, ptr);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(heap_memalign, __u64 align, __u64 size)
+{
+	return on_entry(ctx, HEAP_MEMALIGN, size, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(heap_posix_memalign, __u64 out, __u64 align, __u64 size)
+{
+	return on_entry(ctx, HEAP_POSIX_MEMALIGN, size, out);
+}
+
+static __always_inline void forget_block(__u32 tgid, __u64 addr)
+{
+	struct heap_live_key k = { .tgid = tgid, .addr = addr };
+
+	if (!bpf_map_delete_elem(&heap_live, &k))
+		count(HEAP_CNT_FREES);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(heap_free, __u64 ptr)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (ptr && bpf_map_lookup_elem(&heap_targets, &tgid))
+		forget_block(tgid, ptr);
+	return 0;
+}
+
+/* The return of every allocating entry point: the thread's state says which. */
+SEC("uretprobe")
+int BPF_KRETPROBE(heap_ret, __u64 rc)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct heap_thread *t = thread_of(tgid, false);
+	struct heap_live_key k = { .tgid = tgid };
+	struct heap_live v = { 0 };
+	struct heap_stack *s;
+	__u64 addr = rc, thresh;
+
+	if (!t || !t->depth)
+		return 0;
+	if (--t->depth)
+		return 0;	/* a nested call returned */
+	if (t->fn == HEAP_POSIX_MEMALIGN) {
+		addr = 0;
+		if (!rc && t->arg_ptr)
+			bpf_probe_read_user(&addr, sizeof(addr), (void *)t->arg_ptr);
+	}
+	/* realloc: the old block is gone when a new one came back, or when
+	 * size 0 freed it; a failed realloc leaves it live */
+	if (t->fn == HEAP_REALLOC && t->arg_ptr && (addr || !t->size))
+		forget_block(tgid, t->arg_ptr);
+	if (!t->sampled || !addr)
+		return 0;
+	count(HEAP_CNT_SAMPLED);
+	/* what was allocated, whether or not it can be kept live */
+	thresh = heap_threshold(t->size, interval);
+	if (t->stack && thresh && (s = bpf_map_lookup_elem(&heap_stacks, &t->stack))) {
+		__sync_fetch_and_add(&s->samples, 1);
+		__sync_fetch_and_add(&s->est_objects_x16, heap_weight_objects_x16(thresh));
+		__sync_fetch_and_add(&s->est_bytes, heap_weight_bytes(t->size, thresh));
+	}
+	k.addr = addr;
+	v.size = t->size;
+	v.stack = t->stack;
+	v.ts_ns = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&heap_live, &k, &v, BPF_ANY))
+		count(HEAP_CNT_LIVE_FULL);
+	return 0;
+}
+
+/* ---- growth: brk and anonymous mmap ------------------------------------ */
+
+static __always_inline void growth(void *ctx, __u32 tgid, struct heap_thread *t, __u64 bytes)
+{
+	struct heap_stack *s;
+	__u64 key;
+
+	if (!bytes)
+		return;
+	if (t->depth)	/* inside malloc: the stack of the call that grew the heap */
+		key = stack_at_entry(tgid, t->entry_ip, t->entry_ret, t->entry_bp);
+	else
+		key = stack_of_syscall(ctx, tgid);
+	if (!key || !(s = bpf_map_lookup_elem(&heap_stacks, &key))) {
+		count(HEAP_CNT_GROWTH_LOST);
+		return;
+	}
+	__sync_fetch_and_add(&s->growth_bytes, bytes);
+	__sync_fetch_and_add(&s->growth_calls, 1);
+	count(HEAP_CNT_GROWTH);
+}
+
+SEC("tracepoint/syscalls/sys_enter_brk")
+int heap_brk_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct heap_thread *t = thread_of(tgid, true);
+	struct task_struct *task;
+
+	if (!t)
+		return 0;
+	task = bpf_get_current_task_btf();
+	t->sys_arg = BPF_CORE_READ(task, mm, brk);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_brk")
+int heap_brk_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct heap_thread *t = thread_of(tgid, false);
+	__u64 now = (__u64)ctx->ret;
+
+	if (!t || !t->sys_arg)
+		return 0;
+	if (now > t->sys_arg)
+		growth(ctx, tgid, t, now - t->sys_arg);
+	t->sys_arg = 0;
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int heap_mmap_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct heap_thread *t = thread_of(tgid, true);
+
+	if (!t)
+		return 0;
+	t->sys_arg = ctx->args[1];
+	t->sys_flags = ((__u64)ctx->args[3] & 0xffffffffULL) | ((__u64)ctx->args[2] << 32);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int heap_mmap_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct heap_thread *t = thread_of(tgid, false);
+	__u64 len, ret = (__u64)ctx->ret;
+
+	if (!t || !t->sys_arg)
+		return 0;
+	len = (t->sys_arg + 4095) & ~4095ULL;
+	/* anonymous and accessible: PROT_NONE reservations (arenas, guard
+	 * pages) are not memory yet, and thread stacks are no heap */
+	if (ret < (__u64)-MAX_ERRNO_ && (t->sys_flags & MAP_ANONYMOUS_) && !(t->sys_flags & MAP_STACK_) &&
+	    (t->sys_flags >> 32))
+		growth(ctx, tgid, t, len);
+	t->sys_arg = 0;
+	return 0;
+}

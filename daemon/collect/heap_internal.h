@@ -1,0 +1,36 @@
+/* heap_internal.h - what the two files of the heap collector share
+ * (collect_heap.c: load, targets, links; heap_read.c: map walks and
+ * snapshots). Nothing else includes it. */
+#ifndef QPROF_HEAP_INTERNAL_H
+#define QPROF_HEAP_INTERNAL_H
+#include <pthread.h>
+#include "collect_heap.h"
+#include "heap.skel.h"
+
+struct heap_target {
+	int pid;
+	uint32_t gen;		/* heap_targets' value while it is traced */
+	struct bpf_link **links;
+	size_t nlinks;
+	struct qp_heap_status st;
+};
+
+struct qp_heap {
+	pthread_mutex_t lock;	/* targets, links, tp; a leaf lock */
+	struct heap *skel;
+	int ncpus;
+	uint64_t interval;
+	uint32_t gen;
+	struct bpf_link *tp[4];	/* brk and mmap tracepoints, once a target exists */
+	bool tp_attached;
+	struct heap_target *t;
+	size_t nt;
+};
+
+/* Walk every entry of the hash map FD (keys KSIZE, values VSIZE bytes) in
+ * batches: FN(arg, key, value) for each. 0 or -errno. */
+int qp_heap_map_walk(int fd, size_t ksize, size_t vsize,
+		     void (*fn)(void *arg, const void *key, const void *val), void *arg);
+/* Delete PID's live allocations and stacks from the maps. */
+void qp_heap_map_forget(struct qp_heap *h, int pid);
+#endif

@@ -1,0 +1,123 @@
+/* fuzz_unwind.c - libFuzzer target for the CFI unwinder (daemon/collect/
+ * unwind.c over libdwfl): hostile .eh_frame / .debug_frame and program
+ * headers, hostile registers and stack copies. The input is an ELF file
+ * (the seeds are real programs); a fake /proc/PID/maps maps it at a PIE-style
+ * address. The stack copy is made of the input's own bytes, with every word
+ * whose low bit is set turned into an address inside the mapping, so that
+ * walks go on through the file's CFI. The last 8 bytes pick the pc (an
+ * offset into the mapping) and sp's alignment. Two pcs are unwound per
+ * input: that one and the ELF's entry point. A new unwinder per input, so
+ * that a leak or a stale cache shows. Nothing may crash, read outside the
+ * copy, or pass the frame limit. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "unwind.h"
+
+#define FAKE_PID 4243
+#define BASE 0x555555554000ull
+#define SPAN 0x100000ull	/* the mapping's size */
+#define MAX_FRAMES 127
+
+static char root[64], bin_path[160];
+static uint8_t stack[8192];
+
+static void write_all(const char *path, const uint8_t *d, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		perror(path);
+		abort();
+	}
+	while (n) {
+		ssize_t w = write(fd, d, n);
+
+		if (w <= 0) {
+			perror(path);
+			abort();
+		}
+		d += w;
+		n -= (size_t)w;
+	}
+	close(fd);
+}
+
+static void setup(void)
+{
+	char dir[128], maps[192], text[512];
+	int len;
+
+	snprintf(root, sizeof(root), "/tmp/qpfuzz-unwind-%d", (int)getpid());
+	snprintf(dir, sizeof(dir), "%s/%d", root, FAKE_PID);
+	if ((mkdir(root, 0700) && errno != EEXIST) || (mkdir(dir, 0700) && errno != EEXIST)) {
+		perror(dir);
+		abort();
+	}
+	snprintf(bin_path, sizeof(bin_path), "%s/bin", root);
+	snprintf(maps, sizeof(maps), "%s/maps", dir);
+	len = snprintf(text, sizeof(text),
+		       "%llx-%llx r--p 00000000 00:00 1 %s\n"
+		       "%llx-%llx r-xp 00001000 00:00 1 %s\n"
+		       "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]\n",
+		       BASE, BASE + 0x1000, bin_path, BASE + 0x1000, BASE + SPAN, bin_path);
+	write_all(maps, (const uint8_t *)text, (size_t)len);
+}
+
+static void unwind_at(struct qp_unwind *u, uint64_t pc, uint64_t sp, size_t len)
+{
+	uint64_t regs[QP_UNWIND_REGS], ips[MAX_FRAMES];
+	struct qp_unwind_in in = { .pid = FAKE_PID, .tid = FAKE_PID, .regs = regs, .stack = stack, .len = len };
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < QP_UNWIND_REGS; i++)
+		regs[i] = sp + (uint64_t)i * 8;	/* rbp and the rest point into the copy */
+	regs[7] = sp;
+	regs[16] = pc;
+	qp_unwind_stack(u, &in, ips, MAX_FRAMES, &n);
+	if (n > MAX_FRAMES)
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct qp_unwind_opts o = { .proc_root = root, .max_procs = 4 };
+	struct qp_unwind *u;
+	uint64_t tail = 0, entry = 0;
+	size_t i, len;
+
+	if (!root[0])
+		setup();
+	if (size < 8)
+		return 0;
+	memcpy(&tail, data + size - 8, 8);
+	write_all(bin_path, data, size);
+	len = size < sizeof(stack) ? size & ~(size_t)7 : sizeof(stack);
+	memset(stack, 0, sizeof(stack));
+	memcpy(stack, data, len);
+	for (i = 0; i + 8 <= len; i += 8) {
+		uint64_t w;
+
+		memcpy(&w, stack + i, 8);
+		if (w & 1) {
+			w = BASE + (w >> 1) % SPAN;
+			memcpy(stack + i, &w, 8);
+		}
+	}
+	u = qp_unwind_new(&o);
+	if (!u)
+		return 0;
+	unwind_at(u, BASE + (tail & 0xffffffff) % SPAN, 0x7ffd00010000ull + ((tail >> 32) & 7), len);
+	if (size >= 32)
+		memcpy(&entry, data + 24, 8);	/* e_entry of an ELF64 header */
+	unwind_at(u, BASE + entry % SPAN, 0x7ffd00010000ull, len);
+	qp_unwind_free(u);
+	return 0;
+}

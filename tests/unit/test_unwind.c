@@ -1,0 +1,228 @@
+/* test_unwind.c - unit test of daemon/collect/unwind.c without root or BPF:
+ * this program takes its own registers and a copy of its stack the way the
+ * sampler does, and unwinds them through its own /proc/self/maps. Built -O2
+ * -fomit-frame-pointer (twice: PIE and not). Checks, against return
+ * addresses the functions recorded themselves (__builtin_return_address
+ * needs no frame pointer): a plain chain frame by frame; a chain through
+ * glibc's qsort (no frame pointers in Debian's build) with a frame-pointer
+ * function below it; the frame limit on a stack that repeats one frame
+ * forever; a loop whose sp does not rise; hostile registers and stacks. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "../testlib.h"
+#include "unwind.h"
+
+#define MAX_FRAMES 127
+
+static uint64_t regs[QP_UNWIND_REGS];
+static uint8_t copy[16384];
+static size_t copy_len;
+static uint64_t stack_top;
+static void *ra_l1, *ra_l2, *ra_l3, *ra_cmp, *ra_outer, *ra_grab;
+volatile uint64_t sink;
+
+/* Registers now (callee-saved ones, sp, ip) and the stack from sp up. */
+#define CAPTURE()                                                                    \
+	do {                                                                         \
+		__asm__ volatile("lea 0(%%rip), %%rax\n\t"                           \
+				 "mov %%rax, 128(%0)\n\t"                            \
+				 "mov %%rsp, 56(%0)\n\t"                             \
+				 "mov %%rbp, 48(%0)\n\t"                             \
+				 "mov %%rbx, 24(%0)\n\t"                             \
+				 "mov %%r12, 96(%0)\n\t"                             \
+				 "mov %%r13, 104(%0)\n\t"                            \
+				 "mov %%r14, 112(%0)\n\t"                            \
+				 "mov %%r15, 120(%0)\n\t"                            \
+				 :                                                   \
+				 : "r"(regs)                                         \
+				 : "rax", "memory");                                 \
+		copy_len = stack_top - regs[7] < sizeof(copy) ? stack_top - regs[7]  \
+							      : sizeof(copy);        \
+		memcpy(copy, (const void *)regs[7], copy_len);                       \
+	} while (0)
+
+__attribute__((noinline, noclone)) void level3(void)
+{
+	ra_l3 = __builtin_return_address(0);
+	CAPTURE();
+	sink++;
+}
+
+__attribute__((noinline, noclone)) void level2(void)
+{
+	ra_l2 = __builtin_return_address(0);
+	level3();
+	sink++;
+}
+
+__attribute__((noinline, noclone)) void level1(void)
+{
+	ra_l1 = __builtin_return_address(0);
+	level2();
+	sink++;
+}
+
+__attribute__((noinline, noclone)) int cmp_capture(const void *a, const void *b)
+{
+	ra_cmp = __builtin_return_address(0);
+	CAPTURE();
+	return *(const int *)a - *(const int *)b;
+}
+
+/* with a frame pointer, calling into glibc: the mixed case */
+__attribute__((noinline, noclone, optimize("no-omit-frame-pointer"))) void outer(void)
+{
+	int v[2] = { 2, 1 };
+
+	ra_outer = __builtin_return_address(0);
+	qsort(v, 2, sizeof(v[0]), cmp_capture);
+	sink += (uint64_t)v[0];
+}
+
+__attribute__((noinline, noclone)) void grab(void)
+{
+	ra_grab = __builtin_return_address(0);
+}
+
+/* its CFA is rbp + 16 after the prologue */
+__attribute__((noinline, noclone, optimize("no-omit-frame-pointer"))) void fp_fn(void)
+{
+	grab();
+	sink++;
+}
+
+/* no stack of its own: CFA = sp + 8 from its first byte to its last */
+__attribute__((noinline, noclone)) int leaf_fn(int x)
+{
+	return x * 3 + 1;
+}
+
+static int unwind_copy(struct qp_unwind *u, uint64_t *ips, size_t *n)
+{
+	struct qp_unwind_in in = {
+		.pid = (uint32_t)getpid(), .tid = (uint32_t)syscall(SYS_gettid),
+		.regs = regs, .stack = copy, .len = copy_len,
+	};
+
+	return qp_unwind_stack(u, &in, ips, MAX_FRAMES, n);
+}
+
+static bool has(const uint64_t *ips, size_t n, size_t from, const void *addr)
+{
+	for (size_t i = from; i < n; i++)
+		if (ips[i] == (uint64_t)(uintptr_t)addr)
+			return true;
+	return false;
+}
+
+int main(void)
+{
+	struct qp_unwind *u = qp_unwind_new(NULL);
+	struct qp_unwind_stats st;
+	uint64_t ips[MAX_FRAMES], fake_sp = 0x7ffd00000000ull;
+	pthread_attr_t attr;
+	void *addr;
+	size_t n, size, i;
+	int ret;
+
+	CHECK(u != NULL);
+	if (!u)
+		return test_done("unit_unwind");
+	pthread_getattr_np(pthread_self(), &attr);
+	pthread_attr_getstack(&attr, &addr, &size);
+	pthread_attr_destroy(&attr);
+	stack_top = (uint64_t)(uintptr_t)addr + size;
+
+	/* a plain chain: exactly the recorded return addresses */
+	level1();
+	ret = unwind_copy(u, ips, &n);
+	CHECK(n >= 5);
+	CHECK_INT(ips[0], regs[16]);
+	CHECK_INT(ips[1], (uintptr_t)ra_l3);
+	CHECK_INT(ips[2], (uintptr_t)ra_l2);
+	CHECK_INT(ips[3], (uintptr_t)ra_l1);
+	/* and on to main's callers in glibc (__libc_start_call_main) */
+	CHECK(n >= 5 && ret >= 0);
+
+	/* through glibc's qsort, into a frame-pointer function, on to main */
+	outer();
+	ret = unwind_copy(u, ips, &n);
+	CHECK(n >= 4);
+	CHECK_INT(ips[1], (uintptr_t)ra_cmp);
+	CHECK(has(ips, n, 2, ra_outer));
+	CHECK(ret >= 0);
+
+	/* one frameless frame repeated over the whole copy: cut at the limit */
+	qp_unwind_stats(u, &st);
+	memset(regs, 0, sizeof(regs));
+	regs[16] = (uint64_t)(uintptr_t)leaf_fn + 2;
+	regs[7] = fake_sp;
+	copy_len = sizeof(copy);
+	for (i = 0; i < sizeof(copy) / 8; i++) {
+		uint64_t w = (uint64_t)(uintptr_t)leaf_fn + 2;
+
+		memcpy(copy + i * 8, &w, 8);
+	}
+	{
+		uint64_t truncated = st.truncated;
+
+		ret = unwind_copy(u, ips, &n);
+		qp_unwind_stats(u, &st);
+		CHECK_INT(ret, 0);
+		CHECK_INT(n, MAX_FRAMES);
+		CHECK_INT(st.truncated, truncated + 1);
+	}
+
+	/* a saved frame pointer that points at itself: the CFA stops rising */
+	fp_fn();
+	{
+		uint64_t loops = st.loops, self = fake_sp + 64, ra = (uint64_t)(uintptr_t)ra_grab;
+
+		memset(regs, 0, sizeof(regs));
+		memset(copy, 0, sizeof(copy));
+		regs[16] = ra;
+		regs[7] = fake_sp;
+		regs[6] = self;
+		memcpy(copy + 64, &self, 8);
+		memcpy(copy + 72, &ra, 8);
+		copy_len = 4096;
+		ret = unwind_copy(u, ips, &n);
+		qp_unwind_stats(u, &st);
+		CHECK_INT(ret, 0);
+		CHECK_INT(n, 2);
+		CHECK_INT(st.loops, loops + 1);
+	}
+
+	/* hostile: nothing copied, pc at 0, pc in no module, sp at the top */
+	memset(regs, 0, sizeof(regs));
+	copy_len = 0;
+	ret = unwind_copy(u, ips, &n);
+	CHECK(ret >= -1000 && n <= 1);
+	regs[16] = 0xdead0000ull;
+	regs[7] = ~0ull - 7;
+	copy_len = 8;
+	ret = unwind_copy(u, ips, &n);
+	CHECK(n <= 1);
+	regs[16] = (uint64_t)(uintptr_t)level3;
+	regs[7] = ~0ull - 100;
+	copy_len = sizeof(copy);
+	for (i = 0; i < sizeof(copy); i++)
+		copy[i] = (uint8_t)(i * 131 + 7);
+	ret = unwind_copy(u, ips, &n);
+	CHECK(n <= MAX_FRAMES);
+	qp_unwind_stats(u, &st);
+	printf("unwound %llu, partial %llu, truncated %llu, loops %llu, no_module %llu, refreshes %llu\n",
+	       (unsigned long long)st.unwound, (unsigned long long)st.partial,
+	       (unsigned long long)st.truncated, (unsigned long long)st.loops,
+	       (unsigned long long)st.no_module, (unsigned long long)st.refreshes);
+	CHECK(st.no_module >= 1);
+	qp_unwind_forget(u, (uint32_t)getpid());
+	qp_unwind_free(u);
+	return test_done("unit_unwind");
+}
