@@ -42,6 +42,8 @@ static int on_interval(void *ctx, void *data, size_t size)
 		if (!in.user[i] || in.user[i] >= USER_ADDR_END)
 			in.nuser = i;
 	in.scopes = (const uint64_t *)r->scopes;
+	in.open = NULL;	/* a ring's open scopes: CPU samples only */
+	in.nopen = 0;
 	in.comm = r->comm;
 	/* an interval of 0 ns (both stamps in the same tick) still happened */
 	in.weight = r->ts_in > r->ts_out ? r->ts_in - r->ts_out : 1;

@@ -197,7 +197,8 @@ int qp_cpu_builder_finish(struct qp_cpu_builder *b, int ret)
 
 /* Was sample R taken inside a scope named NAME: one of the innermost
  * scopes of the BPF collector's stack, or any of a ring thread's open ones. */
-static bool in_scope(struct qp_cpu *cpu, struct qp_registry *reg, const struct qp_cpu_raw *r, const char *name)
+static bool in_scope(struct qp_cpu *cpu, bool off, struct qp_registry *reg, const struct qp_cpu_raw *r,
+		     const char *name)
 {
 	uint64_t open[QPROF_STACK_DEPTH];
 	size_t n = 0;
@@ -205,7 +206,7 @@ static bool in_scope(struct qp_cpu *cpu, struct qp_registry *reg, const struct q
 	if (qp_registry_site_named(reg, (int)r->key.tgid, (const uint64_t *)r->key.scopes, QPROF_SAMPLE_SCOPES,
 				   name))
 		return true;
-	return r->key.open_stack >= 0 && !qp_cpu_stack(cpu, r->key.open_stack, open, &n) && n &&
+	return r->key.open_stack >= 0 && !qp_cpu_stack(cpu, off, r->key.open_stack, open, &n) && n &&
 	       qp_registry_site_named(reg, (int)r->key.tgid, open, n, name);
 }
 
@@ -232,7 +233,7 @@ int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_regist
 		if (!count || (q->pid > 0 && r->key.tgid != (uint32_t)q->pid))
 			continue;
 		/* the registry is locked for the names only, sample by sample */
-		if (q->scope && !in_scope(cpu, reg, r, q->scope))
+		if (q->scope && !in_scope(cpu, now->off, reg, r, q->scope))
 			continue;
 		ret = add_sample(&b, cpu, sym, now->off, r, count);
 	}
