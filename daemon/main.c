@@ -490,8 +490,8 @@ int main(int argc, char **argv)
 	d.reg.lc = lc;
 	qp_exec_thread_go(&execs);
 	d.sample_all = o.all;
-	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), qp_ring_tids_fd(ring), o.frequency, o.all,
-			  o.unwind,
+	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), qp_ring_tids_fd(ring),
+			  qp_scopes_slow_rb_fd(d.scopes), qp_scopes_slow_min_fd(d.scopes), o.frequency, o.all, o.unwind,
 			  d.cpu_error, sizeof(d.cpu_error));
 	if (ret)
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d.cpu_error);
@@ -523,6 +523,9 @@ int main(int argc, char **argv)
 		snprintf(d.calib.error, sizeof(d.calib.error), "no trace recorder to measure with");
 	else
 		qp_calibrate(d.scopes, d.tracer, CALIB_ROUNDS, CALIB_ITERS, &d.calib);
+	/* after the calibration, whose 60 000 scopes are not the targets' */
+	qp_scopes_set_slow(d.scopes, qp_cpu_slow_on(d.cpu));
+	qp_cpu_set_ring(d.cpu, ring);
 
 	for (i = 0; i < o.npids; i++) {
 		int status;
@@ -606,6 +609,7 @@ out:
 	qp_tracer_close(d.tracer);	/* no handler is left to end a session */
 	qp_ring_set_logs(ring, NULL);	/* the drain stops pushing before the store goes */
 	qp_logs_stop(d.logs);
+	qp_cpu_set_ring(d.cpu, NULL);
 	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
 	qp_threads_close(d.threads);
 	d.threads = NULL;
