@@ -8,7 +8,8 @@
  * thread stacks of scopes.bpf.c, whose map the daemon shares with this
  * object, so a profile can be limited to the time spent inside one scope;
  * for a thread of a ring target, from the open scopes its ring's header
- * lists (ring_tids, shared with ringreg.bpf.c), at any depth. */
+ * lists (ring_tids, shared with ringreg.bpf.c), at any depth. The off-CPU
+ * side (offcpu.bpf.h) shares the same target set and stacks. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
@@ -162,6 +163,32 @@ static __always_inline __u32 copy_user_stack(struct cpu_sample *s, __u8 *dst)
 	return 0;
 }
 
+/* The innermost open scopes of a thread (ST may be NULL): block scopes
+ * first, then QPROF_SCOPE_BEGIN spans while room is left; 0 = none. */
+static __always_inline void fill_scopes(__u64 *scopes, struct thread_stack *st)
+{
+	__u32 d, i, b;
+
+	for (i = 0; i < QPROF_SAMPLE_SCOPES; i++)
+		scopes[i] = 0;
+	if (!st)
+		return;
+	d = st->depth;
+	if (d > QPROF_MAX_DEPTH)
+		d = QPROF_MAX_DEPTH;
+	for (i = 0; i < QPROF_SAMPLE_SCOPES; i++) {
+		if (i >= d)
+			break;
+		scopes[i] = st->f[(d - 1 - i) & (QPROF_MAX_DEPTH - 1)].site;
+	}
+	for (b = 0; b < QPROF_MAX_BEGINS; b++) {
+		if (i >= QPROF_SAMPLE_SCOPES)
+			break;
+		if (st->b[b].key)
+			scopes[i++] = st->b[b].site;
+	}
+}
+
 SEC("perf_event")
 int do_sample(struct bpf_perf_event_data *ctx)
 {
@@ -173,7 +200,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	struct ring_tid *rt;
 	struct ring_hdr *h;
 	__u8 *mode, copy;
-	__u32 d, i, b, tid, olen, off;
+	__u32 d, tid, olen, off;
 
 	if (!tgid)
 		return 0;	/* idle */
@@ -188,31 +215,14 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	s->open_len = 0;
 	s->tid = (__u32)id;
 	s->copy_fail = 0;
+	s->ts = bpf_ktime_get_ns();
 	klen = stack_len(bpf_get_stack(ctx, s->ips, STACK_BYTES, 0));
 	s->kern_len = klen;
 	/* the user stack right after the kernel one: only used bytes are sent */
 	ulen = stack_len(bpf_get_stack(ctx, (char *)s->ips + klen, STACK_BYTES, BPF_F_USER_STACK));
 	s->user_len = ulen;
-	for (i = 0; i < QPROF_SAMPLE_SCOPES; i++)
-		s->scopes[i] = 0;
 	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0, 0);
-	if (st) {
-		d = st->depth;
-		if (d > QPROF_MAX_DEPTH)
-			d = QPROF_MAX_DEPTH;
-		for (i = 0; i < QPROF_SAMPLE_SCOPES; i++) {
-			if (i >= d)
-				break;
-			s->scopes[i] = st->f[(d - 1 - i) & (QPROF_MAX_DEPTH - 1)].site;
-		}
-		/* then QPROF_SCOPE_BEGIN spans open on the thread, while room is left */
-		for (b = 0; b < QPROF_MAX_BEGINS; b++) {
-			if (i >= QPROF_SAMPLE_SCOPES)
-				break;
-			if (st->b[b].key)
-				s->scopes[i++] = st->b[b].site;
-		}
-	}
+	fill_scopes(s->scopes, st);
 	/* a ring target's thread: its open scopes at any depth, from the
 	 * header of its own ring (only while it still owns that ring) */
 	olen = 0;
@@ -259,3 +269,5 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	pcount(QPROF_PCNT_SAMPLES);
 	return 0;
 }
+
+#include "offcpu.bpf.h"

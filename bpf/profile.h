@@ -30,6 +30,7 @@ struct cpu_sample {
 	char comm[16];
 	__u32 tid;
 	__u32 copy_fail;	/* 1: a copy was wanted but no read of the stack succeeded */
+	__u64 ts;		/* bpf_ktime_get_ns(): joins a sample to a scope instance */
 	__u64 regs[QPROF_UREGS];	/* user registers, DWARF numbering */
 	__u64 ips[2 * QPROF_STACK_DEPTH + 2 + QPROF_SAMPLE_OPEN_MAX];
 	__u8 stack[QPROF_USTACK_BYTES];	/* room: the copy follows the used ips and open scopes */
@@ -53,6 +54,11 @@ enum profile_counter {
 	QPROF_PCNT_LOST_STACK,	/* a stack could not be read: that half is missing */
 	QPROF_PCNT_COPY_FAIL,	/* no copy of the user stack (frame pointers only) */
 	QPROF_PCNT_COPY_SHORT,	/* copied less than QPROF_USTACK_BYTES (the stack ends nearer) */
+	/* the off-CPU side (offcpu.bpf.h) */
+	QPROF_PCNT_OFF_RECORDS,	/* off-CPU intervals sent to off_ring */
+	QPROF_PCNT_OFF_LOST_RING,	/* off_ring full: the interval is lost */
+	QPROF_PCNT_OFF_NO_STATE,	/* a thread's off-CPU state could not be made */
+	QPROF_PCNT_KSTATS_FULL,	/* a scope's kernel figures found no room (QPROF_KSTATS_MAX) */
 	QPROF_PCNT__MAX,
 };
 #endif

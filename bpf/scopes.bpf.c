@@ -177,6 +177,9 @@ static __always_inline int do_enter(__u64 now, __u64 site, __u64 key, __u64 cook
 	st->f[d].site = site;
 	st->f[d].key = key ? key : site;
 	st->f[d].ts = now;
+	st->f[d].migrations = st->migrations;
+	st->f[d].page_faults = st->page_faults;
+	st->f[d].irq_ns = st->irq_ns;
 	st->depth = d + 1;
 	return 0;
 }
@@ -319,6 +322,8 @@ __attribute__((noinline)) int record(__u32 tgid, __u64 site, __u64 parent, __u64
 	return 0;
 }
 
+#include "slow.bpf.h"
+
 static __always_inline bool excluded_hit(__u64 cookie, __u32 tgid)
 {
 	return (cookie & QPROF_COOKIE_BINARY) && bpf_map_lookup_elem(&excluded, &tgid);
@@ -376,6 +381,8 @@ static __always_inline int do_exit(__u64 now, __u64 site, __u64 key, __u64 cooki
 			continue;
 		dur = qp_calibrated(now - st->f[j].ts);
 		record(tgid, st->f[j].site, j ? st->f[(j - 1) & (QPROF_MAX_DEPTH - 1)].site : 0, dur);
+		if (slow_active)
+			slow_emit(st, j, tgid, now, dur);
 		qp_trace_emit(tgid, QPROF_TR_SCOPE, st->f[j].site, st->f[j].ts, dur, j, 0);
 		if (i)
 			count(QPROF_CNT_DROP_OUT_OF_ORDER, i);

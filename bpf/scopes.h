@@ -97,6 +97,10 @@ struct scope_frame {
 	__u64 site;
 	__u64 key;	/* site, or the name address for BEGIN/END spans */
 	__u64 ts;
+	/* the thread's kernel counters (struct thread_stack) at the enter:
+	 * an instance's own are their growth until its exit */
+	__u32 migrations, page_faults;
+	__u64 irq_ns;
 };
 
 /* QPROF_SCOPE_BEGIN spans open on a thread: beside the block-scope stack,
@@ -116,6 +120,10 @@ struct thread_stack {
 	__u32 depth;	/* may exceed QPROF_MAX_DEPTH: frames past it are not kept */
 	__u32 tgid;
 	__u64 epoch;
+	/* kernel counters of the thread, raised by bpf/offcpu.bpf.h (which
+	 * shares this storage) while its kernel events are traced */
+	__u32 migrations, page_faults;
+	__u64 irq_ns;
 	struct scope_frame f[QPROF_MAX_DEPTH];
 	struct begin_slot b[QPROF_MAX_BEGINS];
 };
@@ -195,6 +203,29 @@ struct log_record {
 	char msg[QPROF_LOG_MSG];
 };
 
+/* Slow instances: a scope exit whose duration reaches the threshold of
+ * its (process, site) in `slow_min` (no entry: 0) sends one record to the
+ * ring buffer `slow_rb` while `slow_active` is set. The daemon keeps the
+ * slowest per scope and raises the threshold to the least of them, so
+ * records become rare once its reservoirs are full. */
+struct slow_record {
+	__u32 tgid, tid;
+	__u64 site, parent;
+	__u64 begin_ns, end_ns;		/* bpf_ktime_get_ns() at the enter and the exit */
+	__u64 dur_ns;			/* as aggregated (calibrated) */
+	__u32 migrations, page_faults;	/* of the thread during the instance */
+	__u64 irq_ns;
+	__u32 flags;			/* QPROF_SLOW_NO_KERNEL */
+	char comm[16];			/* the thread's ("" when unknown) */
+};
+
+/* An instance of the ring collector (made by the daemon): its migrations,
+ * page faults and irq time are not known. */
+#define QPROF_SLOW_NO_KERNEL 1u
+
+#define QPROF_SLOW_RB_BYTES (1u << 20)
+#define QPROF_SLOW_KEYS 16384
+
 /* Per-CPU counters (array map `counters`), summed by the daemon. */
 enum scope_counter {
 	QPROF_CNT_EVENTS = 0,		/* unused: events are the sum of the counts */
@@ -223,6 +254,7 @@ enum scope_counter {
 	QPROF_CNT_SPAN_TABLE_FULL,	/* begins the pending table had no room for */
 	QPROF_CNT_SPAN_ABANDONED,	/* never incremented by BPF: the daemon's sweep
 					 * counts begins older than the timeout here */
+	QPROF_CNT_SLOW_LOST,		/* slow-instance records slow_rb had no room for */
 	QPROF_CNT__MAX,
 };
 

@@ -139,4 +139,6 @@ int cmd_report(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_trace(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_threads(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_heap(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_offcpu(struct cli_ctx *ctx, int argc, char **argv);
+int cmd_slow(struct cli_ctx *ctx, int argc, char **argv);
 #endif

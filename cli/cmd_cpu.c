@@ -1,6 +1,7 @@
 /* cmd_cpu.c - the CPU profile commands: folded (stdout or -o), flamegraph
  * -o FILE.svg (--callgraph for the call graph), pprof -o FILE.pb.gz; "-o -"
- * is standard output. Each is one GET of the daemon; files are written
+ * is standard output. offcpu: the off-CPU profile, its format chosen by the
+ * file name (.svg a flame graph, .pb.gz pprof, else folded). Each is one GET of the daemon; files are written
  * beside their target and renamed into place, so a failed run never leaves
  * half a file. An empty profile (the daemon's X-Qprof-Note: no samples, or
  * none inside --scope) is a failure: the note on stderr, nothing written,
@@ -13,7 +14,7 @@
 #include <unistd.h>
 #include "cli.h"
 
-enum cpu_kind { CPU_FOLDED, CPU_FLAME, CPU_PPROF };
+enum cpu_kind { CPU_FOLDED, CPU_FLAME, CPU_PPROF, CPU_OFF };
 
 static const char folded_help[] =
 	"Usage: qprof-cli folded [--pid N] [--seconds S] [--scope NAME] [-o FILE]\n"
@@ -37,6 +38,20 @@ static const char flame_help[] =
 	"draws a call graph instead (needs graphviz's dot on the daemon's machine).\n"
 	"-o - writes the SVG to standard output. No samples: exit status 1, nothing\n"
 	"written (see folded --help).\n";
+static const char offcpu_help[] =
+	"Usage: qprof-cli offcpu [-o FILE] [--pid N] [--seconds S] [--scope NAME]\n"
+	"\n"
+	"Where the target threads waited off the CPU, weighted by nanoseconds, at the\n"
+	"stack where each left the CPU (blocked or preempted). FILE ending in .svg: a\n"
+	"flame graph; in .pb.gz: pprof (sample type off_cpu/nanoseconds); else (and\n"
+	"without -o: standard output) folded stacks whose counts are nanoseconds.\n"
+	"\n"
+	"  --pid N       only process N\n"
+	"  --seconds S   collect the next S seconds (1..300); default: since attach\n"
+	"  --scope NAME  only the waits that began inside qprof scope NAME\n"
+	"\n"
+	"No interval (none yet, or none inside --scope NAME): the daemon's reason on\n"
+	"stderr, nothing written, exit status 1.\n";
 static const char pprof_help[] =
 	"Usage: qprof-cli pprof -o FILE.pb.gz [--pid N] [--seconds S] [--scope NAME]\n"
 	"\n"
@@ -100,8 +115,10 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 		{ "output", required_argument, NULL, 'o' },
 		{ 0 },
 	};
-	static const char *const routes[] = { "/api/cpu/folded", "/api/cpu/flamegraph", "/pprof/profile" };
-	const char *help = kind == CPU_FOLDED ? folded_help : kind == CPU_FLAME ? flame_help : pprof_help;
+	static const char *const routes[] = { "/api/cpu/folded", "/api/cpu/flamegraph", "/pprof/profile",
+					      "/api/offcpu/folded" };
+	const char *help = kind == CPU_FOLDED ? folded_help : kind == CPU_FLAME ? flame_help
+			 : kind == CPU_OFF ? offcpu_help : pprof_help;
 	const char *pid_arg = NULL, *sec_arg = NULL, *scope = NULL, *out = NULL;
 	bool callgraph = false;
 	struct http_response resp;
@@ -137,7 +154,13 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 	rc = cli_no_operands(ctx, argc, argv);
 	if (rc)
 		return rc;
-	if (kind != CPU_FOLDED && !out)
+	if (kind == CPU_OFF) {
+		size_t n = out ? strlen(out) : 0;
+
+		snprintf(target, sizeof(target), "%s",
+			 n > 4 && !strcmp(out + n - 4, ".svg") ? "/api/offcpu/flamegraph"
+			 : n > 6 && !strcmp(out + n - 6, ".pb.gz") ? "/pprof/offcpu" : "/api/offcpu/folded");
+	} else if (kind != CPU_FOLDED && !out)
 		return cli_usage_error(ctx, "-o FILE is required (the output is binary or SVG)");
 	if (out && !out[0])
 		return cli_usage_error(ctx, "-o wants a file name");
@@ -182,3 +205,4 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 int cmd_folded(struct cli_ctx *ctx, int argc, char **argv) { return cpu_cmd(ctx, argc, argv, CPU_FOLDED); }
 int cmd_flamegraph(struct cli_ctx *ctx, int argc, char **argv) { return cpu_cmd(ctx, argc, argv, CPU_FLAME); }
 int cmd_pprof(struct cli_ctx *ctx, int argc, char **argv) { return cpu_cmd(ctx, argc, argv, CPU_PPROF); }
+int cmd_offcpu(struct cli_ctx *ctx, int argc, char **argv) { return cpu_cmd(ctx, argc, argv, CPU_OFF); }

@@ -24,6 +24,8 @@ static const struct cli_cmd commands[] = {
 	{ "logs", cmd_logs, "QPROF_LOG messages (-f to follow)" },
 	{ "top", cmd_top, "live view: hottest functions and scopes" },
 	{ "heap", cmd_heap, "the heap: in use, allocated or growth, by stack (--pid N)" },
+	{ "offcpu", cmd_offcpu, "where threads waited off the CPU, in ns (folded, -o X.svg or X.pb.gz)" },
+	{ "slow", cmd_slow, "the slowest instances of a scope and why (off-CPU, samples)" },
 	{ "trace", cmd_trace, "a timeline of scope instances, marks, values, logs (-o FILE.json)" },
 	{ "threads", cmd_threads, "every thread of a target and its stack, without stopping it" },
 };

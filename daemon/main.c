@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -339,17 +338,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 
 /* Each connection holds two descriptors (the server's and the watchdog's
  * dup, http_conn.h): room for the connection limits beside BPF's own. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= 8192)
-		return;
-	rl.rlim_cur = rl.rlim_max < 8192 ? rl.rlim_max : 8192;
-	if (setrlimit(RLIMIT_NOFILE, &rl))
-		qp_warn("cannot raise the descriptor limit: %s", strerror(errno));
-}
-
 /* The registry's report callbacks: the exporter, which targets/ may not call. */
 /* Kernel symbols are read on first use (/proc/kallsyms, ~120,000 lines,
  * hundreds of ms): read them at start, on a thread, so that no report (an
@@ -421,7 +409,8 @@ int main(int argc, char **argv)
 		goto out_free;
 	}
 	qp_http_policy_unix(&pol_unix);
-	raise_fd_limit();
+	if (qp_raise_fd_limit(8192))
+		qp_warn("cannot raise the descriptor limit: %s", strerror(errno));
 	/* The sockets before anything else: a live daemon on the socket is
 	 * refused before any target is touched. */
 	fd_unix = qp_http_listen_unix(o.socket, err, sizeof(err));
@@ -501,8 +490,8 @@ int main(int argc, char **argv)
 	d.reg.lc = lc;
 	qp_exec_thread_go(&execs);
 	d.sample_all = o.all;
-	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), qp_ring_tids_fd(ring), o.frequency, o.all,
-			  o.unwind,
+	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), qp_ring_tids_fd(ring),
+			  qp_scopes_slow_rb_fd(d.scopes), qp_scopes_slow_min_fd(d.scopes), o.frequency, o.all, o.unwind,
 			  d.cpu_error, sizeof(d.cpu_error));
 	if (ret)
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d.cpu_error);
@@ -534,6 +523,9 @@ int main(int argc, char **argv)
 		snprintf(d.calib.error, sizeof(d.calib.error), "no trace recorder to measure with");
 	else
 		qp_calibrate(d.scopes, d.tracer, CALIB_ROUNDS, CALIB_ITERS, &d.calib);
+	/* after the calibration, whose 60 000 scopes are not the targets' */
+	qp_scopes_set_slow(d.scopes, qp_cpu_slow_on(d.cpu));
+	qp_cpu_set_ring(d.cpu, ring);
 
 	for (i = 0; i < o.npids; i++) {
 		int status;
@@ -617,6 +609,7 @@ out:
 	qp_tracer_close(d.tracer);	/* no handler is left to end a session */
 	qp_ring_set_logs(ring, NULL);	/* the drain stops pushing before the store goes */
 	qp_logs_stop(d.logs);
+	qp_cpu_set_ring(d.cpu, NULL);
 	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
 	qp_threads_close(d.threads);
 	d.threads = NULL;

@@ -309,3 +309,13 @@ add_test(NAME integration_unwind
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_unwind.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:qsort_nofp> $<TARGET_FILE:qsort_fp> $<TARGET_FILE:sort_cxx>)
 set_tests_properties(integration_unwind PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+
+# Off-CPU profiles, the scopes' kernel figures, the slowest instances (issue 10).
+add_executable(offcpu_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/offcpu_target.c)
+target_include_directories(offcpu_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(offcpu_target PRIVATE -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+target_link_libraries(offcpu_target Threads::Threads)
+add_test(NAME integration_offcpu
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_offcpu.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:offcpu_target>)
+set_tests_properties(integration_offcpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

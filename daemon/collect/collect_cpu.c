@@ -26,9 +26,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "collect_cpu.h"
-#include "cpu_table.h"
+#include "cpu_internal.h"
 #include "log.h"
-#include "profile.skel.h"
 #include "unwind.h"
 #include "util.h"
 
@@ -42,26 +41,6 @@
 #define USER_ADDR_END (1ull << 56)	/* x86-64 user space, 5-level paging included */
 #define RING_BYTES_COPY (32u << 20)	/* with stack copies (18 KiB a sample): ~0.9 s at 999 Hz on 2 CPUs */
 
-struct qp_cpu {
-	struct profile *skel;
-	struct bpf_link **links;
-	int *pfds;
-	unsigned int nevents;
-	int ncpus;
-	struct ring_buffer *rb;
-	pthread_t thread;
-	bool thread_started, stopping;
-	pthread_cond_t cond;
-	pthread_mutex_t lock;		/* all below, and ring consumption */
-	struct qp_cpu_table tab;
-	uint64_t kept, lost;		/* samples counted; lost here (caps, bad records) */
-	uint64_t t0_ns;			/* the table's clock starts here (monotonic) */
-	uint32_t aged_at;		/* table clock of the last aging pass */
-	enum qp_cpu_unwind_mode mode;
-	struct qp_unwind *uw;		/* NULL in QP_CPU_UNWIND_FP mode */
-	uint64_t copied, dwarf_used, fp_kept;	/* samples with a copy; which stack was kept */
-	uint64_t uips[QPROF_STACK_DEPTH];	/* the unwound stack of the sample at hand */
-};
 
 static const char *const mode_names[] = { "fp", "dwarf", "dwarf-all" };
 
@@ -117,6 +96,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	const struct cpu_sample *r = data;
 	const size_t hdr = offsetof(struct cpu_sample, ips);
 	struct qp_cpu_sample_in in;
+	struct qp_slow_hsample h;
 	uint32_t i;
 
 	if (size < hdr || r->kern_len % 8 || r->user_len % 8 || r->open_len % 8 ||
@@ -148,24 +128,56 @@ static int on_sample(void *ctx, void *data, size_t size)
 	in.open = (const uint64_t *)r->ips + (r->kern_len + r->user_len) / 8;
 	in.nopen = r->open_len / 8;
 	in.comm = r->comm;
-	if (qp_cpu_table_add(&c->tab, &in))
+	in.weight = 1;
+	if (qp_cpu_table_add_ids(&c->tab, &in, &h.kid, &h.uid)) {
 		c->kept++;
-	else
+		if (c->slow_on) {
+			h.tgid = r->tgid;
+			h.tid = r->tid;
+			h.ts = r->ts;
+			qp_slow_note_sample(&c->slow, &h);
+		}
+	} else {
 		c->lost++;
+	}
 	return 0;
 }
 
+/* One slow_rb record: joined once this consume has read the rest. */
+static int on_instance(void *ctx, void *data, size_t size)
+{
+	struct qp_cpu *c = ctx;
+
+	if (size < sizeof(struct slow_record))
+		return 0;
+	qp_slow_queue(&c->slow, data);
+	return 0;
+}
+
+/* a reservoir is full: BPF sends only instances slower than its fastest */
+void qp_cpu_slow_threshold(void *arg, uint32_t tgid, uint64_t site, uint64_t min_ns)
+{
+	struct qp_cpu *c = arg;
+	struct mark_key k = { .tgid = tgid, .site = site };
+
+	if (bpf_map_update_elem(c->slow_min_fd, &k, &min_ns, BPF_ANY))
+		qp_debug("slow threshold of pid %u: %s", tgid, strerror(errno));
+}
+
 /* Everything the ring buffer holds into the tables; the caller holds the lock. */
-static void drain_locked(struct qp_cpu *c)
+void qp_cpu_drain_locked(struct qp_cpu *c)
 {
 	int n;
 
 	if (!c->rb)
 		return;
 	c->tab.now = (uint32_t)((qp_now_ns() - c->t0_ns) / 1000000000ull);
+	qp_slow_ring_feed(c);
 	n = ring_buffer__consume(c->rb);
 	if (n < 0 && n != -EINTR)
 		qp_warn("CPU sample ring buffer: %s", strerror(-n));
+	if (c->slow.npending)
+		qp_slow_join(&c->slow, &c->tab, &c->off, qp_now_ns(), qp_cpu_slow_threshold, c);
 }
 
 static void *drain_thread(void *arg)
@@ -182,11 +194,13 @@ static void *drain_thread(void *arg)
 			until.tv_nsec -= 1000000000L;
 		}
 		pthread_cond_timedwait(&c->cond, &c->lock, &until);
-		drain_locked(c);
+		qp_cpu_drain_locked(c);
 		if (c->tab.now >= KEEP_S && c->tab.now - c->aged_at >= AGE_EVERY_S) {
 			c->aged_at = c->tab.now;
 			if (qp_cpu_table_age(&c->tab, c->tab.now - KEEP_S, AGE_FLOOR) < 0)
 				qp_warn("CPU samples: out of memory while aging; every count moved to aged");
+			if (qp_cpu_table_age(&c->off, c->tab.now - KEEP_S, AGE_FLOOR) < 0)
+				qp_warn("off-CPU intervals: out of memory while aging; every weight moved to aged");
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -208,8 +222,27 @@ static int perf_open(unsigned int freq, int cpu)
 	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, unsigned int freq, bool all,
-		enum qp_cpu_unwind_mode mode, char *err, size_t errlen)
+/* QPROF_OFF_RB_BYTES in the environment (a power of two, 4 KiB..1 GiB)
+ * sizes the off-CPU ring buffer: small enough for a test to overflow it */
+static int off_ring_size(struct profile *skel, char *err, size_t errlen)
+{
+	const char *env = getenv("QPROF_OFF_RB_BYTES");
+	unsigned long v;
+	char *end;
+
+	if (!env || !*env)
+		return 0;
+	errno = 0;
+	v = strtoul(env, &end, 10);
+	if (errno || *end || v < 4096 || v > (1ul << 30) || (v & (v - 1))) {
+		snprintf(err, errlen, "QPROF_OFF_RB_BYTES must be a power of two, 4096..2^30, not '%s'", env);
+		return -EINVAL;
+	}
+	return bpf_map__set_max_entries(skel->maps.off_ring, (__u32)v);
+}
+
+int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int slow_rb_fd, int slow_min_fd,
+		unsigned int freq, bool all, enum qp_cpu_unwind_mode mode, char *err, size_t errlen)
 {
 	struct qp_cpu *c;
 	long nconf = sysconf(_SC_NPROCESSORS_CONF);
@@ -229,6 +262,7 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, uns
 		pthread_mutex_init(&c->lock, NULL);
 	}
 	qp_cpu_table_init(&c->tab, MAX_STACKS, MAX_KEYS, MAX_BYTES);
+	qp_cpu_table_init(&c->off, MAX_STACKS / 4, MAX_KEYS / 4, MAX_BYTES / 4);
 	c->t0_ns = qp_now_ns();
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus <= 0 || nconf <= 0) {
@@ -270,17 +304,32 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, uns
 			goto fail;
 		}
 	}
+	ret = off_ring_size(c->skel, err, errlen);
+	if (ret)
+		goto fail;
 	ret = profile__load(c->skel);
 	if (ret) {
 		snprintf(err, errlen, "cannot load the sampler: %s", strerror(-ret));
 		goto fail;
 	}
-	c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.cpu_ring), on_sample, c, NULL);
+	/* slow instances first (cpu_internal.h), when there is room for them */
+	if (slow_rb_fd >= 0 && !qp_slow_init(&c->slow)) {
+		c->rb = ring_buffer__new(slow_rb_fd, on_instance, c, NULL);
+		if (c->rb && ring_buffer__add(c->rb, bpf_map__fd(c->skel->maps.cpu_ring), on_sample, c)) {
+			ring_buffer__free(c->rb);
+			c->rb = NULL;
+		}
+		c->slow_on = c->rb != NULL;
+		c->slow_min_fd = slow_min_fd;
+	}
+	if (!c->rb)
+		c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.cpu_ring), on_sample, c, NULL);
 	if (!c->rb) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot open the CPU sample ring buffer: %s", strerror(errno));
 		goto fail;
 	}
+	qp_offcpu_start(c);
 	ret = -pthread_create(&c->thread, NULL, drain_thread, c);
 	if (ret) {
 		snprintf(err, errlen, "cannot start the CPU sample thread: %s", strerror(-ret));
@@ -337,6 +386,7 @@ void qp_cpu_close(struct qp_cpu *c)
 		bpf_link__destroy(c->links[i]);
 		close(c->pfds[i]);
 	}
+	qp_offcpu_stop(c);
 	if (c->thread_started) {
 		pthread_mutex_lock(&c->lock);
 		c->stopping = true;
@@ -350,6 +400,10 @@ void qp_cpu_close(struct qp_cpu *c)
 	profile__destroy(c->skel);
 	qp_unwind_free(c->uw);
 	qp_cpu_table_free(&c->tab);
+	qp_cpu_table_free(&c->off);
+	qp_slow_free(&c->slow);
+	free(c->ring_buf);
+	free(c->ring_pids);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
@@ -380,12 +434,20 @@ int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget)
 
 	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid) && errno != ENOENT)
 		return -errno;
+	if (forget)
+		qp_offcpu_forget(c, pid);
 	pthread_mutex_lock(&c->lock);
 	if (forget)
-		drain_locked(c);
+		qp_cpu_drain_locked(c);
 	/* its files stay open in its Dwfl otherwise; made again if sampled again */
 	qp_unwind_forget(c->uw, pid);
-	ret = forget ? qp_cpu_table_forget(&c->tab, pid) : 0;
+	ret = 0;
+	if (forget) {
+		ret = qp_cpu_table_forget(&c->tab, pid);
+		if (qp_cpu_table_forget(&c->off, pid) && !ret)
+			ret = -ENOMEM;
+		qp_slow_forget(&c->slow, pid);
+	}
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }
@@ -414,13 +476,12 @@ static void counters_locked(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
 void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
 {
 	pthread_mutex_lock(&c->lock);
-	drain_locked(c);
+	qp_cpu_drain_locked(c);
 	counters_locked(c, samples, lost);
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Sum over CPUs of counter K; 0 when it cannot be read. */
-static uint64_t pcounter(struct qp_cpu *c, __u32 k)
+uint64_t qp_cpu_pcounter(struct qp_cpu *c, __u32 k)
 {
 	__u64 *cnt = calloc((size_t)c->ncpus, sizeof(*cnt));
 	uint64_t sum = 0;
@@ -441,8 +502,8 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 
 	memset(out, 0, sizeof(*out));
 	out->mode = qp_cpu_unwind_mode_name(c->mode);
-	out->copy_fail = pcounter(c, QPROF_PCNT_COPY_FAIL);
-	out->copy_short = pcounter(c, QPROF_PCNT_COPY_SHORT);
+	out->copy_fail = qp_cpu_pcounter(c, QPROF_PCNT_COPY_FAIL);
+	out->copy_short = qp_cpu_pcounter(c, QPROF_PCNT_COPY_SHORT);
 	pthread_mutex_lock(&c->lock);
 	out->copied = c->copied;
 	out->dwarf = c->dwarf_used;
@@ -468,31 +529,49 @@ void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes)
 	pthread_mutex_unlock(&c->lock);
 }
 
-int qp_cpu_read(struct qp_cpu *c, struct qp_cpu_snapshot *out)
+static int read_table(struct qp_cpu *c, bool off, struct qp_cpu_snapshot *out)
 {
+	struct qp_cpu_table *t = off ? &c->off : &c->tab;
 	size_t a;
 
 	memset(out, 0, sizeof(*out));
+	out->off = off;
 	pthread_mutex_lock(&c->lock);
-	drain_locked(c);
-	if (c->tab.naggs) {
-		out->v = malloc(c->tab.naggs * sizeof(*out->v));
+	qp_cpu_drain_locked(c);
+	if (t->naggs) {
+		out->v = malloc(t->naggs * sizeof(*out->v));
 		if (!out->v) {
 			pthread_mutex_unlock(&c->lock);
 			return -ENOMEM;
 		}
 	}
-	for (a = 0; a < c->tab.naggs; a++) {
-		out->v[a].key = c->tab.aggs[a].key;
-		out->v[a].count = c->tab.aggs[a].count;
-		memcpy(out->v[a].comm, c->tab.aggs[a].comm, sizeof(out->v[a].comm));
+	for (a = 0; a < t->naggs; a++) {
+		out->v[a].key = t->aggs[a].key;
+		out->v[a].count = t->aggs[a].count;
+		memcpy(out->v[a].comm, t->aggs[a].comm, sizeof(out->v[a].comm));
 	}
-	out->n = c->tab.naggs;
-	counters_locked(c, &out->samples, &out->lost);
+	out->n = t->naggs;
+	if (off)
+		qp_offcpu_counters_locked(c, &out->samples, &out->lost);
+	else
+		counters_locked(c, &out->samples, &out->lost);
+	out->mono_ns = qp_now_ns();
 	pthread_mutex_unlock(&c->lock);
 	if (out->n > 1)
 		qsort(out->v, out->n, sizeof(*out->v), cmp_raw);
 	return 0;
+}
+
+int qp_cpu_read(struct qp_cpu *c, struct qp_cpu_snapshot *out)
+{
+	return read_table(c, false, out);
+}
+
+int qp_cpu_read_off(struct qp_cpu *c, struct qp_cpu_snapshot *out)
+{
+	if (c->off_error[0])
+		return -ENODEV;
+	return read_table(c, true, out);
 }
 
 bool qp_cpu_has_pid(struct qp_cpu *c, uint32_t pid)
@@ -501,7 +580,7 @@ bool qp_cpu_has_pid(struct qp_cpu *c, uint32_t pid)
 	size_t a;
 
 	pthread_mutex_lock(&c->lock);
-	drain_locked(c);
+	qp_cpu_drain_locked(c);
 	for (a = 0; a < c->tab.naggs && !found; a++)
 		found = c->tab.aggs[a].key.tgid == pid;
 	pthread_mutex_unlock(&c->lock);
@@ -524,7 +603,7 @@ const struct qp_cpu_raw *qp_cpu_snapshot_find(const struct qp_cpu_snapshot *s, c
 	return s->n ? bsearch(k, s->v, s->n, sizeof(*s->v), cmp_key_raw) : NULL;
 }
 
-int qp_cpu_stack(struct qp_cpu *c, int32_t id, uint64_t ips[QPROF_STACK_DEPTH], size_t *n)
+int qp_cpu_stack(struct qp_cpu *c, bool off, int32_t id, uint64_t ips[QPROF_STACK_DEPTH], size_t *n)
 {
 	int ret = 0;
 
@@ -532,7 +611,7 @@ int qp_cpu_stack(struct qp_cpu *c, int32_t id, uint64_t ips[QPROF_STACK_DEPTH], 
 	if (id < 0)
 		return -ENOENT;
 	pthread_mutex_lock(&c->lock);
-	ret = qp_cpu_table_stack(&c->tab, id, ips, QPROF_STACK_DEPTH, n);
+	ret = qp_cpu_table_stack(off ? &c->off : &c->tab, id, ips, QPROF_STACK_DEPTH, n);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }

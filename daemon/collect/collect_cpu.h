@@ -10,7 +10,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "offcpu.h"
 #include "profile.h"
+#include "scopes.h"
+#include "slow_store.h"
 
 struct qp_cpu;
 
@@ -40,16 +43,37 @@ struct qp_cpu_raw {
 struct qp_cpu_snapshot {
 	size_t n;
 	struct qp_cpu_raw *v;	/* sorted by key */
-	uint64_t samples, lost;
+	uint64_t samples, lost;	/* off: intervals kept and lost */
 	uint64_t mono_ns;	/* when it was read */
+	bool off;		/* off-CPU intervals: counts are nanoseconds off the CPU */
+};
+
+/* The kernel figures of one (process, innermost scope, parent) (offcpu.h). */
+struct qp_kstats_row {
+	struct scope_key key;
+	struct scope_kstats v;
 };
 
 /* THREAD_STACKS_FD: the scopes object's task storage (innermost scopes of a
  * sample); RING_TIDS_FD: the ring collector's map of thread rings (their
- * open scopes, at any depth), -1 when there is none. FREQ in Hz. ALL:
- * every process, else only added pids. MODE: how user stacks are unwound. */
-int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, unsigned int freq, bool all,
-		enum qp_cpu_unwind_mode mode, char *err, size_t errlen);
+ * open scopes, at any depth), -1 when there is none. SLOW_RB_FD and
+ * SLOW_MIN_FD its slow_rb and slow_min (-1: no slow instances). FREQ in Hz.
+ * ALL: every process, else only added pids. MODE: how user stacks are
+ * unwound. */
+int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int slow_rb_fd, int slow_min_fd,
+		unsigned int freq, bool all, enum qp_cpu_unwind_mode mode, char *err, size_t errlen);
+/* The ring collector whose flight recorder also feeds the slow instances
+ * (NULL: none); set before any ring target, cleared before it closes. */
+struct qp_ring;
+void qp_cpu_set_ring(struct qp_cpu *c, struct qp_ring *ring);
+/* Slow instances are kept (the scopes object may send them). */
+bool qp_cpu_slow_on(const struct qp_cpu *c);
+/* Copies of the instances of PID whose site KEEP accepts, read after a
+ * drain (slow_store.h); SINCE_NS: the earliest time a reservoir among
+ * them filled (0: none did: they hold every instance). */
+int qp_cpu_slow_copy(struct qp_cpu *c, uint32_t pid, bool (*keep)(void *arg, uint64_t site), void *arg,
+		     struct qp_slow_inst **out, size_t *n, uint64_t *since_ns);
+void qp_cpu_slow_counters(struct qp_cpu *c, struct qp_slow_counters *out);
 void qp_cpu_close(struct qp_cpu *c); /* accepts NULL */
 unsigned int qp_cpu_ncpus(const struct qp_cpu *c); /* perf events open */
 
@@ -58,6 +82,20 @@ int qp_cpu_add_pid(struct qp_cpu *c, uint32_t pid);
 int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget);
 
 int qp_cpu_read(struct qp_cpu *c, struct qp_cpu_snapshot *out);
+/* The off-CPU intervals (weights in ns under the same keys, the stack at
+ * the switch-out); -ENODEV when the kernel events are not traced. */
+int qp_cpu_read_off(struct qp_cpu *c, struct qp_cpu_snapshot *out);
+/* Why the kernel events are not traced, NULL when they are. */
+const char *qp_cpu_off_error(const struct qp_cpu *c);
+/* Every scope's kernel figures (PID > 0: that process only), sorted by
+ * key, into *OUT (malloc'ed); 0, -ENODEV or -errno. */
+int qp_cpu_kstats_read(struct qp_cpu *c, int pid, struct qp_kstats_row **out, size_t *n);
+/* Off-CPU counters: intervals kept and lost (ring, caps), thread states
+ * not made, scope figures that found no room. */
+struct qp_off_counters {
+	uint64_t intervals, lost, no_state, kstats_full;
+};
+void qp_cpu_off_counters(struct qp_cpu *c, struct qp_off_counters *out);
 /* Samples kept and lost so far (all processes). */
 void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost);
 /* Samples aged out of the table (no sample of their key for 10 minutes while
@@ -70,6 +108,7 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out);
 void qp_cpu_snapshot_free(struct qp_cpu_snapshot *s);
 const struct qp_cpu_raw *qp_cpu_snapshot_find(const struct qp_cpu_snapshot *s, const struct sample_key *k);
 
-/* Instruction pointers of stack ID (leaf first); 0 or -errno. */
-int qp_cpu_stack(struct qp_cpu *c, int32_t id, uint64_t ips[QPROF_STACK_DEPTH], size_t *n);
+/* Instruction pointers of stack ID (leaf first) of the samples' table, or
+ * with OFF of the off-CPU one; 0 or -errno. */
+int qp_cpu_stack(struct qp_cpu *c, bool off, int32_t id, uint64_t ips[QPROF_STACK_DEPTH], size_t *n);
 #endif

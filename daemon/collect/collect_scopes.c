@@ -193,6 +193,21 @@ int qp_scopes_thread_stacks_fd(struct qp_scopes *s)
 	return bpf_map__fd(s->skel->maps.thread_stacks);
 }
 
+int qp_scopes_slow_rb_fd(struct qp_scopes *s)
+{
+	return bpf_map__fd(s->skel->maps.slow_rb);
+}
+
+int qp_scopes_slow_min_fd(struct qp_scopes *s)
+{
+	return bpf_map__fd(s->skel->maps.slow_min);
+}
+
+void qp_scopes_set_slow(struct qp_scopes *s, bool on)
+{
+	__atomic_store_n(&s->skel->bss->slow_active, on ? 1 : 0, __ATOMIC_RELEASE);
+}
+
 uint64_t qp_scopes_new_epoch(struct qp_scopes *s)
 {
 	uint64_t e;

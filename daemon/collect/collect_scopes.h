@@ -62,6 +62,11 @@ void qp_scopes_close(struct qp_scopes *s); /* accepts NULL */
 
 /* The task storage of thread stacks, shared with the CPU sampler. */
 int qp_scopes_thread_stacks_fd(struct qp_scopes *s);
+/* The slow-instance ring buffer and thresholds (scopes.h), for the CPU
+ * collector, which joins them; records flow once ON is set. */
+int qp_scopes_slow_rb_fd(struct qp_scopes *s);
+int qp_scopes_slow_min_fd(struct qp_scopes *s);
+void qp_scopes_set_slow(struct qp_scopes *s, bool on);
 /* A new attach epoch: one per attach operation (all files of one target). */
 uint64_t qp_scopes_new_epoch(struct qp_scopes *s);
 /* Attach scope_enter/scope_exit to every qprof site of PATH (parsed as ELF),

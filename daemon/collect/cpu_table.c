@@ -296,6 +296,12 @@ static void stack_drop_unused(struct qp_cpu_table *c, int32_t id)
 
 bool qp_cpu_table_add(struct qp_cpu_table *c, const struct qp_cpu_sample_in *in)
 {
+	return qp_cpu_table_add_ids(c, in, NULL, NULL);
+}
+
+bool qp_cpu_table_add_ids(struct qp_cpu_table *c, const struct qp_cpu_sample_in *in, int32_t *kid,
+			  int32_t *uid)
+{
 	struct sample_key key = { 0 };
 	struct qp_cpu_agg *a;
 
@@ -324,8 +330,12 @@ bool qp_cpu_table_add(struct qp_cpu_table *c, const struct qp_cpu_sample_in *in)
 			stack_drop_unused(c, key.open_stack);
 		return false;
 	}
-	a->count++;
+	a->count += in->weight ? in->weight : 1;
 	a->last = c->now;
+	if (kid)
+		*kid = key.kern_stack;
+	if (uid)
+		*uid = key.user_stack;
 	return true;
 }
 

@@ -65,6 +65,7 @@ struct qp_cpu_sample_in {
 	const uint64_t *open;		/* a ring thread's open scopes, outermost first */
 	uint32_t nopen;			/* 0 = none (interned like a stack: key.open_stack) */
 	const char *comm;		/* 16 bytes */
+	uint64_t weight;		/* what it adds to its key's count; 0 counts 1 (a sample) */
 };
 
 /* MAX_STACKS is clamped to QP_CPU_MAX_SLOTS. */
@@ -73,6 +74,9 @@ void qp_cpu_table_free(struct qp_cpu_table *t);
 /* Count one sample at the clock t->now; false when a cap or memory leaves
  * no room (the caller counts it lost). */
 bool qp_cpu_table_add(struct qp_cpu_table *t, const struct qp_cpu_sample_in *in);
+/* The same, also giving the sample's stack ids (-1: none) when it is kept. */
+bool qp_cpu_table_add_ids(struct qp_cpu_table *t, const struct qp_cpu_sample_in *in, int32_t *kid,
+			  int32_t *uid);
 /* Drop PID's keys and free the stacks no other key uses. 0 or -ENOMEM
  * (then every remaining count is moved to t->aged: never a wrong one). */
 int qp_cpu_table_forget(struct qp_cpu_table *t, uint32_t pid);

@@ -103,6 +103,12 @@ void qp_ring_global_status(struct qp_ring *g, struct qp_ring_global *out);
  * number is returned in *MISSED. Returns how many were copied. */
 size_t qp_ring_instances(struct qp_ring *g, int pid, uint64_t *since, struct qp_ring_inst *out,
 			 size_t max, uint64_t *missed);
+/* The one reader of every target's flight recorder (the slow instances of
+ * off-CPU): each target's instances it has not had yet, target by target,
+ * at most MAX into OUT with their pids in PIDS; *MISSED those overwritten
+ * before it read them. Returns how many were copied (MAX: ask again). */
+size_t qp_ring_instances_all(struct qp_ring *g, struct qp_ring_inst *out, uint32_t *pids, size_t max,
+			     uint64_t *missed);
 uint64_t qp_ring_flight_seq(struct qp_ring *g, int pid);
 /* Wait (a second at most) for a drain pass that paired everything stamped
  * up to UNTIL_NS (CLOCK_MONOTONIC), spans across threads included. */

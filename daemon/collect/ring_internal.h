@@ -35,6 +35,7 @@ struct ring_pid {
 	struct qp_ring_counts c;
 	size_t rings;
 	struct qp_ring_flight fl;	/* its flight recorder */
+	uint64_t feed_seq;		/* its next instance for qp_ring_instances_all */
 	struct qp_htab names;		/* tid -> char[16]: its comm when its ring was first read */
 };
 #define RING_MAX_NAMES 65536		/* thread names kept per process */

@@ -268,6 +268,29 @@ size_t qp_ring_instances(struct qp_ring *g, int pid, uint64_t *since, struct qp_
 	return k;
 }
 
+size_t qp_ring_instances_all(struct qp_ring *g, struct qp_ring_inst *out, uint32_t *pids, size_t max,
+			     uint64_t *missed)
+{
+	size_t k = 0, i, j;
+
+	*missed = 0;
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->npids && k < max; i++) {
+		struct ring_pid *p = &g->pids[i];
+		uint64_t m;
+		size_t got = qp_ring_flight_get(&p->fl, &p->feed_seq, out + k, max - k, &m);
+
+		for (j = 0; j < got; j++)
+			pids[k + j] = p->pid;
+		k += got;
+		*missed += m;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return k;
+}
+
 uint64_t qp_ring_flight_seq(struct qp_ring *g, int pid)
 {
 	uint64_t seq = 0;

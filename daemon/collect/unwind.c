@@ -21,6 +21,12 @@
  * processes faster than their files can be read; the others keep their
  * frame-pointer stacks meanwhile (counted deferred) */
 #define MAKES_PER_S 16
+/* A process sampled this often (a busy one) may take the whole budget of a
+ * second; one seen less (under --all, mostly short-lived ones: a build's
+ * compilers) only half of it, so a stream of new processes cannot starve a
+ * long-running one. A deferred process tries again at its next sample, not
+ * a second later: the first samples after the window opens get it. */
+#define HOT_HITS 8
 #define REG_SP 7
 #define REG_IP 16
 
@@ -41,6 +47,8 @@ struct proc {
 	Dwfl *dwfl;		/* NULL: could not be made at made_ns */
 	uint64_t made_ns;
 	uint64_t used;		/* u->tick of its latest use */
+	uint32_t hits;		/* samples unwound or tried (saturates) */
+	bool deferred;		/* its last make was over the budget */
 };
 
 struct qp_unwind {
@@ -188,22 +196,27 @@ static int tag_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf
 static bool proc_make(struct qp_unwind *u, struct proc *p)
 {
 	char path[300];
+	uint64_t now = qp_now_ns();
+	unsigned int cap = p->hits >= HOT_HITS ? MAKES_PER_S : MAKES_PER_S / 2;
 	FILE *f;
 	int ret;
 
-	if (p->dwfl)
-		dwfl_end(p->dwfl);
-	p->dwfl = NULL;
-	p->made_ns = qp_now_ns();
-	if (p->made_ns - u->window_ns >= REFRESH_NS) {
-		u->window_ns = p->made_ns;
+	if (now - u->window_ns >= REFRESH_NS) {
+		u->window_ns = now;
 		u->made_in_window = 0;
 	}
-	if (u->made_in_window >= MAKES_PER_S) {
+	if (u->made_in_window >= cap) {
+		/* keep what it has (a refresh waits) and try at the next sample */
 		u->st.deferred++;
+		p->deferred = true;
 		return false;
 	}
 	u->made_in_window++;
+	p->deferred = false;
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	p->dwfl = NULL;
+	p->made_ns = now;
 	p->dwfl = dwfl_begin(&dwfl_cbs);
 	if (!p->dwfl)
 		goto fail;
@@ -365,12 +378,14 @@ int qp_unwind_stack(struct qp_unwind *u, const struct qp_unwind_in *in, uint64_t
 	if (!max)
 		return -EINVAL;
 	p = proc_get(u, in->pid);
-	if (!p->dwfl && qp_now_ns() - p->made_ns >= REFRESH_NS)
+	if (p->hits < UINT32_MAX)
+		p->hits++;
+	if (!p->dwfl && (p->deferred || qp_now_ns() - p->made_ns >= REFRESH_NS))
 		proc_make(u, p);
 	if (p->dwfl && !dwfl_addrmodule(p->dwfl, in->regs[REG_IP])) {
-		if (qp_now_ns() - p->made_ns >= REFRESH_NS) {
-			u->st.refreshes++;
-			proc_make(u, p);
+		if (p->deferred || qp_now_ns() - p->made_ns >= REFRESH_NS) {
+			if (proc_make(u, p))
+				u->st.refreshes++;
 		}
 		if (p->dwfl && !dwfl_addrmodule(p->dwfl, in->regs[REG_IP])) {
 			u->st.no_module++;

@@ -72,7 +72,8 @@ int qp_render_dot_svg_timeout(const char *dot, size_t len, struct qp_buf *svg, c
 
 /* pprof: a perftools.profiles.Profile (profile.proto), hand-encoded and
  * gzipped. sample_type [samples/count, cpu/nanoseconds], period_type
- * cpu/nanoseconds, period = period_ns; a sample per model sample, locations
+ * cpu/nanoseconds (an off-CPU profile: sample_type [off_cpu/nanoseconds],
+ * values [count], period_type off_cpu/nanoseconds, period 1), period = period_ns; a sample per model sample, locations
  * leaf first, values [count, count * period_ns], labels pid (num) and comm
  * (str). A frame and the frames inlined into it at the same address make
  * one Location with one Line (function, line) per level, the innermost

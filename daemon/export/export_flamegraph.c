@@ -364,7 +364,7 @@ struct ctx {
 	double plot_w;
 	int base_y;	/* y of the root frame */
 	bool by_module;
-	const char *unit;	/* of the counts: "samples", "bytes" */
+	const char *unit;	/* of the counts: "samples", "bytes", "ns" off the CPU */
 };
 
 /* The frame's label: its name, kernel frames suffixed "_[k]", inlined
@@ -490,11 +490,12 @@ int qp_export_flamegraph(const struct qp_cpu_profile *p, const struct qp_flame_o
 	if (ret)
 		goto out;
 	c.total = t.n[0].total;
-	c.unit = p->unit ? p->unit : "samples";
+	c.unit = p->unit ? p->unit : p->off_cpu ? "ns" : "samples";
 	if (o->subtitle) {
 		subtitle = o->subtitle;
 	} else {
-		int n = snprintf(sub, sizeof(sub), "%" PRIu64 " %s", c.total, c.unit);
+		int n = snprintf(sub, sizeof(sub), "%" PRIu64 " %s", c.total,
+				 p->off_cpu ? "ns off the CPU" : c.unit);
 
 		if (p->duration_ns && n > 0 && (size_t)n < sizeof(sub))
 			snprintf(sub + n, sizeof(sub) - (size_t)n, " in %.2f s",

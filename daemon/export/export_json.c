@@ -37,6 +37,24 @@ static void location(struct qp_json *j, const struct qp_scope_item *it)
 	}
 }
 
+/* Kernel events while the row was its thread's innermost scope; null
+ * where they are not traced (ring collector, or no kernel events). */
+static void kernel_figures(struct qp_json *j, const struct qp_scope_item *it)
+{
+	static const char *const keys[] = { "off_cpu_ns", "voluntary_switches", "involuntary_switches",
+					    "migrations", "page_faults", "irq_ns" };
+	const uint64_t v[] = { it->kernel.off_cpu_ns, it->kernel.voluntary, it->kernel.involuntary,
+			       it->kernel.migrations, it->kernel.page_faults, it->kernel.irq_ns };
+	size_t i;
+
+	for (i = 0; i < QP_ARRAY_SIZE(keys); i++) {
+		if (it->has_kernel)
+			qp_json_kv_u64(j, keys[i], v[i]);
+		else
+			qp_json_kv_null(j, keys[i]);
+	}
+}
+
 static void scope_item(struct qp_json *j, const struct qp_scope_item *it)
 {
 	qp_json_obj_begin(j);
@@ -61,6 +79,7 @@ static void scope_item(struct qp_json *j, const struct qp_scope_item *it)
 		qp_json_kv_double(j, "p99_ns", it->p99_ns);
 		qp_json_kv_double(j, "p999_ns", it->p999_ns);
 		qp_json_kv_str(j, "parent", it->parent);
+		kernel_figures(j, it);
 	} else {
 		qp_json_kv_double(j, "rate_per_s", it->rate_per_s);
 		no_durations(j);
@@ -153,6 +172,25 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 		qp_json_kv_u64(j, "deferred", u->deferred);
 		qp_json_obj_end(j);
 	}
+	qp_json_obj_end(j);
+	qp_json_key(j, "offcpu");
+	qp_json_obj_begin(j);
+	qp_json_kv_bool(j, "running", m->offcpu.running);
+	qp_json_kv_u64(j, "intervals", m->offcpu.intervals);
+	qp_json_kv_u64(j, "lost", m->offcpu.lost);
+	qp_json_kv_u64(j, "no_state", m->offcpu.no_state);
+	qp_json_kv_u64(j, "kstats_full", m->offcpu.kstats_full);
+	qp_json_key(j, "slow");
+	qp_json_obj_begin(j);
+	qp_json_kv_u64(j, "records", m->offcpu.slow.records);
+	qp_json_kv_u64(j, "lost", m->offcpu.slow_lost);
+	qp_json_kv_u64(j, "pending_lost", m->offcpu.slow.pending_lost);
+	qp_json_kv_u64(j, "refused", m->offcpu.slow.refused);
+	qp_json_kv_u64(j, "partial", m->offcpu.slow.partial);
+	qp_json_kv_u64(j, "ring_missed", m->offcpu.slow.ring_missed);
+	qp_json_obj_end(j);
+	if (!m->offcpu.running)
+		qp_json_kv_str(j, "error", m->offcpu.error);
 	qp_json_obj_end(j);
 	qp_json_key(j, "scopes");
 	qp_json_obj_begin(j);

@@ -190,6 +190,84 @@ out:
 	free(v);
 }
 
+/* The scopes' kernel figures (issue 10; BPF-collector rows only, has_kernel):
+ * one counter family each, with the label sets of FAM_SCOPE, rows of one set
+ * added, the same sets kept by the cap (its omissions are FAM_SCOPE's). */
+#define KFIGS 6
+
+struct kset {
+	const struct qp_scope_item *first;
+	uint64_t v[KFIGS];
+};
+
+static void kernel_families(struct walk *k, const struct qp_scope_model *m)
+{
+	static const struct {
+		const char *name, *help;
+		double scale;
+	} fam[KFIGS] = {
+		{ "qprof_scope_off_cpu_seconds_total",
+		  "Time off the CPU while the scope was its thread's innermost, since attach.", 1e9 },
+		{ "qprof_scope_voluntary_switches_total", "Switches out asleep while the scope was the innermost.", 1 },
+		{ "qprof_scope_involuntary_switches_total",
+		  "Switches out runnable (preempted) while the scope was the innermost.", 1 },
+		{ "qprof_scope_migrations_total", "Moves of the scope's thread to another CPU while it was the innermost.",
+		  1 },
+		{ "qprof_scope_page_faults_total", "User page faults while the scope was the innermost.", 1 },
+		{ "qprof_scope_irq_seconds_total",
+		  "Device irq and softirq time run on the thread's time while the scope was the innermost.", 1e9 },
+	};
+	int (*cmp)(const void *, const void *) = k->o->pid_label ? scope_cmp_pid : scope_cmp_nopid;
+	const struct qp_scope_item **v;
+	size_t n = scope_rows(k, m, true, &v), i, j, x, f, sets = 0, ns = 0;
+	struct kset *ks = calloc(n ? n : 1, sizeof(*ks));
+
+	if (!v || !ks) {
+		k->oom = true;
+		goto out;
+	}
+	for (i = 0; i < n; i = j) {
+		bool any = false;
+
+		for (j = i + 1; j < n && !cmp(&v[i], &v[j]); j++)
+			;
+		if (sets++ >= k->max_sets)
+			continue;
+		ks[ns].first = v[i];
+		for (x = i; x < j; x++) {
+			const struct scope_kstats *kf = &v[x]->kernel;
+
+			if (!v[x]->has_kernel)
+				continue;
+			any = true;
+			ks[ns].v[0] += kf->off_cpu_ns;
+			ks[ns].v[1] += kf->voluntary;
+			ks[ns].v[2] += kf->involuntary;
+			ks[ns].v[3] += kf->migrations;
+			ks[ns].v[4] += kf->page_faults;
+			ks[ns].v[5] += kf->irq_ns;
+		}
+		if (any)
+			ns++;
+	}
+	for (f = 0; f < KFIGS; f++) {
+		qp_mw_family(&k->w, fam[f].name, fam[f].help, QP_MT_COUNTER);
+		for (i = 0; i < ns; i++) {
+			struct qp_label l[5];
+			char pidbuf[16];
+			size_t nl = base_labels(k, ks[i].first->exe, ks[i].first->pid, pidbuf, l);
+
+			l[nl++] = (struct qp_label){ "scope", ks[i].first->name };
+			l[nl++] = (struct qp_label){ "parent", ks[i].first->parent };
+			l[nl++] = (struct qp_label){ "kind", ks[i].first->kind };
+			qp_mw_value(&k->w, l, nl, (double)ks[i].v[f] / fam[f].scale);
+		}
+	}
+out:
+	free(ks);
+	free(v);
+}
+
 static void events_family(struct walk *k, const struct qp_scope_model *m)
 {
 	int (*cmp)(const void *, const void *) = k->o->pid_label ? scope_cmp_pid : scope_cmp_nopid;
@@ -458,6 +536,7 @@ int qp_export_metrics(const struct qp_status_model *status, const struct qp_scop
 	qp_mw_init(&k->w, out, protobuf);
 	single(k, "qprof_up", "1 while qprofd answers.", QP_MT_GAUGE, 1);
 	scope_family(k, scopes);
+	kernel_families(k, scopes);
 	events_family(k, scopes);
 	value_families(k, values);
 	daemon_families(k, status);

@@ -170,7 +170,7 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	CHECK_IDX(str_get(&e.str, ""));
 	CHECK_IDX(s_samples = str_get(&e.str, "samples"));
 	CHECK_IDX(s_count = str_get(&e.str, "count"));
-	CHECK_IDX(s_cpu = str_get(&e.str, "cpu"));
+	CHECK_IDX(s_cpu = str_get(&e.str, p->off_cpu ? "off_cpu" : "cpu"));
 	CHECK_IDX(s_ns = str_get(&e.str, "nanoseconds"));
 	CHECK_IDX(s_pid = str_get(&e.str, "pid"));
 	CHECK_IDX(s_comm = str_get(&e.str, "comm"));
@@ -263,8 +263,10 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	}
 
 	/* Pass 2: the message, in field order. */
+	/* off-CPU: one value, the nanoseconds off the CPU; the heap: its types */
 	if (!p->nvalues) {
-		put_value_type(&raw, P_SAMPLE_TYPE, &m, s_samples, s_count);
+		if (!p->off_cpu)
+			put_value_type(&raw, P_SAMPLE_TYPE, &m, s_samples, s_count);
 		put_value_type(&raw, P_SAMPLE_TYPE, &m, s_cpu, s_ns);
 	}
 	for (i = 0; i < p->nvalues; i++)
@@ -286,7 +288,8 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 			for (j = 0; j < p->nvalues; j++)
 				put_varint(&vals, (uint64_t)s->values[j]);
 		} else {
-			put_varint(&vals, s->count);
+			if (!p->off_cpu)
+				put_varint(&vals, s->count);
 			put_varint(&vals, s->count * p->period_ns);
 		}
 		put_bytes(&m, 2, vals.data, vals.len);

@@ -1,5 +1,5 @@
-/* http_cpu.c - the CPU profile routes: folded stacks, flame graphs, pprof
- * and the gperftools symbol protocol. Kernel addresses go only to
+/* http_cpu.c - the CPU and off-CPU profile routes: folded stacks, flame
+ * graphs, pprof, and the gperftools symbol protocol. Kernel addresses go only to
  * privileged clients (http_auth.h). */
 #include <errno.h>
 #include <pthread.h>
@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collect_cpu.h"
 #include "cpu_window.h"
 #include "export.h"
 #include "symbolize.h"
@@ -45,10 +46,10 @@ static bool cpu_req_pid(struct qprofd *d, const struct qp_request *req, struct q
 	return true;
 }
 
-/* A CPU profile for pid=, seconds=, scope= (cpu_window.h). false when resp
- * holds an error. */
+/* A CPU profile (with OFF the off-CPU one) for pid=, seconds=, scope=
+ * (cpu_window.h). false when resp holds an error. */
 static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
-			const char *const *allowed, struct qp_cpu_profile *prof)
+			const char *const *allowed, bool off, struct qp_cpu_profile *prof)
 {
 	struct qp_cpu_window_query q = { 0 };
 	const char *scope = req->query(req->arg, "scope");
@@ -63,10 +64,14 @@ static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct q
 		return false;
 	}
 	q.scope = scope;
+	q.off = off;
 	qprofd_model_src(d, &src);
 	ret = qp_cpu_window(&src, &q, prof);
 	if (ret == -ENODEV) {
-		qp_reply_error(resp, 503, "CPU sampling is unavailable: %s", d->cpu_error);
+		if (off && d->cpu)
+			qp_reply_error(resp, 503, "off-CPU profiles are unavailable: %s", qp_cpu_off_error(d->cpu));
+		else
+			qp_reply_error(resp, 503, "CPU sampling is unavailable: %s", d->cpu_error);
 		return false;
 	}
 	if (ret == -EIO) {
@@ -85,22 +90,23 @@ static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct q
 	if (!req->privileged)
 		qp_cpu_profile_hide_kernel(prof);
 	if (!prof->nsamples)
-		snprintf(resp->note, sizeof(resp->note), "no samples%s%.200s%s", scope ? " inside scope '" : "",
-			 scope ? scope : "", scope ? "' (unknown scope, or never on CPU)" : "");
+		snprintf(resp->note, sizeof(resp->note), "no %s%s%.200s%s", off ? "off-CPU intervals" : "samples",
+			 scope ? " inside scope '" : "", scope ? scope : "",
+			 !scope ? "" : off ? "' (unknown scope, or never off the CPU)" : "' (unknown scope, or never on CPU)");
 	return true;
 }
 
 /* A CPU profile as one document of TYPE made by EXPORT; DISPOSITION (or
  * NULL) is sent with a 200. */
 static void cpu_document(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
-			 const char *type, int (*export)(const struct qp_cpu_profile *, struct qp_buf *),
+			 bool off, const char *type, int (*export)(const struct qp_cpu_profile *, struct qp_buf *),
 			 const char *disposition)
 {
 	static const char *const allowed[] = { "pid", "seconds", "scope", NULL };
 	struct qp_cpu_profile prof;
 	struct qp_buf b;
 
-	if (!cpu_profile(d, req, resp, allowed, &prof))
+	if (!cpu_profile(d, req, resp, allowed, off, &prof))
 		return;
 	qp_buf_init(&b);
 	qp_reply_buf(resp, &b, type, export(&prof, &b));
@@ -111,10 +117,15 @@ static void cpu_document(struct qprofd *d, const struct qp_request *req, struct 
 
 void qp_route_cpu_folded(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
-	cpu_document(d, req, resp, "text/plain; charset=utf-8", qp_export_folded, NULL);
+	cpu_document(d, req, resp, false, "text/plain; charset=utf-8", qp_export_folded, NULL);
 }
 
-void qp_route_cpu_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+void qp_route_offcpu_folded(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	cpu_document(d, req, resp, true, "text/plain; charset=utf-8", qp_export_folded, NULL);
+}
+
+static void flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp, bool off)
 {
 	static const char *const allowed[] = { "pid", "seconds", "scope", "renderer", "download", "color",
 					       NULL };
@@ -140,7 +151,7 @@ void qp_route_cpu_flamegraph(struct qprofd *d, const struct qp_request *req, str
 		return;
 	}
 	callgraph = renderer && !strcmp(renderer, "callgraph");
-	if (!cpu_profile(d, req, resp, allowed, &prof))
+	if (!cpu_profile(d, req, resp, allowed, off, &prof))
 		return;
 	qp_buf_init(&b);
 	if (!callgraph) {
@@ -170,14 +181,31 @@ void qp_route_cpu_flamegraph(struct qprofd *d, const struct qp_request *req, str
 	qp_reply_buf(resp, &b, "image/svg+xml", ret);
 	if (download && !strcmp(download, "1") && resp->status == 200)
 		resp->disposition = callgraph ? "attachment; filename=\"callgraph.svg\""
-					      : "attachment; filename=\"cpu.svg\"";
+				    : off ? "attachment; filename=\"offcpu.svg\""
+					  : "attachment; filename=\"cpu.svg\"";
 	qp_cpu_profile_free(&prof);
+}
+
+void qp_route_cpu_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	flamegraph(d, req, resp, false);
+}
+
+void qp_route_offcpu_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	flamegraph(d, req, resp, true);
 }
 
 void qp_route_pprof_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
-	cpu_document(d, req, resp, "application/octet-stream", qp_export_pprof,
+	cpu_document(d, req, resp, false, "application/octet-stream", qp_export_pprof,
 		     "attachment; filename=\"profile.pb.gz\"");
+}
+
+void qp_route_pprof_offcpu(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	cpu_document(d, req, resp, true, "application/octet-stream", qp_export_pprof,
+		     "attachment; filename=\"offcpu.pb.gz\"");
 }
 
 /* The gperftools symbol protocol: GET says symbols are available; POST

@@ -192,6 +192,7 @@ static const struct route {
 	{ "/api/targets", qp_route_targets_list, qp_route_targets_add, qp_route_binary_delete, "GET, POST, DELETE" },
 	{ "/api/targets/*", NULL, NULL, qp_route_target_delete, "DELETE" },
 	{ "/api/scopes", qp_route_scopes, NULL, NULL, "GET" },
+	{ "/api/scopes/slowest", qp_route_slowest, NULL, NULL, "GET" },
 	{ "/api/values", qp_route_values, NULL, NULL, "GET" },
 	{ "/api/logs", qp_route_logs, NULL, NULL, "GET" },
 	{ "/api/report", qp_report_http, NULL, NULL, "GET" },
@@ -207,6 +208,9 @@ static const struct route {
 	{ "/pprof/growth", qp_route_pprof_growth, NULL, NULL, "GET" },
 	{ "/debug/pprof/growth", qp_route_pprof_growth, NULL, NULL, "GET" },
 	{ "/api/heap/flamegraph", qp_route_heap_flamegraph, NULL, NULL, "GET" },
+	{ "/api/offcpu/folded", qp_route_offcpu_folded, NULL, NULL, "GET" },
+	{ "/api/offcpu/flamegraph", qp_route_offcpu_flamegraph, NULL, NULL, "GET" },
+	{ "/pprof/offcpu", qp_route_pprof_offcpu, NULL, NULL, "GET" },
 	{ "/pprof/symbol", qp_route_pprof_symbol, qp_route_pprof_symbol, NULL, "GET, POST" },
 	{ "/debug/pprof/symbol", qp_route_pprof_symbol, qp_route_pprof_symbol, NULL, "GET, POST" },
 };

@@ -42,11 +42,16 @@ void qp_route_logs(struct qprofd *d, const struct qp_request *req, struct qp_res
 void qp_route_cpu_folded(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_cpu_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_pprof_profile(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+void qp_route_offcpu_folded(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+void qp_route_offcpu_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+void qp_route_pprof_offcpu(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 /* http_heap.c: /pprof/heap, /pprof/growth, /api/heap/flamegraph */
 void qp_route_pprof_heap(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_pprof_growth(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 void qp_route_heap_flamegraph(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+/* http_slow.c: GET /api/scopes/slowest?pid=&name=&n=&seconds= */
+void qp_route_slowest(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 /* http_trace.c: GET /api/trace?pid=&seconds=N (Chrome Trace Event Format) */
 void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 /* http_threads.c */

@@ -11,10 +11,11 @@ struct qp_cpu_window_query {
 	int pid;		/* 0: every process */
 	const char *scope;	/* NULL: all samples */
 	unsigned int seconds;	/* > 0: the next SECONDS (src->wait), else since the start */
+	bool off;		/* the off-CPU profile (weights in ns) */
 };
 
 /* OUT for Q. 0; -ENODEV when sampling is unavailable (src->cpu_error says
- * why), -EIO when the samples cannot be read, -ECANCELED when the daemon
+ * why; for Q->off, or qp_cpu_off_error()), -EIO when the samples cannot be read, -ECANCELED when the daemon
  * stops during the wait, or the -errno of the build. */
 int qp_cpu_window(const struct qp_model_src *src, const struct qp_cpu_window_query *q,
 		  struct qp_cpu_profile *out);

@@ -28,6 +28,9 @@ struct reading {
 	size_t nmarks;
 	struct qp_probe_row *probes;
 	size_t nprobes;
+	struct qp_kstats_row *kst;	/* the scopes' kernel figures */
+	size_t nkst;
+	bool kernel;			/* read (traced, and the read worked) */
 };
 
 static void reading_free(struct reading *r)
@@ -35,6 +38,7 @@ static void reading_free(struct reading *r)
 	qp_scope_snapshot_free(&r->snap);
 	free(r->marks);
 	free(r->probes);
+	free(r->kst);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -49,6 +53,9 @@ static int take_reading(const struct qp_model_src *src, const struct qp_scope_qu
 		if (q->strict)
 			goto fail;
 	}
+	/* kernel figures: absent from the rows (not zero) when unreadable */
+	if (src->cpu && !qp_cpu_off_error(src->cpu))
+		r->kernel = !qp_cpu_kstats_read(src->cpu, q->pid, &r->kst, &r->nkst);
 	if (q->probes && qp_probe_counts_read(src->scopes, q->pid, &r->probes, &r->nprobes)) {
 		r->probes = NULL;
 		r->nprobes = 0;
@@ -90,7 +97,12 @@ int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_q
 	in.probes = now.probes;
 	in.nprobes = now.nprobes;
 	in.pid = q->pid;
+	in.kernel = now.kernel && (!q->seconds || base.kernel);
+	in.kst = now.kst;
+	in.nkst = now.nkst;
 	if (q->seconds) {
+		in.kbase = base.kst;
+		in.nkbase = base.nkst;
 		in.base = &base.snap;
 		in.mbase = base.marks;
 		in.nmbase = base.nmarks;
@@ -159,6 +171,19 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 		qp_cpu_unwind_figures(src->cpu, &out->cpu.unwind);
 	} else
 		snprintf(out->cpu.error, sizeof(out->cpu.error), "%s", src->cpu_error ? src->cpu_error : "");
+	out->offcpu.running = src->cpu && !qp_cpu_off_error(src->cpu);
+	if (out->offcpu.running) {
+		struct qp_off_counters oc;
+
+		qp_cpu_off_counters(src->cpu, &oc);
+		out->offcpu.intervals = oc.intervals;
+		out->offcpu.lost = oc.lost;
+		out->offcpu.no_state = oc.no_state;
+		out->offcpu.kstats_full = oc.kstats_full;
+		qp_cpu_slow_counters(src->cpu, &out->offcpu.slow);
+	} else {
+		snprintf(out->offcpu.error, sizeof(out->offcpu.error), "%s", qp_cpu_off_error(src->cpu));
+	}
 	out->cpu.frequency_hz = src->frequency_hz;
 	out->cpu.all = src->sample_all;
 	out->cpu.cpus = qp_cpu_ncpus(src->cpu);

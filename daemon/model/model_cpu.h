@@ -63,6 +63,8 @@ struct qp_cpu_profile {
 	struct qp_value_type period_type;
 	const char *default_type;
 	const char *unit;	/* NULL: "samples" */
+	bool off_cpu;		/* counts are nanoseconds off the CPU (stack at the
+				 * switch-out), not samples; period_ns is 1 */
 	struct qp_arena *arena;	/* owns every string and array above */
 };
 

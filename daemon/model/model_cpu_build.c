@@ -127,14 +127,15 @@ struct qp_cpu_sample *qp_cpu_builder_add(struct qp_cpu_builder *b, struct qp_sym
 	return s;
 }
 
+/* OFF: R is of the off-CPU table (its stacks are in that table's map) */
 static int add_sample(struct qp_cpu_builder *b, struct qp_cpu *cpu, struct qp_symbolizer *sym,
-		      const struct qp_cpu_raw *r, uint64_t count)
+		      bool off, const struct qp_cpu_raw *r, uint64_t count)
 {
 	uint64_t uips[QPROF_STACK_DEPTH], kips[QPROF_STACK_DEPTH];
 	size_t nu = 0, nk = 0;
 
-	qp_cpu_stack(cpu, r->key.user_stack, uips, &nu);
-	qp_cpu_stack(cpu, r->key.kern_stack, kips, &nk);
+	qp_cpu_stack(cpu, off, r->key.user_stack, uips, &nu);
+	qp_cpu_stack(cpu, off, r->key.kern_stack, kips, &nk);
 	return qp_cpu_builder_add(b, sym, r->key.tgid, r->comm, uips, nu, kips, nk, count) ? 0 : -ENOMEM;
 }
 
@@ -196,7 +197,8 @@ int qp_cpu_builder_finish(struct qp_cpu_builder *b, int ret)
 
 /* Was sample R taken inside a scope named NAME: one of the innermost
  * scopes of the BPF collector's stack, or any of a ring thread's open ones. */
-static bool in_scope(struct qp_cpu *cpu, struct qp_registry *reg, const struct qp_cpu_raw *r, const char *name)
+static bool in_scope(struct qp_cpu *cpu, bool off, struct qp_registry *reg, const struct qp_cpu_raw *r,
+		     const char *name)
 {
 	uint64_t open[QPROF_STACK_DEPTH];
 	size_t n = 0;
@@ -204,7 +206,7 @@ static bool in_scope(struct qp_cpu *cpu, struct qp_registry *reg, const struct q
 	if (qp_registry_site_named(reg, (int)r->key.tgid, (const uint64_t *)r->key.scopes, QPROF_SAMPLE_SCOPES,
 				   name))
 		return true;
-	return r->key.open_stack >= 0 && !qp_cpu_stack(cpu, r->key.open_stack, open, &n) && n &&
+	return r->key.open_stack >= 0 && !qp_cpu_stack(cpu, off, r->key.open_stack, open, &n) && n &&
 	       qp_registry_site_named(reg, (int)r->key.tgid, open, n, name);
 }
 
@@ -222,6 +224,7 @@ int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_regist
 	out->period_ns = q->period_ns;
 	out->duration_ns = q->duration_ns;
 	out->time_ns = q->time_ns;
+	out->off_cpu = now->off;
 	for (i = 0; i < now->n && !ret; i++) {
 		const struct qp_cpu_raw *r = &now->v[i];
 		const struct qp_cpu_raw *old = base ? qp_cpu_snapshot_find(base, &r->key) : NULL;
@@ -230,17 +233,17 @@ int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_regist
 		if (!count || (q->pid > 0 && r->key.tgid != (uint32_t)q->pid))
 			continue;
 		/* the registry is locked for the names only, sample by sample */
-		if (q->scope && !in_scope(cpu, reg, r, q->scope))
+		if (q->scope && !in_scope(cpu, now->off, reg, r, q->scope))
 			continue;
-		ret = add_sample(&b, cpu, sym, r, count);
+		ret = add_sample(&b, cpu, sym, now->off, r, count);
 	}
 	ret = qp_cpu_builder_finish(&b, ret);
 	if (ret)
 		return ret;
-	snprintf(title, sizeof(title), "qprof CPU profile%s%.0d%s%s%s, %llu samples",
+	snprintf(title, sizeof(title), "qprof %s profile%s%.0d%s%s%s, %llu %s", now->off ? "off-CPU" : "CPU",
 		 q->pid > 0 ? ": pid " : "", q->pid > 0 ? q->pid : 0, q->scope ? ", inside scope '" : "",
 		 q->scope ? q->scope : "", q->scope ? "'" : "",
-		 (unsigned long long)qp_cpu_profile_total(out));
+		 (unsigned long long)qp_cpu_profile_total(out), now->off ? "ns off the CPU" : "samples");
 	out->title = qp_arena_strdup(b.a, title);
 	return 0;
 }

@@ -124,6 +124,50 @@ static void timed_item(struct maker *mk, const struct qp_wrow *w, const struct q
 	it->parent = w->key.parent ? name_of(mk, parent, w->key.parent, pspan) : NULL;
 }
 
+static int cmp_kkey(const void *key, const void *row)
+{
+	return memcmp(key, &((const struct qp_kstats_row *)row)->key, sizeof(struct scope_key));
+}
+
+static const struct scope_kstats *kfind(const struct qp_kstats_row *v, size_t n, const struct scope_key *k)
+{
+	struct scope_key key = { .tgid = k->tgid, .site = k->site, .parent = k->parent };
+	const struct qp_kstats_row *r = n ? bsearch(&key, v, n, sizeof(*v), cmp_kkey) : NULL;
+
+	return r ? &r->v : NULL;
+}
+
+/* A figure of the window: now less base (a base above now was re-created: whole). */
+static uint64_t kdiff(uint64_t now, uint64_t base)
+{
+	return base <= now ? now - base : now;
+}
+
+/* The kernel figures of row W (a target of the BPF collector only: the
+ * ring collector's scopes are not on the BPF thread stacks). */
+static void kernel_item(const struct qp_scope_input *in, const struct qp_wrow *w,
+			const struct qp_target_times *tt, struct qp_scope_item *it)
+{
+	const struct scope_kstats *now, *base;
+	static const struct scope_kstats zero;
+
+	if (!in->kernel || tt->ring)
+		return;
+	it->has_kernel = true;
+	now = kfind(in->kst, in->nkst, &w->key);
+	if (!now)
+		return;
+	base = in->base ? kfind(in->kbase, in->nkbase, &w->key) : NULL;
+	if (!base)
+		base = &zero;
+	it->kernel.off_cpu_ns = kdiff(now->off_cpu_ns, base->off_cpu_ns);
+	it->kernel.voluntary = kdiff(now->voluntary, base->voluntary);
+	it->kernel.involuntary = kdiff(now->involuntary, base->involuntary);
+	it->kernel.migrations = kdiff(now->migrations, base->migrations);
+	it->kernel.page_faults = kdiff(now->page_faults, base->page_faults);
+	it->kernel.irq_ns = kdiff(now->irq_ns, base->irq_ns);
+}
+
 /* Seconds a rate is over: the window, or the target's attached life. */
 static double rate_secs(const struct qp_scope_input *in, const struct qp_target_times *tt)
 {
@@ -221,8 +265,10 @@ int qp_scope_model_make(const struct qp_scope_input *in, const struct qp_namer *
 		struct qp_target_times tt;
 
 		/* a process a --binary target produced becomes a target here */
-		if (nm->target(nm->arg, rows[i].key.tgid, true, &tt))
+		if (nm->target(nm->arg, rows[i].key.tgid, true, &tt)) {
+			kernel_item(in, &rows[i], &tt, &out->items[out->n]);
 			timed_item(&mk, &rows[i], &tt, &out->items[out->n++]);
+		}
 	}
 	free(rows);
 	out->n += mark_items(&mk, in, out->items + out->n);

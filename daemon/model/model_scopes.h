@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "collect_cpu.h"
 #include "collect_scopes.h"
 #include "model_src.h"
 #include "target_names.h"
@@ -43,6 +44,11 @@ struct qp_scope_item {
 	const struct qp_hist_count *hist;	/* the non-empty buckets of bpf/hist.h, in order */
 	size_t nhist;
 	const char *parent;	/* the enclosing scope's name, NULL at top level */
+	/* kernel events attributed to it while it was the innermost open
+	 * scope of its thread (offcpu.h); has_kernel false when they are not
+	 * traced for its target (no kernel events, or the ring collector) */
+	bool has_kernel;
+	struct scope_kstats kernel;
 	/* QP_ITEM_MARK and QP_ITEM_PROBE: per second of the window, or of the
 	 * target's attached life without one */
 	double rate_per_s;
@@ -69,6 +75,11 @@ struct qp_scope_input {
 	int pid;		/* > 0: this process only */
 	double window_s;	/* > 0 with base */
 	uint64_t now_ms;	/* wall clock: a running target's rates since attach */
+	/* the scopes' kernel figures, sorted by key (qp_cpu_kstats_read);
+	 * kbase with base. kernel false: not traced, the rows have none */
+	bool kernel;
+	const struct qp_kstats_row *kst, *kbase;
+	size_t nkst, nkbase;
 };
 
 /* The model of IN, named through NM (a timed row's pid is adopted when it

@@ -38,4 +38,5 @@ void qp_status_from_snapshot(const struct qp_scope_snapshot *snap, struct qp_sta
 	out->logs.lost = snap->counters[QPROF_CNT_LOG_LOST];
 	out->values_lost = snap->counters[QPROF_CNT_VALUE_LOST];
 	out->marks_lost = snap->counters[QPROF_CNT_MARK_LOST];
+	out->offcpu.slow_lost = snap->counters[QPROF_CNT_SLOW_LOST];
 }

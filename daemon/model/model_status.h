@@ -34,6 +34,13 @@ struct qp_status_model {
 		char error[256];	/* why it is not running */
 	} cpu;
 	struct {
+		bool running;		/* kernel events traced (offcpu.bpf.h) */
+		uint64_t intervals, lost, no_state, kstats_full;	/* struct qp_off_counters */
+		struct qp_slow_counters slow;	/* the slowest instances' store */
+		uint64_t slow_lost;		/* records slow_rb had no room for */
+		char error[160];	/* why not */
+	} offcpu;
+	struct {
 		uint64_t sites, events, dropped;	/* dropped: the sum of drops */
 		struct qp_scope_drops drops;
 		uint64_t minmax_inexact;	/* min/max updates given up (bpf/scopes.h) */

@@ -17,6 +17,7 @@ static bool reg_target(void *arg, uint32_t pid, bool adopt, struct qp_target_tim
 	out->attached_ms = t->attached_ms;
 	out->exited_ms = t->exited_ms;
 	out->exe = t->exe;
+	out->ring = t->ring != NULL;
 	return true;
 }
 

@@ -18,6 +18,7 @@ struct qp_target_times {
 	uint64_t attached_ms, exited_ms;	/* wall clock */
 	const char *exe;	/* its executable's path ("?" unknown; NULL from a namer
 				 * without it), valid while the namer is */
+	bool ring;		/* the ring collector times its scopes */
 };
 
 struct qp_namer {

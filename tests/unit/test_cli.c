@@ -85,6 +85,17 @@ static void test_args(void)
 	expect_usage((const char *[]){ "folded", "--callgraph", NULL }, "--callgraph is an option of flamegraph");
 	expect_usage((const char *[]){ "folded", "--scope", "", NULL }, "--scope wants a scope name");
 	expect_usage((const char *[]){ "folded", "--pid", "abc", NULL }, "--pid");
+	/* offcpu and slow (issue 10) */
+	expect_usage((const char *[]){ "offcpu", "--scope", "", NULL }, "--scope wants a scope name");
+	expect_usage((const char *[]){ "offcpu", "--callgraph", NULL }, "--callgraph is an option of flamegraph");
+	expect_usage((const char *[]){ "slow", NULL }, "slow wants a scope NAME");
+	expect_usage((const char *[]){ "slow", "tick", "-n", "0", NULL }, "invalid -n '0'");
+	expect_usage((const char *[]){ "slow", "tick", "-n", "33", NULL }, "invalid -n '33'");
+	expect_usage((const char *[]){ "slow", "tick", "--pid", "x", NULL }, "--pid");
+	expect_usage((const char *[]){ "slow", "tick", "extra", NULL }, "unexpected argument 'extra'");
+	run_cli(&r, NULL, (const char *[]){ "--help", NULL });
+	CHECK_HAS(r.out, "offcpu");
+	CHECK_HAS(r.out, "slow");
 	run_cli(&r, NULL, (const char *[]){ "scopes", "--help", NULL });
 	CHECK_INT(r.code, 0);
 	CHECK_HAS(r.out, "Usage: qprof-cli scopes");

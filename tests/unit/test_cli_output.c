@@ -166,6 +166,30 @@ static void test_stdout(void)
 	CHECK_STR(r.err, "");
 	CHECK(!exists("-"));
 
+	/* offcpu: the route follows the file name (folded without -o) */
+	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+		 "Content-Length: %zu\r\n\r\n", strlen(folded));
+	run_fake(&r, &f, (const char *const[]){ head, folded, NULL },
+		 (const char *[]){ "offcpu", "--pid", "42", "--scope", "calc_ma", NULL });
+	CHECK_INT(r.code, 0);
+	CHECK_STR(r.out, folded);
+	CHECK(strncmp(f.req, "GET /api/offcpu/folded?pid=42&scope=calc_ma HTTP/1.1\r\n", 54) == 0);
+	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: image/svg+xml\r\n"
+		 "Content-Length: %zu\r\n\r\n", strlen(svg));
+	run_fake(&r, &f, (const char *const[]){ head, svg, NULL },
+		 (const char *[]){ "offcpu", "-o", "t_offcpu.svg", NULL });
+	CHECK_INT(r.code, 0);
+	CHECK(strncmp(f.req, "GET /api/offcpu/flamegraph HTTP/1.1\r\n", 37) == 0);
+	CHECK(exists("t_offcpu.svg"));
+	unlink("t_offcpu.svg");
+	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+		 "Content-Length: %zu\r\n\r\n", strlen(pb));
+	run_fake(&r, &f, (const char *const[]){ head, pb, NULL },
+		 (const char *[]){ "offcpu", "-o", "t_offcpu.pb.gz", "--seconds", "2", NULL });
+	CHECK_INT(r.code, 0);
+	CHECK(strncmp(f.req, "GET /pprof/offcpu?seconds=2 HTTP/1.1\r\n", 38) == 0);
+	unlink("t_offcpu.pb.gz");
+
 	/* a real file name still makes a file, and says so on stderr */
 	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
 		 "Content-Length: %zu\r\n\r\n", strlen(folded));

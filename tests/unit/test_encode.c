@@ -15,7 +15,9 @@ static const struct qp_scope_item scope_items[] = {
 	{ .shape = QP_ITEM_TIMED, .pid = 10, .kind = "scope", .name = "calc", .site_kind = "scope",
 	  .located = true, .file = "s.c", .line = 10, .function = "gen", .count = 11, .total_ns = 15000,
 	  .min_ns = 992, .max_ns = 5000, .mean_ns = 15000.0 / 11, .p50_ns = 1000.8, .p90_ns = 1007.2,
-	  .p99_ns = 5000, .p999_ns = 5000 },
+	  .p99_ns = 5000, .p999_ns = 5000, .has_kernel = true,
+	  .kernel = { .off_cpu_ns = 2500, .voluntary = 3, .involuntary = 4, .migrations = 1, .page_faults = 7,
+		      .irq_ns = 90 } },
 	{ .shape = QP_ITEM_TIMED, .pid = 10, .kind = "scope", .name = "in\"ner\n", .site_kind = "func",
 	  .located = true, .file = NULL, .line = 20, .function = "f", .count = 2, .total_ns = 600, .min_ns = 300,
 	  .max_ns = 300, .mean_ns = 300, .p50_ns = 300, .p90_ns = 300, .p99_ns = 300, .p999_ns = NAN,
@@ -42,24 +44,30 @@ static const char scopes_json[] =
 	"{\"pid\":10,\"kind\":\"span\",\"name\":\"gc\",\"site_kind\":\"span\",\"begin\":\"py:gc__start\","
 	"\"end\":\"py:gc__done\",\"file\":null,\"line\":null,\"function\":null,\"count\":3,"
 	"\"total_ns\":3000000,\"mean_ns\":1000000,\"min_ns\":900000,\"max_ns\":1100000,\"p50_ns\":990000,"
-	"\"p90_ns\":1050000,\"p99_ns\":1100000,\"p999_ns\":1100000,\"parent\":null},"
+	"\"p90_ns\":1050000,\"p99_ns\":1100000,\"p999_ns\":1100000,\"parent\":null"
+	",\"off_cpu_ns\":null,\"voluntary_switches\":null,\"involuntary_switches\":null,\"migrations\":null,\"page_faults\":null,\"irq_ns\":null},"
 	"{\"pid\":10,\"kind\":\"scope\",\"name\":\"calc\",\"site_kind\":\"scope\",\"file\":\"s.c\",\"line\":10,"
 	"\"function\":\"gen\",\"count\":11,\"total_ns\":15000,\"mean_ns\":1363.6363636363637,\"min_ns\":992,"
-	"\"max_ns\":5000,\"p50_ns\":1000.8,\"p90_ns\":1007.2,\"p99_ns\":5000,\"p999_ns\":5000,\"parent\":null},"
+	"\"max_ns\":5000,\"p50_ns\":1000.8,\"p90_ns\":1007.2,\"p99_ns\":5000,\"p999_ns\":5000,\"parent\":null"
+	",\"off_cpu_ns\":2500,\"voluntary_switches\":3,\"involuntary_switches\":4,\"migrations\":1,\"page_faults\":7,\"irq_ns\":90},"
 	"{\"pid\":10,\"kind\":\"scope\",\"name\":\"in\\\"ner\\n\",\"site_kind\":\"func\",\"file\":null,"
 	"\"line\":20,\"function\":\"f\",\"count\":2,\"total_ns\":600,\"mean_ns\":300,\"min_ns\":300,"
-	"\"max_ns\":300,\"p50_ns\":300,\"p90_ns\":300,\"p99_ns\":300,\"p999_ns\":null,\"parent\":\"calc\"},"
+	"\"max_ns\":300,\"p50_ns\":300,\"p90_ns\":300,\"p99_ns\":300,\"p999_ns\":null,\"parent\":\"calc\""
+	",\"off_cpu_ns\":null,\"voluntary_switches\":null,\"involuntary_switches\":null,\"migrations\":null,\"page_faults\":null,\"irq_ns\":null},"
 	"{\"pid\":10,\"kind\":\"mark\",\"name\":\"0x9000\",\"site_kind\":\"unknown\",\"file\":null,"
 	"\"line\":null,\"function\":null,\"count\":1,\"total_ns\":7,\"mean_ns\":7,\"min_ns\":7,\"max_ns\":7,"
-	"\"p50_ns\":7,\"p90_ns\":7,\"p99_ns\":7,\"p999_ns\":7,\"parent\":null},"
+	"\"p50_ns\":7,\"p90_ns\":7,\"p99_ns\":7,\"p999_ns\":7,\"parent\":null"
+	",\"off_cpu_ns\":null,\"voluntary_switches\":null,\"involuntary_switches\":null,\"migrations\":null,\"page_faults\":null,\"irq_ns\":null},"
 	"{\"pid\":10,\"kind\":\"async_span\",\"name\":\"order_rt\",\"site_kind\":\"async_begin\","
 	"\"file\":\"o.c\",\"line\":70,\"function\":\"send\",\"count\":4,\"total_ns\":400000,"
 	"\"mean_ns\":100000,\"min_ns\":90000,\"max_ns\":110000,\"p50_ns\":100000,\"p90_ns\":110000,"
-	"\"p99_ns\":110000,\"p999_ns\":110000,\"parent\":null},"
+	"\"p99_ns\":110000,\"p999_ns\":110000,\"parent\":null"
+	",\"off_cpu_ns\":null,\"voluntary_switches\":null,\"involuntary_switches\":null,\"migrations\":null,\"page_faults\":null,\"irq_ns\":null},"
 	"{\"pid\":10,\"kind\":\"async_span\",\"name\":\"acked\",\"site_kind\":\"async_step\","
 	"\"file\":\"o.c\",\"line\":80,\"function\":\"gw\",\"count\":4,\"total_ns\":40000,"
 	"\"mean_ns\":10000,\"min_ns\":9000,\"max_ns\":11000,\"p50_ns\":10000,\"p90_ns\":11000,"
-	"\"p99_ns\":11000,\"p999_ns\":11000,\"parent\":\"order_rt\"},"
+	"\"p99_ns\":11000,\"p999_ns\":11000,\"parent\":\"order_rt\""
+	",\"off_cpu_ns\":null,\"voluntary_switches\":null,\"involuntary_switches\":null,\"migrations\":null,\"page_faults\":null,\"irq_ns\":null},"
 	"{\"pid\":10,\"kind\":\"mark\",\"name\":\"tick\",\"site_kind\":\"mark\",\"file\":\"m.c\",\"line\":40,"
 	"\"function\":\"loop\",\"count\":50,\"rate_per_s\":12.5,\"total_ns\":null,\"mean_ns\":null,"
 	"\"min_ns\":null,\"max_ns\":null,\"p50_ns\":null,\"p90_ns\":null,\"p99_ns\":null,\"p999_ns\":null,"
@@ -116,11 +124,21 @@ static void status_model(struct qp_status_model *m)
 					    .p10_ns = 380, .p50_ns = 412, .p90_ns = 470 };
 	m->targets_running = 1;
 	m->targets_exited = 2;
+	m->offcpu.running = true;
+	m->offcpu.intervals = 5000;
+	m->offcpu.lost = 3;
+	m->offcpu.no_state = 1;
+	m->offcpu.kstats_full = 2;
+	m->offcpu.slow = (struct qp_slow_counters){ .records = 40, .pending_lost = 4, .refused = 5, .partial = 6,
+						    .ring_missed = 7 };
+	m->offcpu.slow_lost = 8;
 }
 
 static const char status_json[] =
 	"{\"cpu\":{\"running\":false,\"frequency_hz\":99,\"samples\":0,\"lost\":0,\"aged\":31,\"table_bytes\":262144,\"all\":false,\"cpus\":0,"
 	"\"error\":\"perf_event_open: \\\"denied\\\"\"},"
+	"\"offcpu\":{\"running\":true,\"intervals\":5000,\"lost\":3,\"no_state\":1,\"kstats_full\":2,"
+	"\"slow\":{\"records\":40,\"lost\":8,\"pending_lost\":4,\"refused\":5,\"partial\":6,\"ring_missed\":7}},"
 	"\"scopes\":{\"sites\":7,\"events\":47,\"dropped\":98,\"dropped_by_reason\":{\"exit_without_enter\":3,"
 	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17,"
 	"\"begin_unended\":2,\"span_end_without_begin\":4,\"span_step_without_begin\":6,"

@@ -177,6 +177,68 @@ static void check_text_a(void)
 		free((void *)A_values[i].buckets);
 }
 
+/* The scopes' kernel figures (issue 10): a counter family each, labelled
+ * and merged like the durations; a row without them (a ring target) gives
+ * no series, and a set of such rows none either. */
+static void check_kernel(void)
+{
+	static const uint64_t d[] = { 1000 };
+	struct qp_value_model vm = { 0 };
+	struct qp_status_model st = { 0 };
+	struct qp_metrics_opts o = { 0 };
+	struct qp_scope_item it[4];
+	struct qp_scope_model sm = { .n = 4, .items = it };
+	char *t;
+
+	timed(&it[0], 10, "strat", "calc", NULL, "scope", d, 1);
+	timed(&it[1], 11, "strat", "calc", NULL, "scope", d, 1);
+	timed(&it[2], 12, "strat", "calc", NULL, "scope", d, 1);	/* a ring target: none */
+	timed(&it[3], 13, "ringy", "calc", NULL, "scope", d, 1);	/* ditto, alone in its set */
+	it[0].has_kernel = it[1].has_kernel = true;
+	it[0].kernel = (struct scope_kstats){ .off_cpu_ns = 2500000000, .voluntary = 3, .involuntary = 4,
+					      .migrations = 1, .page_faults = 7, .irq_ns = 90 };
+	it[1].kernel = (struct scope_kstats){ .off_cpu_ns = 500000000, .voluntary = 10, .involuntary = 20,
+					      .migrations = 30, .page_faults = 40, .irq_ns = 10 };
+	it[2].kernel.voluntary = 1000;	/* not counted: has_kernel is false */
+	t = export_text(&st, &sm, &vm, &o);
+	CHECK(t != NULL);
+	if (t) {
+		CHECK(has_line(t, "# HELP qprof_scope_off_cpu_seconds_total Time off the CPU while the scope was its "
+				  "thread's innermost, since attach."));
+		CHECK(has_line(t, "# TYPE qprof_scope_off_cpu_seconds_total counter"));
+		CHECK(has_line(t, "qprof_scope_off_cpu_seconds_total{" CALC "} 3"));
+		CHECK(has_line(t, "qprof_scope_voluntary_switches_total{" CALC "} 13"));
+		CHECK(has_line(t, "qprof_scope_involuntary_switches_total{" CALC "} 24"));
+		CHECK(has_line(t, "qprof_scope_migrations_total{" CALC "} 31"));
+		CHECK(has_line(t, "qprof_scope_page_faults_total{" CALC "} 47"));
+		CHECK(has_line(t, "qprof_scope_irq_seconds_total{" CALC "} 1e-07"));
+		CHECK_INT(count_prefix(t, "qprof_scope_off_cpu_seconds_total{"), 1);
+		CHECK_INT(count_prefix(t, "qprof_scope_page_faults_total{"), 1);
+		CHECK(strstr(t, "qprof_scope_voluntary_switches_total{exe=\"ringy\"") == NULL);
+		CHECK_INT(count_prefix(t, "# TYPE qprof_scope_"), 7);	/* durations + 6 */
+		CHECK_INT(count_prefix(t, "# HELP "), count_prefix(t, "# TYPE "));
+	}
+	free(t);
+	o.pid_label = true;
+	t = export_text(&st, &sm, &vm, &o);
+	if (t) {
+		CHECK(has_line(t, "qprof_scope_voluntary_switches_total{exe=\"strat\",pid=\"10\",scope=\"calc\","
+				  "parent=\"\",kind=\"scope\"} 3"));
+		CHECK(has_line(t, "qprof_scope_off_cpu_seconds_total{exe=\"strat\",pid=\"11\",scope=\"calc\","
+				  "parent=\"\",kind=\"scope\"} 0.5"));
+		CHECK_INT(count_prefix(t, "qprof_scope_voluntary_switches_total{"), 2);
+	}
+	free(t);
+	/* no row with kernel figures: the families are left out */
+	it[0].has_kernel = it[1].has_kernel = false;
+	o.pid_label = false;
+	t = export_text(&st, &sm, &vm, &o);
+	if (t)
+		CHECK(strstr(t, "qprof_scope_off_cpu_seconds_total") == NULL);
+	free(t);
+	free_items(it, 4);
+}
+
 /* 10,000 scopes of one executable: NSETS label sets kept, the rest counted. */
 static struct qp_scope_item *many_scopes(size_t n, char (**names)[32])
 {
@@ -245,6 +307,9 @@ static int print_hostile(void)
 	memcpy(all + sm.n, big.items, big.n * sizeof(*all));
 	sm.items = all;
 	sm.n += big.n;
+	all[0].has_kernel = all[2].has_kernel = true;	/* the kernel families too */
+	all[0].kernel.off_cpu_ns = 1500;
+	all[2].kernel.page_faults = 9;
 	qp_buf_init(&b);
 	ret = qp_export_metrics(&st, &sm, &vm, &o, false, &b);
 	if (!ret)
@@ -273,6 +338,7 @@ int main(int argc, char **argv)
 	CHECK_STR(qp_metrics_fmt(0.1 + 0.2, f), "0.30000000000000004");
 	check_edges();
 	check_text_a();
+	check_kernel();
 	check_cap();
 	return test_done("test_metrics");
 }

@@ -224,5 +224,35 @@ int main(void)
 	CHECK(st.no_module >= 1);
 	qp_unwind_forget(u, (uint32_t)getpid());
 	qp_unwind_free(u);
+
+	/* a stream of new processes (under --all: a build's compilers) must
+	 * not starve a busy one of its Dwfl: 20 pids sampled once each (none
+	 * exists, each make fails but counts against the budget of 16 a
+	 * second), then this process sampled 10 times within the same second.
+	 * New processes take at most half the budget, a process sampled 8
+	 * times the rest, and a deferred one tries again at its next sample:
+	 * the 10th sample is unwound (before: deferred for a whole second). */
+	{
+		struct qp_unwind_opts o = { .max_procs = 64 };
+		struct qp_unwind_stats s2;
+		int last = -1;
+
+		u = qp_unwind_new(&o);
+		CHECK(u != NULL);
+		level1();
+		for (i = 0; u && i < 20; i++) {
+			struct qp_unwind_in in = { .pid = 4194400u + (uint32_t)i, .tid = 4194400u + (uint32_t)i,
+						   .regs = regs, .stack = copy, .len = copy_len };
+
+			qp_unwind_stack(u, &in, ips, MAX_FRAMES, &n);
+		}
+		for (i = 0; u && i < 10; i++)
+			last = unwind_copy(u, ips, &n);
+		if (u)
+			qp_unwind_stats(u, &s2);
+		CHECK(u && last >= 0 && n >= 4);
+		CHECK(u && s2.deferred >= 1);
+		qp_unwind_free(u);
+	}
 	return test_done("unit_unwind");
 }

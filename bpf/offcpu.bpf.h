@@ -1,0 +1,293 @@
+/* offcpu.bpf.h - kernel events of target threads, part of profile.bpf.c
+ * (it shares cpu_targets and the scopes object's thread_stacks). At a
+ * switch-out of a target thread: the reason, both stacks and the innermost
+ * open scopes go into the thread's off_state; at its switch-in the interval
+ * goes to off_ring as one record (offcpu.h) and its length to the kernel
+ * figures of the innermost open block scope (scope_kstats), as do the
+ * switch itself, migrations, user page faults and irq/softirq time run on
+ * the thread's time. Threads of other processes pay one hash lookup per
+ * switch-out, page fault, migration and irq, and one task-storage lookup
+ * per switch-in. */
+#ifndef QPROF_OFFCPU_BPF_H
+#define QPROF_OFFCPU_BPF_H
+#include "offcpu.h"
+
+struct off_thread {
+	struct offcpu_record rec;	/* rec.ts_out != 0 while off the CPU */
+	__u64 site, parent;		/* innermost block scope at the switch-out, 0: none */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct off_thread);
+} off_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, QPROF_OFF_RING_BYTES);
+} off_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, QPROF_KSTATS_MAX);
+	__type(key, struct scope_key);
+	__type(value, struct scope_kstats);
+} scope_kstats SEC(".maps");
+
+/* An irq (slot 0) or softirq (slot 1) running on a target thread's time. */
+struct irq_mark {
+	__u64 ts;		/* 0: none */
+	__u64 site, parent;
+	__u32 tgid, pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct irq_mark);
+} irq_marks SEC(".maps");
+
+static __always_inline bool is_target(__u32 tgid)
+{
+	return tgid && bpf_map_lookup_elem(&cpu_targets, &tgid);
+}
+
+/* The scope stack of T with its innermost open block scope (site and
+ * parent); NULL when no block scope is open. */
+static __always_inline struct thread_stack *innermost(struct task_struct *t, __u64 *site, __u64 *parent)
+{
+	struct thread_stack *st = bpf_task_storage_get(&thread_stacks, t, 0, 0);
+	__u32 d;
+
+	if (!st || !st->depth)
+		return NULL;
+	d = st->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : st->depth;
+	*site = st->f[(d - 1) & (QPROF_MAX_DEPTH - 1)].site;
+	*parent = d > 1 ? st->f[(d - 2) & (QPROF_MAX_DEPTH - 1)].site : 0;
+	return st;
+}
+
+/* The kernel figures of (TGID, SITE, PARENT), made at first use. */
+static __always_inline struct scope_kstats *kstats_of(__u32 tgid, __u64 site, __u64 parent)
+{
+	struct scope_key k = { .tgid = tgid, .site = site, .parent = parent };
+	struct scope_kstats zero = { 0 }, *s;
+
+	s = bpf_map_lookup_elem(&scope_kstats, &k);
+	if (s)
+		return s;
+	bpf_map_update_elem(&scope_kstats, &k, &zero, BPF_NOEXIST);
+	s = bpf_map_lookup_elem(&scope_kstats, &k);
+	if (!s)
+		pcount(QPROF_PCNT_KSTATS_FULL);
+	return s;
+}
+
+static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool preempt,
+				       unsigned int prev_state, __u64 now)
+{
+	struct thread_stack *st;
+	struct scope_kstats *k;
+	struct off_thread *o;
+	bool voluntary;
+	__u32 klen;
+
+	o = bpf_task_storage_get(&off_state, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!o) {
+		pcount(QPROF_PCNT_OFF_NO_STATE);
+		return;
+	}
+	/* what /proc counts in voluntary_ctxt_switches: asleep and not preempted */
+	voluntary = !preempt && prev_state;
+	o->rec.tgid = prev->tgid;
+	o->rec.tid = prev->pid;
+	o->rec.reason = voluntary ? QPROF_OFF_BLOCKED : QPROF_OFF_PREEMPTED;
+	o->rec.pad = 0;
+	o->rec.ts_wake = 0;
+	o->rec.ts_in = 0;
+	klen = stack_len(bpf_get_stack(ctx, o->rec.ips, STACK_BYTES, 0));
+	o->rec.kern_len = klen;
+	o->rec.user_len = stack_len(bpf_get_stack(ctx, (char *)o->rec.ips + klen, STACK_BYTES,
+						  BPF_F_USER_STACK));
+	st = bpf_task_storage_get(&thread_stacks, prev, 0, 0);
+	fill_scopes(o->rec.scopes, st);
+	bpf_get_current_comm(o->rec.comm, sizeof(o->rec.comm));
+	o->site = o->parent = 0;
+	if (innermost(prev, &o->site, &o->parent)) {
+		k = kstats_of(o->rec.tgid, o->site, o->parent);
+		if (k) {
+			if (voluntary)
+				__sync_fetch_and_add(&k->voluntary, 1);
+			else
+				__sync_fetch_and_add(&k->involuntary, 1);
+		}
+	}
+	o->rec.ts_out = now;
+}
+
+static __always_inline void switch_in(struct task_struct *next, struct off_thread *o, __u64 now)
+{
+	struct scope_kstats *k;
+	__u64 size;
+
+	if (!is_target(next->tgid)) {	/* detached meanwhile */
+		o->rec.ts_out = 0;
+		return;
+	}
+	o->rec.ts_in = now;
+	if (o->site) {
+		k = kstats_of(o->rec.tgid, o->site, o->parent);
+		if (k)
+			__sync_fetch_and_add(&k->off_cpu_ns, now - o->rec.ts_out);
+	}
+	/* lengths read back from the map: bounded again for the verifier, in
+	 * 64 bits (a 32-bit compare loses the bound at the zero extension) */
+	size = (__u64)o->rec.kern_len + o->rec.user_len;
+	if (size > 2 * STACK_BYTES)
+		size = 2 * STACK_BYTES;
+	size += __builtin_offsetof(struct offcpu_record, ips);
+	if (bpf_ringbuf_output(&off_ring, &o->rec, size, BPF_RB_NO_WAKEUP))
+		pcount(QPROF_PCNT_OFF_LOST_RING);
+	else
+		pcount(QPROF_PCNT_OFF_RECORDS);
+	o->rec.ts_out = 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(off_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct off_thread *o;
+
+	if (is_target(prev->tgid))
+		switch_out(ctx, prev, preempt, prev_state, now);
+	o = bpf_task_storage_get(&off_state, next, 0, 0);
+	if (o && o->rec.ts_out)
+		switch_in(next, o, now);
+	return 0;
+}
+
+/* A blocked thread made runnable: from here it waits for a CPU. */
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(off_wakeup, struct task_struct *p)
+{
+	struct off_thread *o = bpf_task_storage_get(&off_state, p, 0, 0);
+
+	if (o && o->rec.ts_out && o->rec.reason == QPROF_OFF_BLOCKED && !o->rec.ts_wake)
+		o->rec.ts_wake = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* Fires for every set_task_cpu(); the kernel counts a migration (perf's
+ * cpu-migrations, se.nr_migrations) only when the CPU changes. */
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(off_migrate, struct task_struct *p, int dest_cpu)
+{
+	struct thread_stack *st;
+	struct scope_kstats *k;
+	__u64 site, parent;
+
+	if (p->thread_info.cpu == (__u32)dest_cpu || !is_target(p->tgid))
+		return 0;
+	st = innermost(p, &site, &parent);
+	if (!st)
+		return 0;
+	st->migrations++;	/* the thread is not running: no other writer */
+	k = kstats_of(p->tgid, site, parent);
+	if (k)
+		__sync_fetch_and_add(&k->migrations, 1);
+	return 0;
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(off_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct thread_stack *st;
+	struct scope_kstats *k;
+	__u64 site, parent;
+
+	if (!is_target(tgid))
+		return 0;
+	st = innermost(bpf_get_current_task_btf(), &site, &parent);
+	if (!st)
+		return 0;
+	st->page_faults++;
+	k = kstats_of(tgid, site, parent);
+	if (k)
+		__sync_fetch_and_add(&k->page_faults, 1);
+	return 0;
+}
+
+static __always_inline void irq_enter(__u32 slot)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct irq_mark *m = bpf_map_lookup_elem(&irq_marks, &slot);
+
+	if (!m)
+		return;
+	m->ts = 0;
+	if (!is_target(tgid) || !innermost(bpf_get_current_task_btf(), &m->site, &m->parent))
+		return;
+	m->tgid = tgid;
+	m->ts = bpf_ktime_get_ns();
+}
+
+static __always_inline void irq_leave(__u32 slot)
+{
+	struct irq_mark *m = bpf_map_lookup_elem(&irq_marks, &slot), *soft;
+	struct thread_stack *st;
+	struct scope_kstats *k;
+	__u32 one = 1;
+	__u64 d;
+
+	if (!m || !m->ts)
+		return;
+	d = bpf_ktime_get_ns() - m->ts;
+	m->ts = 0;
+	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (st)
+		st->irq_ns += d;
+	k = kstats_of(m->tgid, m->site, m->parent);
+	if (k)
+		__sync_fetch_and_add(&k->irq_ns, d);
+	/* a hardirq inside a softirq: not counted twice */
+	if (!slot) {
+		soft = bpf_map_lookup_elem(&irq_marks, &one);
+		if (soft && soft->ts)
+			soft->ts += d;
+	}
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(off_irq_entry, int irq, struct irqaction *action)
+{
+	irq_enter(0);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(off_irq_exit, int irq, struct irqaction *action, int ret)
+{
+	irq_leave(0);
+	return 0;
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(off_softirq_entry, unsigned int vec)
+{
+	irq_enter(1);
+	return 0;
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(off_softirq_exit, unsigned int vec)
+{
+	irq_leave(1);
+	return 0;
+}
+#endif

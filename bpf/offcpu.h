@@ -1,0 +1,45 @@
+/* offcpu.h - the contract between bpf/offcpu.bpf.h (part of the profile
+ * object) and qprofd's off-CPU collector: the record of one off-CPU
+ * interval of a target thread, the per-scope kernel figures, and the
+ * reasons. Fixed-width types only; both sides include it. */
+#ifndef QPROF_OFFCPU_H
+#define QPROF_OFFCPU_H
+#include "profile.h"
+
+enum offcpu_reason {
+	QPROF_OFF_PREEMPTED = 1,	/* switched out runnable: preempted or yielded */
+	QPROF_OFF_BLOCKED = 2,		/* switched out asleep (voluntary switch) */
+};
+
+/* One interval off the CPU, sent when the thread is switched back in:
+ * the header, then kern_len bytes of kernel stack and user_len bytes of
+ * user stack taken at the switch-out (leaf first), only the bytes used. */
+struct offcpu_record {
+	__u32 tgid, tid;
+	__u32 kern_len;		/* bytes, a multiple of 8 */
+	__u32 user_len;
+	__u64 ts_out;		/* bpf_ktime_get_ns() at the switch-out */
+	__u64 ts_wake;		/* at the wakeup (blocked only; 0: none seen) */
+	__u64 ts_in;		/* at the switch-in */
+	__u32 reason;		/* enum offcpu_reason */
+	__u32 pad;
+	__u64 scopes[QPROF_SAMPLE_SCOPES];	/* innermost first at the switch-out, 0 = none */
+	char comm[16];
+	__u64 ips[2 * QPROF_STACK_DEPTH];
+};
+
+/* Kernel figures per (process, innermost open scope, its parent): the
+ * key is struct scope_key of scopes.h, so they join the scope rows. */
+struct scope_kstats {
+	__u64 off_cpu_ns;
+	__u64 voluntary;	/* switches out asleep */
+	__u64 involuntary;	/* switches out runnable */
+	__u64 migrations;
+	__u64 page_faults;
+	__u64 irq_ns;		/* device irq handlers and softirqs run on its time */
+};
+
+#define QPROF_KSTATS_MAX 16384	/* (process, scope, parent) with kernel figures */
+#define QPROF_OFF_RING_BYTES (8u << 20)
+
+#endif

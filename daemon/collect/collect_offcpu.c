@@ -1,0 +1,284 @@
+/* collect_offcpu.c - the off-CPU side of the CPU collector: attaches the
+ * kernel-event programs of bpf/offcpu.bpf.h (loaded with the sampler),
+ * drains off_ring into a second table of cpu_table.c whose counts are
+ * nanoseconds off the CPU (the stack at the switch-out, the innermost
+ * scopes then), and reads the scopes' kernel figures (scope_kstats). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "cpu_internal.h"
+#include "log.h"
+#include "util.h"
+
+#define USER_ADDR_END (1ull << 56)
+
+/* One off_ring record (the caller holds c->lock, consuming). */
+static int on_interval(void *ctx, void *data, size_t size)
+{
+	struct qp_cpu *c = ctx;
+	const struct offcpu_record *r = data;
+	const size_t hdr = offsetof(struct offcpu_record, ips);
+	struct qp_cpu_sample_in in;
+	struct qp_slow_hoff h;
+	uint32_t i;
+
+	if (size < hdr || r->kern_len % 8 || r->user_len % 8 ||
+	    r->kern_len > QPROF_STACK_DEPTH * 8 || r->user_len > QPROF_STACK_DEPTH * 8 ||
+	    hdr + r->kern_len + r->user_len > size || r->ts_in < r->ts_out) {
+		c->off_lost++;
+		return 0;
+	}
+	in.tgid = r->tgid;
+	in.kern = (const uint64_t *)r->ips;
+	in.nkern = r->kern_len / 8;
+	in.user = in.kern + in.nkern;
+	in.nuser = r->user_len / 8;
+	for (i = 0; i < in.nkern; i++)
+		if (!in.kern[i])
+			in.nkern = i;
+	for (i = 0; i < in.nuser; i++)
+		if (!in.user[i] || in.user[i] >= USER_ADDR_END)
+			in.nuser = i;
+	in.scopes = (const uint64_t *)r->scopes;
+	in.open = NULL;	/* a ring's open scopes: CPU samples only */
+	in.nopen = 0;
+	in.comm = r->comm;
+	/* an interval of 0 ns (both stamps in the same tick) still happened */
+	in.weight = r->ts_in > r->ts_out ? r->ts_in - r->ts_out : 1;
+	c->off.now = c->tab.now;
+	if (qp_cpu_table_add_ids(&c->off, &in, &h.kid, &h.uid)) {
+		c->off_kept++;
+		if (c->slow_on) {
+			h.tgid = r->tgid;
+			h.tid = r->tid;
+			h.ts_out = r->ts_out;
+			h.ts_wake = r->ts_wake;
+			h.ts_in = r->ts_in;
+			h.reason = r->reason;
+			qp_slow_note_off(&c->slow, &h);
+		}
+	} else {
+		c->off_lost++;
+	}
+	return 0;
+}
+
+void qp_offcpu_start(struct qp_cpu *c)
+{
+	struct bpf_program *progs[QP_OFF_PROGS] = {
+		c->skel->progs.off_switch, c->skel->progs.off_wakeup, c->skel->progs.off_migrate,
+		c->skel->progs.off_fault, c->skel->progs.off_irq_entry, c->skel->progs.off_irq_exit,
+		c->skel->progs.off_softirq_entry, c->skel->progs.off_softirq_exit,
+	};
+	unsigned int i;
+	int ret;
+
+	ret = ring_buffer__add(c->rb, bpf_map__fd(c->skel->maps.off_ring), on_interval, c);
+	if (ret) {
+		snprintf(c->off_error, sizeof(c->off_error), "cannot open the off-CPU ring buffer: %s",
+			 strerror(-ret));
+		goto fail;
+	}
+	for (i = 0; i < QP_OFF_PROGS; i++) {
+		struct bpf_link *l = bpf_program__attach(progs[i]);
+
+		if (!l) {
+			snprintf(c->off_error, sizeof(c->off_error), "cannot attach %s: %s",
+				 bpf_program__name(progs[i]), strerror(errno));
+			goto fail;
+		}
+		c->off_links[c->noff_links++] = l;
+	}
+	return;
+fail:
+	qp_warn("off-CPU profiles and the scopes' kernel figures are unavailable: %s", c->off_error);
+	qp_offcpu_stop(c);
+}
+
+void qp_offcpu_stop(struct qp_cpu *c)
+{
+	while (c->noff_links)
+		bpf_link__destroy(c->off_links[--c->noff_links]);
+}
+
+const char *qp_cpu_off_error(const struct qp_cpu *c)
+{
+	return !c ? "CPU sampling is unavailable" : c->off_error[0] ? c->off_error : NULL;
+}
+
+void qp_offcpu_counters_locked(struct qp_cpu *c, uint64_t *kept, uint64_t *lost)
+{
+	*kept = c->off_kept;
+	*lost = c->off_lost + qp_cpu_pcounter(c, QPROF_PCNT_OFF_LOST_RING);
+}
+
+void qp_cpu_off_counters(struct qp_cpu *c, struct qp_off_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	qp_cpu_drain_locked(c);
+	qp_offcpu_counters_locked(c, &out->intervals, &out->lost);
+	pthread_mutex_unlock(&c->lock);
+	out->no_state = qp_cpu_pcounter(c, QPROF_PCNT_OFF_NO_STATE);
+	out->kstats_full = qp_cpu_pcounter(c, QPROF_PCNT_KSTATS_FULL);
+}
+
+static int cmp_kstats(const void *a, const void *b)
+{
+	return memcmp(&((const struct qp_kstats_row *)a)->key, &((const struct qp_kstats_row *)b)->key,
+		      sizeof(struct scope_key));
+}
+
+int qp_cpu_kstats_read(struct qp_cpu *c, int pid, struct qp_kstats_row **out, size_t *n)
+{
+	int fd;
+	struct scope_key k, next;
+	struct qp_kstats_row *v;
+	size_t cap = 256, len = 0;
+	bool first = true;
+
+	*out = NULL;
+	*n = 0;
+	if (!c || c->off_error[0])
+		return -ENODEV;
+	fd = bpf_map__fd(c->skel->maps.scope_kstats);
+	v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	/* a key deleted meanwhile restarts the walk from the first key
+	 * (get_next_key's rule); the map is never deleted from, so it does not */
+	while (!bpf_map_get_next_key(fd, first ? NULL : &k, &next)) {
+		first = false;
+		k = next;
+		if (pid > 0 && next.tgid != (uint32_t)pid)
+			continue;
+		if (len == cap) {
+			struct qp_kstats_row *w = realloc(v, cap * 2 * sizeof(*v));
+
+			if (!w) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = w;
+			cap *= 2;
+		}
+		if (bpf_map_lookup_elem(fd, &next, &v[len].v))
+			continue;
+		v[len++].key = next;
+		if (len > QPROF_KSTATS_MAX)
+			break;
+	}
+	if (len > 1)
+		qsort(v, len, sizeof(*v), cmp_kstats);
+	*out = v;
+	*n = len;
+	return 0;
+}
+
+/* Delete the keys of PID from map FD, whose keys (of KSIZE bytes, at
+ * most a scope_key) begin with the tgid. */
+static void delete_pid_keys(int fd, size_t ksize, uint32_t pid)
+{
+	struct scope_key k, next;
+	bool first = true;
+
+	if (ksize > sizeof(k))
+		return;
+	while (!bpf_map_get_next_key(fd, first ? NULL : &k, &next)) {
+		if (next.tgid == pid && !bpf_map_delete_elem(fd, &next)) {
+			first = true;	/* the walk's key is gone: restart */
+			continue;
+		}
+		first = false;
+		memcpy(&k, &next, ksize);
+	}
+}
+
+void qp_offcpu_forget(struct qp_cpu *c, uint32_t pid)
+{
+	delete_pid_keys(bpf_map__fd(c->skel->maps.scope_kstats), sizeof(struct scope_key), pid);
+	if (c->slow_on)
+		delete_pid_keys(c->slow_min_fd, sizeof(struct mark_key), pid);
+}
+
+#define RING_CHUNK 4096
+
+void qp_cpu_set_ring(struct qp_cpu *c, struct qp_ring *ring)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (ring && !c->ring_buf)
+		c->ring_buf = malloc(RING_CHUNK * sizeof(*c->ring_buf));
+	if (ring && !c->ring_pids)
+		c->ring_pids = malloc(RING_CHUNK * sizeof(*c->ring_pids));
+	c->ring = c->ring_buf && c->ring_pids ? ring : NULL;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void qp_slow_ring_feed(struct qp_cpu *c)
+{
+	uint64_t missed;
+	size_t n, i;
+
+	if (!c->ring || !c->slow_on || c->off_error[0])
+		return;
+	do {
+		n = qp_ring_instances_all(c->ring, c->ring_buf, c->ring_pids, RING_CHUNK, &missed);
+		c->slow.cnt.ring_missed += missed;
+		for (i = 0; i < n; i++) {
+			const struct qp_ring_inst *in = &c->ring_buf[i];
+			struct slow_record r = { 0 };
+
+			if (in->kind != QPROF_REC_EXIT || in->end_ns < in->begin_ns ||
+			    !qp_slow_wanted(&c->slow, c->ring_pids[i], in->site, in->end_ns - in->begin_ns))
+				continue;
+			r.tgid = c->ring_pids[i];
+			r.tid = in->tid;
+			r.site = in->site;
+			r.parent = in->parent;
+			r.begin_ns = in->begin_ns;
+			r.end_ns = in->end_ns;
+			r.dur_ns = in->end_ns - in->begin_ns;
+			r.flags = QPROF_SLOW_NO_KERNEL;
+			/* a full queue is joined now: these ended before the
+			 * consume, so their kernel events are in */
+			if (c->slow.npending == QP_SLOW_PENDING) {
+				ring_buffer__consume(c->rb);
+				qp_slow_join(&c->slow, &c->tab, &c->off, qp_now_ns(), qp_cpu_slow_threshold, c);
+			}
+			qp_slow_queue(&c->slow, &r);
+		}
+	} while (n == RING_CHUNK);
+}
+
+bool qp_cpu_slow_on(const struct qp_cpu *c)
+{
+	return c && c->slow_on && !c->off_error[0];
+}
+
+int qp_cpu_slow_copy(struct qp_cpu *c, uint32_t pid, bool (*keep)(void *arg, uint64_t site), void *arg,
+		     struct qp_slow_inst **out, size_t *n, uint64_t *since_ns)
+{
+	int ret;
+
+	pthread_mutex_lock(&c->lock);
+	qp_cpu_drain_locked(c);
+	ret = qp_slow_copy(&c->slow, pid, keep, arg, out, n, since_ns);
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+void qp_cpu_slow_counters(struct qp_cpu *c, struct qp_slow_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!c || !c->slow_on)
+		return;
+	pthread_mutex_lock(&c->lock);
+	*out = c->slow.cnt;
+	pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,76 @@
+/* cpu_internal.h - the state of the CPU collector shared by its two
+ * files: collect_cpu.c (samples, the drain thread, perf events) and
+ * collect_offcpu.c (off-CPU intervals and the scopes' kernel figures from
+ * the same BPF object). Private to daemon/collect. */
+#ifndef QPROF_CPU_INTERNAL_H
+#define QPROF_CPU_INTERNAL_H
+#include <pthread.h>
+#include <bpf/libbpf.h>
+#include "collect_cpu.h"
+#include "cpu_table.h"
+#include "profile.skel.h"
+#include "ring_collect.h"
+#include "ring_pair.h"
+#include "slow_store.h"
+#include "unwind.h"
+
+#define QP_OFF_PROGS 8	/* tracepoint programs of offcpu.bpf.h */
+
+struct qp_cpu {
+	struct profile *skel;
+	struct bpf_link **links;
+	int *pfds;
+	unsigned int nevents;
+	int ncpus;
+	struct ring_buffer *rb;
+	pthread_t thread;
+	bool thread_started, stopping;
+	pthread_cond_t cond;
+	pthread_mutex_t lock;		/* all below, and ring consumption */
+	struct qp_cpu_table tab;
+	uint64_t kept, lost;		/* samples counted; lost here (caps, bad records) */
+	uint64_t t0_ns;			/* the table's clock starts here (monotonic) */
+	uint32_t aged_at;		/* table clock of the last aging pass */
+	enum qp_cpu_unwind_mode mode;
+	struct qp_unwind *uw;		/* NULL in QP_CPU_UNWIND_FP mode */
+	uint64_t copied, dwarf_used, fp_kept;	/* samples with a copy; which stack was kept */
+	uint64_t uips[QPROF_STACK_DEPTH];	/* the unwound stack of the sample at hand */
+	/* off-CPU intervals (collect_offcpu.c): weights in ns, same keys */
+	struct qp_cpu_table off;
+	uint64_t off_kept, off_lost;	/* intervals counted; lost here (caps, bad records) */
+	struct bpf_link *off_links[QP_OFF_PROGS];
+	unsigned int noff_links;
+	char off_error[160];		/* why the kernel events are not traced, "" when they are */
+	/* slow instances (slow_store.h): the scopes object's slow_rb is the
+	 * first ring of rb, so its records are read before the samples and
+	 * intervals stamped before their exits, which the same consume reads */
+	struct qp_slow_store slow;
+	bool slow_on;
+	int slow_min_fd;
+	struct qp_ring *ring;		/* its flight recorders feed the slow instances too */
+	struct qp_ring_inst *ring_buf;
+	uint32_t *ring_pids;		/* the pid of each of ring_buf */
+};
+
+/* collect_offcpu.c: attach the kernel-event programs and add off_ring to
+ * c->rb (after the load). A failure leaves c->off_error set and the CPU
+ * sampler working: never fatal. */
+void qp_offcpu_start(struct qp_cpu *c);
+void qp_offcpu_stop(struct qp_cpu *c);
+/* Everything the ring buffers hold into the tables, then the pending
+ * slow instances joined; the caller holds c->lock. */
+void qp_cpu_drain_locked(struct qp_cpu *c);
+/* A full reservoir's threshold into the scopes object's slow_min (ARG: c). */
+void qp_cpu_slow_threshold(void *arg, uint32_t tgid, uint64_t site, uint64_t min_ns);
+/* Queue the ring collector's new instances that would enter their
+ * reservoirs (before a consume: their kernel events were sent before
+ * they ended). The caller holds c->lock. */
+void qp_slow_ring_feed(struct qp_cpu *c);
+/* The BPF per-CPU counter K (profile.h) summed over CPUs; 0 when it
+ * cannot be read. */
+uint64_t qp_cpu_pcounter(struct qp_cpu *c, __u32 k);
+/* Delete PID's scope kernel figures. */
+void qp_offcpu_forget(struct qp_cpu *c, uint32_t pid);
+/* Intervals kept and lost; the caller holds c->lock, having drained. */
+void qp_offcpu_counters_locked(struct qp_cpu *c, uint64_t *kept, uint64_t *lost);
+#endif

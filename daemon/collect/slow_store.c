@@ -1,0 +1,417 @@
+/* slow_store.c - see slow_store.h. The histories are rings in arrival
+ * order (about time order: every CPU submits as things happen), scanned
+ * from the newest back to the instance's begin. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "slow_store.h"
+#include "offcpu.h"
+
+/* entries a little out of order across CPUs: scan this far past the begin */
+#define SLACK_NS 1000000ull
+
+int qp_slow_init(struct qp_slow_store *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->hs = calloc(QP_SLOW_HIST, sizeof(*s->hs));
+	s->ho = calloc(QP_SLOW_HIST, sizeof(*s->ho));
+	s->pending = calloc(QP_SLOW_PENDING, sizeof(*s->pending));
+	if (!s->hs || !s->ho || !s->pending) {
+		qp_slow_free(s);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static void inst_free(struct qp_slow_inst *in)
+{
+	uint32_t i;
+
+	if (!in)
+		return;
+	for (i = 0; i < in->nivs; i++)
+		free(in->ivs[i].st.ips);
+	for (i = 0; i < in->nsamples; i++)
+		free(in->samples[i].st.ips);
+	free(in->ivs);
+	free(in->samples);
+}
+
+void qp_slow_free(struct qp_slow_store *s)
+{
+	size_t r;
+	uint32_t i;
+
+	for (r = 0; r < s->nres; r++)
+		for (i = 0; i < s->res[r].n; i++) {
+			inst_free(s->res[r].v[i]);
+			free(s->res[r].v[i]);
+		}
+	free(s->res);
+	free(s->hs);
+	free(s->ho);
+	free(s->pending);
+	memset(s, 0, sizeof(*s));
+}
+
+void qp_slow_note_sample(struct qp_slow_store *s, const struct qp_slow_hsample *h)
+{
+	s->hs[s->hs_n++ % QP_SLOW_HIST] = *h;
+}
+
+void qp_slow_note_off(struct qp_slow_store *s, const struct qp_slow_hoff *h)
+{
+	s->ho[s->ho_n++ % QP_SLOW_HIST] = *h;
+}
+
+void qp_slow_queue(struct qp_slow_store *s, const struct slow_record *r)
+{
+	if (s->npending == QP_SLOW_PENDING) {
+		s->cnt.pending_lost++;
+		return;
+	}
+	s->pending[s->npending++] = *r;
+}
+
+bool qp_slow_wanted(const struct qp_slow_store *s, uint32_t tgid, uint64_t site, uint64_t dur_ns)
+{
+	size_t i;
+
+	for (i = 0; i < s->nres; i++)
+		if (s->res[i].tgid == tgid && s->res[i].site == site)
+			return s->res[i].n < QP_SLOW_KEEP || dur_ns > s->res[i].min_kept;
+	return true;
+}
+
+/* Copy stacks KID and UID of T (up to QP_SLOW_FRAMES each) into ST. */
+static int stack_copy(const struct qp_cpu_table *t, int32_t kid, int32_t uid, struct qp_slow_stack *st,
+		      size_t *bytes)
+{
+	uint64_t k[QP_SLOW_FRAMES], u[QP_SLOW_FRAMES];
+	size_t nk = 0, nu = 0;
+
+	if (qp_cpu_table_stack(t, kid, k, QP_SLOW_FRAMES, &nk))
+		nk = 0;
+	if (qp_cpu_table_stack(t, uid, u, QP_SLOW_FRAMES, &nu))
+		nu = 0;
+	st->nk = (uint16_t)nk;
+	st->nu = (uint16_t)nu;
+	st->ips = malloc((nk + nu ? nk + nu : 1) * sizeof(*st->ips));
+	if (!st->ips)
+		return -ENOMEM;
+	memcpy(st->ips, k, nk * sizeof(*k));
+	memcpy(st->ips + nk, u, nu * sizeof(*u));
+	*bytes += (nk + nu) * sizeof(*st->ips) + 32;
+	return 0;
+}
+
+static int cmp_iv_len_desc(const void *a, const void *b)
+{
+	const struct qp_slow_hoff *x = *(const struct qp_slow_hoff *const *)a;
+	const struct qp_slow_hoff *y = *(const struct qp_slow_hoff *const *)b;
+	uint64_t lx = x->ts_in - x->ts_out, ly = y->ts_in - y->ts_out;
+
+	return lx < ly ? 1 : lx > ly ? -1 : 0;
+}
+
+static int cmp_iv_time(const void *a, const void *b)
+{
+	const struct qp_slow_iv *x = a, *y = b;
+
+	return x->ts_out < y->ts_out ? -1 : x->ts_out > y->ts_out;
+}
+
+static int cmp_sample_time(const void *a, const void *b)
+{
+	const struct qp_slow_sample *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* The instance of R joined with the histories; NULL on no memory. */
+static struct qp_slow_inst *join_one(struct qp_slow_store *s, const struct slow_record *r,
+				     const struct qp_cpu_table *samples, const struct qp_cpu_table *off)
+{
+	const struct qp_slow_hoff *found[QP_SLOW_IVS + 1];
+	struct qp_slow_inst *in = calloc(1, sizeof(*in));
+	uint64_t i, nfound = 0;
+
+	if (!in)
+		return NULL;
+	in->r = *r;
+	in->bytes = sizeof(*in);
+	/* intervals: fully inside [begin, end] (a thread enters no scope while off) */
+	for (i = 0; i < s->ho_n && i < QP_SLOW_HIST; i++) {
+		const struct qp_slow_hoff *h = &s->ho[(s->ho_n - 1 - i) % QP_SLOW_HIST];
+		uint64_t len;
+
+		if (h->ts_in + SLACK_NS < r->begin_ns)
+			break;
+		if (h->tid != r->tid || h->tgid != r->tgid || h->ts_out < r->begin_ns || h->ts_in > r->end_ns)
+			continue;
+		len = h->ts_in - h->ts_out;
+		in->off_ns += len;
+		if (h->reason == QPROF_OFF_BLOCKED && h->ts_wake >= h->ts_out && h->ts_wake <= h->ts_in) {
+			in->blocked_ns += h->ts_wake - h->ts_out;
+			in->runq_ns += h->ts_in - h->ts_wake;
+		} else if (h->reason == QPROF_OFF_BLOCKED) {
+			in->blocked_ns += len;	/* no wakeup seen */
+		} else {
+			in->runq_ns += len;
+		}
+		/* keep the QP_SLOW_IVS longest */
+		found[nfound++] = h;
+		if (nfound > QP_SLOW_IVS) {
+			qsort(found, nfound, sizeof(*found), cmp_iv_len_desc);
+			nfound--;
+			in->ivs_more++;
+		}
+	}
+	if (s->ho_n > QP_SLOW_HIST && i == QP_SLOW_HIST)
+		in->partial = true;
+	if (nfound) {
+		in->ivs = calloc(nfound, sizeof(*in->ivs));
+		if (!in->ivs)
+			goto oom;
+		for (i = 0; i < nfound; i++) {
+			struct qp_slow_iv *v = &in->ivs[in->nivs];
+
+			v->ts_out = found[i]->ts_out;
+			v->ts_wake = found[i]->ts_wake;
+			v->ts_in = found[i]->ts_in;
+			v->reason = found[i]->reason;
+			if (stack_copy(off, found[i]->kid, found[i]->uid, &v->st, &in->bytes))
+				goto oom;
+			in->nivs++;
+		}
+		qsort(in->ivs, in->nivs, sizeof(*in->ivs), cmp_iv_time);
+	}
+	/* samples: taken on the thread within [begin, end] */
+	for (i = 0; i < s->hs_n && i < QP_SLOW_HIST; i++) {
+		const struct qp_slow_hsample *h = &s->hs[(s->hs_n - 1 - i) % QP_SLOW_HIST];
+		struct qp_slow_sample *v;
+
+		if (h->ts + SLACK_NS < r->begin_ns)
+			break;
+		if (h->tid != r->tid || h->tgid != r->tgid || h->ts < r->begin_ns || h->ts > r->end_ns)
+			continue;
+		if (in->nsamples == QP_SLOW_SAMPLES) {
+			in->samples_more++;
+			continue;
+		}
+		if (!in->samples) {
+			in->samples = calloc(QP_SLOW_SAMPLES, sizeof(*in->samples));
+			if (!in->samples)
+				goto oom;
+		}
+		v = &in->samples[in->nsamples];
+		v->ts = h->ts;
+		if (stack_copy(samples, h->kid, h->uid, &v->st, &in->bytes))
+			goto oom;
+		in->nsamples++;
+	}
+	if (s->hs_n > QP_SLOW_HIST && i == QP_SLOW_HIST)
+		in->partial = true;
+	if (in->nsamples > 1)
+		qsort(in->samples, in->nsamples, sizeof(*in->samples), cmp_sample_time);
+	in->bytes += in->nsamples ? QP_SLOW_SAMPLES * sizeof(*in->samples) : 0;
+	return in;
+oom:
+	inst_free(in);
+	free(in);
+	return NULL;
+}
+
+static struct qp_slow_res *res_of(struct qp_slow_store *s, uint32_t tgid, uint64_t site, bool make)
+{
+	size_t i;
+
+	for (i = 0; i < s->nres; i++)
+		if (s->res[i].tgid == tgid && s->res[i].site == site)
+			return &s->res[i];
+	if (!make || s->nres >= QP_SLOW_SCOPES)
+		return NULL;
+	if (s->nres == s->capres) {
+		size_t cap = s->capres ? s->capres * 2 : 16;
+		struct qp_slow_res *v = realloc(s->res, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		s->res = v;
+		s->capres = cap;
+	}
+	memset(&s->res[s->nres], 0, sizeof(s->res[0]));
+	s->res[s->nres].tgid = tgid;
+	s->res[s->nres].site = site;
+	return &s->res[s->nres++];
+}
+
+/* the index of the fastest instance kept */
+static uint32_t fastest(const struct qp_slow_res *res)
+{
+	uint32_t i, m = 0;
+
+	for (i = 1; i < res->n; i++)
+		if (res->v[i]->r.dur_ns < res->v[m]->r.dur_ns)
+			m = i;
+	return m;
+}
+
+void qp_slow_join(struct qp_slow_store *s, const struct qp_cpu_table *samples, const struct qp_cpu_table *off,
+		  uint64_t now_ns, qp_slow_threshold_fn fn, void *arg)
+{
+	size_t p;
+
+	for (p = 0; p < s->npending; p++) {
+		const struct slow_record *r = &s->pending[p];
+		struct qp_slow_res *res = res_of(s, r->tgid, r->site, true);
+		struct qp_slow_inst *in;
+		uint32_t m;
+
+		if (!res) {
+			s->cnt.refused++;
+			continue;
+		}
+		/* a full reservoir takes only what beats its fastest (the
+		 * threshold may not have reached BPF yet) */
+		if (res->n == QP_SLOW_KEEP && r->dur_ns <= res->v[fastest(res)]->r.dur_ns)
+			continue;
+		if (s->bytes >= QP_SLOW_MAX_BYTES) {
+			s->cnt.refused++;
+			continue;
+		}
+		in = join_one(s, r, samples, off);
+		if (!in) {
+			s->cnt.refused++;
+			continue;
+		}
+		s->cnt.records++;
+		if (in->partial)
+			s->cnt.partial++;
+		s->bytes += in->bytes;
+		if (res->n < QP_SLOW_KEEP) {
+			res->v[res->n++] = in;
+		} else {
+			m = fastest(res);
+			s->bytes -= res->v[m]->bytes;
+			inst_free(res->v[m]);
+			free(res->v[m]);
+			res->v[m] = in;
+		}
+		if (res->n == QP_SLOW_KEEP) {
+			if (!res->since_ns)
+				res->since_ns = now_ns;
+			res->min_kept = res->v[fastest(res)]->r.dur_ns;
+			if (fn)
+				fn(arg, res->tgid, res->site, res->min_kept);
+		}
+	}
+	s->npending = 0;
+}
+
+void qp_slow_forget(struct qp_slow_store *s, uint32_t pid)
+{
+	size_t i, n = 0;
+	uint32_t k;
+
+	for (i = 0; i < s->nres; i++) {
+		if (s->res[i].tgid != pid) {
+			s->res[n++] = s->res[i];
+			continue;
+		}
+		for (k = 0; k < s->res[i].n; k++) {
+			s->bytes -= s->res[i].v[k]->bytes;
+			inst_free(s->res[i].v[k]);
+			free(s->res[i].v[k]);
+		}
+	}
+	s->nres = n;
+}
+
+static int stack_dup(const struct qp_slow_stack *from, struct qp_slow_stack *to)
+{
+	size_t n = (size_t)from->nk + from->nu;
+
+	*to = *from;
+	to->ips = malloc((n ? n : 1) * sizeof(*to->ips));
+	if (!to->ips)
+		return -ENOMEM;
+	memcpy(to->ips, from->ips, n * sizeof(*to->ips));
+	return 0;
+}
+
+static int inst_dup(const struct qp_slow_inst *from, struct qp_slow_inst *to)
+{
+	uint32_t i;
+
+	*to = *from;
+	to->ivs = NULL;
+	to->samples = NULL;
+	to->nivs = to->nsamples = 0;
+	if (from->nivs && !(to->ivs = calloc(from->nivs, sizeof(*to->ivs))))
+		return -ENOMEM;
+	for (i = 0; i < from->nivs; i++, to->nivs++) {
+		to->ivs[i] = from->ivs[i];
+		if (stack_dup(&from->ivs[i].st, &to->ivs[i].st))
+			return -ENOMEM;
+	}
+	if (from->nsamples && !(to->samples = calloc(from->nsamples, sizeof(*to->samples))))
+		return -ENOMEM;
+	for (i = 0; i < from->nsamples; i++, to->nsamples++) {
+		to->samples[i] = from->samples[i];
+		if (stack_dup(&from->samples[i].st, &to->samples[i].st))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void qp_slow_insts_free(struct qp_slow_inst *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		inst_free(&v[i]);
+	free(v);
+}
+
+int qp_slow_copy(const struct qp_slow_store *s, uint32_t pid, bool (*keep)(void *arg, uint64_t site),
+		 void *arg, struct qp_slow_inst **out, size_t *n, uint64_t *since_ns)
+{
+	struct qp_slow_inst *v = NULL;
+	size_t i, len = 0, cap = 0;
+	uint32_t k;
+
+	*out = NULL;
+	*n = 0;
+	*since_ns = 0;
+	for (i = 0; i < s->nres; i++) {
+		const struct qp_slow_res *res = &s->res[i];
+
+		if (res->tgid != pid || !keep(arg, res->site))
+			continue;
+		if (res->since_ns && (!*since_ns || res->since_ns < *since_ns))
+			*since_ns = res->since_ns;
+		for (k = 0; k < res->n; k++) {
+			if (len == cap) {
+				size_t c = cap ? cap * 2 : QP_SLOW_KEEP;
+				struct qp_slow_inst *w = realloc(v, c * sizeof(*w));
+
+				if (!w)
+					goto oom;
+				v = w;
+				cap = c;
+			}
+			if (inst_dup(res->v[k], &v[len])) {
+				len++;
+				goto oom;
+			}
+			len++;
+		}
+	}
+	*out = v;
+	*n = len;
+	return 0;
+oom:
+	qp_slow_insts_free(v, len);
+	return -ENOMEM;
+}
