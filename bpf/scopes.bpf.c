@@ -383,7 +383,7 @@ static __always_inline int do_exit(__u64 now, __u64 site, __u64 key, __u64 cooki
 		record(tgid, st->f[j].site, j ? st->f[(j - 1) & (QPROF_MAX_DEPTH - 1)].site : 0, dur);
 		if (slow_active)
 			slow_emit(st, j, tgid, now, dur);
-		qp_trace_emit(tgid, QPROF_TR_SCOPE, st->f[j].site, st->f[j].ts, dur, j);
+		qp_trace_emit(tgid, QPROF_TR_SCOPE, st->f[j].site, st->f[j].ts, dur, j, 0);
 		if (i)
 			count(QPROF_CNT_DROP_OUT_OF_ORDER, i);
 		st->depth = j;
@@ -443,7 +443,7 @@ int mark_probe(struct pt_regs *ctx)
 		return 0;
 	k.site = site;
 	init.last_ns = bpf_ktime_get_ns();
-	qp_trace_emit(k.tgid, QPROF_TR_MARK, site, init.last_ns, 0, 0);
+	qp_trace_emit(k.tgid, QPROF_TR_MARK, site, init.last_ns, 0, 0, 0);
 	m = bpf_map_lookup_elem(&mark_stats, &k);
 	if (!m) {
 		m = qp_make_counted(&mark_stats, &k, &init, &made);
@@ -502,7 +502,7 @@ int value_probe(struct pt_regs *ctx)
 		__u64 now = bpf_ktime_get_ns();
 
 		value_last(v, bits, now);
-		qp_trace_emit(k.tgid, QPROF_TR_VALUE, site, now, bits, 0);
+		qp_trace_emit(k.tgid, QPROF_TR_VALUE, site, now, bits, 0, 0);
 	}
 	exp = (bits >> 52) & 0x7ff;
 	mant = bits & ((1ULL << 52) - 1);

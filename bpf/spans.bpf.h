@@ -172,6 +172,7 @@ int async_step(struct pt_regs *ctx)
 	begin = p->site;
 	/* a step row stands under its span: parent = the begin's site */
 	record(k.tgid, site, begin, now > ts ? now - ts : 0);
+	qp_trace_emit(k.tgid, QPROF_TR_ASTEP, site, now, k.id, 0, begin);
 	return 0;
 }
 
@@ -198,6 +199,7 @@ int async_end(struct pt_regs *ctx)
 		return 0;
 	}
 	record(k.tgid, begin, 0, now > ts ? now - ts : 0);
+	qp_trace_emit(k.tgid, QPROF_TR_ASPAN, begin, ts, now > ts ? now - ts : 0, 0, k.id);
 	return 0;
 }
 #endif

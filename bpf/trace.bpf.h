@@ -1,6 +1,7 @@
 /* trace.bpf.h - the timeline side of scopes.bpf.c: while the daemon records
  * a trace of a process (an entry for its tgid, or QPROF_TRACE_ALL, in
- * trace_pids, and trace_active non-zero), scope exits, marks and values emit
+ * trace_pids, and trace_active non-zero), scope exits, marks, values and
+ * the steps and ends of spans across threads emit
  * one struct trace_record each into the ring buffer trace_rb. When nothing
  * is being recorded the cost is one load of trace_active. Also the probe
  * cost calibration (calib_ns), subtracted from each measured duration. */
@@ -38,7 +39,7 @@ static __always_inline __u64 qp_calibrated(__u64 dur)
 
 /* Emit one record for process TGID when a trace of it is being recorded. */
 static __always_inline void qp_trace_emit(__u32 tgid, __u16 kind, __u64 site, __u64 ts, __u64 arg,
-					  __u32 depth)
+					  __u32 depth, __u64 arg2)
 {
 	struct trace_target *t;
 	struct trace_record *r;
@@ -67,6 +68,7 @@ static __always_inline void qp_trace_emit(__u32 tgid, __u16 kind, __u64 site, __
 	r->kind = kind;
 	r->depth = (__u16)depth;
 	r->pad = 0;
+	r->arg2 = arg2;
 	/* no wakeup: the daemon drains on a short timer while it records */
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 }

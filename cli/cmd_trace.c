@@ -14,8 +14,9 @@
 static const char trace_help[] =
 	"Usage: qprof-cli trace -o FILE.json [--pid N] [--seconds S]\n"
 	"\n"
-	"Record a timeline: every scope instance (with its nesting), mark, value and\n"
-	"log line of the next S seconds (1..300), as Chrome Trace Event Format JSON.\n"
+	"Record a timeline: every scope instance (with its nesting), mark, value, log\n"
+	"line and span across threads (async events) of the next S seconds (1..300),\n"
+	"as Chrome Trace Event Format JSON.\n"
 	"Open it in Perfetto (ui.perfetto.dev), chrome://tracing or speedscope.\n"
 	"\n"
 	"  -o FILE       write to FILE (\"-\": standard output)\n"

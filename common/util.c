@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <sys/resource.h>
 
 static bool is_digit(char c)
 {
@@ -241,4 +242,16 @@ fail:
 bool qp_addr_is_kernel(unsigned long long addr)
 {
 	return addr >= 0xffff800000000000ull;
+}
+
+int qp_raise_fd_limit(unsigned long want)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return -1;
+	if (rl.rlim_cur >= want)
+		return 0;
+	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+	return setrlimit(RLIMIT_NOFILE, &rl);
 }

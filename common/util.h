@@ -23,6 +23,9 @@ int qp_parse_u64(const char *s, uint64_t max, uint64_t *out);
 int qp_read_file(const char *path, size_t max, char **buf, size_t *len);
 /* Monotonic / realtime clocks in ns. */
 uint64_t qp_now_ns(void);
+/* Raise the soft limit of open descriptors to WANT (at most the hard
+ * limit). 0, or -1 with errno set. */
+int qp_raise_fd_limit(unsigned long want);
 uint64_t qp_realtime_ns(void);
 /* Format a duration in ns with a human unit ("812 ns", "12.3 us", "4.56 ms",
  * "1.20 s"); "-" when has_value is false. Returns buf. */

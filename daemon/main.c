@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -59,6 +58,7 @@ struct options {
 	bool no_multi;
 	bool no_calibrate;
 	unsigned int trace_max_events;
+	unsigned int flight_events;
 	bool ring;
 	struct qp_metrics_opts metrics;
 	bool heap;
@@ -105,6 +105,8 @@ static void usage(FILE *f)
 		"                      (default 1000; the rest are counted as omitted)\n"
 		"  --ring              time the scopes of new targets (pid and --binary) with the\n"
 		"                      ring collector (markers of ABI 2; others: BPF, with a note)\n"
+		"  --flight-events N   events kept per ring target for GET /api/trace without\n"
+		"                      seconds= (0..16777216, default 1048576, 48 bytes each)\n"
 		"  --heap              profile the heap of every target (else per target:\n"
 		"                      POST /api/targets {\"pid\": N, \"heap\": true})\n"
 		"  --heap-interval B   mean bytes allocated between two heap samples,\n"
@@ -151,7 +153,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
 	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
 	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS,
-	       OPT_DL_HOLD, OPT_UNWIND };
+	       OPT_DL_HOLD, OPT_UNWIND, OPT_FLIGHT };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -174,6 +176,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "dl-hold-ms", required_argument, NULL, OPT_DL_HOLD },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "trace-max-events", required_argument, NULL, OPT_TRACE_MAX },
+		{ "flight-events", required_argument, NULL, OPT_FLIGHT },
 		{ "no-calibrate", no_argument, NULL, OPT_NO_CALIB },
 		{ "metrics-pid-label", no_argument, NULL, OPT_METRICS_PID },
 		{ "metrics-max-sets", required_argument, NULL, OPT_METRICS_SETS },
@@ -277,6 +280,11 @@ static int parse_args(int argc, char **argv, struct options *o)
 				return 2;
 			o->trace_max_events = (unsigned int)v;
 			break;
+		case OPT_FLIGHT:
+			if (parse_uint_opt("--flight-events", optarg, 0, 1 << 24, &v))
+				return 2;
+			o->flight_events = (unsigned int)v;
+			break;
 		case OPT_NO_CALIB:
 			o->no_calibrate = true;
 			break;
@@ -330,17 +338,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 
 /* Each connection holds two descriptors (the server's and the watchdog's
  * dup, http_conn.h): room for the connection limits beside BPF's own. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= 8192)
-		return;
-	rl.rlim_cur = rl.rlim_max < 8192 ? rl.rlim_max : 8192;
-	if (setrlimit(RLIMIT_NOFILE, &rl))
-		qp_warn("cannot raise the descriptor limit: %s", strerror(errno));
-}
-
 /* The registry's report callbacks: the exporter, which targets/ may not call. */
 /* Kernel symbols are read on first use (/proc/kallsyms, ~120,000 lines,
  * hundreds of ms): read them at start, on a thread, so that no report (an
@@ -375,7 +372,7 @@ int main(int argc, char **argv)
 {
 	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .unwind = QP_CPU_UNWIND_DWARF, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
-			     .trace_max_events = 1000000, .dl_hold_ms = QP_DL_HOLD_DEFAULT_MS,
+			     .trace_max_events = 1000000, .flight_events = 1u << 20, .dl_hold_ms = QP_DL_HOLD_DEFAULT_MS,
 			     .heap_opts = { .interval = 512 * 1024, .max_live = 65536, .max_stacks = 16384 } };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qp_http_policy pol_unix, pol_tcp;
@@ -412,7 +409,8 @@ int main(int argc, char **argv)
 		goto out_free;
 	}
 	qp_http_policy_unix(&pol_unix);
-	raise_fd_limit();
+	if (qp_raise_fd_limit(8192))
+		qp_warn("cannot raise the descriptor limit: %s", strerror(errno));
 	/* The sockets before anything else: a live daemon on the socket is
 	 * refused before any target is touched. */
 	fd_unix = qp_http_listen_unix(o.socket, err, sizeof(err));
@@ -452,10 +450,12 @@ int main(int argc, char **argv)
 	}
 	qp_registry_init(&d.reg, d.scopes);
 	{
-		/* 1 ms drains; 262,144 instances (~14 MiB) kept for traces */
-		struct qp_ring_opts ro = { .max_rows = o.max_sites, .max_rings = 65536,
-					   .flight = 1 << 18, .period_us = 1000 };
+		/* 1 ms drains; the flight recorder per target, grown as it fills */
+		struct qp_ring_opts ro = { .max_rows = o.max_sites, .max_rings = 65536, .flight = o.flight_events,
+					   .period_us = 1000 };
 
+		ro.span_pending = o.spans.pending ? o.spans.pending : QP_SPAN_PENDING_DEFAULT;
+		ro.span_timeout_ns = (o.spans.timeout_ms ? o.spans.timeout_ms : QP_SPAN_TIMEOUT_MS_DEFAULT) * 1000000ull;
 		if (qp_ring_open(&ring, &ro, err, sizeof(err)))
 			qp_warn("the ring collector is unavailable: %s", err);
 		d.reg.ring = ring;

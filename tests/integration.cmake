@@ -163,7 +163,11 @@ add_test(NAME integration_spans
 add_test(NAME integration_spans_perf_uprobes
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_spans.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:spans_target> $<TARGET_FILE:qprof-cli> --no-uprobe-multi)
-set_tests_properties(integration_spans integration_spans_perf_uprobes PROPERTIES
+# The same on the ring collector (issue 15 for it): the markers' span records.
+add_test(NAME integration_spans_ring
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_spans.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:spans_target> $<TARGET_FILE:qprof-cli> --ring)
+set_tests_properties(integration_spans integration_spans_perf_uprobes integration_spans_ring PROPERTIES
   SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 # Traces (GET /api/trace, qprof-cli trace) and the calibration of the BPF
 # collector: a program with a known workload on two named threads.
@@ -176,11 +180,19 @@ add_test(NAME integration_trace
           $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>)
 set_tests_properties(integration_trace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 # The same trace opened by a real client: speedscope (npm) in headless Chromium.
+# With it, spans across threads of both collectors as async events (b/n/e).
 add_test(NAME integration_trace_client
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_trace_client.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>
-          ${CMAKE_BINARY_DIR}/npm-cache)
+          ${CMAKE_BINARY_DIR}/npm-cache $<TARGET_FILE:spans_target>)
 set_tests_properties(integration_trace_client PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+# Traces of ring-collector targets: a window, the flight recorder (and its
+# size, --flight-events), the CLI without --seconds, spans as async events.
+add_test(NAME integration_trace_ring
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_trace_ring.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>
+          $<TARGET_FILE:spans_target>)
+set_tests_properties(integration_trace_ring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 # The truth of the calibrated BPF collector against the program's own clock
 # is a timing goal: bench/truth.sh runs tests/integration/test_truth.py by
 # hand (in CI it failed on a quiet machine: calibrated 681 ns, probe cost in

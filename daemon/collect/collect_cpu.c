@@ -403,6 +403,7 @@ void qp_cpu_close(struct qp_cpu *c)
 	qp_cpu_table_free(&c->off);
 	qp_slow_free(&c->slow);
 	free(c->ring_buf);
+	free(c->ring_pids);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

@@ -214,8 +214,9 @@ void qp_cpu_set_ring(struct qp_cpu *c, struct qp_ring *ring)
 	pthread_mutex_lock(&c->lock);
 	if (ring && !c->ring_buf)
 		c->ring_buf = malloc(RING_CHUNK * sizeof(*c->ring_buf));
-	c->ring = c->ring_buf ? ring : NULL;
-	c->ring_since = 0;
+	if (ring && !c->ring_pids)
+		c->ring_pids = malloc(RING_CHUNK * sizeof(*c->ring_pids));
+	c->ring = c->ring_buf && c->ring_pids ? ring : NULL;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -227,16 +228,16 @@ void qp_slow_ring_feed(struct qp_cpu *c)
 	if (!c->ring || !c->slow_on || c->off_error[0])
 		return;
 	do {
-		n = qp_ring_instances(c->ring, 0, &c->ring_since, c->ring_buf, RING_CHUNK, &missed);
+		n = qp_ring_instances_all(c->ring, c->ring_buf, c->ring_pids, RING_CHUNK, &missed);
 		c->slow.cnt.ring_missed += missed;
 		for (i = 0; i < n; i++) {
 			const struct qp_ring_inst *in = &c->ring_buf[i];
 			struct slow_record r = { 0 };
 
 			if (in->kind != QPROF_REC_EXIT || in->end_ns < in->begin_ns ||
-			    !qp_slow_wanted(&c->slow, in->pid, in->site, in->end_ns - in->begin_ns))
+			    !qp_slow_wanted(&c->slow, c->ring_pids[i], in->site, in->end_ns - in->begin_ns))
 				continue;
-			r.tgid = in->pid;
+			r.tgid = c->ring_pids[i];
 			r.tid = in->tid;
 			r.site = in->site;
 			r.parent = in->parent;

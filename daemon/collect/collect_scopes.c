@@ -351,8 +351,8 @@ int qp_scopes_read(struct qp_scopes *s, int pid, struct qp_scope_snapshot *out)
 	/* the ring collector's targets, in the same rows */
 	if (!ret)
 		ret = qp_ring_merge_rows(s->ring, pid, out);
-	/* no BPF program counts it: the daemon's sweep does */
-	out->counters[QPROF_CNT_SPAN_ABANDONED] = __atomic_load_n(&s->spans_abandoned, __ATOMIC_RELAXED);
+	/* no BPF program counts it: the daemon's sweep does (plus the ring's) */
+	out->counters[QPROF_CNT_SPAN_ABANDONED] += __atomic_load_n(&s->spans_abandoned, __ATOMIC_RELAXED);
 	if (ret)
 		qp_scope_snapshot_free(out);
 	return ret;

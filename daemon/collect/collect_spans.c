@@ -9,6 +9,7 @@
 #include <bpf/libbpf.h>
 #include "collect_internal.h"
 #include "log.h"
+#include "ring_collect.h"
 
 /* Every entry of the pending table, by batches (a bucket larger than the
  * batch makes it grow): KEYS and VALS malloc'd, N entries. */
@@ -123,6 +124,6 @@ int qp_spans_forget(struct qp_scopes *s, uint32_t pid)
 
 void qp_spans_figures(struct qp_scopes *s, uint64_t *pending, uint64_t *capacity)
 {
-	*pending = __atomic_load_n(&s->spans_pending, __ATOMIC_RELAXED);
+	*pending = __atomic_load_n(&s->spans_pending, __ATOMIC_RELAXED) + qp_ring_spans_pending(s->ring);
 	*capacity = s->span_capacity;
 }

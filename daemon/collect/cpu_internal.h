@@ -47,9 +47,9 @@ struct qp_cpu {
 	struct qp_slow_store slow;
 	bool slow_on;
 	int slow_min_fd;
-	struct qp_ring *ring;		/* its flight recorder feeds the slow instances too */
-	uint64_t ring_since;		/* the next instance to read from it */
+	struct qp_ring *ring;		/* its flight recorders feed the slow instances too */
 	struct qp_ring_inst *ring_buf;
+	uint32_t *ring_pids;		/* the pid of each of ring_buf */
 };
 
 /* collect_offcpu.c: attach the kernel-event programs and add off_ring to

@@ -20,6 +20,7 @@
 #include "collect_scopes.h"
 #include "elf_probes.h"
 #include "log.h"
+#include "procfs.h"
 #include "logs.h"
 #include "profile.h"
 #include "ring_internal.h"
@@ -211,6 +212,9 @@ struct job {
 	uint64_t addr, size, tail;	/* as the entry was when the pass began */
 	uint64_t hdr;			/* where its records start */
 	uint32_t nrec;
+	uint32_t known_tid;		/* the owner whose name the entry has */
+	uint32_t tid;			/* a new owner ... */
+	char comm[16];			/* ... and its name, read from /proc ("" if gone) */
 	enum { JOB_NONE, JOB_READ, JOB_DROP, JOB_BAD } what;
 	uint64_t head, lapped, skip, n; /* JOB_READ: records [tail, head) in buf, the first skip
 					 * of them overwritten while read; lapped lost before */
@@ -238,6 +242,16 @@ static void job_read(struct qp_ring *g, struct job *j)
 	if (!header_ok(&h, j->size) || h.nrec != j->nrec || rec_offset(&h) != j->hdr) {
 		j->what = JOB_BAD;
 		return;
+	}
+	/* a new owner's name, for traces: read while it is alive */
+	j->tid = 0;
+	if (h.tid && h.tid != j->known_tid) {
+		char path[64];
+
+		j->tid = h.tid;
+		snprintf(path, sizeof(path), "task/%u/comm", h.tid);
+		if (qp_proc_file_line((int)j->pid, path, j->comm, sizeof(j->comm)))
+			j->comm[0] = '\0';
 	}
 	head = h.head;
 	if (head == tail)
@@ -301,6 +315,13 @@ static bool job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p,
 		g->glob.dropped_rings++;
 		return false;
 	}
+	if (j->tid && p->names.n < RING_MAX_NAMES) {
+		int64_t k = qp_htab_add_u64(&p->names, j->tid, NULL);
+
+		if (k >= 0)
+			memcpy(qp_htab_value(&p->names, (size_t)k), j->comm, sizeof(j->comm));
+		e->named_tid = j->tid;
+	}
 	if (j->what != JOB_READ || e->tail != j->tail)
 		return true;
 	if (j->head < e->tail) {
@@ -311,11 +332,28 @@ static bool job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p,
 	}
 	if (j->lapped + j->skip)
 		qp_ring_gap(&e->rd, j->lapped + j->skip, &p->c);
+	e->rd.fl = &p->fl;	/* p moves when pids grows: set for each read */
+	e->rd.spans = &g->spans;
 	qp_ring_feed(&g->agg, &e->rd, g->buf + j->skip, (size_t)(j->n - j->skip), &g->clk, e->mono,
 		     e->min_ts, &p->c);
 	e->tail = j->head;
 	return true;
 }
+
+/* qp_ring_pid_fn of the span pairing (g->lock held) */
+static void who(void *arg, uint32_t pid, struct qp_ring_counts **c, struct qp_ring_flight **fl)
+{
+	struct ring_pid *p = pid_of(arg, pid);
+
+	*c = p ? &p->c : NULL;
+	*fl = p ? &p->fl : NULL;
+}
+
+/* Spans across threads are paired this long after their records' time: a
+ * record stamped before a pass began minus this was published before the
+ * pass read its ring (unless its writer stalled longer between the stamp
+ * and the head store), so every BEGIN precedes its END in the queue. */
+#define SPAN_SLACK_NS 5000000ull
 
 static void *drain(void *arg)
 {
@@ -325,6 +363,8 @@ static void *drain(void *arg)
 	size_t i, n, cap = 0;
 
 	while (!g->stop) {
+		uint64_t pass = mono_ns();
+
 		ring_buffer__poll(g->rb, 0);
 		pthread_mutex_lock(&g->lock);
 		if (mono_ns() - last_cal > 1000000000ull) {
@@ -343,7 +383,7 @@ static void *drain(void *arg)
 			const struct ring_ent *e = &g->ents[n];
 
 			jobs[n] = (struct job){ .pid = e->pid, .addr = e->addr, .size = e->size,
-						.tail = e->tail, .hdr = e->hdr, .nrec = e->nrec };
+						.tail = e->tail, .hdr = e->hdr, .nrec = e->nrec, .known_tid = e->named_tid };
 		}
 		pthread_mutex_unlock(&g->lock);
 		for (i = 0; i < n && !g->stop; i++) {
@@ -351,7 +391,7 @@ static void *drain(void *arg)
 			struct ring_pid *p;
 
 			job_read(g, &jobs[i]);
-			if (jobs[i].what == JOB_NONE)
+			if (jobs[i].what == JOB_NONE && !jobs[i].tid)
 				continue;
 			pthread_mutex_lock(&g->lock);
 			e = ent_of(g, jobs[i].pid, jobs[i].addr);
@@ -360,6 +400,11 @@ static void *drain(void *arg)
 				drop_ent(g, (size_t)(e - g->ents));
 			pthread_mutex_unlock(&g->lock);
 		}
+		pthread_mutex_lock(&g->lock);
+		if (pass > SPAN_SLACK_NS)
+			qp_ring_spans_pair(&g->spans, &g->agg, pass - SPAN_SLACK_NS, who, g);
+		g->pass_done_ns = pass;
+		pthread_mutex_unlock(&g->lock);
 		usleep(n ? g->o.period_us : 20000);
 	}
 	free(jobs);
@@ -376,11 +421,9 @@ int qp_ring_open(struct qp_ring **out, const struct qp_ring_opts *o, char *err, 
 		return -ENOMEM;
 	pthread_mutex_init(&g->lock, NULL);
 	g->o = *o;
-	ret = qp_ring_agg_init(&g->agg, o->max_rows, o->flight);
-	if (ret) {
-		snprintf(err, errlen, "out of memory for the flight recorder");
-		goto fail;
-	}
+	qp_ring_agg_init(&g->agg, o->max_rows);
+	/* the queue of span events: at most 1 M waiting for the watermark */
+	qp_ring_spans_init(&g->spans, o->span_pending, o->span_timeout_ns, 1u << 20);
 	g->skel = ringreg__open_and_load();
 	if (!g->skel) {
 		ret = -errno;
@@ -412,6 +455,8 @@ fail:
 
 void qp_ring_close(struct qp_ring *g)
 {
+	size_t i;
+
 	if (!g)
 		return;
 	if (g->running) {
@@ -421,7 +466,12 @@ void qp_ring_close(struct qp_ring *g)
 	ring_buffer__free(g->rb);
 	ringreg__destroy(g->skel);
 	qp_ring_agg_free(&g->agg);
+	qp_ring_spans_free(&g->spans);
 	free(g->ents);
+	for (i = 0; i < g->npids; i++) {
+		qp_ring_flight_free(&g->pids[i].fl);
+		qp_htab_free(&g->pids[i].names);
+	}
 	free(g->pids);
 	free(g->buf);
 	pthread_mutex_destroy(&g->lock);
@@ -435,6 +485,36 @@ bool qp_ring_capable(const struct qp_elf_probes *elf)
 	for (k = 0; k < elf->nnotes; k++)
 		if (!elf->notes[k].bad && elf->notes[k].sema && !strcmp(elf->notes[k].provider, "qprof") &&
 		    !strcmp(elf->notes[k].name, "ring_register"))
+			return true;
+	return false;
+}
+
+void qp_ring_sync(struct qp_ring *g, uint64_t until_ns)
+{
+	int i;
+
+	if (!g || !g->running)
+		return;
+	for (i = 0; i < 1000; i++) { /* a second at most: the drain thread may be stuck */
+		uint64_t done;
+
+		pthread_mutex_lock(&g->lock);
+		done = g->pass_done_ns;
+		pthread_mutex_unlock(&g->lock);
+		if (done > until_ns + SPAN_SLACK_NS)
+			return;
+		usleep(1000);
+	}
+}
+
+bool qp_ring_spans_capable(const struct qp_elf_probes *elf)
+{
+	size_t k;
+
+	for (k = 0; k < elf->nnotes; k++)
+		if (!elf->notes[k].bad && elf->notes[k].sema && !strcmp(elf->notes[k].provider, "qprof") &&
+		    !strcmp(elf->notes[k].name, "ring_register") && elf->notes[k].args &&
+		    strstr(elf->notes[k].args, " 4@$2"))
 			return true;
 	return false;
 }
@@ -470,6 +550,8 @@ int qp_ring_watch_since(struct qp_ring *g, int pid, const struct qp_ring_stamp *
 	p = &g->pids[g->npids++];
 	memset(p, 0, sizeof(*p));
 	p->pid = (uint32_t)pid;
+	p->fl.max = g->o.flight;
+	qp_htab_init(&p->names, 16);
 	p->watch_ts = now.tsc;
 	p->watch_ns = now.ns;
 	p->from_ts = since && since->tsc < now.tsc ? since->tsc : now.tsc;
@@ -518,11 +600,14 @@ void qp_ring_forget(struct qp_ring *g, int pid)
 	}
 	for (i = 0; i < g->npids; i++) {
 		if (g->pids[i].pid == (uint32_t)pid) {
+			qp_ring_flight_free(&g->pids[i].fl);
+			qp_htab_free(&g->pids[i].names);
 			g->pids[i] = g->pids[--g->npids];
 			break;
 		}
 	}
 	qp_ring_agg_forget(&g->agg, (uint32_t)pid);
+	qp_ring_spans_forget(&g->spans, (uint32_t)pid);
 	pthread_mutex_unlock(&g->lock);
 }
 

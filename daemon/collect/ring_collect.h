@@ -21,8 +21,10 @@ struct qp_mark_row;
 struct qp_ring_opts {
 	size_t max_rows;	/* aggregates (scope rows + marks), all targets */
 	size_t max_rings;	/* rings drained at once, all targets */
-	size_t flight;		/* scope instances kept for traces (0: none) */
+	size_t flight;		/* instances kept for traces per target (0: none) */
 	unsigned int period_us;	/* drain period */
+	size_t span_pending;	/* spans across threads pending at once, all targets */
+	uint64_t span_timeout_ns; /* a begin pending longer is abandoned */
 };
 
 /* Load the BPF object, calibrate the clock, start the drain thread. */
@@ -40,6 +42,9 @@ int qp_ring_tids_fd(struct qp_ring *g);
 
 /* Does ELF have a qprof:ring_register probe (marker ABI 2)? */
 bool qp_ring_capable(const struct qp_elf_probes *elf);
+/* ... whose spans across threads write ring records too (ring.h: the
+ * announcement's third argument)? */
+bool qp_ring_spans_capable(const struct qp_elf_probes *elf);
 /* Take PID's announcements from now on (its records stamped before now
  * are skipped): call before attaching. Idempotent. */
 int qp_ring_watch(struct qp_ring *g, int pid);
@@ -91,10 +96,28 @@ struct qp_ring_global {
 };
 void qp_ring_global_status(struct qp_ring *g, struct qp_ring_global *out);
 
-/* The flight recorder: instances numbered >= *SINCE of PID (all when
- * pid <= 0), oldest first, at most MAX into OUT; *SINCE becomes the next
- * number to ask for. Older ones than the recorder keeps are skipped and
- * their number is returned in *MISSED. Returns how many were copied. */
+/* The flight recorder of PID: its instances numbered >= *SINCE, oldest
+ * first, at most MAX into OUT; *SINCE becomes the next number to ask for
+ * (ask with 0 for all it keeps; qp_ring_flight_seq gives the next number
+ * for a window). Older ones than the recorder keeps are skipped and their
+ * number is returned in *MISSED. Returns how many were copied. */
 size_t qp_ring_instances(struct qp_ring *g, int pid, uint64_t *since, struct qp_ring_inst *out,
 			 size_t max, uint64_t *missed);
+/* The one reader of every target's flight recorder (the slow instances of
+ * off-CPU): each target's instances it has not had yet, target by target,
+ * at most MAX into OUT with their pids in PIDS; *MISSED those overwritten
+ * before it read them. Returns how many were copied (MAX: ask again). */
+size_t qp_ring_instances_all(struct qp_ring *g, struct qp_ring_inst *out, uint32_t *pids, size_t max,
+			     uint64_t *missed);
+uint64_t qp_ring_flight_seq(struct qp_ring *g, int pid);
+/* Wait (a second at most) for a drain pass that paired everything stamped
+ * up to UNTIL_NS (CLOCK_MONOTONIC), spans across threads included. */
+void qp_ring_sync(struct qp_ring *g, uint64_t until_ns);
+/* The flight recorder's size per target (instances). */
+size_t qp_ring_flight_max(struct qp_ring *g);
+/* The kernel's name of thread TID of PID when the collector first read its
+ * ring (threads of traces may be gone by then); false when unknown. */
+bool qp_ring_thread_name(struct qp_ring *g, int pid, uint32_t tid, char *buf, size_t len);
+/* Spans across threads pending on the ring collector (all targets). */
+uint64_t qp_ring_spans_pending(struct qp_ring *g);
 #endif

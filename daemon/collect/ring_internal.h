@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ring_collect.h"
+#include "ring_spans.h"
 #include "ringreg.h"
 
 #define RING_MIN_REC 64
@@ -22,6 +23,7 @@ struct ring_ent {
 	uint64_t hdr;			/* where its records start (version 1: 64) */
 	bool mono;
 	uint64_t tail;			/* next record to read */
+	uint32_t named_tid;		/* the owner whose name was last read */
 	uint64_t min_ts;		/* records stamped before it are not the target's */
 	struct qp_ring_reader rd;
 };
@@ -32,7 +34,11 @@ struct ring_pid {
 	uint64_t from_ts, from_ns;	/* its records count from then (a --binary's attach) */
 	struct qp_ring_counts c;
 	size_t rings;
+	struct qp_ring_flight fl;	/* its flight recorder */
+	uint64_t feed_seq;		/* its next instance for qp_ring_instances_all */
+	struct qp_htab names;		/* tid -> char[16]: its comm when its ring was first read */
 };
+#define RING_MAX_NAMES 65536		/* thread names kept per process */
 
 struct qp_ring {
 	struct ringreg *skel;
@@ -43,6 +49,8 @@ struct qp_ring {
 	pthread_mutex_t lock;		/* everything below */
 	struct qp_ring_opts o;
 	struct qp_ring_agg agg;
+	struct qp_ring_spans spans;	/* spans across threads, all targets */
+	uint64_t pass_done_ns;		/* the last drain pass done began then */
 	struct qp_ring_clock clk;
 	uint64_t cal_tsc, cal_ns;	/* the first calibration pair (the slope's base) */
 	struct ring_ent *ents;

@@ -9,8 +9,9 @@
 #include <string.h>
 #include "collect_scopes.h"
 #include "ring_pair.h"
+#include "ring_spans.h"
 
-int qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows, size_t ninst)
+void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows)
 {
 	memset(a, 0, sizeof(*a));
 	qp_htab_init(&a->rows, sizeof(struct scope_stats));
@@ -18,13 +19,6 @@ int qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows, size_t ninst)
 	qp_htab_init(&a->values, sizeof(struct qp_ring_value));
 	qp_htab_init(&a->vhist, sizeof(uint64_t));
 	a->max_rows = max_rows;
-	if (ninst) {
-		a->inst = calloc(ninst, sizeof(*a->inst));
-		if (!a->inst)
-			return -ENOMEM;
-		a->ninst = ninst;
-	}
-	return 0;
 }
 
 void qp_ring_agg_free(struct qp_ring_agg *a)
@@ -33,8 +27,59 @@ void qp_ring_agg_free(struct qp_ring_agg *a)
 	qp_htab_free(&a->marks);
 	qp_htab_free(&a->values);
 	qp_htab_free(&a->vhist);
-	free(a->inst);
 	memset(a, 0, sizeof(*a));
+}
+
+void qp_ring_flight_put(struct qp_ring_flight *f, const struct qp_ring_inst *in)
+{
+	if (!f || !f->max)
+		return;
+	if (f->seq == f->cap && f->cap < f->max) {
+		/* still growing: instances 0..seq-1 sit in order */
+		size_t cap = f->cap ? f->cap * 2 : 4096;
+		struct qp_ring_inst *v;
+
+		if (cap > f->max)
+			cap = f->max;
+		v = realloc(f->v, cap * sizeof(*v));
+		if (v) {
+			f->v = v;
+			f->cap = cap;
+		} else {
+			f->max = f->cap; /* no more memory: wrap at what it has */
+		}
+	}
+	if (!f->cap)
+		return;
+	f->v[f->seq % f->cap] = *in;
+	f->seq++;
+}
+
+void qp_ring_flight_free(struct qp_ring_flight *f)
+{
+	free(f->v);
+	f->v = NULL;
+	f->cap = 0;
+	f->seq = 0;
+}
+
+size_t qp_ring_flight_get(const struct qp_ring_flight *f, uint64_t *since, struct qp_ring_inst *out, size_t n,
+			  uint64_t *missed)
+{
+	uint64_t s = *since, end = f->seq;
+	size_t k = 0;
+
+	*missed = 0;
+	if (s > end)
+		s = end;
+	if (end - s > f->cap) {
+		*missed = end - f->cap - s;
+		s = end - f->cap;
+	}
+	for (; s < end && k < n; s++)
+		out[k++] = f->v[s % f->cap];
+	*since = s;
+	return k;
 }
 
 /* A copy of table T without the entries whose key starts with tgid PID. */
@@ -81,36 +126,20 @@ static size_t used(const struct qp_ring_agg *a)
 	return a->rows.n + a->marks.n + a->values.n + a->vhist.n;
 }
 
-static void record(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_t site, uint64_t parent,
-		   uint64_t begin_ns, uint64_t end_ns, uint32_t depth, uint32_t kind, struct qp_ring_counts *c)
+void qp_ring_agg_add(struct qp_ring_agg *a, uint32_t pid, uint64_t site, uint64_t parent, uint64_t dur,
+		     struct qp_ring_counts *c)
 {
-	struct scope_key k = { .tgid = rd->pid, .site = site, .parent = parent };
-	uint64_t dur = end_ns > begin_ns ? end_ns - begin_ns : 0;
+	struct scope_key k = { .tgid = pid, .site = site, .parent = parent };
 	struct scope_stats *s;
-	bool made;
 	int64_t i;
 
-	if (a->ninst) {
-		struct qp_ring_inst *in = &a->inst[a->inst_seq % a->ninst];
-
-		in->pid = rd->pid;
-		in->tid = rd->tid;
-		in->site = site;
-		in->parent = parent;
-		in->begin_ns = begin_ns;
-		in->end_ns = end_ns;
-		in->depth = depth;
-		in->kind = kind;
-		in->arg = 0;
-		a->inst_seq++;
-	}
 	i = qp_htab_find(&a->rows, &k, sizeof(k));
 	if (i < 0) {
 		if (used(a) >= a->max_rows) {
 			c->table_full++;
 			return;
 		}
-		i = qp_htab_add(&a->rows, &k, sizeof(k), &made);
+		i = qp_htab_add(&a->rows, &k, sizeof(k), NULL);
 		if (i < 0) {
 			c->table_full++;
 			return;
@@ -126,6 +155,16 @@ static void record(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint6
 	s->hist[qprof_hist_index(dur)]++;
 }
 
+static void record(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_t site, uint64_t parent,
+		   uint64_t begin_ns, uint64_t end_ns, uint32_t depth, uint32_t kind, struct qp_ring_counts *c)
+{
+	struct qp_ring_inst in = { .site = site, .parent = parent, .begin_ns = begin_ns, .end_ns = end_ns,
+				   .tid = rd->tid, .depth = (uint16_t)depth, .kind = (uint16_t)kind };
+
+	qp_ring_flight_put(rd->fl, &in);
+	qp_ring_agg_add(a, rd->pid, site, parent, end_ns > begin_ns ? end_ns - begin_ns : 0, c);
+}
+
 static void mark(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_t site, uint64_t ns,
 		 struct qp_ring_counts *c)
 {
@@ -133,17 +172,11 @@ static void mark(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_
 	struct mark_stats *m;
 	int64_t i;
 
-	if (a->ninst) {
-		struct qp_ring_inst *in = &a->inst[a->inst_seq % a->ninst];
+	{
+		struct qp_ring_inst in = { .site = site, .begin_ns = ns, .end_ns = ns, .tid = rd->tid,
+					   .depth = (uint16_t)rd->depth, .kind = QPROF_REC_MARK };
 
-		memset(in, 0, sizeof(*in));
-		in->pid = rd->pid;
-		in->tid = rd->tid;
-		in->site = site;
-		in->begin_ns = in->end_ns = ns;
-		in->depth = rd->depth;
-		in->kind = QPROF_REC_MARK;
-		a->inst_seq++;
+		qp_ring_flight_put(rd->fl, &in);
 	}
 	i = qp_htab_find(&a->marks, &k, sizeof(k));
 	if (i < 0) {
@@ -190,18 +223,11 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 	long double x, t;
 	double dv;
 
-	if (a->ninst) {
-		struct qp_ring_inst *in = &a->inst[a->inst_seq % a->ninst];
+	{
+		struct qp_ring_inst in = { .site = site, .begin_ns = ns, .end_ns = ns, .arg = bits, .tid = rd->tid,
+					   .depth = (uint16_t)rd->depth, .kind = QPROF_REC_VALUE };
 
-		memset(in, 0, sizeof(*in));
-		in->pid = rd->pid;
-		in->tid = rd->tid;
-		in->site = site;
-		in->begin_ns = in->end_ns = ns;
-		in->depth = rd->depth;
-		in->kind = QPROF_REC_VALUE;
-		in->arg = bits;
-		a->inst_seq++;
+		qp_ring_flight_put(rd->fl, &in);
 	}
 	rv = entry(a, &a->values, &k, sizeof(k), c);
 	if (!rv)
@@ -288,6 +314,11 @@ void qp_ring_gap(struct qp_ring_reader *rd, uint64_t lost, struct qp_ring_counts
 	rd->depth = 0;
 }
 
+static bool is_arg(const struct qprof_ring_rec *r)
+{
+	return r->word == QPROF_REC_ARG;
+}
+
 /* A QPROF_LOG head at R[I] and its text (ring_layout.h): the records it
  * takes, or 0 when R[I] is no head or its text is not all there. */
 static size_t log_rec(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct qprof_ring_rec *r,
@@ -348,8 +379,9 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 	for (i = 0; i < n; i++) {
 		unsigned int kind = (unsigned int)(r[i].word & QPROF_REC_KIND_MASK);
 		uint64_t site = r[i].word & ~(uint64_t)QPROF_REC_KIND_MASK;
-		uint64_t ts = r[i].ts, arg = 0;
+		uint64_t ts = r[i].ts, arg = 0, id = 0;
 		bool has_arg = kind == QPROF_REC_BEGIN || kind == QPROF_REC_END || kind == QPROF_REC_VALUE;
+		bool async = false;
 
 		if (kind == QPROF_REC_ARG) {
 			size_t used = log_rec(a, rd, r, i, n, clk, mono, min_ts, c);
@@ -360,9 +392,21 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 				i += used - 1;
 			continue;
 		}
-		if (has_arg) {
-			if (i + 1 >= n || (r[i + 1].word & QPROF_REC_KIND_MASK) != QPROF_REC_ARG ||
-			    (r[i + 1].word & ~(uint64_t)QPROF_REC_KIND_MASK)) {
+		/* a span across threads: BEGIN, END or MARK (a step) and two
+		 * arguments, the name's address and the id */
+		if ((kind == QPROF_REC_BEGIN || kind == QPROF_REC_END || kind == QPROF_REC_MARK) &&
+		    i + 2 < n && is_arg(&r[i + 1]) && is_arg(&r[i + 2])) {
+			async = true;
+			has_arg = true;
+			arg = r[i + 1].ts;
+			id = r[i + 2].ts;
+			i += 2;
+		} else if (kind == QPROF_REC_MARK && i + 1 < n && is_arg(&r[i + 1])) {
+			c->garbage += 2; /* a step's second argument missing */
+			i++;
+			continue;
+		} else if (has_arg) {
+			if (i + 1 >= n || !is_arg(&r[i + 1])) {
 				c->garbage++;
 				continue;
 			}
@@ -387,6 +431,19 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 		}
 		if (!site || site >= (1ULL << 47)) {
 			c->garbage++;
+			continue;
+		}
+		if (async) {
+			struct qp_ring_span_ev ev = { .ns = qp_ring_clock_ns(clk, ts, mono), .site = site, .name = arg,
+						      .id = id, .pid = rd->pid, .tid = rd->tid, .kind = kind };
+			int err = rd->spans ? qp_ring_spans_add(rd->spans, &ev, clk->ns0) : -ERANGE;
+
+			if (!err)
+				c->records += 3;
+			else if (err == -ENOSPC)
+				c->span_table_full++;
+			else
+				c->garbage += 3;
 			continue;
 		}
 		c->records += 1 + has_arg;

@@ -3,7 +3,9 @@
  * out of the process, are paired per thread (enters and exits, with
  * nesting: parent = the enclosing scope) into the same (process, site,
  * parent) aggregates as the BPF collector's (bpf/scopes.h), marks into
- * counts, and every scope instance into a bounded flight recorder. Whatever
+ * counts, and every instance into its process's bounded flight recorder;
+ * spans across threads go on to ring_spans.h, which pairs them across the
+ * threads. Whatever
  * cannot be paired cleanly (a record lapped before it was read, garbage, an
  * exit without its enter) is counted, never turned into a duration.
  * Unit-tested on hand-made records. One owner at a time (the caller locks). */
@@ -47,6 +49,8 @@ struct qp_ring_counts {
 	uint64_t after_loss;	/* scopes open when records were lost (their ends unknowable) */
 	uint64_t table_full;	/* durations, marks or values with no room for their aggregate */
 	uint64_t before_attach;	/* records older than the attach: not counted */
+	/* spans across threads, by the reasons of bpf/scopes.h's counters */
+	uint64_t span_end_no_begin, span_step_no_begin, span_id_reused, span_table_full, span_abandoned;
 	uint64_t logs;		/* QPROF_LOG messages read (ring_layout.h) */
 	uint64_t logs_cut;	/* ... of them cut (longer than the ring's text) */
 };
@@ -68,16 +72,36 @@ struct qp_ring_value {
 	long double sum, comp;
 };
 
-/* One scope instance, mark or value, for traces. */
+/* One scope instance, mark, value or span across threads, for traces. The
+ * process is the flight recorder's (one per process). */
+enum {
+	QP_RING_INST_ASPAN = 8,	/* a QPROF_SPAN_BEGIN..END: site the begin's, arg the id */
+	QP_RING_INST_ASTEP = 9,	/* a QPROF_SPAN_STEP: parent the begin's site, arg the id */
+};
 struct qp_ring_inst {
-	uint32_t pid, tid;
 	uint64_t site, parent;	/* runtime site addresses; parent 0 at top level */
 	uint64_t begin_ns, end_ns; /* CLOCK_MONOTONIC */
-	uint32_t depth;		/* open scopes around it on its thread (0: top level) */
-	uint32_t kind;		/* QPROF_REC_EXIT (a scope), QPROF_REC_END (a SCOPE_BEGIN/END span),
-				 * QPROF_REC_MARK, QPROF_REC_VALUE (begin_ns == end_ns) */
-	uint64_t arg;		/* QPROF_REC_VALUE: the double's IEEE-754 bits; else 0 */
+	uint64_t arg;		/* QPROF_REC_VALUE: the double's IEEE-754 bits; spans: the id */
+	uint32_t tid;		/* spans: the thread that ended it (or stepped) */
+	uint16_t depth;		/* open scopes around it on its thread (0: top level) */
+	uint16_t kind;		/* QPROF_REC_EXIT (a scope), QPROF_REC_END (a SCOPE_BEGIN/END span),
+				 * QPROF_REC_MARK, QPROF_REC_VALUE (begin_ns == end_ns), QP_RING_INST_* */
 };
+
+/* The flight recorder of one process: its last MAX instances, grown as it
+ * fills (doubling), then overwritten oldest first. */
+struct qp_ring_flight {
+	struct qp_ring_inst *v;
+	size_t cap, max;
+	uint64_t seq;		/* instances ever recorded (the next one's number) */
+};
+
+void qp_ring_flight_put(struct qp_ring_flight *f, const struct qp_ring_inst *in);
+void qp_ring_flight_free(struct qp_ring_flight *f); /* keeps max */
+/* Instances numbered >= *SINCE, oldest first, at most N into OUT; *SINCE
+ * becomes the next to ask for; *MISSED those overwritten before. */
+size_t qp_ring_flight_get(const struct qp_ring_flight *f, uint64_t *since, struct qp_ring_inst *out, size_t n,
+			  uint64_t *missed);
 
 struct qp_ring_frame {
 	uint64_t site, key, ts;
@@ -89,6 +113,8 @@ struct qp_ring_reader {
 	uint64_t last_ts;
 	uint32_t depth;		/* may exceed QPROF_MAX_DEPTH: frames past it are not kept */
 	struct qp_ring_frame f[QPROF_MAX_DEPTH];
+	struct qp_ring_flight *fl;	/* the process's flight recorder (NULL: none) */
+	struct qp_ring_spans *spans;	/* where spans across threads go (NULL: counted garbage) */
 };
 
 struct qp_ring_agg {
@@ -97,19 +123,20 @@ struct qp_ring_agg {
 	struct qp_htab values;	/* struct mark_key -> struct qp_ring_value */
 	struct qp_htab vhist;	/* struct value_bucket_key -> count (bpf/scopes.h's buckets) */
 	size_t max_rows;	/* rows + marks + values + buckets past it: counted table_full */
-	struct qp_ring_inst *inst; /* the flight recorder: the last ninst instances */
-	size_t ninst;
-	uint64_t inst_seq;	/* instances ever recorded (the next one's number) */
 	qp_ring_log_fn log_fn;	/* where QPROF_LOG messages go (NULL: counted only) */
 	void *log_arg;
 };
 
-/* 0 or -ENOMEM. NINST: instances kept (0: none). */
-int qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows, size_t ninst);
+struct qp_ring_spans;
+
+void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows);
 void qp_ring_agg_free(struct qp_ring_agg *a);
-/* Forget PID's aggregates (rebuilds the tables; the flight recorder keeps
- * its instances until they are overwritten). */
+/* Forget PID's aggregates (rebuilds the tables). */
 int qp_ring_agg_forget(struct qp_ring_agg *a, uint32_t pid);
+/* A duration into PID's (site, parent) row: counted table_full when there
+ * is no room. */
+void qp_ring_agg_add(struct qp_ring_agg *a, uint32_t pid, uint64_t site, uint64_t parent, uint64_t dur,
+		     struct qp_ring_counts *c);
 
 /* Pair N records of the reader's ring (in order, contiguous, none lost
  * between them and the previous call's) into A. Records stamped before

@@ -121,6 +121,11 @@ int qp_ring_merge_rows(struct qp_ring *g, int pid, struct qp_scope_snapshot *sna
 		snap->counters[QPROF_CNT_DROP_TOO_DEEP] += c->too_deep;
 		snap->counters[QPROF_CNT_DROP_THREAD_EXIT] += c->thread_exit;
 		snap->counters[QPROF_CNT_DROP_MAP_FULL] += c->table_full;
+		snap->counters[QPROF_CNT_SPAN_TABLE_FULL] += c->span_table_full;
+		snap->counters[QPROF_CNT_SPAN_END_NO_BEGIN] += c->span_end_no_begin;
+		snap->counters[QPROF_CNT_SPAN_STEP_NO_BEGIN] += c->span_step_no_begin;
+		snap->counters[QPROF_CNT_SPAN_ID_REUSED] += c->span_id_reused;
+		snap->counters[QPROF_CNT_SPAN_ABANDONED] += c->span_abandoned;
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (ret)
@@ -247,27 +252,99 @@ void qp_ring_global_status(struct qp_ring *g, struct qp_ring_global *out)
 size_t qp_ring_instances(struct qp_ring *g, int pid, uint64_t *since, struct qp_ring_inst *out,
 			 size_t max, uint64_t *missed)
 {
-	uint64_t s, end;
-	size_t k = 0;
+	struct ring_pid *p;
+	size_t k = 0, i;
 
 	*missed = 0;
-	if (!g || !g->agg.ninst)
+	if (!g)
 		return 0;
 	pthread_mutex_lock(&g->lock);
-	end = g->agg.inst_seq;
-	s = *since;
-	if (end > g->agg.ninst && s < end - g->agg.ninst) {
-		*missed = end - g->agg.ninst - s;
-		s = end - g->agg.ninst;
-	}
-	for (; s < end && k < max; s++) {
-		const struct qp_ring_inst *in = &g->agg.inst[s % g->agg.ninst];
-
-		if (pid > 0 && in->pid != (uint32_t)pid)
-			continue;
-		out[k++] = *in;
-	}
-	*since = s;
+	for (i = 0, p = NULL; i < g->npids && !p; i++)
+		if (g->pids[i].pid == (uint32_t)pid)
+			p = &g->pids[i];
+	if (p)
+		k = qp_ring_flight_get(&p->fl, since, out, max, missed);
 	pthread_mutex_unlock(&g->lock);
 	return k;
+}
+
+size_t qp_ring_instances_all(struct qp_ring *g, struct qp_ring_inst *out, uint32_t *pids, size_t max,
+			     uint64_t *missed)
+{
+	size_t k = 0, i, j;
+
+	*missed = 0;
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->npids && k < max; i++) {
+		struct ring_pid *p = &g->pids[i];
+		uint64_t m;
+		size_t got = qp_ring_flight_get(&p->fl, &p->feed_seq, out + k, max - k, &m);
+
+		for (j = 0; j < got; j++)
+			pids[k + j] = p->pid;
+		k += got;
+		*missed += m;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return k;
+}
+
+uint64_t qp_ring_flight_seq(struct qp_ring *g, int pid)
+{
+	uint64_t seq = 0;
+	size_t i;
+
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->npids; i++)
+		if (g->pids[i].pid == (uint32_t)pid)
+			seq = g->pids[i].fl.seq;
+	pthread_mutex_unlock(&g->lock);
+	return seq;
+}
+
+size_t qp_ring_flight_max(struct qp_ring *g)
+{
+	return g ? g->o.flight : 0;
+}
+
+uint64_t qp_ring_spans_pending(struct qp_ring *g)
+{
+	uint64_t n;
+
+	if (!g)
+		return 0;
+	pthread_mutex_lock(&g->lock);
+	n = g->spans.live;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+bool qp_ring_thread_name(struct qp_ring *g, int pid, uint32_t tid, char *buf, size_t len)
+{
+	bool found = false;
+	size_t i;
+
+	if (!g || !len)
+		return false;
+	pthread_mutex_lock(&g->lock);
+	for (i = 0; i < g->npids; i++) {
+		int64_t k;
+
+		if (g->pids[i].pid != (uint32_t)pid)
+			continue;
+		k = qp_htab_find_u64(&g->pids[i].names, tid);
+		if (k >= 0) {
+			const char *c = qp_htab_value(&g->pids[i].names, (size_t)k);
+
+			snprintf(buf, len, "%.*s", 15, c);
+			found = buf[0] != '\0';
+		}
+		break;
+	}
+	pthread_mutex_unlock(&g->lock);
+	return found;
 }

@@ -39,9 +39,40 @@ static void head(struct qp_json *j, const struct qp_trace_event *e, const char *
 	qp_json_kv_u64(j, "tid", e->tid);
 }
 
+/* A span across threads as Chrome's nestable async events: pairs by
+ * category, process-local id and scope (the span's name, since qprof pairs
+ * by name and id). */
+static void async_event(struct qp_json *j, const struct qp_trace_event *e, const char *ph)
+{
+	char id[24];
+
+	head(j, e, ph, "span", e->name);
+	snprintf(id, sizeof(id), "0x%llx", (unsigned long long)e->id);
+	qp_json_kv_str(j, "scope", e->name ? e->name : "?");
+	qp_json_key(j, "id2");
+	qp_json_obj_begin(j);
+	qp_json_kv_str(j, "local", id);
+	qp_json_obj_end(j);
+	if (e->kind == QP_TEV_ASTEP) {
+		qp_json_key(j, "args");
+		qp_json_obj_begin(j);
+		qp_json_kv_str(j, "step", e->msg ? e->msg : "?");
+		qp_json_obj_end(j);
+	}
+}
+
 static void event(struct qp_json *j, const struct qp_trace_event *e)
 {
 	switch (e->kind) {
+	case QP_TEV_ABEGIN:
+		async_event(j, e, "b");
+		break;
+	case QP_TEV_ASTEP:
+		async_event(j, e, "n");
+		break;
+	case QP_TEV_AEND:
+		async_event(j, e, "e");
+		break;
 	case QP_TEV_SCOPE:
 		head(j, e, "X", "scope", e->name);
 		qp_json_kv_milli(j, "dur", e->dur_ns);

@@ -1,8 +1,9 @@
-/* http_trace.c - GET /api/trace?pid=&seconds=N: records N seconds of the
- * BPF collector's per-instance events and answers them as Chrome Trace
- * Event Format JSON (model_trace.c, export_trace.c). Without seconds= the
- * answer would be the ring collector's flight recorder; the BPF collector
- * keeps no history of instances, so that is a 400 saying seconds= is needed. */
+/* http_trace.c - GET /api/trace?pid=&seconds=N: records N seconds of both
+ * collectors' per-instance events and answers them as Chrome Trace Event
+ * Format JSON (model_trace.c, export_trace.c). Without seconds= the answer
+ * is the ring collector's flight recorder; the BPF collector keeps no
+ * history of instances, so for its targets that is a 400 saying seconds=
+ * is needed. */
 #include <errno.h>
 #include "export_trace.h"
 #include "model_trace.h"
@@ -21,18 +22,18 @@ void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_re
 	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &q.seconds) ||
 	    !qp_req_pid(d, req, resp, &q.pid))
 		return;
-	if (!q.seconds) {
-		qp_reply_error(resp, 400,
-			       "seconds= is needed: the BPF collector records instances only while a "
-			       "trace is asked for (1..300 s); the flight recorder (no seconds=) is the "
-			       "ring collector's");
-		return;
-	}
 	qprofd_model_src(d, &src);
 	ret = qp_trace_model_build(&src, &q, &m);
 	switch (ret) {
 	case 0:
 		break;
+	case -ENOENT:
+		qp_reply_error(resp, 400,
+			       "seconds= is needed: %s timed by the BPF collector, which records "
+			       "instances only while a trace is asked for (1..300 s); the flight "
+			       "recorder (no seconds=) is the ring collector's",
+			       q.pid ? "this target is" : "no target is the ring collector's: targets are");
+		return;
 	case -EBUSY:
 		qp_reply_error(resp, 409, "a trace of %s is being recorded already: one at a time per "
 			       "target (a trace of every target excludes any other)",

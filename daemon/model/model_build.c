@@ -244,46 +244,113 @@ static int window_logs(struct qp_logs *lg, uint64_t since, int pid, struct qp_lo
 	return 0;
 }
 
+/* The flight recorders of the ring targets PIDS: no session, no wait. */
+static int flight_result(struct qp_ring *g, const uint32_t *pids, size_t n, struct qp_trace_result *r)
+{
+	uint64_t *since = calloc(n + 1, sizeof(*since)), oldest;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	if (!since)
+		return -ENOMEM;
+	qp_ring_sync(g, qp_now_ns());
+	r->end_ns = qp_now_ns();
+	ret = qp_trace_ring_append(g, pids, since, n, 0, UINT64_MAX, r, &oldest);
+	/* the recorder keeps the last N: what it let go is out of it, not lost */
+	r->lost = 0;
+	r->begin_ns = oldest == UINT64_MAX ? r->end_ns : oldest;
+	free(since);
+	if (ret)
+		qp_trace_result_free(r);
+	return ret;
+}
+
+/* Record Q's window: a BPF session (when the recorder runs) and the ring
+ * targets' instances numbered from before the window to after it. */
+static int window_result(const struct qp_model_src *src, const struct qp_trace_query *q, const uint32_t *pids,
+			 size_t n, struct qp_trace_result *r)
+{
+	struct qp_ring *g = src->reg->ring;
+	struct qp_trace_session *ss = NULL;
+	uint64_t *seq0 = calloc(n + 1, sizeof(*seq0)), lo, oldest;
+	size_t i;
+	bool done;
+	int ret = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (!seq0)
+		return -ENOMEM;
+	/* numbers first, then the time: what was drained before them ended before */
+	for (i = 0; i < n; i++)
+		seq0[i] = qp_ring_flight_seq(g, (int)pids[i]);
+	lo = qp_now_ns();
+	if (src->tracer)
+		ret = qp_trace_begin(src->tracer, q->pid > 0 ? (uint32_t)q->pid : QPROF_TRACE_ALL, q->max_events,
+				     &ss);
+	else if (!n)
+		ret = -ENOTSUP;
+	if (ret) {
+		free(seq0);
+		return ret;
+	}
+	done = src->wait(src->wait_arg, q->seconds);
+	if (ss) {
+		ret = qp_trace_end(src->tracer, ss, r);
+	} else {
+		r->begin_ns = lo;
+		r->end_ns = qp_now_ns();
+	}
+	if (!ret && !done)
+		ret = -ECANCELED;
+	if (!ret && n) {
+		/* every instance that ended by the window's end, drained */
+		qp_ring_sync(g, r->end_ns);
+		ret = qp_trace_ring_append(g, pids, seq0, n, lo, r->end_ns, r, &oldest);
+	}
+	free(seq0);
+	if (ret)
+		qp_trace_result_free(r);
+	return ret;
+}
+
 int qp_trace_model_build(const struct qp_model_src *src, const struct qp_trace_query *q,
 			 struct qp_trace_model *out)
 {
-	struct qp_trace_session *ss;
 	struct qp_trace_result r;
 	struct qp_log_entry *logs = NULL;
 	uint64_t since = 0, oldest, logs_lost0 = 0;
-	size_t nlogs = 0;
+	uint32_t *rpids = NULL;
+	size_t nlogs = 0, nrpids = 0, ntargets;
 	struct qp_namer nm;
-	bool done;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (!src->tracer)
-		return -ENOTSUP;
-	if (src->logs)
-		qp_logs_stats(src->logs, &since, &oldest);
-	logs_lost0 = qp_scopes_counter(src->scopes, QPROF_CNT_LOG_LOST);
-	ret = qp_trace_begin(src->tracer, q->pid > 0 ? (uint32_t)q->pid : QPROF_TRACE_ALL,
-			     q->max_events, &ss);
+	ret = qp_trace_ring_pids(src, q->pid, &rpids, &nrpids);
 	if (ret)
 		return ret;
-	done = src->wait(src->wait_arg, q->seconds);
-	ret = qp_trace_end(src->tracer, ss, &r);
-	if (ret)
-		return ret;
-	if (!done) {
-		qp_trace_result_free(&r);
-		return -ECANCELED;
+	if (!q->seconds) {
+		ret = nrpids ? flight_result(src->reg->ring, rpids, nrpids, &r) : -ENOENT;
+	} else {
+		if (src->logs)
+			qp_logs_stats(src->logs, &since, &oldest);
+		logs_lost0 = qp_scopes_counter(src->scopes, QPROF_CNT_LOG_LOST);
+		ret = window_result(src, q, rpids, nrpids, &r);
 	}
-	ret = window_logs(src->logs, since, q->pid, &logs, &nlogs);
+	free(rpids);
+	if (ret)
+		return ret;
+	/* the flight recorder: the log store's messages of its time span */
+	ret = window_logs(src->logs, q->seconds ? since : 0, q->pid, &logs, &nlogs);
 	if (ret) {
 		qp_trace_result_free(&r);
 		return ret;
 	}
 	qp_registry_namer(src->reg, &nm);
 	pthread_mutex_lock(&src->reg->lock);
+	ntargets = src->reg->ntargets;
 	ret = qp_trace_model_make(&r, q->pid, logs, nlogs, &nm, q->max_events, out);
 	pthread_mutex_unlock(&src->reg->lock);
-	if (!ret) {
+	if (!ret && q->seconds) {
 		/* messages the kernel had no room for during the window (all
 		 * processes: the log buffer is shared) */
 		out->doc.lost += qp_scopes_counter(src->scopes, QPROF_CNT_LOG_LOST) - logs_lost0;
@@ -295,7 +362,11 @@ int qp_trace_model_build(const struct qp_model_src *src, const struct qp_trace_q
 			if (oldest > since + 1)
 				out->doc.lost += oldest - since - 1;
 		}
+	}
+	if (!ret) {
 		out->doc.calibration_ns = qp_scopes_calibration(src->scopes);
+		if (nrpids)
+			out->doc.collector = q->pid > 0 || nrpids == ntargets ? "ring" : "bpf+ring";
 	}
 	free(logs);
 	qp_trace_result_free(&r);

@@ -142,6 +142,8 @@ int qp_trace_model_make(const struct qp_trace_result *r, int pid, const struct q
 	c.arena = out->arena;
 	qp_htab_init(&c.sites, sizeof(const char *));
 	qp_htab_init(&c.pids, sizeof(bool));
+	for (i = 0; i < r->n; i++)	/* a span across threads is two events */
+		want += r->recs[i].kind == QPROF_TR_ASPAN;
 	out->ev = malloc((want ? want : 1) * sizeof(*out->ev));
 	th = qp_arena_alloc(out->arena, (r->nthreads + 1) * sizeof(*th));
 	pr = qp_arena_alloc(out->arena, (r->nthreads + 1) * sizeof(*pr));
@@ -152,8 +154,26 @@ int qp_trace_model_make(const struct qp_trace_result *r, int pid, const struct q
 		const struct trace_record *t = &r->recs[i];
 		struct qp_trace_event *e = &out->ev[n];
 
-		if (!is_target(&c, t->pid) || t->kind < QPROF_TR_SCOPE || t->kind > QPROF_TR_VALUE)
+		if (!is_target(&c, t->pid) || t->kind < QPROF_TR_SCOPE || t->kind > QPROF_TR_ASTEP)
 			continue;	/* another process, or not a kind this daemon emits */
+		if (t->kind == QPROF_TR_ASPAN) {
+			/* its begin and its end, as two events of one name and id */
+			if (max_events - n < 2) {
+				d->dropped += 2;
+				continue;
+			}
+			memset(e, 0, 2 * sizeof(*e));
+			e[0].kind = QP_TEV_ABEGIN;
+			e[0].pid = e[1].pid = t->pid;
+			e[0].tid = e[1].tid = t->tid;
+			e[0].ts_ns = t->ts_ns;
+			e[0].name = e[1].name = site_name(&c, t->pid, t->site);
+			e[0].id = e[1].id = t->arg2;
+			e[1].kind = QP_TEV_AEND;
+			e[1].ts_ns = t->ts_ns + t->arg;
+			n += 2;
+			continue;
+		}
 		if (n == max_events) {
 			d->dropped++;
 			continue;
@@ -175,6 +195,13 @@ int qp_trace_model_make(const struct qp_trace_result *r, int pid, const struct q
 		case QPROF_TR_VALUE:
 			e->kind = QP_TEV_VALUE;
 			e->value = value_of(t->arg);
+			break;
+		case QPROF_TR_ASTEP:
+			/* named as its span, so that viewers put it on the span's track */
+			e->kind = QP_TEV_ASTEP;
+			e->msg = e->name;
+			e->name = site_name(&c, t->pid, t->arg2);
+			e->id = t->arg;
 			break;
 		}
 		n++;

@@ -33,14 +33,26 @@ void qp_trace_model_free(struct qp_trace_model *m); /* accepts a zeroed model */
 
 struct qp_trace_query {
 	int pid;		/* > 0: this process; 0: every target */
-	unsigned int seconds;	/* 1..300 */
+	unsigned int seconds;	/* 1..300; 0: the flight recorder (ring targets) */
 	size_t max_events;	/* the cap (qprofd --trace-max-events) */
 };
 
-/* Record Q->seconds (through src->wait), then make the model. 0, -EBUSY
- * (a trace of that process is being recorded already), -ENOSPC (too many
- * traces at once), -ECANCELED (the daemon stops), -ENOTSUP (no trace
- * recorder), -EIO, -ENOMEM. */
+/* Record Q->seconds (through src->wait), then make the model; without
+ * seconds, the model of what the ring collector's flight recorders keep.
+ * 0, -EBUSY (a trace of that process is being recorded already), -ENOSPC
+ * (too many traces at once), -ECANCELED (the daemon stops), -ENOTSUP (no
+ * trace recorder), -ENOENT (no seconds and no ring target to answer), -EIO,
+ * -ENOMEM. */
 int qp_trace_model_build(const struct qp_model_src *src, const struct qp_trace_query *q,
 			 struct qp_trace_model *out);
+
+/* model_trace_ring.c: the pids of the ring targets PID names (0: all of
+ * them), malloc'd in *PIDS; and their instances numbered from SINCE[i]
+ * that ended in [LO, HI], appended to R as trace records with their
+ * threads' names (overwritten before they were read: counted in R->lost).
+ * *OLDEST: the earliest begin appended (UINT64_MAX: none). */
+struct qp_ring;
+int qp_trace_ring_pids(const struct qp_model_src *src, int pid, uint32_t **pids, size_t *n);
+int qp_trace_ring_append(struct qp_ring *g, const uint32_t *pids, const uint64_t *since, size_t npids,
+			 uint64_t lo, uint64_t hi, struct qp_trace_result *r, uint64_t *oldest);
 #endif

@@ -1,6 +1,6 @@
 /* trace_events.h - the timeline as plain data: per-instance events (a
  * scope instance with its begin, duration and depth; a mark, a log line, a
- * value), the threads and processes with their kernel names, and what was
+ * value; the begin, steps and end of a span across threads), the threads and processes with their kernel names, and what was
  * dropped or lost. Any collector fills it (model_trace.c for the BPF
  * collector's trace sessions; a ring drain the same way); export_trace.c
  * writes it as Chrome Trace Event Format JSON. */
@@ -14,6 +14,9 @@ enum qp_trace_ev_kind {
 	QP_TEV_MARK,
 	QP_TEV_LOG,
 	QP_TEV_VALUE,
+	QP_TEV_ABEGIN,		/* a span across threads began (Chrome "b") ... */
+	QP_TEV_ASTEP,		/* ... a step of it ("n") ... */
+	QP_TEV_AEND,		/* ... it ended ("e"); the three share name and id */
 };
 
 struct qp_trace_event {
@@ -23,8 +26,9 @@ struct qp_trace_event {
 	uint64_t ts_ns;		/* CLOCK_MONOTONIC; a scope's begin */
 	uint64_t dur_ns;	/* scopes */
 	double value;		/* values */
-	const char *name;	/* scope, mark or value name; a log's site (may be NULL) */
-	const char *msg;	/* logs */
+	const char *name;	/* scope, mark, value or span name; a log's site (may be NULL) */
+	const char *msg;	/* logs; a span's step: the step's name */
+	uint64_t id;		/* spans across threads */
 };
 
 struct qp_trace_thread {

@@ -4,8 +4,10 @@
  * a note saying why when the ring was asked for. The log probe stays
  * attached either way: on a ring target it only raises the log semaphore
  * (markers that wrote the message into the ring skip it), and it carries
- * the messages of a thread that has no ring. Spans across threads stay on
- * BPF. --binary targets choose in binaries.c (attach_file, adopt). */
+ * the messages of a thread that has no ring. Spans across threads go
+ * through the ring in files whose markers write them (ring_register's third
+ * argument), else stay on BPF. --binary targets choose in binaries.c
+ * (attach_file, adopt). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -36,7 +38,9 @@ int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const ch
 		ret = qp_ring_attach(r->ring, r->scopes, t->pid, path, mod->elf, &t->links, &t->nlinks, err, errlen);
 		if (ret < 0)
 			return ret;
-		more = qp_scopes_attach_some(r->scopes, t->pid, path, mod->elf, epoch, QP_PROBES_LOGS | QP_PROBES_ASYNC,
+		/* spans across threads go through the ring where the markers write them */
+		more = qp_scopes_attach_some(r->scopes, t->pid, path, mod->elf, epoch,
+					     QP_PROBES_LOGS | (qp_ring_spans_capable(mod->elf) ? 0 : QP_PROBES_ASYNC),
 					     &t->links, &t->nlinks, err, errlen);
 		if (more < 0) {
 			qp_scopes_detach_links(t->links + first, t->nlinks - first);

@@ -76,6 +76,11 @@ struct qprof_step_site {
 	const char *span;
 };
 
+#if defined(__x86_64__) && !defined(__cplusplus)
+_Static_assert(__builtin_offsetof(struct qprof_site, name) == 16, "QPROF__NAME_OFF");
+_Static_assert(__builtin_offsetof(struct qprof_step_site, span) == 40, "QPROF__SPAN_OFF");
+#endif
+
 /* Longest QPROF_LOG message, terminating NUL included; longer ones are cut. */
 #ifndef QPROF_LOG_MAX
 #define QPROF_LOG_MAX 256
@@ -179,6 +184,20 @@ __attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigne
 			     : : [qa1] "nor"(site), [qa2] "nor"(a2), [qa3] "nor"(a3),  \
 			       [qref] "i"(site))
 
+/* Spans across threads: arg 3 (the span's name address) is read by the
+ * tracer from the descriptor, at OFF bytes from arg 1 (its register): no
+ * instruction of the program computes it. Elsewhere than x86-64: an
+ * operand of its own. */
+#if defined(__x86_64__)
+#define QPROF__PROBE_ASPAN(probe, site, a2, name, off)                             \
+	__asm__ __volatile__(QPROF__NOTE(probe, "0", "8@%[qa1] 8@%[qa2] 8@" off "(%[qa1])") QPROF__REF \
+			     : : [qa1] "r"(site), [qa2] "nor"(a2), [qref] "i"(site))
+#else
+#define QPROF__PROBE_ASPAN(probe, site, a2, name, off) QPROF__PROBE3R8(probe, "0", site, a2, name)
+#endif
+#define QPROF__NAME_OFF "16"	/* offsetof(struct qprof_site, name) */
+#define QPROF__SPAN_OFF "40"	/* offsetof(struct qprof_step_site, span) */
+
 #ifdef __cplusplus
 #define QPROF__SITE_INIT(k_, n_) \
 	{ QPROF_SITE_MAGIC, QPROF_SITE_VERSION, (k_), __LINE__, 0, (n_), __FILE__, __func__ }
@@ -269,9 +288,17 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 #define QPROF__ASPAN_N(probe, kind, name, id, n) QPROF__ASPAN_NN(probe, kind, name, id, n)
 #define QPROF__ASPAN_NN(probe, kind, name, id, n)                                  \
 	do {                                                                       \
+		const uint64_t QPROF__CAT(qprof__id_, n) = (uint64_t)(id);         \
 		QPROF__SITE(QPROF__CAT(qprof__site_, n), kind, name);              \
-		QPROF__PROBE3R8(probe, "0", (const void *)&QPROF__CAT(qprof__site_, n), \
-				(uint64_t)(id), (uintptr_t)(const void *)(name));  \
+		if ((kind) != QPROF_KIND_ASYNC_BEGIN && QPROF__RING_ON())          \
+			qprof__ring_put3(&QPROF__CAT(qprof__site_, n), QPROF_REC_END, \
+					 (uintptr_t)(const void *)(name), QPROF__CAT(qprof__id_, n)); \
+		QPROF__PROBE_ASPAN(probe, (const void *)&QPROF__CAT(qprof__site_, n), \
+				   QPROF__CAT(qprof__id_, n), (uintptr_t)(const void *)(name), \
+				   QPROF__NAME_OFF);                               \
+		if ((kind) == QPROF_KIND_ASYNC_BEGIN && QPROF__RING_ON())          \
+			qprof__ring_put3(&QPROF__CAT(qprof__site_, n), QPROF_REC_BEGIN, \
+					 (uintptr_t)(const void *)(name), QPROF__CAT(qprof__id_, n)); \
 	} while (0)
 #ifdef __cplusplus
 #define QPROF__STEP_INIT(name, step)                                               \
@@ -285,8 +312,13 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 	do {                                                                       \
 		static struct qprof_step_site QPROF__CAT(qprof__site_, n)          \
 			__attribute__((used, aligned(8))) = QPROF__STEP_INIT(name, step); \
-		QPROF__PROBE3R8("span_step", "0", (const void *)&QPROF__CAT(qprof__site_, n), \
-				(uint64_t)(id), (uintptr_t)(const void *)(name));  \
+		const uint64_t QPROF__CAT(qprof__id_, n) = (uint64_t)(id);         \
+		if (QPROF__RING_ON())                                              \
+			qprof__ring_put3(&QPROF__CAT(qprof__site_, n), QPROF_REC_MARK, \
+					 (uintptr_t)(const void *)(name), QPROF__CAT(qprof__id_, n)); \
+		QPROF__PROBE_ASPAN("span_step", (const void *)&QPROF__CAT(qprof__site_, n), \
+				   QPROF__CAT(qprof__id_, n), (uintptr_t)(const void *)(name), \
+				   QPROF__SPAN_OFF);                               \
 	} while (0)
 #define QPROF_SPAN_BEGIN(name, id)                                                 \
 	QPROF__ASPAN_N("span_begin", QPROF_KIND_ASYNC_BEGIN, name, id, __COUNTER__)

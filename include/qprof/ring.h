@@ -31,6 +31,12 @@
  * A kind with an argument (QPROF_REC_VALUE: the double's bits, QPROF_REC_
  * BEGIN/END: the name literal's address) is followed by one QPROF_REC_ARG
  * record {argument, QPROF_REC_ARG}; both are published by one head store.
+ * The spans across threads write a record followed by two ARG records (the
+ * name literal's address, then the id), all three published by one head
+ * store: QPROF_SPAN_BEGIN as QPROF_REC_BEGIN, QPROF_SPAN_END as
+ * QPROF_REC_END, QPROF_SPAN_STEP as QPROF_REC_MARK; a second ARG record is
+ * what tells them from QPROF_SCOPE_BEGIN/END and QPROF_MARK (the whole
+ * record scheme: ring_layout.h).
  * QPROF_REC_THREAD opens the records of a new owner of the ring: word =
  * generation << 32 | tid << 3 | QPROF_REC_THREAD. QPROF_LOG writes a head
  * and its text records (ring_layout.h) while qprof_log_semaphore is also
@@ -122,11 +128,14 @@ static inline uint32_t qprof__gettid(void)
 
 /* The announcement: a USDT probe whose semaphore is the markers' test. On
  * x86-64 its arguments are in fixed registers (rdi, rsi), so that qprofd
- * reads them with a plain uprobe program. */
+ * reads them with a plain uprobe program. A third argument, the constant 2,
+ * says that this module's spans across threads write ring records (qprofd
+ * then attaches no BPF program to them); modules without it keep their
+ * spans on BPF. */
 static __attribute__((noinline, cold, unused)) void qprof__ring_announce(struct qprof_ring *r)
 {
 #if defined(__x86_64__)
-	__asm__ __volatile__(QPROF__NOTE("ring_register", "qprof_ring_semaphore", "8@%%rdi 8@%%rsi")
+	__asm__ __volatile__(QPROF__NOTE("ring_register", "qprof_ring_semaphore", "8@%%rdi 8@%%rsi 4@$2")
 			     : : "D"(r), "S"((uint64_t)QPROF_RING_BYTES) : "memory");
 #else
 	QPROF__PROBE2("ring_register", "qprof_ring_semaphore", (const void *)r,
@@ -293,6 +302,31 @@ static inline __attribute__((always_inline)) void qprof__ring_put2(const void *s
 	rec->word = QPROF_REC_ARG;
 	qprof__ring_depth(r, site, depth);
 	qprof__ring_publish(r, h + 2);
+}
+
+/* A record and two argument records, published together: the spans across
+ * threads (QPROF_SPAN_BEGIN/STEP/END: arguments the name literal's address
+ * and the id). Never changes the thread's depth. */
+static inline __attribute__((always_inline)) void qprof__ring_put3(const void *site, unsigned int kind,
+								    uint64_t a1, uint64_t a2)
+{
+	struct qprof_ring *r = qprof__ring_get();
+	struct qprof_ring_rec *rec;
+	uint64_t h;
+
+	if (!r)
+		return;
+	h = r->head;
+	rec = qprof__ring_slot(r, h);
+	rec->ts = qprof__ring_now();
+	rec->word = (uint64_t)(uintptr_t)site | kind;
+	rec = qprof__ring_slot(r, h + 1);
+	rec->ts = a1;
+	rec->word = QPROF_REC_ARG;
+	rec = qprof__ring_slot(r, h + 2);
+	rec->ts = a2;
+	rec->word = QPROF_REC_ARG;
+	qprof__ring_publish(r, h + 3);
 }
 
 /* QPROF_LOG's records (ring_layout.h): the head and the text, published

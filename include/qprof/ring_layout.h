@@ -29,14 +29,37 @@
 #define QPROF_RING_ANNOUNCE 4096
 #define QPROF_RING_F_MONO 1u /* ts is CLOCK_MONOTONIC ns, not TSC */
 
+/* The record scheme (one for all markers). A record is {ts, word}; the
+ * word's low 3 bits are its kind, all 8 taken, so a group of records is
+ * told by the records after its first. A group is published by one head
+ * store (never seen in part, unless lapped). "A" is a plain argument
+ * record, {argument, QPROF_REC_ARG}: its word is exactly QPROF_REC_ARG.
+ *
+ *   ENTER | EXIT                     QPROF_FUNC, QPROF_SCOPE         1 record
+ *   BEGIN | END, A(name)             QPROF_SCOPE_BEGIN/END           2
+ *   BEGIN | END, A(name), A(id)      QPROF_SPAN_BEGIN/END            3
+ *   MARK                             QPROF_MARK                      1
+ *   MARK, A(name), A(id)             QPROF_SPAN_STEP                 3
+ *   VALUE, A(IEEE-754 bits)          QPROF_VALUE                     2
+ *   log head, text x n (below)       QPROF_LOG                       1 + n
+ *   THREAD                           a new owner of the ring         1
+ *
+ * (name: the name literal's address; the word of BEGIN/END/MARK/VALUE/
+ * ENTER/EXIT is site | kind, the site 8-aligned.) A second A after BEGIN,
+ * END or MARK makes a span across threads. A log head has kind ARG but a
+ * word other than QPROF_REC_ARG (it carries its 16-aligned site); a text
+ * record's low byte is QPROF_REC_LOG_TEXT, which no other record's is. No
+ * group starts with a plain A, so a reader tells every group by its words;
+ * what fits none (a lone A, a MARK with one A, a stray text record, a log
+ * head whose text is not all there) is garbage. */
 enum qprof_rec_kind {
 	QPROF_REC_ENTER = 1,	/* QPROF_FUNC/QPROF_SCOPE began */
 	QPROF_REC_EXIT = 2,	/* ... ended */
-	QPROF_REC_BEGIN = 3,	/* QPROF_SCOPE_BEGIN; an ARG record follows (name address) */
-	QPROF_REC_END = 4,	/* QPROF_SCOPE_END; an ARG record follows (name address) */
-	QPROF_REC_MARK = 5,	/* QPROF_MARK */
-	QPROF_REC_VALUE = 6,	/* QPROF_VALUE; an ARG record follows (IEEE-754 bits) */
-	QPROF_REC_ARG = 7,	/* the argument of the record before it; see LOG below */
+	QPROF_REC_BEGIN = 3,	/* QPROF_SCOPE_BEGIN: + A(name); QPROF_SPAN_BEGIN: + A(name), A(id) */
+	QPROF_REC_END = 4,	/* QPROF_SCOPE_END, QPROF_SPAN_END: as QPROF_REC_BEGIN */
+	QPROF_REC_MARK = 5,	/* QPROF_MARK alone; QPROF_SPAN_STEP: + A(name), A(id) */
+	QPROF_REC_VALUE = 6,	/* QPROF_VALUE: + A(IEEE-754 bits) */
+	QPROF_REC_ARG = 7,	/* a plain argument (word exactly 7), or a log head (below) */
 	QPROF_REC_THREAD = 0,	/* a new owner: generation << 32 | tid << 3 */
 };
 #define QPROF_REC_KIND_MASK 7u

@@ -8,7 +8,13 @@ toolbar names the process and a thread as the trace's metadata does; a file
 speedscope cannot import leaves the title alone and raises an alert (caught). Exit 77 (skipped) only when
 the npm registry cannot be reached and speedscope is not cached.
 
-usage: test_trace_client.py QPROFD TRACE_TARGET QPROF_CLI CACHE_DIR"""
+Then spans across threads, on the BPF collector and on the ring collector:
+500 round trips of spans_target recorded by qprof-cli trace, exactly 500
+"b", "n" and "e" events of order_rt paired by id in the file, and the file
+imported by speedscope (which draws the threads' X events and leaves the
+async ones to Perfetto and chrome://tracing).
+
+usage: test_trace_client.py QPROFD TRACE_TARGET QPROF_CLI CACHE_DIR SPANS_TARGET"""
 import base64
 import json
 import os
@@ -20,7 +26,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qptest import SKIP, Daemon, Failures, Target, require_root, wait_for  # noqa: E402
 
-qprofd, target_bin, cli, cache = sys.argv[1:5]
+qprofd, target_bin, cli, cache, spans_bin = sys.argv[1:6]
 require_root()
 t = Failures("integration_trace_client")
 SPEEDSCOPE = "speedscope@1.25.0"
@@ -104,4 +110,41 @@ finally:
     d.stop()
     if t.failed:
         print(d.logtext(), file=sys.stderr)
+
+for collector in ("bpf", "ring"):
+    prog = Target([spans_bin, "--mode", "roundtrip", "--n", "500"])
+    d = Daemon(qprofd, ["--pid", str(prog.pid)] + (["--ring"] if collector == "ring" else []))
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, f"spans-{collector}.json")
+            cmd = subprocess.Popen([cli, "--socket", d.sock, "trace", "-o", path, "--pid", str(prog.pid),
+                                    "--seconds", "4"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            t.check(wait_for(lambda: d.get("/api/status")[1]["trace"]["active"] == 1, timeout=20),
+                    f"{collector}: the trace is being recorded")
+            prog.start()
+            prog.result()
+            _, err = cmd.communicate(timeout=120)
+            t.eq(cmd.returncode, 0, f"{collector}: qprof-cli trace ({err.strip()})")
+            with open(path) as f:
+                doc = json.load(f)
+            t.eq(doc["otherData"]["collector"], collector, f"{collector}: the trace's collector")
+            sp = [e for e in doc["traceEvents"] if e.get("cat") == "span"]
+            for ph in ("b", "n", "e"):
+                t.eq(sum(1 for e in sp if e["ph"] == ph and e["name"] == "order_rt"), 500,
+                     f"{collector}: {ph} events of order_rt")
+            t.eq(len(sp), 1500, f"{collector}: no other async event")
+            b = {e["id2"]["local"] for e in sp if e["ph"] == "b"}
+            e_ = {e["id2"]["local"] for e in sp if e["ph"] == "e"}
+            t.check(len(b) == 500 and b == e_, f"{collector}: every b has its e, by id")
+            t.eq(sum(1 for e in doc["traceEvents"] if e["ph"] == "X"), 1000,
+                 f"{collector}: X events of strat_work and gw_work")
+            dom = open_in_speedscope(rel, path, tmp)
+            t.check(f"<title>spans-{collector}.json - speedscope</title>" in dom,
+                    f"{collector}: speedscope imported the trace with spans: {dom[:300]!r}")
+    finally:
+        prog.finish()
+        prog.kill()
+        d.stop()
+        if t.failed:
+            print(d.logtext(), file=sys.stderr)
 sys.exit(t.done())

@@ -347,15 +347,24 @@ static void check_spans(const char *path)
 	struct qp_elf_probes *p = open_ok(path);
 	size_t i;
 
-	CHECK_INT(p->nnotes, 3);
+	/* the three markers and the ring's announcement (they write the ring) */
+	CHECK_INT(p->nnotes, 4);
 	CHECK_INT(count_probe(p, "qprof", "span_begin"), 1);
 	CHECK_INT(count_probe(p, "qprof", "span_step"), 1);
 	CHECK_INT(count_probe(p, "qprof", "span_end"), 1);
+	CHECK_INT(count_probe(p, "qprof", "ring_register"), 1);
 	for (i = 0; i < p->nnotes; i++) {
 		const char *a = p->notes[i].args;
 
-		/* three 8-byte arguments: descriptor, id, name */
+		if (!strcmp(p->notes[i].name, "ring_register")) {
+			/* the third argument says the spans write the ring */
+			CHECK(strstr(a, " 4@$2") != NULL);
+			continue;
+		}
+		/* three 8-byte arguments: descriptor, id, name (read from the
+		 * descriptor: no instruction computes it) */
 		CHECK(!strncmp(a, "8@", 2) && strstr(a, " 8@") && strstr(strstr(a, " 8@") + 1, " 8@"));
+		CHECK(strstr(a, " 8@16(%") != NULL || strstr(a, " 8@40(%") != NULL);
 	}
 	check_pcs(p, path, "qprof", nop5, sizeof(nop5));
 	check_sites(p, spans_sites, QP_ARRAY_SIZE(spans_sites), "fixtures/fx_spans.c", 3);

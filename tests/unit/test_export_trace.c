@@ -126,6 +126,41 @@ int main(void)
 	free(s);
 	qp_trace_model_free(&m);
 
+	/* spans across threads: a span becomes "b" and "e", a step "n", all
+	 * three with the span's name, its process-local id and scope */
+	{
+		struct trace_record sp[] = {
+			rec(QPROF_TR_ASTEP, PID, 101, 0x1002, 1001500, 0x2a, 0),
+			rec(QPROF_TR_ASPAN, PID, 100, 0x1000, 1001000, 2000, 0),
+			rec(QPROF_TR_ASPAN, OTHER, 201, 0x1000, 1001000, 2000, 0),
+		};
+		struct qp_trace_result rs = { .recs = sp, .n = 3, .begin_ns = 999000, .end_ns = 1010000 };
+
+		sp[0].arg2 = 0x1000;	/* the step's span: its begin site */
+		sp[1].arg2 = 0x2a;	/* the span's id */
+		CHECK_INT(qp_trace_model_make(&rs, 0, NULL, 0, &nm, 1000, &m), 0);
+		CHECK_INT(m.doc.n, 3);
+		qp_json_init(&j);
+		CHECK_INT(qp_export_trace(&m.doc, &j), 0);
+		s = qp_json_finish(&j, &len);
+		CHECK(s && strstr(s, "{\"name\":\"outer\",\"cat\":\"span\",\"ph\":\"b\",\"ts\":1001.000,"
+				  "\"pid\":100,\"tid\":100,\"scope\":\"outer\",\"id2\":{\"local\":\"0x2a\"}},"
+				  "{\"name\":\"outer\",\"cat\":\"span\",\"ph\":\"n\",\"ts\":1001.500,"
+				  "\"pid\":100,\"tid\":101,\"scope\":\"outer\",\"id2\":{\"local\":\"0x2a\"},"
+				  "\"args\":{\"step\":\"tick\"}},"
+				  "{\"name\":\"outer\",\"cat\":\"span\",\"ph\":\"e\",\"ts\":1003.000,"
+				  "\"pid\":100,\"tid\":100,\"scope\":\"outer\",\"id2\":{\"local\":\"0x2a\"}}]"));
+		if (s && !strstr(s, "\"ph\":\"n\""))
+			fprintf(stderr, "got: %s\n", s);
+		free(s);
+		qp_trace_model_free(&m);
+		/* a cap of 2: the step (first) kept; the span needs two: both dropped */
+		CHECK_INT(qp_trace_model_make(&rs, 0, NULL, 0, &nm, 2, &m), 0);
+		CHECK_INT(m.doc.n, 1);
+		CHECK_INT(m.doc.dropped, 2);
+		CHECK_INT(m.doc.ev[0].kind, QP_TEV_ASTEP);
+		qp_trace_model_free(&m);
+	}
 	/* the order: time, then depth, then the longer first */
 	{
 		struct qp_trace_event ev[4] = {

@@ -2,7 +2,8 @@
  * is raised by hand, as the kernel's uprobe reference counter would. Checks
  * that nothing is written and no ring is made while it is zero; the exact
  * records a known sequence writes (kinds, sites, arguments, order, the
- * THREAD record, the header's head and depth); that rings of exited threads
+ * THREAD record, the header's head and depth; the triples of spans across
+ * threads); that rings of exited threads
  * are reused (10 000 threads created and joined: as many rings as threads
  * alive at once, generations counted); the descriptors' version 2; the
  * header's open scopes and the records of QPROF_LOG (ring version 2). */
@@ -131,6 +132,37 @@ static void test_idle_and_records(void)
 	}
 	CHECK_INT(r->depth, 0);
 	CHECK_INT(r->head, 1 + RECS_PER_WORK + 6);
+
+	/* spans across threads: a record and two arguments (name, id) each,
+	 * the thread's depth unchanged */
+	{
+		static const unsigned kinds[9] = {
+			QPROF_REC_BEGIN, QPROF_REC_ARG, QPROF_REC_ARG, QPROF_REC_MARK, QPROF_REC_ARG,
+			QPROF_REC_ARG, QPROF_REC_END, QPROF_REC_ARG, QPROF_REC_ARG,
+		};
+		uint64_t h = r->head, id = 0x7a00000000000042ull;
+		int k;
+
+		QPROF_SPAN_BEGIN(SPAN, id);
+		QPROF_SPAN_STEP(SPAN, id, "st");
+		QPROF_SPAN_END(SPAN, id);
+		CHECK_INT(r->head, h + 9);
+		CHECK_INT(r->depth, 0);
+		for (k = 0; k < 9; k++) {
+			CHECK_INT(kind_of(rec_at(r, h + k)), kinds[k]);
+			if (kinds[k] == QPROF_REC_ARG)
+				CHECK_INT(rec_at(r, h + k)->word, QPROF_REC_ARG);
+		}
+		for (k = 0; k < 9; k += 3) {
+			CHECK(rec_at(r, h + k + 1)->ts == (uintptr_t)SPAN);
+			CHECK_INT(rec_at(r, h + k + 2)->ts, id);
+		}
+		CHECK_INT(site_of(rec_at(r, h))->kind, QPROF_KIND_ASYNC_BEGIN);
+		CHECK_INT(site_of(rec_at(r, h + 3))->kind, QPROF_KIND_ASYNC_STEP);
+		CHECK_STR(site_of(rec_at(r, h + 3))->name, "st");
+		CHECK_INT(site_of(rec_at(r, h + 6))->kind, QPROF_KIND_ASYNC_END);
+		CHECK(rec_at(r, h + 3)->ts >= rec_at(r, h)->ts && rec_at(r, h + 6)->ts >= rec_at(r, h + 3)->ts);
+	}
 
 	/* lapping: the writer wraps, head keeps counting */
 	{

@@ -2,7 +2,8 @@
 # test_ring_idle.sh - the detached cost of marker ABI 2, counted by callgrind:
 # bench/marker_loop against the same loop built with -DQPROF_DISABLE, the
 # instructions of the loop_* functions. Every marker (its nop5, the test of
-# qprof_ring_semaphore and, for QPROF_VALUE, of its own semaphore) must cost
+# qprof_ring_semaphore and, for QPROF_VALUE, of its own semaphore; spans
+# across threads too) must cost
 # at most 4 instructions. 77 (skipped) without valgrind.
 #   test_ring_idle.sh BENCH_DIR
 set -u
@@ -29,7 +30,7 @@ ir() { # BINARY MODE
 	return 77
 }
 fail=0
-for mode in scope:3 value:1 log:1; do
+for mode in scope:3 value:1 span:3 log:1; do
 	m=${mode%:*} markers=${mode#*:} on= off=
 	on=$(ir "$bin/marker_loop" "$m") && off=$(ir "$bin/marker_loop_disabled" "$m") || {
 		rc=$?

@@ -55,10 +55,13 @@ static void test_nesting(void)
 {
 	struct qp_ring_agg a;
 	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_flight fl = { 0 };
 	struct qp_ring_counts c = { 0 };
 	const struct scope_stats *s;
 
-	CHECK_INT(qp_ring_agg_init(&a, 100, 16), 0);
+	qp_ring_agg_init(&a, 100);
+	fl.max = 16;
+	rd.fl = &fl;
 	put(100, 0, QPROF_REC_THREAD);
 	recs[0].word = (1ull << 32) | (9ull << 3); /* generation 1, tid 9 */
 	put(110, A, QPROF_REC_ENTER);
@@ -99,18 +102,18 @@ static void test_nesting(void)
 	CHECK_INT(c.records, 13);
 	CHECK_INT(c.no_enter + c.out_of_order + c.too_deep + c.thread_exit + c.garbage + c.lost, 0);
 	/* the flight recorder: 5 scopes and the mark, in order of their ends */
-	CHECK_INT(a.inst_seq, 6);
-	CHECK_INT(a.inst[0].site, B);
-	CHECK_INT(a.inst[0].parent, A);
-	CHECK_INT(a.inst[0].depth, 1);
-	CHECK_INT(a.inst[0].tid, 9);
-	CHECK_INT(a.inst[0].begin_ns, 1120);	/* ns0 + ticks */
-	CHECK_INT(a.inst[0].end_ns, 1150);
-	CHECK_INT(a.inst[2].site, A);
-	CHECK_INT(a.inst[2].depth, 0);
-	CHECK_INT(a.inst[4].kind, QPROF_REC_END);
-	CHECK_INT(a.inst[5].kind, QPROF_REC_MARK);
-	CHECK_INT(a.inst[5].begin_ns, 1410);
+	CHECK_INT(fl.seq, 6);
+	CHECK_INT(fl.v[0].site, B);
+	CHECK_INT(fl.v[0].parent, A);
+	CHECK_INT(fl.v[0].depth, 1);
+	CHECK_INT(fl.v[0].tid, 9);
+	CHECK_INT(fl.v[0].begin_ns, 1120);	/* ns0 + ticks */
+	CHECK_INT(fl.v[0].end_ns, 1150);
+	CHECK_INT(fl.v[2].site, A);
+	CHECK_INT(fl.v[2].depth, 0);
+	CHECK_INT(fl.v[4].kind, QPROF_REC_END);
+	CHECK_INT(fl.v[5].kind, QPROF_REC_MARK);
+	CHECK_INT(fl.v[5].begin_ns, 1410);
 	/* rows for the model */
 	{
 		struct qp_scope_row *rows = NULL;
@@ -130,6 +133,7 @@ static void test_nesting(void)
 	CHECK_INT(qp_ring_agg_forget(&a, 7), 0);
 	CHECK_INT(a.rows.n, 0);
 	CHECK_INT(a.marks.n, 0);
+	qp_ring_flight_free(&fl);
 	qp_ring_agg_free(&a);
 }
 
@@ -140,7 +144,7 @@ static void test_drops(void)
 	struct qp_ring_counts c = { 0 };
 	int i;
 
-	qp_ring_agg_init(&a, 100, 0);
+	qp_ring_agg_init(&a, 100);
 	put(10, A, QPROF_REC_EXIT);	/* no enter */
 	put(20, A, QPROF_REC_ENTER);
 	put(30, B, QPROF_REC_ENTER);	/* never closed */
@@ -189,9 +193,12 @@ static void test_garbage(void)
 {
 	struct qp_ring_agg a;
 	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_flight fl = { 0 };
 	struct qp_ring_counts c = { 0 };
 
-	qp_ring_agg_init(&a, 3, 4);
+	qp_ring_agg_init(&a, 3);
+	fl.max = 4;
+	rd.fl = &fl;
 	put_arg(123);			/* a lone argument (its record lapped) */
 	put(100, A, QPROF_REC_ENTER);
 	put(90, A, QPROF_REC_EXIT);	/* time going back: garbage, the stack reset */
@@ -222,8 +229,9 @@ static void test_garbage(void)
 	CHECK_INT(a.rows.n, 2);
 	CHECK_INT(c.table_full, 1);
 	/* the flight recorder wraps: 4 kept of the 4 instances (mark, A, B, C) */
-	CHECK_INT(a.inst_seq, 4);
-	CHECK_INT(a.inst[3].site, C);
+	CHECK_INT(fl.seq, 4);
+	CHECK_INT(fl.v[3].site, C);
+	qp_ring_flight_free(&fl);
 	qp_ring_agg_free(&a);
 }
 
@@ -239,11 +247,14 @@ static void test_values(void)
 {
 	struct qp_ring_agg a;
 	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_flight fl = { 0 };
 	struct qp_ring_counts c = { 0 };
 	struct qp_value_row *rows = NULL;
 	size_t n = 0;
 
-	qp_ring_agg_init(&a, 100, 8);
+	qp_ring_agg_init(&a, 100);
+	fl.max = 8;
+	rd.fl = &fl;
 	put(10, A, QPROF_REC_VALUE);
 	put_arg(bits_of(2.0));
 	put(20, A, QPROF_REC_VALUE);
@@ -253,10 +264,10 @@ static void test_values(void)
 	put(40, A, QPROF_REC_VALUE);
 	put_arg(bits_of(__builtin_inf()));
 	feed(&a, &rd, &c, 0);
-	CHECK_INT(a.inst_seq, 4);	/* the flight recorder has the values */
-	CHECK_INT(a.inst[1].kind, QPROF_REC_VALUE);
-	CHECK_INT(a.inst[1].arg, bits_of(-3.0));
-	CHECK_INT(a.inst[1].begin_ns, 1020);
+	CHECK_INT(fl.seq, 4);	/* the flight recorder has the values */
+	CHECK_INT(fl.v[1].kind, QPROF_REC_VALUE);
+	CHECK_INT(fl.v[1].arg, bits_of(-3.0));
+	CHECK_INT(fl.v[1].begin_ns, 1020);
 	CHECK_INT(qp_ring_agg_values(&a, 7, &rows, &n), 0);
 	CHECK_INT(n, 1);
 	if (n == 1) {
@@ -278,6 +289,7 @@ static void test_values(void)
 	CHECK_INT(qp_ring_agg_values(&a, 9, &rows, &n), 0);
 	CHECK_INT(n, 0);
 	free(rows);
+	qp_ring_flight_free(&fl);
 	qp_ring_agg_free(&a);
 }
 
@@ -332,7 +344,7 @@ static void test_logs(void)
 
 	memset(long_text, 'x', 255);
 	long_text[255] = '\0';
-	qp_ring_agg_init(&a, 100, 0);
+	qp_ring_agg_init(&a, 100);
 	a.log_fn = on_log;
 	a.log_arg = &ngot;
 	put_log(5, 0x401100, "early", 5);	/* before the attach (min_ts 10) */
@@ -378,7 +390,7 @@ static void test_exact_sum(void)
 	double vals[] = { 1e20, 1.0, -1e20, 0.5, 0.25 };
 	unsigned i;
 
-	qp_ring_agg_init(&a, 100, 0);
+	qp_ring_agg_init(&a, 100);
 	for (i = 0; i < 5; i++) {
 		put(10 + i, A, QPROF_REC_VALUE);
 		put_arg(bits_of(vals[i]));
