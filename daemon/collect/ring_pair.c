@@ -307,10 +307,80 @@ static void leave(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key
 	c->no_enter++;
 }
 
+/* QPROF_SCOPE_BEGIN: a slot of its own (bpf/spans.bpf.h's rule): begun
+ * again before its END, or a 9th open at once, the older one is dropped
+ * (begin_unended). Its parent is the block scope open when it began. */
+static void begin_open(struct qp_ring_reader *rd, uint64_t site, uint64_t key, uint64_t ts,
+		       struct qp_ring_counts *c)
+{
+	uint32_t i, slot = QPROF_MAX_BEGINS, oldest = 0, d;
+	struct qp_ring_begin *b;
+
+	if (!key) {	/* a name at address 0: no marker wrote it */
+		c->garbage++;
+		return;
+	}
+	for (i = 0; i < QPROF_MAX_BEGINS; i++) {
+		b = &rd->b[i];
+		if (b->key == key) {
+			slot = i;
+			c->begin_unended++;
+			break;
+		}
+		if (!b->key) {
+			if (slot == QPROF_MAX_BEGINS)
+				slot = i;
+		} else if (b->ts < rd->b[oldest].ts || !rd->b[oldest].key) {
+			oldest = i;
+		}
+	}
+	if (slot == QPROF_MAX_BEGINS) {
+		slot = oldest;
+		c->begin_unended++;
+	}
+	d = rd->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : rd->depth;
+	b = &rd->b[slot];
+	b->key = key;
+	b->site = site;
+	b->ts = ts;
+	b->depth = d;
+	b->parent = d ? rd->f[d - 1].site : 0;
+}
+
+static void begin_close(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key, uint64_t ts,
+			const struct qp_ring_clock *clk, bool mono, struct qp_ring_counts *c)
+{
+	uint32_t i;
+
+	for (i = 0; key && i < QPROF_MAX_BEGINS; i++) {
+		struct qp_ring_begin *b = &rd->b[i];
+
+		if (b->key != key)
+			continue;
+		record(a, rd, b->site, b->parent, qp_ring_clock_ns(clk, b->ts, mono),
+		       qp_ring_clock_ns(clk, ts, mono), b->depth, QPROF_REC_END, c);
+		b->key = 0;
+		return;
+	}
+	c->no_enter++;
+}
+
+/* Open BEGIN spans of RD, dropped (their thread ended, or records were lost). */
+static uint64_t begins_clear(struct qp_ring_reader *rd)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < QPROF_MAX_BEGINS; i++) {
+		n += rd->b[i].key != 0;
+		rd->b[i].key = 0;
+	}
+	return n;
+}
+
 void qp_ring_gap(struct qp_ring_reader *rd, uint64_t lost, struct qp_ring_counts *c)
 {
 	c->lost += lost;
-	c->after_loss += rd->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : rd->depth;
+	c->after_loss += (rd->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : rd->depth) + begins_clear(rd);
 	rd->depth = 0;
 }
 
@@ -420,7 +490,8 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 		}
 		rd->last_ts = ts;
 		if (kind == QPROF_REC_THREAD) {
-			c->thread_exit += rd->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : rd->depth;
+			c->thread_exit += (rd->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : rd->depth) +
+					  begins_clear(rd);
 			rd->depth = 0;
 			rd->tid = (uint32_t)((r[i].word & 0xffffffffu) >> 3);
 			continue;
@@ -452,13 +523,13 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 			enter(rd, site, site, ts, c);
 			break;
 		case QPROF_REC_BEGIN:
-			enter(rd, site, arg, ts, c);
+			begin_open(rd, site, arg, ts, c);
 			break;
 		case QPROF_REC_EXIT:
 			leave(a, rd, site, ts, QPROF_REC_EXIT, clk, mono, c);
 			break;
 		case QPROF_REC_END:
-			leave(a, rd, arg, ts, QPROF_REC_END, clk, mono, c);
+			begin_close(a, rd, arg, ts, clk, mono, c);
 			break;
 		case QPROF_REC_MARK:
 			mark(a, rd, site, qp_ring_clock_ns(clk, ts, mono), c);

@@ -50,6 +50,7 @@ struct qp_ring_counts {
 	uint64_t table_full;	/* durations, marks or values with no room for their aggregate */
 	uint64_t before_attach;	/* records older than the attach: not counted */
 	/* spans across threads, by the reasons of bpf/scopes.h's counters */
+	uint64_t begin_unended;	/* QPROF_SCOPE_BEGIN spans replaced before their END */
 	uint64_t span_end_no_begin, span_step_no_begin, span_id_reused, span_table_full, span_abandoned;
 	uint64_t logs;		/* QPROF_LOG messages read (ring_layout.h) */
 	uint64_t logs_cut;	/* ... of them cut (longer than the ring's text) */
@@ -107,12 +108,22 @@ struct qp_ring_frame {
 	uint64_t site, key, ts;
 };
 
+/* A QPROF_SCOPE_BEGIN span open on a thread: beside the block-scope stack,
+ * as on the BPF collector (bpf/spans.bpf.h), paired by KEY (the name's
+ * address) with an END on the same thread. A slot is free when key is 0. */
+struct qp_ring_begin {
+	uint64_t key, site, ts;
+	uint64_t parent;	/* the block scope open when it began, 0 at top level */
+	uint32_t depth;		/* block scopes open when it began */
+};
+
 /* What is known of one ring's thread between reads. */
 struct qp_ring_reader {
 	uint32_t pid, tid;
 	uint64_t last_ts;
 	uint32_t depth;		/* may exceed QPROF_MAX_DEPTH: frames past it are not kept */
 	struct qp_ring_frame f[QPROF_MAX_DEPTH];
+	struct qp_ring_begin b[QPROF_MAX_BEGINS];
 	struct qp_ring_flight *fl;	/* the process's flight recorder (NULL: none) */
 	struct qp_ring_spans *spans;	/* where spans across threads go (NULL: counted garbage) */
 };

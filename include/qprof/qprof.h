@@ -276,10 +276,14 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 			qprof__ring_put2(&QPROF__CAT(qprof__site_, n), (rec),      \
 					 (uintptr_t)(const void *)(name), (depth)); \
 	} while (0)
+/* On the ring a SCOPE_BEGIN span changes no open-scope depth: it is no block
+ * scope (the drain pairs it in slots of its own, as the BPF collector does),
+ * so one never ended leaves the thread's open scopes, which tag its CPU
+ * samples, as they were. */
 #define QPROF_SCOPE_BEGIN(name)                                                    \
-	QPROF__SPAN("scope_enter", QPROF_KIND_SPAN_BEGIN, QPROF_REC_BEGIN, 1, name, __COUNTER__)
+	QPROF__SPAN("scope_enter", QPROF_KIND_SPAN_BEGIN, QPROF_REC_BEGIN, 0, name, __COUNTER__)
 #define QPROF_SCOPE_END(name)                                                      \
-	QPROF__SPAN("scope_exit", QPROF_KIND_SPAN_END, QPROF_REC_END, -1, name, __COUNTER__)
+	QPROF__SPAN("scope_exit", QPROF_KIND_SPAN_END, QPROF_REC_END, 0, name, __COUNTER__)
 
 /* Spans across threads: probes span_begin/span_step/span_end with arg 1 the
  * descriptor, arg 2 the id, arg 3 the name literal's address. The collector
