@@ -34,6 +34,7 @@
 struct cur {
 	uint32_t tid;
 	const uint64_t *regs;
+	uint32_t known;		/* qp_unwind_in.known */
 	const uint8_t *stack;
 	size_t len;
 	bool given;
@@ -104,8 +105,17 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	struct cur *c = thread_arg;
 
-	if (!dwfl_thread_state_registers(thread, 0, QP_UNWIND_REGS, (const Dwarf_Word *)c->regs))
-		return false;
+	int i;
+
+	if (!c->known) {
+		if (!dwfl_thread_state_registers(thread, 0, QP_UNWIND_REGS, (const Dwarf_Word *)c->regs))
+			return false;
+	} else {
+		for (i = 0; i < QP_UNWIND_REGS; i++)
+			if ((c->known >> i & 1) &&
+			    !dwfl_thread_state_registers(thread, i, 1, (const Dwarf_Word *)&c->regs[i]))
+				return false;
+	}
 	dwfl_thread_state_register_pc(thread, c->regs[REG_IP]);
 	return true;
 }
@@ -398,6 +408,7 @@ int qp_unwind_stack(struct qp_unwind *u, const struct qp_unwind_in *in, uint64_t
 		return -ESRCH;
 	u->cur.tid = in->tid;
 	u->cur.regs = in->regs;
+	u->cur.known = in->known;
 	u->cur.stack = in->stack;
 	u->cur.len = in->len;
 	u->cur.given = false;
