@@ -40,6 +40,10 @@ struct qp_threads {
 
 int qp_threads_open(struct qp_threads **out, char *err, size_t errlen)
 {
+	/* a Dwfl is made at each request (one at a time): the CPU sampler's
+	 * limit against a storm of new processes would leave quick requests
+	 * with the scans */
+	struct qp_unwind_opts uo = { .makes_per_s = 1000 };
 	struct qp_threads *t = calloc(1, sizeof(*t));
 	int ret;
 
@@ -61,7 +65,7 @@ int qp_threads_open(struct qp_threads **out, char *err, size_t errlen)
 		return ret;
 	}
 	pthread_mutex_init(&t->lock, NULL);
-	t->uw = qp_unwind_new(NULL);	/* out of memory: the scans only */
+	t->uw = qp_unwind_new(&uo);	/* out of memory: the scans only */
 	*out = t;
 	return 0;
 }

@@ -57,6 +57,7 @@ struct qp_unwind {
 	bool fixture;		/* proc_root is not /proc: maps read from the file, no vDSO */
 	struct proc *procs;
 	unsigned int nprocs, max_procs;
+	unsigned int makes_per_s;	/* qp_unwind_opts.makes_per_s, or MAKES_PER_S */
 	uint64_t tick;
 	uint64_t window_ns;	/* MAKES_PER_S: the current second, and makes in it */
 	unsigned int made_in_window;
@@ -207,7 +208,7 @@ static bool proc_make(struct qp_unwind *u, struct proc *p)
 {
 	char path[300];
 	uint64_t now = qp_now_ns();
-	unsigned int cap = p->hits >= HOT_HITS ? MAKES_PER_S : MAKES_PER_S / 2;
+	unsigned int cap = p->hits >= HOT_HITS ? u->makes_per_s : u->makes_per_s / 2;
 	FILE *f;
 	int ret;
 
@@ -312,6 +313,7 @@ struct qp_unwind *qp_unwind_new(const struct qp_unwind_opts *opts)
 	snprintf(u->proc_root, sizeof(u->proc_root), "%s", root);
 	u->fixture = strcmp(root, "/proc") != 0;
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : 32;
+	u->makes_per_s = opts && opts->makes_per_s ? opts->makes_per_s : MAKES_PER_S;
 	u->procs = calloc(u->max_procs, sizeof(*u->procs));
 	if (!u->procs) {
 		free(u);

@@ -21,6 +21,7 @@ struct qp_unwind;
 struct qp_unwind_opts {
 	const char *proc_root;	/* NULL: /proc (tests and the fuzzer point it at fixtures) */
 	unsigned int max_procs;	/* processes kept at once (0: 32); the least recent is dropped */
+	unsigned int makes_per_s; /* Dwfls made a second at most, all processes (0: 16) */
 };
 
 struct qp_unwind_stats {

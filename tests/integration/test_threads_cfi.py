@@ -7,7 +7,9 @@ same libdwfl unwinder as the CPU samples. Checked: `unwind` is `dwarf` for
 every thread, and each user stack is exactly the frames it is in, leaf
 first, from the libc call it blocks in (or the spinner's loop) down to
 `clone3` (`_start` for the main thread): no frame missing, none stale.
-Three requests, the same frames each time.
+Ten requests back to back, the same frames each time (each makes its
+own Dwfl: the CPU sampler's limit of 8 new ones a second left the later
+ones with the scan).
 
 usage: test_threads_cfi.py QPROFD THREADS_TARGET_NOFP"""
 import os
@@ -42,7 +44,7 @@ try:
     t.eq(prog.stdout.readline().strip(), "ready", "target ready")
     d = Daemon(qprofd, ["--pid", str(pid)])
     time.sleep(0.3)  # the sleeper and the waiter are in their calls
-    for n in range(3):
+    for n in range(10):  # back to back: a Dwfl is made for each
         st, body = d.get(f"/api/threads?pid={pid}")
         t.eq(st, 200, "threads answers 200")
         rows = {r["name"]: r for r in body["threads"]}
