@@ -308,6 +308,6 @@ for c in "${configs[@]}"; do
 	eval "b=\$(median \"\${b_$c[@]}\"); n=\$(median \"\${n_$c[@]}\")"
 	[ "${n:-0}" -gt 0 ] || continue
 	printf '  %-16s BPF %7d ns/sample (last round: %s runs)\n' "$c" "$((b / n))" "$(cat "$tmp/$c.bpfruns")"
-	[ -s "$tmp/$c.status" ] && say "    unwind: $(grep -o '"unwind":{[^}]*}' "$tmp/$c.status"), lost $(grep -o '"lost":[0-9]*' "$tmp/$c.status" | head -1)"
+	[ -s "$tmp/$c.status" ] && say "    $(grep -o '"cpu":{[^{]*' "$tmp/$c.status") $(grep -o '"unwind":{[^}]*}' "$tmp/$c.status")"
 done
 exit 0
