@@ -236,6 +236,16 @@ add_test(NAME integration_threads
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_threads.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:threads_target> $<TARGET_FILE:qprof-cli>)
 set_tests_properties(integration_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+# The same program without frame pointers: the thread stacks unwound by the
+# CFI (issue 11), exact frames.
+add_executable(threads_target_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/threads_target.c)
+target_include_directories(threads_target_nofp PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(threads_target_nofp PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+target_link_libraries(threads_target_nofp Threads::Threads)
+add_test(NAME integration_threads_cfi
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_threads_cfi.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:threads_target_nofp>)
+set_tests_properties(integration_threads_cfi PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
 # Issue 13: the real Prometheus (Debian's package) scrapes two qprofd over
 # --listen; histogram_quantile agrees with qprofd's p99 and with the merged

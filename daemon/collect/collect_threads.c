@@ -2,7 +2,8 @@
  * stopping it: a task iterator link per request (bpf/threads.bpf.c,
  * filtered by the link to the process) reads each thread's saved user
  * registers, the top of its user stack and its kernel stack; the copy is
- * unwound here by frame pointers. No ptrace, no signal. */
+ * unwound here by the CFI (unwind.c, as CPU samples are), else by frame
+ * pointers and a scan for return addresses. No ptrace, no signal. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "procfs.h"
 #include "threads.h"
 #include "threads.skel.h"
+#include "unwind.h"
 
 struct qp_threads {
 	struct threads *skel;
@@ -30,6 +32,7 @@ struct qp_threads {
 	 * thread requests take it; each holds it ~ms, at most SAMPLE_WAIT_MS
 	 * more. */
 	pthread_mutex_t lock;
+	struct qp_unwind *uw;	/* its own, under lock; NULL: no CFI unwinding */
 };
 
 #define SAMPLE_PERIOD_NS 100000	/* a running thread is sampled after 0.1 ms of its CPU time */
@@ -37,6 +40,10 @@ struct qp_threads {
 
 int qp_threads_open(struct qp_threads **out, char *err, size_t errlen)
 {
+	/* a Dwfl is made at each request (one at a time): the CPU sampler's
+	 * limit against a storm of new processes would leave quick requests
+	 * with the scans */
+	struct qp_unwind_opts uo = { .makes_per_s = 1000 };
 	struct qp_threads *t = calloc(1, sizeof(*t));
 	int ret;
 
@@ -58,6 +65,7 @@ int qp_threads_open(struct qp_threads **out, char *err, size_t errlen)
 		return ret;
 	}
 	pthread_mutex_init(&t->lock, NULL);
+	t->uw = qp_unwind_new(&uo);	/* out of memory: the scans only */
 	*out = t;
 	return 0;
 }
@@ -67,6 +75,7 @@ void qp_threads_close(struct qp_threads *t)
 	if (!t)
 		return;
 	threads__destroy(t->skel);
+	qp_unwind_free(t->uw);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
 }
@@ -163,7 +172,36 @@ static void scan(int pid, const struct qp_maps *maps, const uint8_t *stack, size
 	}
 }
 
-static void take(struct qp_thread_stack *s, const struct qp_thread_rec *r, int pid, const struct qp_maps *maps)
+/* The copy unwound by the CFI (unwind.c): the record holds ip, sp and bp
+ * only, the other registers are unknown to it. Kept when it has at least
+ * as many frames as the frame-pointer and scan walk (S already holds that
+ * one), or reached the outermost frame with more than the pc: a frame
+ * whose CFA needs an unknown register ends the walk as if outermost, and
+ * the other walk then keeps its frames. */
+static void take_dwarf(struct qp_unwind *uw, struct qp_thread_stack *s, const struct qp_thread_rec *r, int pid,
+		       size_t len)
+{
+	uint64_t regs[QP_UNWIND_REGS] = { 0 }, ips[QP_THREAD_MAX_FRAMES];
+	struct qp_unwind_in in = {
+		.pid = (uint32_t)pid, .tid = r->tid, .regs = regs, .stack = r->ustack, .len = len,
+		.known = 1u << 6 | 1u << 7 | 1u << 16,
+	};
+	size_t n = 0;
+	int ret;
+
+	regs[6] = r->bp;
+	regs[7] = r->sp;
+	regs[16] = r->ip;
+	ret = qp_unwind_stack(uw, &in, ips, QP_THREAD_MAX_FRAMES, &n);
+	if (ret < 0 || !n || (n < s->nuser && (ret == 0 || n < 2)))
+		return;
+	memcpy(s->user, ips, n * sizeof(ips[0]));
+	s->nuser = n;
+	s->unwind = QP_UNWIND_DWARF;
+}
+
+static void take(struct qp_threads *t, struct qp_thread_stack *s, const struct qp_thread_rec *r, int pid,
+		 const struct qp_maps *maps)
 {
 	size_t i, nk, len, n;
 	uint64_t chain[QP_THREAD_MAX_FRAMES];
@@ -198,6 +236,8 @@ static void take(struct qp_thread_stack *s, const struct qp_thread_rec *r, int p
 		s->unwind = QP_UNWIND_SCAN;
 	}
 	s->nuser = n;
+	if (t->uw)
+		take_dwarf(t->uw, s, r, pid, len);
 }
 
 static uint64_t mono_ms(void)
@@ -266,7 +306,7 @@ static void sample_running(struct qp_threads *t, int pid, struct qp_thread_stack
 			continue;
 		bpf_link__destroy(links[i]);	/* closes the perf event too */
 		if (!bpf_map_lookup_elem(mfd, &tid, rec) && rec->magic == QP_THREAD_MAGIC && rec->tid == tid)
-			take(&v[i], rec, pid, maps);
+			take(t, &v[i], rec, pid, maps);
 		bpf_map_delete_elem(mfd, &tid);
 	}
 	free(links);
@@ -352,10 +392,14 @@ static int stacks_locked(struct qp_threads *t, int pid, struct qp_thread_stack *
 			v = nvv;
 			cap = nc;
 		}
-		take(&v[nv++], rec, pid, &maps);
+		take(t, &v[nv++], rec, pid, &maps);
 	}
 	if (!ret && nv)
 		sample_running(t, pid, v, nv, &maps, rec);
+	/* the Dwfl lives for one request: nothing of this process is kept
+	 * open, and a later process with its pid starts afresh */
+	if (t->uw)
+		qp_unwind_forget(t->uw, (uint32_t)pid);
 out:
 	qp_maps_free(&maps);
 	free(rec);

@@ -14,8 +14,9 @@
  * with the return addresses of frameless functions (glibc's) found between
  * the stack pointer and the first frame; a scan of the copied stack for
  * return addresses (words pointing just after a call instruction in an
- * executable mapping: may include stale ones); not at all. */
-enum qp_unwind { QP_UNWIND_NONE, QP_UNWIND_FP, QP_UNWIND_FP_SCAN, QP_UNWIND_SCAN };
+ * executable mapping: may include stale ones); by the CFI of each file
+ * (unwind.c, as CPU samples are); not at all. */
+enum qp_thread_unwind { QP_UNWIND_NONE, QP_UNWIND_FP, QP_UNWIND_FP_SCAN, QP_UNWIND_SCAN, QP_UNWIND_DWARF };
 
 struct qp_threads;
 
@@ -26,7 +27,7 @@ struct qp_thread_stack {
 	bool sampled;			/* running: the stacks come from a sample taken now */
 	bool user_ok;			/* the user stack could be read */
 	bool on_cpu;			/* running when read: its saved registers are stale */
-	enum qp_unwind unwind;
+	enum qp_thread_unwind unwind;
 	size_t nuser, nkernel;
 	uint64_t user[QP_THREAD_MAX_FRAMES];	/* innermost first: ip, then return addresses */
 	uint64_t kernel[QP_THREAD_MAX_FRAMES];

@@ -34,6 +34,7 @@
 struct cur {
 	uint32_t tid;
 	const uint64_t *regs;
+	uint32_t known;		/* qp_unwind_in.known */
 	const uint8_t *stack;
 	size_t len;
 	bool given;
@@ -56,6 +57,7 @@ struct qp_unwind {
 	bool fixture;		/* proc_root is not /proc: maps read from the file, no vDSO */
 	struct proc *procs;
 	unsigned int nprocs, max_procs;
+	unsigned int makes_per_s;	/* qp_unwind_opts.makes_per_s, or MAKES_PER_S */
 	uint64_t tick;
 	uint64_t window_ns;	/* MAKES_PER_S: the current second, and makes in it */
 	unsigned int made_in_window;
@@ -104,8 +106,17 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
 	struct cur *c = thread_arg;
 
-	if (!dwfl_thread_state_registers(thread, 0, QP_UNWIND_REGS, (const Dwarf_Word *)c->regs))
-		return false;
+	int i;
+
+	if (!c->known) {
+		if (!dwfl_thread_state_registers(thread, 0, QP_UNWIND_REGS, (const Dwarf_Word *)c->regs))
+			return false;
+	} else {
+		for (i = 0; i < QP_UNWIND_REGS; i++)
+			if ((c->known >> i & 1) &&
+			    !dwfl_thread_state_registers(thread, i, 1, (const Dwarf_Word *)&c->regs[i]))
+				return false;
+	}
 	dwfl_thread_state_register_pc(thread, c->regs[REG_IP]);
 	return true;
 }
@@ -197,7 +208,7 @@ static bool proc_make(struct qp_unwind *u, struct proc *p)
 {
 	char path[300];
 	uint64_t now = qp_now_ns();
-	unsigned int cap = p->hits >= HOT_HITS ? MAKES_PER_S : MAKES_PER_S / 2;
+	unsigned int cap = p->hits >= HOT_HITS ? u->makes_per_s : u->makes_per_s / 2;
 	FILE *f;
 	int ret;
 
@@ -302,6 +313,7 @@ struct qp_unwind *qp_unwind_new(const struct qp_unwind_opts *opts)
 	snprintf(u->proc_root, sizeof(u->proc_root), "%s", root);
 	u->fixture = strcmp(root, "/proc") != 0;
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : 32;
+	u->makes_per_s = opts && opts->makes_per_s ? opts->makes_per_s : MAKES_PER_S;
 	u->procs = calloc(u->max_procs, sizeof(*u->procs));
 	if (!u->procs) {
 		free(u);
@@ -398,6 +410,7 @@ int qp_unwind_stack(struct qp_unwind *u, const struct qp_unwind_in *in, uint64_t
 		return -ESRCH;
 	u->cur.tid = in->tid;
 	u->cur.regs = in->regs;
+	u->cur.known = in->known;
 	u->cur.stack = in->stack;
 	u->cur.len = in->len;
 	u->cur.given = false;

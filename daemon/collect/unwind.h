@@ -21,6 +21,7 @@ struct qp_unwind;
 struct qp_unwind_opts {
 	const char *proc_root;	/* NULL: /proc (tests and the fuzzer point it at fixtures) */
 	unsigned int max_procs;	/* processes kept at once (0: 32); the least recent is dropped */
+	unsigned int makes_per_s; /* Dwfls made a second at most, all processes (0: 16) */
 };
 
 struct qp_unwind_stats {
@@ -34,10 +35,16 @@ struct qp_unwind_stats {
 	uint64_t deferred;	/* none made: 16 were made in the last second already */
 };
 
-/* One sample: registers in DWARF order, STACK[0..LEN) copied from regs[7]. */
+/* One sample: registers in DWARF order, STACK[0..LEN) copied from regs[7].
+ * KNOWN: bit i set when regs[i] holds the register (0: all of them); the
+ * others are undefined to the CFI, so a frame whose rules need one ends
+ * the walk instead of using a made-up value (libdwfl then takes that frame
+ * for the outermost: the walk may count as complete). sp (7) and ip (16)
+ * must be known. */
 struct qp_unwind_in {
 	uint32_t pid, tid;
 	const uint64_t *regs;	/* QP_UNWIND_REGS */
+	uint32_t known;
 	const uint8_t *stack;
 	size_t len;
 };

@@ -14,9 +14,11 @@
 #include "symbolize.h"
 #include "targets.h"
 
-static const char *unwind_name(enum qp_unwind u)
+static const char *unwind_name(enum qp_thread_unwind u)
 {
 	switch (u) {
+	case QP_UNWIND_DWARF:
+		return "dwarf";
 	case QP_UNWIND_FP:
 		return "fp";
 	case QP_UNWIND_FP_SCAN:

@@ -2,8 +2,9 @@
  * named threads, each in a known function: one sleeping (nanosleep), one
  * blocked in pthread_cond_wait, one spinning and counting its loops. The
  * main thread waits on stdin; "r" prints the spinner's count, EOF ends it.
- * Built -O2 with frame pointers; glibc (without them) is crossed by the
- * stack scan between frames. One qprof marker makes it attachable. */
+ * Built -O2 with frame pointers (integration_threads) and without them
+ * (integration_threads_cfi: the stacks unwound by the CFI, exact frames).
+ * One qprof marker makes it attachable. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -18,10 +19,28 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static volatile uint64_t spins;
 static volatile int quit;
 
+/* A stale return address: qt_stale_caller's call leaves one on the stack
+ * below the sleeper's frame, where qt_sleeping_here's unwritten buffer
+ * then lies. A stack scan reports it (a word right after a call); a walk
+ * by frame pointers or by the CFI does not. */
+__attribute__((noinline)) void qt_stale_callee(volatile char *b)
+{
+	b[0]++;
+}
+
+__attribute__((noinline)) void qt_stale_caller(void)
+{
+	volatile char b[64];
+
+	qt_stale_callee(b);
+}
+
 __attribute__((noinline)) void qt_sleeping_here(void)
 {
 	struct timespec ts = { 0, 200 * 1000000L };
+	volatile char pad[1024] __attribute__((unused));
 
+	pad[0] = 0;
 	while (!quit)
 		nanosleep(&ts, NULL);
 }
@@ -43,6 +62,7 @@ __attribute__((noinline)) void qt_spinning_here(void)
 static void *sleeper(void *a)
 {
 	(void)a;
+	qt_stale_caller();
 	qt_sleeping_here();
 	return NULL;
 }

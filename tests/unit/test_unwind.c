@@ -103,11 +103,13 @@ __attribute__((noinline, noclone)) int leaf_fn(int x)
 	return x * 3 + 1;
 }
 
+static uint32_t known;	/* qp_unwind_in.known: 0, all registers */
+
 static int unwind_copy(struct qp_unwind *u, uint64_t *ips, size_t *n)
 {
 	struct qp_unwind_in in = {
 		.pid = (uint32_t)getpid(), .tid = (uint32_t)syscall(SYS_gettid),
-		.regs = regs, .stack = copy, .len = copy_len,
+		.regs = regs, .stack = copy, .len = copy_len, .known = known,
 	};
 
 	return qp_unwind_stack(u, &in, ips, MAX_FRAMES, n);
@@ -197,6 +199,33 @@ int main(void)
 		CHECK_INT(ret, 0);
 		CHECK_INT(n, 2);
 		CHECK_INT(st.loops, loops + 1);
+	}
+
+	/* only ip, sp and bp known (the thread iterator's case): a frame whose
+	 * CFA is rbp + 16 (fp_fn after its call to grab) goes on with bp, and
+	 * without it ends the walk there instead of taking 0 for rbp (with 0
+	 * it would read the return address at 8, outside the copy) */
+	{
+		uint64_t fp = fake_sp + 64, up = 0, ra = (uint64_t)(uintptr_t)ra_l1;
+
+		memset(regs, 0, sizeof(regs));
+		memset(copy, 0, sizeof(copy));
+		regs[16] = (uint64_t)(uintptr_t)ra_grab;
+		regs[7] = fake_sp;
+		regs[6] = fp;
+		memcpy(copy + 64, &up, 8);
+		memcpy(copy + 72, &ra, 8);
+		copy_len = 4096;
+		known = 1u << 6 | 1u << 7 | 1u << 16;
+		ret = unwind_copy(u, ips, &n);
+		CHECK(n >= 2);
+		CHECK_INT(ips[0], (uintptr_t)ra_grab);
+		CHECK_INT(ips[1], (uintptr_t)ra_l1);
+		known = 1u << 7 | 1u << 16;
+		ret = unwind_copy(u, ips, &n);
+		CHECK(ret >= 0);	/* libdwfl takes it for the outermost frame */
+		CHECK_INT(n, 1);
+		known = 0;
 	}
 
 	/* hostile: nothing copied, pc at 0, pc in no module, sp at the top */
