@@ -59,13 +59,13 @@ add_test(NAME unit_scope_sizing COMMAND test_scope_sizing)
 
 # The ring collector's pairing on hand-made records (daemon/collect/ring_pair.c).
 add_executable(test_ring_pair ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_pair.c
-  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_spans.c)
+  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_rows.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_spans.c)
 target_include_directories(test_ring_pair PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_ring_pair qprof_common m)
 add_test(NAME unit_ring_pair COMMAND test_ring_pair)
 # Spans across threads of the ring collector (daemon/collect/ring_spans.c).
 add_executable(test_ring_spans ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_spans.c
-  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_spans.c)
+  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_rows.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_spans.c)
 target_include_directories(test_ring_spans PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_ring_spans qprof_common m)
 add_test(NAME unit_ring_spans COMMAND test_ring_spans)
@@ -80,7 +80,7 @@ add_executable(test_scope_poll_race ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_
   ${PROJECT_SOURCE_DIR}/daemon/collect/collect_spans.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_collect.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_query.c
-  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_rows.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_spans.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/logs.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/collect_attach.c)
