@@ -6,8 +6,10 @@ Each cycle loads 10 copies of a plugin (10 files, so 10 inodes), calls each
 it held before the first cycle, after every cycle (its bpf_link file
 descriptors are counted: the machine's `bpftool link` list also holds other
 programs' links), every load is held until probed (none counted in
-dl_unheld or dl_skipped_*), every call is counted under its scope's name
-(10,000 exactly, but the calls of a load whose hold ran out, which is
+dl_unheld, dl_skipped_traced or dl_skipped_no_signal; dl_skipped_unresponsive
+only on a machine so loaded that qprofd's loop took 2 s over one
+rendezvous), every call is counted under its scope's name (10,000 exactly,
+but the calls of a load whose hold ran out or that was skipped, both
 counted), and qprofd's memory did not grow with the cycles (RSS after cycle
 100 against after cycle 10, within a stated bound). Then 10 cycles without
 a pause on a second host: the same, and no hit counted twice while old
@@ -65,7 +67,9 @@ def bpftool_links():
         return -1
 
 
-UNHELD = ("dl_unheld", "dl_skipped_unresponsive", "dl_skipped_traced", "dl_skipped_no_signal")
+# never here: the hold map full or the signal refused, a traced host, one
+# qprofd may not signal
+NEVER = ("dl_unheld", "dl_skipped_traced", "dl_skipped_no_signal")
 
 
 def plugin_rows(d, pid):
@@ -73,6 +77,25 @@ def plugin_rows(d, pid):
     (a site that cannot be named comes back under its raw address)."""
     _, body = d.get(f"/api/scopes?pid={pid}")
     return [r for r in body["scopes"] if r["name"] != "host_command"]
+
+
+def check_loads(lc, lc0, ncycles, counted, rows, late, what=""):
+    """Every load held (or skipped because qprofd's loop was silent for 2 s:
+    a machine loaded past what it can serve, counted); every hit named;
+    every call counted but those of loads whose hold ran out or that were
+    skipped, all counted: exactly all of them when there were none."""
+    want = ncycles * NLIBS * CALLS
+    skipped = lc["dl_skipped_unresponsive"] - lc0.get("dl_skipped_unresponsive", 0)
+    t.eq({k: lc[k] - lc0.get(k, 0) for k in NEVER}, {k: 0 for k in NEVER}, f"{what}no load left unheld")
+    t.eq(lc["dl_held"] - lc0.get("dl_held", 0) + skipped, ncycles * NLIBS, f"{what}every load held or skipped")
+    t.eq([(r["name"], r["count"]) for r in rows if r["name"] != "plugin_scope"], [],
+         f"{what}every hit named plugin_scope")
+    if late == 0 and skipped == 0:
+        t.eq(counted, want, f"{what}every call counted (no hold ran out, none skipped)")
+    else:
+        t.check(want - (late + skipped) * CALLS <= counted <= want,
+                f"{what}never counted twice, missing only the calls of {late} load(s) whose hold ran "
+                f"out and {skipped} skipped (qprofd silent 2 s): {counted} of {want}")
 
 
 def rapid(d):
@@ -103,15 +126,7 @@ def rapid(d):
     counted = sum(r["count"] for r in rows if r["name"] == "plugin_scope")
     print(f"rapid: counted {counted} of {10 * NLIBS * CALLS}, {late} hold(s) ran out, rows "
           f"{[(r['name'], r['count']) for r in rows]}", flush=True)
-    t.eq({k: lc[k] - lc0[k] for k in UNHELD}, {k: 0 for k in UNHELD}, "rapid: no load left unheld")
-    t.eq(lc["dl_held"] - lc0["dl_held"], 10 * NLIBS, "rapid: every load held")
-    t.eq([r for r in rows if r["name"] != "plugin_scope"], [], "rapid: every hit named plugin_scope")
-    if late == 0:
-        t.eq(counted, 10 * NLIBS * CALLS, "rapid: every call counted (no hold ran out)")
-    else:
-        t.check(10 * NLIBS * CALLS - late * CALLS <= counted <= 10 * NLIBS * CALLS,
-                f"rapid: never counted twice, missing only the calls of {late} load(s) whose hold "
-                f"ran out: {counted}")
+    check_loads(lc, lc0, 10, counted, rows, late, "rapid: ")
     h.stdin.write("quit\n")
     h.stdin.flush()
     t.eq(h.wait(timeout=30), 0, "rapid: the host exits 0")
@@ -179,16 +194,14 @@ try:
     # a hold the release process had to end (qprofd did not answer within
     # 50 ms: a loaded machine) may miss that load's calls: counted, never more
     late = lc.get("dl_held", 0) - lc.get("dl_released", 0)
-    t.eq({k: lc[k] for k in UNHELD}, {k: 0 for k in UNHELD}, "no load left unheld")
-    t.eq(lc["dl_held"], cycles * NLIBS, "every load held")
-    t.eq([(r["name"], r["count"]) for r in rows if r["name"] != "plugin_scope"], [],
-         "every hit named plugin_scope")
-    if late == 0:
-        t.eq(counted, cycles * NLIBS * CALLS, "every call counted (no hold ran out)")
-    else:
-        t.check(cycles * NLIBS * CALLS - late * CALLS <= counted <= cycles * NLIBS * CALLS,
-                f"every call counted but those of {late} late hold(s): {counted} of {cycles * NLIBS * CALLS}")
-    t.eq(st["scopes"]["dropped"], 0, "no scope dropped")
+    check_loads(lc, {}, cycles, counted, rows, late)
+    # a load probed during its calls (its hold ran out, or skipped) may see
+    # one scope exit without its enter; nothing else is dropped
+    unsure = late + lc["dl_skipped_unresponsive"]
+    by = st["scopes"]["dropped_by_reason"]
+    t.check(st["scopes"]["dropped"] == by["exit_without_enter"] <= unsure,
+            f"no scope dropped but exits without enter of {unsure} load(s) probed late: "
+            f"{st['scopes']['dropped']} {by}")
     # a dlclose and dlopen of the same file that both come before qprofd
     # reads the mappings look like no change (the probes stay, nothing is
     # missed): loads are the loads qprofd saw
