@@ -43,3 +43,10 @@ target_link_options(test_unwind_nopie PRIVATE -no-pie)
 add_executable(test_slow_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_slow_store.c)
 target_link_libraries(test_slow_store qprof_common)
 add_test(NAME unit_slow_store COMMAND test_slow_store)
+
+# The release process's decision to end a hold at a rendezvous (no root).
+add_executable(test_lc_hold ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_lc_hold.c)
+target_include_directories(test_lc_hold PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+  ${PROJECT_SOURCE_DIR}/daemon/targets)
+target_link_libraries(test_lc_hold PRIVATE qprof_common)
+add_test(NAME unit_lc_hold COMMAND test_lc_hold)

@@ -246,7 +246,7 @@ static __attribute__((noreturn)) void releaser_main(int rfd, int held, uint64_t 
 			key = next;
 			if (bpf_map_lookup_elem(held, &key, &ts))
 				continue;
-			if ((gone || now - ts >= bound_ns) && !bpf_map_delete_elem(held, &key))
+			if ((gone || lc_hold_over(now, ts, bound_ns)) && !bpf_map_delete_elem(held, &key))
 				kill((pid_t)key, SIGCONT);
 		}
 		if (gone)

@@ -12,6 +12,14 @@
 
 #define LC_MAX_EXECS 1024
 
+/* Is a hold that began at TS over its bound at NOW? A hold that began after
+ * NOW (the release process reads the clock once, then sweeps the map) is
+ * not: the unsigned difference would wrap and end it at once. */
+static inline bool lc_hold_over(uint64_t now, uint64_t ts, uint64_t bound)
+{
+	return ts <= now && now - ts >= bound;
+}
+
 struct lc_watched {
 	int pid;
 	dev_t dev;	/* of /proc/PID/exe when watched */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "collect_scopes.h"
+#include "lib_ranges.h"
 #include "targets_view.h"
 #include "log.h"
 #include "targets_priv.h"
@@ -34,6 +35,7 @@ static void lib_clear(struct qp_target_lib *e)
 	free(e->path);
 	free(e->links);
 	qp_maps_free(&e->gone);
+	qp_maps_free(&e->whole);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -156,8 +158,6 @@ static bool maps_have(const struct qp_maps *m, uint64_t ino, const char *path)
 static void lib_unload(struct qp_registry *r, struct qp_target *t, struct qp_target_lib *e,
 		       const struct qp_maps *old)
 {
-	size_t i;
-
 	if (e->state == QP_LIB_PROBED && e->nlinks) {
 		lib_unlink(r, t, e);
 		t->probes -= e->probes < t->probes ? e->probes : t->probes;
@@ -167,18 +167,9 @@ static void lib_unload(struct qp_registry *r, struct qp_target *t, struct qp_tar
 			e->path, e->probes);
 	}
 	e->live = false;
-	qp_maps_free(&e->gone);
-	e->gone.v = calloc(old->n ? old->n : 1, sizeof(*e->gone.v));
-	for (i = 0; e->gone.v && i < old->n; i++) {
-		const struct qp_map *m = &old->v[i];
-
-		if (m->inode != e->ino || strcmp(m->path, e->path))
-			continue;
-		e->gone.v[e->gone.n] = *m;
-		e->gone.v[e->gone.n].path = strdup(m->path);
-		if (e->gone.v[e->gone.n].path)
-			e->gone.n++;
-	}
+	/* OLD may have been read during its dlclose (an unload is not held):
+	 * then its mappings when last seen whole (lib_ranges.h) */
+	qp_lib_gone(e->mod ? e->mod->elf : NULL, old, e->ino, e->path, &e->whole, &e->gone);
 }
 
 /* Keep the list bounded: never-probed unmapped entries go, and the oldest
@@ -483,6 +474,11 @@ int qp_target_libs_sync(struct qp_registry *r, struct qp_target *t, const struct
 		lib_load(r, t, m, now, epoch);
 		changes++;
 	}
+	/* what an unload keeps comes from a snapshot that held the library */
+	for (i = 0; i < t->nlibs; i++)
+		if (t->libs[i].live && t->libs[i].mod)
+			qp_lib_note_whole(t->libs[i].mod->elf, now, t->libs[i].ino, t->libs[i].path,
+					  &t->libs[i].whole);
 	if (changes)
 		libs_trim(t);
 	return changes;

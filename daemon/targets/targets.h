@@ -65,6 +65,7 @@ struct qp_target_lib {
 	bool late;		/* loaded after the target was attached */
 	char error[256];	/* QP_LIB_REFUSED: why */
 	struct qp_maps gone;	/* its mappings when it was unloaded: its data stays named */
+	struct qp_maps whole;	/* live: its mappings in the last snapshot that held it whole */
 };
 
 struct qp_target {

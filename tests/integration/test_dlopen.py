@@ -249,10 +249,20 @@ def bad_input():
         h.cmd("call 0 100")
         c = scope_counts(d, h.pid)
         tg = target(d, h.pid)
+        lc = d.get("/api/status")[1]["lifecycle"]
         # a site's identity is its runtime address: a version loaded where
-        # another was may share its rows, and then says so (sites_reused)
-        t.eq(c.get("plugin_scope", 0) + c.get("plugin_scope_v2", 0), 300,
-             "replaced on disk between loads: every call of every version counted")
+        # another was may share its rows, and then says so (sites_reused).
+        # A hold that ran out (the attach under the lock took 781 ms once
+        # here, under a load average of 10) may miss that load's 100 calls:
+        # counted (dl_held - dl_released), 3 runs of 12 before this allowed it
+        late = lc["dl_held"] - lc["dl_released"]
+        got = c.get("plugin_scope", 0) + c.get("plugin_scope_v2", 0)
+        if late == 0:
+            t.eq(got, 300, "replaced on disk between loads: every call of every version counted")
+        else:
+            t.check(300 - 100 * late <= got <= 300,
+                    f"replaced on disk between loads: every call counted but those of {late} hold(s) "
+                    f"that ran out: {got}")
         t.check(c.get("plugin_scope_v2") == 100 or tg["sites_reused"] > 0,
                 f"each version counted as itself, or the shared rows reported: {c}, "
                 f"sites_reused {tg['sites_reused']}")

@@ -5,11 +5,22 @@ Each cycle loads 10 copies of a plugin (10 files, so 10 inodes), calls each
 10 times, and unloads them all. Afterwards qprofd holds exactly the BPF links
 it held before the first cycle, after every cycle (its bpf_link file
 descriptors are counted: the machine's `bpftool link` list also holds other
-programs' links), every call is counted (10,000, but the calls of a load
-whose hold ran out, which is counted), and qprofd's memory did not grow with
-the cycles (RSS after cycle 100 against after cycle 10, within a stated
-bound). Then 10 cycles without a pause on a second host: no hit counted
-twice while old links are still being released.
+programs' links), every load is held until probed (none counted in
+dl_unheld, dl_skipped_traced or dl_skipped_no_signal; dl_skipped_unresponsive
+only on a machine so loaded that qprofd's loop took 2 s over one
+rendezvous), every call is counted under its scope's name (10,000 exactly,
+but the calls of a load whose hold ran out or that was skipped, both
+counted), and qprofd's memory did not grow with the cycles (RSS after cycle
+100 against after cycle 10, within a stated bound). Then 10 cycles without
+a pause on a second host: the same, and no hit counted twice while old
+links are still being released.
+
+An unload is not held, so qprofd may read the host's mappings while its
+next dlclose (or dlopen) is half done; what an unloaded library keeps for
+its names came from that read and could miss its data segment, where its
+sites' descriptors are: its 100 calls then came back under a raw address
+instead of "plugin_scope" (rapid phase: 900 of 1,000 in 7 of 31 runs of it
+here; lib_ranges.c since).
 
 usage: test_dlopen_cycles.py QPROFD PLUGIN_HOST PLUGIN_DIR [CYCLES]"""
 import json
@@ -56,10 +67,41 @@ def bpftool_links():
         return -1
 
 
+# never here: the hold map full or the signal refused, a traced host, one
+# qprofd may not signal
+NEVER = ("dl_unheld", "dl_skipped_traced", "dl_skipped_no_signal")
+
+
+def plugin_rows(d, pid):
+    """The host's scope rows but its own mark: each must be plugin_scope
+    (a site that cannot be named comes back under its raw address)."""
+    _, body = d.get(f"/api/scopes?pid={pid}")
+    return [r for r in body["scopes"] if r["name"] != "host_command"]
+
+
+def check_loads(lc, lc0, ncycles, counted, rows, late, what=""):
+    """Every load held (or skipped because qprofd's loop was silent for 2 s:
+    a machine loaded past what it can serve, counted); every hit named;
+    every call counted but those of loads whose hold ran out or that were
+    skipped, all counted: exactly all of them when there were none."""
+    want = ncycles * NLIBS * CALLS
+    skipped = lc["dl_skipped_unresponsive"] - lc0.get("dl_skipped_unresponsive", 0)
+    t.eq({k: lc[k] - lc0.get(k, 0) for k in NEVER}, {k: 0 for k in NEVER}, f"{what}no load left unheld")
+    t.eq(lc["dl_held"] - lc0.get("dl_held", 0) + skipped, ncycles * NLIBS, f"{what}every load held or skipped")
+    t.eq([(r["name"], r["count"]) for r in rows if r["name"] != "plugin_scope"], [],
+         f"{what}every hit named plugin_scope")
+    if late == 0 and skipped == 0:
+        t.eq(counted, want, f"{what}every call counted (no hold ran out, none skipped)")
+    else:
+        t.check(want - (late + skipped) * CALLS <= counted <= want,
+                f"{what}never counted twice, missing only the calls of {late} load(s) whose hold ran "
+                f"out and {skipped} skipped (qprofd silent 2 s): {counted} of {want}")
+
+
 def rapid(d):
     """10 cycles without a pause: a load may find the last cycle's links
     still being released and wait for them (its hold may run out, counted);
-    no hit is ever counted twice."""
+    every load is held, every hit named, none counted twice."""
     h = subprocess.Popen([host_exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     _started.append(h)
     pid = json.loads(h.stdout.readline())["pid"]
@@ -80,17 +122,11 @@ def rapid(d):
             c(f"close {i}")
     lc = d.get("/api/status")[1]["lifecycle"]
     late = (lc["dl_held"] - lc0["dl_held"]) - (lc["dl_released"] - lc0["dl_released"])
-    # loads not held at all are counted too (dl_unheld, dl_skipped_*): their
-    # first calls may run before the probes, and that is said
-    unheld = sum(lc[k] - lc0[k] for k in ("dl_unheld", "dl_skipped_unresponsive", "dl_skipped_traced",
-                                          "dl_skipped_no_signal"))
-    _, body = d.get(f"/api/scopes?pid={pid}")
-    counted = sum(r["count"] for r in body["scopes"] if r["name"] == "plugin_scope")
-    print(f"rapid: counted {counted} of {10 * NLIBS * CALLS}, {late} hold(s) ran out, {unheld} load(s) "
-          "not held", flush=True)
-    t.check(10 * NLIBS * CALLS - (late + unheld) * CALLS <= counted <= 10 * NLIBS * CALLS,
-            f"rapid: never counted twice, missing only the calls of loads whose hold ran out or that "
-            f"were not held (both counted): {counted}")
+    rows = plugin_rows(d, pid)
+    counted = sum(r["count"] for r in rows if r["name"] == "plugin_scope")
+    print(f"rapid: counted {counted} of {10 * NLIBS * CALLS}, {late} hold(s) ran out, rows "
+          f"{[(r['name'], r['count']) for r in rows]}", flush=True)
+    check_loads(lc, lc0, 10, counted, rows, late, "rapid: ")
     h.stdin.write("quit\n")
     h.stdin.flush()
     t.eq(h.wait(timeout=30), 0, "rapid: the host exits 0")
@@ -147,8 +183,8 @@ try:
     rss_end = rss_kb(dpid)
     st = d.get("/api/status")[1]
     tg = [x for x in st["targets"] if x["pid"] == hpid][0]
-    _, body = d.get(f"/api/scopes?pid={hpid}")
-    counted = sum(r["count"] for r in body["scopes"] if r["name"] == "plugin_scope")
+    rows = plugin_rows(d, hpid)
+    counted = sum(r["count"] for r in rows if r["name"] == "plugin_scope")
     lc = st["lifecycle"]
     print(f"{cycles} cycles of {NLIBS} libraries in {took:.1f} s; qprofd links {links0} -> {links1} "
           f"(bpftool, whole machine: {bpftool0} -> {bpftool1}); RSS {rss10} kB after cycle 10, "
@@ -158,9 +194,14 @@ try:
     # a hold the release process had to end (qprofd did not answer within
     # 50 ms: a loaded machine) may miss that load's calls: counted, never more
     late = lc.get("dl_held", 0) - lc.get("dl_released", 0)
-    t.check(cycles * NLIBS * CALLS - late * CALLS <= counted <= cycles * NLIBS * CALLS,
-            f"every call counted but those of {late} late hold(s): {counted} of {cycles * NLIBS * CALLS}")
-    t.eq(st["scopes"]["dropped"], 0, "no scope dropped")
+    check_loads(lc, {}, cycles, counted, rows, late)
+    # a load probed during its calls (its hold ran out, or skipped) may see
+    # one scope exit without its enter; nothing else is dropped
+    unsure = late + lc["dl_skipped_unresponsive"]
+    by = st["scopes"]["dropped_by_reason"]
+    t.check(st["scopes"]["dropped"] == by["exit_without_enter"] <= unsure,
+            f"no scope dropped but exits without enter of {unsure} load(s) probed late: "
+            f"{st['scopes']['dropped']} {by}")
     # a dlclose and dlopen of the same file that both come before qprofd
     # reads the mappings look like no change (the probes stay, nothing is
     # missed): loads are the loads qprofd saw
