@@ -71,6 +71,9 @@ static const struct qp_site_info *resolve(struct qp_registry *r, struct qp_targe
 			qp_target_libs_sync(r, t, &fresh);
 			qp_maps_free(&t->maps);
 			t->maps = fresh;
+			/* a rendezvous or rescan read begun before this one is
+			 * stale now: it must not unload by its older mappings */
+			t->maps_seq++;
 			m = qp_maps_find(&t->maps, addr);
 		}
 	}
