@@ -14,7 +14,8 @@
 2. contend: a thread sharing a CPU with a spinner and moving between CPUs
    every 10 ms: the row's involuntary switches, voluntary switches and
    migrations within 5 % of the thread's own /proc counts over the scope;
-   page faults of 2048 new pages within 5 % of getrusage's.
+   page faults of 2048 new pages within 5 % of getrusage's; the exit
+   report's table of kernel figures gives the rows' exact figures.
 3. Bad input: unknown scope 404, n=0 and n=1e9 400, no name 400, a target
    whose scope never ran 404, a pid that is no target 404.
 4. The ring collector: the same slowest and off-CPU weight, the row's
@@ -184,6 +185,38 @@ def ring_part():
         d.stop()
 
 
+def report_part(d, pid, rows):
+    """The exit report's table of kernel figures: the rows' exact figures."""
+    got = wait_for(lambda: (lambda a: a if a[0] == 200 else None)(d.request("GET", f"/api/report?pid={pid}")),
+                   timeout=10)
+    if not t.check(got, "the exit report is written"):
+        return
+    summary = got[2].decode()
+    title = "Scopes by off-CPU time (kernel events in the innermost open scope)\n"
+    part = summary.split(title, 1)
+    if not t.check(len(part) == 2, "the summary has the kernel figures' table"):
+        return
+    lines = part[1].split("\n")
+    t.eq(lines[0].split(), ["SCOPE", "PARENT", "OFF", "ms", "VOL-SW", "INV-SW", "MIGR", "FAULTS", "IRQ", "ms"],
+         "kernel table header")
+    table = {}
+    for line in lines[1:]:
+        if not line.startswith("  "):
+            break
+        c = line.split()
+        table[c[0]] = c
+    print(f"report: {table}", flush=True)
+    for name, r in rows.items():
+        c = table.get(name)
+        if not t.check(c is not None, f"report row {name}"):
+            continue
+        t.eq(c[1:8], ["-", f"{r['off_cpu_ns'] / 1e6:.2f}", str(r["voluntary_switches"]),
+                      str(r["involuntary_switches"]), str(r["migrations"]), str(r["page_faults"]),
+                      f"{r['irq_ns'] / 1e6:.2f}"], f"report figures of {name} = the row's")
+    t.check(len(summary.splitlines()[0]) <= 80 and
+            all(len(x) <= 80 for x in [title] + lines[:len(table) + 1]), "the kernel table fits 80 columns")
+
+
 def contend_part(ring):
     prog = Target([target, "contend", "1500"])
     d = Daemon(qprofd, (["--ring"] if ring else []) + ["--pid", str(prog.pid)])
@@ -211,6 +244,8 @@ def contend_part(ring):
             t.near(f["page_faults"], res["minflt"], 0.05, "page faults vs getrusage")
             t.check(f["page_faults"] >= res["pages"], f"at least a fault per page ({f['page_faults']})")
         prog.finish()
+        if r and f:
+            report_part(d, prog.pid, {"contended": r, "faults": f})
     finally:
         d.stop()
 
