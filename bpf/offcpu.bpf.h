@@ -86,33 +86,51 @@ struct ring_top {
  * announced (ring_tids), while it still owns that ring, as the CPU sampler
  * reads it. false: no ring, no open scope, or deeper than the header keeps
  * (QPROF_SAMPLE_OPEN). The site and parent are those of the ring
- * collector's row key (ring_pair.c): open[depth - 1] and open[depth - 2]. */
-static __always_inline bool ring_innermost(__u32 tid, __u64 *site, __u64 *parent)
+ * collector's row key (ring_pair.c): open[depth - 1] and open[depth - 2].
+ * With REC, every open scope also goes into REC's ips at byte OFF (after
+ * its stacks) and REC->open_len says how many bytes. Returns the depth, 0:
+ * none. */
+static __always_inline __u32 ring_open(__u32 tid, __u64 *site, __u64 *parent, struct offcpu_record *rec,
+					__u32 off)
 {
 	struct ring_tid *rt = bpf_map_lookup_elem(&ring_tids, &tid);
 	struct ring_top h;
 	__u64 two[2], at;
-	__u32 d;
+	__u32 d, olen;
 
 	if (!rt || bpf_probe_read_user(&h, sizeof(h), (void *)rt->addr) || h.magic != RING_MAGIC ||
 	    h.version < 2 || h.generation != rt->generation)
-		return false;
+		return 0;
 	d = h.depth;
 	if (!d || d > QPROF_SAMPLE_OPEN)
-		return false;
+		return 0;
 	at = rt->addr + __builtin_offsetof(struct ring_hdr, open);
 	if (d == 1) {
 		if (bpf_probe_read_user(&two[1], 8, (void *)at))
-			return false;
+			return 0;
 		two[0] = 0;
 	} else if (bpf_probe_read_user(two, 16, (void *)(at + (__u64)(d - 2) * 8))) {
-		return false;
+		return 0;
 	}
 	if (!two[1])
-		return false;
+		return 0;
 	*site = two[1];
 	*parent = two[0];
-	return true;
+	if (rec) {
+		/* every open scope after the stacks, as the CPU sampler does */
+		olen = (d * 8) & (QPROF_SAMPLE_OPEN * 8 * 2 - 1);
+		if (olen > QPROF_SAMPLE_OPEN * 8)
+			olen = QPROF_SAMPLE_OPEN * 8;
+		off &= 2047;
+		if (olen && !bpf_probe_read_user((char *)rec->ips + off, olen, (void *)at))
+			rec->open_len = olen;
+	}
+	return d;
+}
+
+static __always_inline bool ring_innermost(__u32 tid, __u64 *site, __u64 *parent)
+{
+	return ring_open(tid, site, parent, NULL, 0) != 0;
 }
 
 /* The kernel figures of (TGID, SITE, PARENT), made at first use. */
@@ -150,7 +168,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	o->rec.tgid = prev->tgid;
 	o->rec.tid = prev->pid;
 	o->rec.reason = voluntary ? QPROF_OFF_BLOCKED : QPROF_OFF_PREEMPTED;
-	o->rec.pad = 0;
+	o->rec.open_len = 0;
 	o->rec.ts_wake = 0;
 	o->rec.ts_in = 0;
 	klen = stack_len(bpf_get_stack(ctx, o->rec.ips, STACK_BYTES, 0));
@@ -162,7 +180,8 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	bpf_get_current_comm(o->rec.comm, sizeof(o->rec.comm));
 	o->site = o->parent = 0;
 	/* prev is still the current task here: its ring header is readable */
-	if (innermost(prev, &o->site, &o->parent) || ring_innermost(prev->pid, &o->site, &o->parent)) {
+	if (innermost(prev, &o->site, &o->parent) ||
+	    ring_open(prev->pid, &o->site, &o->parent, &o->rec, klen + o->rec.user_len)) {
 		k = kstats_of(o->rec.tgid, o->site, o->parent);
 		if (k) {
 			if (voluntary)
@@ -194,6 +213,7 @@ static __always_inline void switch_in(struct task_struct *next, struct off_threa
 	size = (__u64)o->rec.kern_len + o->rec.user_len;
 	if (size > 2 * STACK_BYTES)
 		size = 2 * STACK_BYTES;
+	size += o->rec.open_len > QPROF_SAMPLE_OPEN * 8 ? QPROF_SAMPLE_OPEN * 8 : o->rec.open_len;
 	size += __builtin_offsetof(struct offcpu_record, ips);
 	if (bpf_ringbuf_output(&off_ring, &o->rec, size, BPF_RB_NO_WAKEUP))
 		pcount(QPROF_PCNT_OFF_LOST_RING);

@@ -180,6 +180,11 @@ def ring_part():
         t.check(all(i["migrations"] is None for i in inst), "ring: per-instance migrations unknown (null)")
         st, _, body = d.request("GET", f"/api/offcpu/folded?pid={prog.pid}")
         t.near(folded_weight(body.decode(), "sleep_2ms"), res["sleep_ns"], 0.10, "ring: sleep_2ms off-CPU weight")
+        # the waits carry the ring header's open scopes: scope= keeps them
+        st, _, body = d.request("GET", f"/api/offcpu/folded?pid={prog.pid}&scope=tick")
+        t.eq(st, 200, "ring: off-CPU folded of scope tick")
+        t.near(folded_weight(body.decode(), "sleep_2ms"), res["sleep_ns"], 0.10,
+               "ring: sleep_2ms off-CPU weight inside scope tick")
         prog.finish()
     finally:
         d.stop()
