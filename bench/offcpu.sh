@@ -7,11 +7,13 @@
 #
 # bench/pingpong: two threads pinned to CPU 0 hand a byte back and forth,
 # ROUNDS round trips, two context switches each; it prints ns per switch.
-# Three configurations, interleaved REPS times, medians:
+# Four configurations, interleaved REPS times, medians:
 #   none     no qprofd
 #   target   qprofd --pid on the ping-pong process: every switch is a
 #            target's switch-out and a target's switch-in (stacks taken, an
 #            interval sent, the scope's kernel figures raised)
+#   ring     the same under --ring: the scope's kernel figures found from
+#            the thread's ring header (two user-memory reads a switch-out)
 #   others   qprofd --pid on another (idle) process: the ping-pong threads
 #            pay only the filter
 # Environment: QPROFD=PATH, REPS=N (default 5), ROUNDS=N (default 200000).
@@ -45,6 +47,8 @@ run_pp() {
 	wait_for_line "$out" '^pid ' 10 "$pid" || { say "  pingpong did not start"; return 1; }
 	if [ "$mode" = target ]; then
 		start_qprofd "$tag" "$pid" --no-calibrate || return 1
+	elif [ "$mode" = ring ]; then
+		start_qprofd "$tag" "$pid" --no-calibrate --ring || return 1
 	elif [ "$mode" = others ]; then
 		"$pp" idle >"$tmp/$tag.idle" &
 		idle_pid=$!
@@ -66,18 +70,21 @@ run_pp() {
 	awk '/^ns_per_switch/ { print $2 }' "$out"
 }
 
-none=() target=() others=()
+none=() target=() ring=() others=()
 for r in $(seq 1 "$REPS"); do
 	none+=("$(run_pp "none$r")")
 	target+=("$(run_pp "target$r" target)")
+	ring+=("$(run_pp "ring$r" ring)")
 	others+=("$(run_pp "others$r" others)")
-	say "rep $r: none ${none[-1]} ns, target ${target[-1]} ns, others ${others[-1]} ns per switch"
+	say "rep $r: none ${none[-1]} ns, target ${target[-1]} ns, ring ${ring[-1]} ns, others ${others[-1]} ns per switch"
 done
 mn=$(median "${none[@]}")
 mt=$(median "${target[@]}")
+mr=$(median "${ring[@]}")
 mo=$(median "${others[@]}")
 say ""
 say "context switch, median of $REPS runs of $ROUNDS round trips (2 switches each), CPU 0:"
 say "  unprofiled:                  $mn ns"
 say "  target threads (traced):     $mt ns   extra $(calc "$mt - $mn") ns per switch"
+say "  target threads, --ring:      $mr ns   extra $(calc "$mr - $mn") ns per switch"
 say "  other processes (filtered):  $mo ns   extra $(calc "$mo - $mn") ns per switch"

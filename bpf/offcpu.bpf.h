@@ -5,7 +5,9 @@
  * goes to off_ring as one record (offcpu.h) and its length to the kernel
  * figures of the innermost open block scope (scope_kstats), as do the
  * switch itself, migrations, user page faults and irq/softirq time run on
- * the thread's time. Threads of other processes pay one hash lookup per
+ * the thread's time. The innermost open scope is the BPF collector's
+ * (thread_stacks) or, for a ring target's thread, the one its ring header
+ * lists (ring_innermost). Threads of other processes pay one hash lookup per
  * switch-out, page fault, migration and irq, and one task-storage lookup
  * per switch-in. */
 #ifndef QPROF_OFFCPU_BPF_H
@@ -70,6 +72,67 @@ static __always_inline struct thread_stack *innermost(struct task_struct *t, __u
 	return st;
 }
 
+/* The first 40 bytes of a ring header (struct ring_hdr), up to depth. */
+struct ring_top {
+	__u32 magic;
+	__u16 version, rec_size;
+	__u32 nrec, flags;
+	__u64 head, generation;
+	__u32 tid, depth;
+};
+
+/* The innermost open scope (site and parent) of TID, the current thread,
+ * when it is a ring target's thread: from the header of the ring it
+ * announced (ring_tids), while it still owns that ring, as the CPU sampler
+ * reads it. false: no ring, no open scope, or deeper than the header keeps
+ * (QPROF_SAMPLE_OPEN). The site and parent are those of the ring
+ * collector's row key (ring_pair.c): open[depth - 1] and open[depth - 2].
+ * With REC, every open scope also goes into REC's ips at byte OFF (after
+ * its stacks) and REC->open_len says how many bytes. Returns the depth, 0:
+ * none. */
+static __always_inline __u32 ring_open(__u32 tid, __u64 *site, __u64 *parent, struct offcpu_record *rec,
+					__u32 off)
+{
+	struct ring_tid *rt = bpf_map_lookup_elem(&ring_tids, &tid);
+	struct ring_top h;
+	__u64 two[2], at;
+	__u32 d, olen;
+
+	if (!rt || bpf_probe_read_user(&h, sizeof(h), (void *)rt->addr) || h.magic != RING_MAGIC ||
+	    h.version < 2 || h.generation != rt->generation)
+		return 0;
+	d = h.depth;
+	if (!d || d > QPROF_SAMPLE_OPEN)
+		return 0;
+	at = rt->addr + __builtin_offsetof(struct ring_hdr, open);
+	if (d == 1) {
+		if (bpf_probe_read_user(&two[1], 8, (void *)at))
+			return 0;
+		two[0] = 0;
+	} else if (bpf_probe_read_user(two, 16, (void *)(at + (__u64)(d - 2) * 8))) {
+		return 0;
+	}
+	if (!two[1])
+		return 0;
+	*site = two[1];
+	*parent = two[0];
+	if (rec) {
+		/* every open scope after the stacks, as the CPU sampler does */
+		olen = (d * 8) & (QPROF_SAMPLE_OPEN * 8 * 2 - 1);
+		if (olen > QPROF_SAMPLE_OPEN * 8)
+			olen = QPROF_SAMPLE_OPEN * 8;
+		off &= 2047;
+		if (olen && !bpf_probe_read_user((char *)rec->ips + off, olen, (void *)at))
+			rec->open_len = olen;
+	}
+	return d;
+}
+
+static __always_inline bool ring_innermost(__u32 tid, __u64 *site, __u64 *parent)
+{
+	return ring_open(tid, site, parent, NULL, 0) != 0;
+}
+
 /* The kernel figures of (TGID, SITE, PARENT), made at first use. */
 static __always_inline struct scope_kstats *kstats_of(__u32 tgid, __u64 site, __u64 parent)
 {
@@ -105,7 +168,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	o->rec.tgid = prev->tgid;
 	o->rec.tid = prev->pid;
 	o->rec.reason = voluntary ? QPROF_OFF_BLOCKED : QPROF_OFF_PREEMPTED;
-	o->rec.pad = 0;
+	o->rec.open_len = 0;
 	o->rec.ts_wake = 0;
 	o->rec.ts_in = 0;
 	klen = stack_len(bpf_get_stack(ctx, o->rec.ips, STACK_BYTES, 0));
@@ -116,7 +179,9 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	fill_scopes(o->rec.scopes, st);
 	bpf_get_current_comm(o->rec.comm, sizeof(o->rec.comm));
 	o->site = o->parent = 0;
-	if (innermost(prev, &o->site, &o->parent)) {
+	/* prev is still the current task here: its ring header is readable */
+	if (innermost(prev, &o->site, &o->parent) ||
+	    ring_open(prev->pid, &o->site, &o->parent, &o->rec, klen + o->rec.user_len)) {
 		k = kstats_of(o->rec.tgid, o->site, o->parent);
 		if (k) {
 			if (voluntary)
@@ -148,6 +213,7 @@ static __always_inline void switch_in(struct task_struct *next, struct off_threa
 	size = (__u64)o->rec.kern_len + o->rec.user_len;
 	if (size > 2 * STACK_BYTES)
 		size = 2 * STACK_BYTES;
+	size += o->rec.open_len > QPROF_SAMPLE_OPEN * 8 ? QPROF_SAMPLE_OPEN * 8 : o->rec.open_len;
 	size += __builtin_offsetof(struct offcpu_record, ips);
 	if (bpf_ringbuf_output(&off_ring, &o->rec, size, BPF_RB_NO_WAKEUP))
 		pcount(QPROF_PCNT_OFF_LOST_RING);
@@ -189,14 +255,24 @@ int BPF_PROG(off_migrate, struct task_struct *p, int dest_cpu)
 {
 	struct thread_stack *st;
 	struct scope_kstats *k;
+	struct off_thread *o;
 	__u64 site, parent;
 
 	if (p->thread_info.cpu == (__u32)dest_cpu || !is_target(p->tgid))
 		return 0;
 	st = innermost(p, &site, &parent);
-	if (!st)
-		return 0;
-	st->migrations++;	/* the thread is not running: no other writer */
+	if (st) {
+		st->migrations++;	/* the thread is not running: no other writer */
+	} else {
+		/* a ring target's thread, whose memory cannot be read from
+		 * here: a task is migrated only while off the CPU, so the
+		 * scope it was switched out in is still its innermost */
+		o = bpf_task_storage_get(&off_state, p, 0, 0);
+		if (!o || !o->rec.ts_out || !o->site)
+			return 0;
+		site = o->site;
+		parent = o->parent;
+	}
 	k = kstats_of(p->tgid, site, parent);
 	if (k)
 		__sync_fetch_and_add(&k->migrations, 1);
@@ -214,9 +290,10 @@ int BPF_PROG(off_fault, unsigned long address, struct pt_regs *regs, unsigned lo
 	if (!is_target(tgid))
 		return 0;
 	st = innermost(bpf_get_current_task_btf(), &site, &parent);
-	if (!st)
+	if (st)
+		st->page_faults++;
+	else if (!ring_innermost((__u32)bpf_get_current_pid_tgid(), &site, &parent))
 		return 0;
-	st->page_faults++;
 	k = kstats_of(tgid, site, parent);
 	if (k)
 		__sync_fetch_and_add(&k->page_faults, 1);
@@ -231,7 +308,10 @@ static __always_inline void irq_enter(__u32 slot)
 	if (!m)
 		return;
 	m->ts = 0;
-	if (!is_target(tgid) || !innermost(bpf_get_current_task_btf(), &m->site, &m->parent))
+	if (!is_target(tgid))
+		return;
+	if (!innermost(bpf_get_current_task_btf(), &m->site, &m->parent) &&
+	    !ring_innermost((__u32)bpf_get_current_pid_tgid(), &m->site, &m->parent))
 		return;
 	m->tgid = tgid;
 	m->ts = bpf_ktime_get_ns();

@@ -13,7 +13,9 @@ enum offcpu_reason {
 
 /* One interval off the CPU, sent when the thread is switched back in:
  * the header, then kern_len bytes of kernel stack and user_len bytes of
- * user stack taken at the switch-out (leaf first), only the bytes used. */
+ * user stack taken at the switch-out (leaf first), then open_len bytes of
+ * the open scopes its ring header listed (a ring target's thread,
+ * outermost first, as in a CPU sample), only the bytes used. */
 struct offcpu_record {
 	__u32 tgid, tid;
 	__u32 kern_len;		/* bytes, a multiple of 8 */
@@ -22,10 +24,10 @@ struct offcpu_record {
 	__u64 ts_wake;		/* at the wakeup (blocked only; 0: none seen) */
 	__u64 ts_in;		/* at the switch-in */
 	__u32 reason;		/* enum offcpu_reason */
-	__u32 pad;
+	__u32 open_len;		/* bytes of a ring thread's open scopes after the stacks */
 	__u64 scopes[QPROF_SAMPLE_SCOPES];	/* innermost first at the switch-out, 0 = none */
 	char comm[16];
-	__u64 ips[2 * QPROF_STACK_DEPTH];
+	__u64 ips[2 * QPROF_STACK_DEPTH + 2 + QPROF_SAMPLE_OPEN_MAX];
 };
 
 /* Kernel figures per (process, innermost open scope, its parent): the

@@ -30,6 +30,9 @@ struct scope_row {
 	double rate;
 	double dur[SD_N];
 	bool has_dur[SD_N];
+	/* the kernel figures of the interval (issue 10), when the daemon has them */
+	bool has_kernel;
+	uint64_t off_cpu_ns, voluntary, involuntary;
 };
 
 struct target {
@@ -49,6 +52,7 @@ struct round {
 	uint64_t samples;
 	struct scope_row *scopes;
 	size_t nscopes;
+	bool kernel;		/* some scope row has kernel figures */
 	bool filled;		/* functions and scopes are there */
 	char err[512];		/* not empty: the round failed */
 };
@@ -72,7 +76,11 @@ int top_take_scopes(struct round *r, const json_t *root);	/* -EPROTO, -ENOMEM */
 void top_sort_round(struct round *r, enum fn_sort fs, enum sc_sort ss);
 json_t *top_round_json(const struct round *r);	/* --json */
 
-/* top_draw.c: a frame as text in a buffer, ANSI escapes when ANSI. */
+/* top_draw.c: a frame as text in a buffer, ANSI escapes when ANSI. The
+ * scopes' off-CPU columns (OFF ms, SWITCH) are drawn when the round has
+ * kernel figures and the frame is unlimited or at least TOP_KERNEL_WIDTH
+ * wide (at 80 columns they would leave the names no room). */
+#define TOP_KERNEL_WIDTH 100
 struct top_screen {
 	struct qp_buf b;	/* b.failed: out of memory */
 	int width;		/* 0: no limit */

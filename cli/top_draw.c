@@ -1,5 +1,6 @@
 /* top_draw.c - a `qprof-cli top` frame as text: the header, the functions
- * table and the scopes table fitted to the terminal (plain ANSI escapes, no
+ * table and the scopes table (with their off-CPU columns when the daemon
+ * has them and the terminal the room) fitted to the terminal (plain ANSI escapes, no
  * ncurses), or without escapes for --once. */
 #include "cli.h"
 #include "top.h"
@@ -119,11 +120,30 @@ static void draw_functions(struct top_screen *s, const struct round *r, size_t r
 	}
 }
 
+/* The off-CPU milliseconds and the switches (voluntary and involuntary)
+ * of a scope row; "-" when the row has none (a mark, or not traced). */
+static void kernel_cells(struct top_screen *s, const struct scope_row *sr, int wn)
+{
+	char buf[32];
+	double ms = (double)sr->off_cpu_ns / 1e6;
+
+	if (!sr->has_kernel) {
+		sc_cell(s, "-", wn, true, false);
+		sc_cell(s, "-", wn, true, true);
+		return;
+	}
+	snprintf(buf, sizeof(buf), ms < 100 ? "%.2f" : ms < 100000 ? "%.1f" : "%.0f", ms);
+	sc_cell(s, buf, wn, true, false);
+	sc_cell(s, qp_fmt_count(buf, sizeof(buf), sr->voluntary + sr->involuntary), wn, true, true);
+}
+
 static void draw_scopes(struct top_screen *s, const struct round *r, size_t rows, enum sc_sort ss)
 {
 	static const char *const heads[] = { "RATE/s", "P50", "P99", "P99.9", "MAX", "TOTAL" };
 	static const int durs[] = { SD_P50, SD_P99, SD_P999, SD_MAX, SD_TOTAL };
-	const int wn = 7, nw = 6 * wn + 5 * 2 + 4;	/* numbers, and the blanks after the names */
+	bool kern = r->kernel && (!s->width || s->width >= TOP_KERNEL_WIDTH);
+	/* numbers, and the blanks after the names */
+	const int wn = 7, nw = 6 * wn + 5 * 2 + 4 + (kern ? 2 * (wn + 2) : 0);
 	int wname = 4, wpar = 6, k;
 	size_t i, n = r->nscopes < rows ? r->nscopes : rows;
 	bool pids = r->pid == 0 && r->ntargets > 1;
@@ -169,7 +189,11 @@ static void draw_scopes(struct top_screen *s, const struct round *r, size_t rows
 		char h[16];
 
 		snprintf(h, sizeof(h), "%s%s", heads[k], sorted_col[k] == (int)ss ? "*" : "");
-		sc_cell(s, h, wn, true, k == 5);
+		sc_cell(s, h, wn, true, k == 5 && !kern);
+	}
+	if (kern) {
+		sc_cell(s, "OFF ms", wn, true, false);
+		sc_cell(s, "SWITCH", wn, true, true);
 	}
 	sc_attr(s, "\033[0m");
 	sc_endl(s);
@@ -189,7 +213,9 @@ static void draw_scopes(struct top_screen *s, const struct round *r, size_t rows
 		sc_cell(s, buf, wn, true, false);
 		for (k = 0; k < 5; k++)
 			sc_cell(s, qp_fmt_duration(buf, sizeof(buf), sr->dur[durs[k]], sr->has_dur[durs[k]]),
-				wn, true, k == 4);
+				wn, true, k == 4 && !kern);
+		if (kern)
+			kernel_cells(s, sr, wn);
 		sc_endl(s);
 	}
 }

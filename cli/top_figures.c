@@ -1,6 +1,7 @@
 /* top_figures.c - the figures of a `qprof-cli top` round: functions with
  * self and total samples out of folded stacks (common/stackstats.h), the
- * scope rows out of the /api/scopes answer, their sort orders, and the
+ * scope rows out of the /api/scopes answer (with their kernel figures
+ * when the daemon has them), their sort orders, and the
  * --json document.
  *
  * Functions: from "comm;root;...;leaf count" lines, the comm is dropped, a
@@ -166,6 +167,11 @@ int top_take_scopes(struct round *r, const json_t *root)
 		s->rate = (double)s->count / r->interval;
 		for (k = 0; k < SD_N; k++)
 			s->has_dur[k] = cli_json_double(o, sd_keys[k], &s->dur[k]);
+		/* null (not traced) or absent: no kernel figures */
+		s->has_kernel = cli_json_u64(o, "off_cpu_ns", &s->off_cpu_ns) &&
+				cli_json_u64(o, "voluntary_switches", &s->voluntary) &&
+				cli_json_u64(o, "involuntary_switches", &s->involuntary);
+		r->kernel |= s->has_kernel;
 	}
 	return 0;
 }
@@ -280,6 +286,12 @@ json_t *top_round_json(const struct round *r)
 
 		for (k = 0; k < SD_N; k++)
 			json_object_set_new(o, keys[k], sr->has_dur[k] ? json_real(sr->dur[k]) : json_null());
+		json_object_set_new(o, "off_cpu_ns", sr->has_kernel ? json_integer((json_int_t)sr->off_cpu_ns)
+								 : json_null());
+		json_object_set_new(o, "voluntary_switches",
+				    sr->has_kernel ? json_integer((json_int_t)sr->voluntary) : json_null());
+		json_object_set_new(o, "involuntary_switches",
+				    sr->has_kernel ? json_integer((json_int_t)sr->involuntary) : json_null());
 		json_array_append_new(scs, o);
 	}
 	json_object_set_new(root, "functions", fns);

@@ -36,6 +36,7 @@ endforeach()
 # `qprof-cli top`'s figures (folded stacks -> self/total, sorting, --json)
 # without a daemon: cli/top_figures.c with the CLI's JSON helpers.
 add_executable(test_top_figures unit/test_top_figures.c ${PROJECT_SOURCE_DIR}/cli/top_figures.c
+  ${PROJECT_SOURCE_DIR}/cli/top_draw.c
   ${PROJECT_SOURCE_DIR}/cli/common.c ${PROJECT_SOURCE_DIR}/cli/http_client.c
   ${PROJECT_SOURCE_DIR}/cli/http_parse.c)
 target_include_directories(test_top_figures PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}

@@ -24,9 +24,10 @@ static int on_interval(void *ctx, void *data, size_t size)
 	struct qp_slow_hoff h;
 	uint32_t i;
 
-	if (size < hdr || r->kern_len % 8 || r->user_len % 8 ||
+	if (size < hdr || r->kern_len % 8 || r->user_len % 8 || r->open_len % 8 ||
 	    r->kern_len > QPROF_STACK_DEPTH * 8 || r->user_len > QPROF_STACK_DEPTH * 8 ||
-	    hdr + r->kern_len + r->user_len > size || r->ts_in < r->ts_out) {
+	    r->open_len > QPROF_SAMPLE_OPEN_MAX * 8 ||
+	    hdr + r->kern_len + r->user_len + r->open_len > size || r->ts_in < r->ts_out) {
 		c->off_lost++;
 		return 0;
 	}
@@ -42,8 +43,9 @@ static int on_interval(void *ctx, void *data, size_t size)
 		if (!in.user[i] || in.user[i] >= USER_ADDR_END)
 			in.nuser = i;
 	in.scopes = (const uint64_t *)r->scopes;
-	in.open = NULL;	/* a ring's open scopes: CPU samples only */
-	in.nopen = 0;
+	/* a ring thread's open scopes, outermost first, after the stacks */
+	in.open = r->open_len ? (const uint64_t *)r->ips + (r->kern_len + r->user_len) / 8 : NULL;
+	in.nopen = r->open_len / 8;
 	in.comm = r->comm;
 	/* an interval of 0 ns (both stamps in the same tick) still happened */
 	in.weight = r->ts_in > r->ts_out ? r->ts_in - r->ts_out : 1;

@@ -2,7 +2,8 @@
  * the registry lock: taken only while the scopes are named) reads its
  * scopes and its CPU samples once more and writes
  *
- *   summary.txt   what a person reads: header, three scope tables, top functions
+ *   summary.txt   what a person reads: header, three scope tables (a fourth
+ *                 with the kernel figures when they are traced), top functions
  *   report.json   the same figures for programs
  *   scopes.json   the GET /api/scopes answer for the pid
  *   cpu.folded    folded stacks
@@ -246,6 +247,59 @@ static void scope_table(struct qp_buf *b, const char *title, struct srow *rows, 
 	}
 }
 
+static bool kernel_events(const struct srow *r)
+{
+	const struct scope_kstats *k = &r->kernel;
+
+	return r->has_kernel && (k->off_cpu_ns | k->voluntary | k->involuntary | k->migrations |
+				 k->page_faults | k->irq_ns);
+}
+
+/* The kernel figures of the scopes (issue 10), only when the daemon traces
+ * them: rows by off-CPU time, those with no event left out. */
+static void kernel_table(struct qp_buf *b, struct srow *rows, size_t n)
+{
+	size_t i, shown = 0, nw = 5, pw = 6;
+	char off[32], irq[32];
+
+	for (i = 0; i < n && !rows[i].has_kernel; i++)
+		;
+	if (i == n)
+		return;
+	qsort(rows, n, sizeof(*rows), qp_srow_by_off_cpu);
+	qp_buf_puts(b, "\nScopes by off-CPU time (kernel events in the innermost open scope)\n");
+	for (i = 0; i < n && shown < REPORT_TOP; i++) {
+		if (!kernel_events(&rows[i]))
+			continue;
+		if (strlen(rows[i].name) > nw)
+			nw = strlen(rows[i].name);
+		if (rows[i].parent && strlen(rows[i].parent) > pw)
+			pw = strlen(rows[i].parent);
+		shown++;
+	}
+	if (!shown) {
+		qp_buf_puts(b, "  (none)\n");
+		return;
+	}
+	nw = nw > 32 ? 32 : nw;
+	pw = pw > 20 ? 20 : pw;
+	qp_buf_printf(b, "  %-*s  %-*s  %9s  %7s  %7s  %6s  %7s  %8s\n", (int)nw, "SCOPE", (int)pw, "PARENT",
+		      "OFF ms", "VOL-SW", "INV-SW", "MIGR", "FAULTS", "IRQ ms");
+	for (i = 0, shown = 0; i < n && shown < REPORT_TOP; i++) {
+		const struct scope_kstats *k = &rows[i].kernel;
+
+		if (!kernel_events(&rows[i]))
+			continue;
+		shown++;
+		snprintf(off, sizeof(off), "%.2f", (double)k->off_cpu_ns / 1e6);
+		snprintf(irq, sizeof(irq), "%.2f", (double)k->irq_ns / 1e6);
+		qp_buf_printf(b, "  %-*.32s  %-*.20s  %9s  %7" PRIu64 "  %7" PRIu64 "  %6" PRIu64 "  %7" PRIu64
+			      "  %8s\n", (int)nw, rows[i].name, (int)pw, rows[i].parent ? rows[i].parent : "-",
+			      off, (uint64_t)k->voluntary, (uint64_t)k->involuntary, (uint64_t)k->migrations,
+			      (uint64_t)k->page_faults, irq);
+	}
+}
+
 static void func_table(struct qp_buf *b, const char *title, const struct func *v, size_t n,
 		       uint64_t samples, bool self_first)
 {
@@ -292,6 +346,7 @@ static void write_summary(struct qp_report *r, const char *dir, struct qp_buf *b
 	scope_table(b, "Scopes by total time", r->rows, r->nrows, qp_srow_by_total, true);
 	scope_table(b, "Scopes by p99", r->rows, r->nrows, qp_srow_by_p99, true);
 	scope_table(b, "Scopes by count", r->rows, r->nrows, qp_srow_by_count, false);
+	kernel_table(b, r->rows, r->nrows);
 
 	if (!r->cpu_ok) {
 		qp_buf_printf(b, "\nTop functions\n  no CPU profile: %s\n", r->cpu_why);

@@ -44,6 +44,8 @@ size_t qp_srows_from(const struct qp_scope_model *m, struct srow **out)
 			r->max = (double)it->max_ns;
 		}
 		r->dur = ok && strcmp(r->kind, "mark") && strcmp(r->kind, "probe");
+		r->has_kernel = it->has_kernel;
+		r->kernel = it->kernel;
 	}
 	return m->n;
 }
@@ -90,6 +92,21 @@ int qp_srow_by_count(const void *pa, const void *pb)
 
 	if (a->count != b->count)
 		return a->count > b->count ? -1 : 1;
+	return cmp_names(a, b);
+}
+
+int qp_srow_by_off_cpu(const void *pa, const void *pb)
+{
+	const struct srow *a = pa, *b = pb;
+	uint64_t sa = a->kernel.voluntary + a->kernel.involuntary;
+	uint64_t sb = b->kernel.voluntary + b->kernel.involuntary;
+
+	if (a->has_kernel != b->has_kernel)
+		return a->has_kernel ? -1 : 1;
+	if (a->kernel.off_cpu_ns != b->kernel.off_cpu_ns)
+		return a->kernel.off_cpu_ns > b->kernel.off_cpu_ns ? -1 : 1;
+	if (sa != sb)
+		return sa > sb ? -1 : 1;
 	return cmp_names(a, b);
 }
 

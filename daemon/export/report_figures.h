@@ -14,6 +14,8 @@ struct srow {
 	uint64_t count;
 	bool dur;				/* has durations (not a mark or probe) */
 	double total, mean, min, p50, p90, p99, p999, max;
+	bool has_kernel;			/* the kernel figures are traced */
+	struct scope_kstats kernel;
 };
 
 /* The rows of M into *OUT (calloc'ed, strings owned by M); their number.
@@ -24,6 +26,8 @@ size_t qp_srows_from(const struct qp_scope_model *m, struct srow **out);
 int qp_srow_by_total(const void *a, const void *b);
 int qp_srow_by_p99(const void *a, const void *b);
 int qp_srow_by_count(const void *a, const void *b);
+/* rows with kernel figures first, then by off-CPU time, then switches */
+int qp_srow_by_off_cpu(const void *a, const void *b);
 
 /* A function of the CPU profile: samples where it is the leaf (self) and
  * samples where it is anywhere in the stack (total, once per sample). */

@@ -143,15 +143,14 @@ static uint64_t kdiff(uint64_t now, uint64_t base)
 	return base <= now ? now - base : now;
 }
 
-/* The kernel figures of row W (a target of the BPF collector only: the
- * ring collector's scopes are not on the BPF thread stacks). */
-static void kernel_item(const struct qp_scope_input *in, const struct qp_wrow *w,
-			const struct qp_target_times *tt, struct qp_scope_item *it)
+/* The kernel figures of row W: BPF counts them under the same key for
+ * either collector (a ring thread's open scopes come from its ring header). */
+static void kernel_item(const struct qp_scope_input *in, const struct qp_wrow *w, struct qp_scope_item *it)
 {
 	const struct scope_kstats *now, *base;
 	static const struct scope_kstats zero;
 
-	if (!in->kernel || tt->ring)
+	if (!in->kernel)
 		return;
 	it->has_kernel = true;
 	now = kfind(in->kst, in->nkst, &w->key);
@@ -266,7 +265,7 @@ int qp_scope_model_make(const struct qp_scope_input *in, const struct qp_namer *
 
 		/* a process a --binary target produced becomes a target here */
 		if (nm->target(nm->arg, rows[i].key.tgid, true, &tt)) {
-			kernel_item(in, &rows[i], &tt, &out->items[out->n]);
+			kernel_item(in, &rows[i], &out->items[out->n]);
 			timed_item(&mk, &rows[i], &tt, &out->items[out->n++]);
 		}
 	}

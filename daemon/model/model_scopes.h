@@ -45,8 +45,8 @@ struct qp_scope_item {
 	size_t nhist;
 	const char *parent;	/* the enclosing scope's name, NULL at top level */
 	/* kernel events attributed to it while it was the innermost open
-	 * scope of its thread (offcpu.h); has_kernel false when they are not
-	 * traced for its target (no kernel events, or the ring collector) */
+	 * scope of its thread (offcpu.h), for either collector; has_kernel
+	 * false when they are not traced (no kernel events) */
 	bool has_kernel;
 	struct scope_kstats kernel;
 	/* QP_ITEM_MARK and QP_ITEM_PROBE: per second of the window, or of the

@@ -14,11 +14,14 @@
 2. contend: a thread sharing a CPU with a spinner and moving between CPUs
    every 10 ms: the row's involuntary switches, voluntary switches and
    migrations within 5 % of the thread's own /proc counts over the scope;
-   page faults of 2048 new pages within 5 % of getrusage's.
+   page faults of 2048 new pages within 5 % of getrusage's; the exit
+   report's table of kernel figures gives the rows' exact figures.
 3. Bad input: unknown scope 404, n=0 and n=1e9 400, no name 400, a target
    whose scope never ran 404, a pid that is no target 404.
-4. The ring collector: the same slowest and off-CPU weight; the row's
-   kernel figures null.
+4. The ring collector: the same slowest and off-CPU weight, the row's
+   off_cpu_ns within 10 % of the sleeps; and part 2 again under
+   "--ring": the same counts within 5 % (the figures come from the ring
+   header's open scopes).
 5. Bounds: with QPROF_OFF_RB_BYTES=4096 a burst of 40,000 switches loses
    intervals, counted in /api/status, and kept + lost covers every switch
    the two threads made.
@@ -147,7 +150,7 @@ def slow_part():
 
 def ring_part():
     """The same workload timed by the ring collector: the slowest and the
-    off-CPU profile work alike; per-scope kernel figures are null there."""
+    off-CPU profile work alike, and so do the scope's kernel figures."""
     prog = Target([target, "slow", "500"])
     d = Daemon(qprofd, ["--ring", "--pid", str(prog.pid), "--frequency", "1999"])
     try:
@@ -157,7 +160,11 @@ def ring_part():
         prog.start()
         res = prog.result()
         r = wait_for(lambda: (lambda x: x if x and x["count"] == 500 else None)(row(d, prog.pid, "tick")))
-        t.check(r is not None and r["off_cpu_ns"] is None, f"ring row: kernel figures null ({r})")
+        t.check(r is not None, "ring: tick row with 500 instances")
+        if r:
+            # the kernel figures of a ring thread's scope, from its ring header
+            t.near(r["off_cpu_ns"], res["sleep_ns"], 0.10, "ring: tick off_cpu_ns against the measured sleeps")
+            t.check(r["voluntary_switches"] >= 10, f"ring: voluntary switches {r['voluntary_switches']} >= 10")
         inst = []
 
         def slow20():
@@ -173,23 +180,66 @@ def ring_part():
         t.check(all(i["migrations"] is None for i in inst), "ring: per-instance migrations unknown (null)")
         st, _, body = d.request("GET", f"/api/offcpu/folded?pid={prog.pid}")
         t.near(folded_weight(body.decode(), "sleep_2ms"), res["sleep_ns"], 0.10, "ring: sleep_2ms off-CPU weight")
+        # the waits carry the ring header's open scopes: scope= keeps them
+        st, _, body = d.request("GET", f"/api/offcpu/folded?pid={prog.pid}&scope=tick")
+        t.eq(st, 200, "ring: off-CPU folded of scope tick")
+        t.near(folded_weight(body.decode(), "sleep_2ms"), res["sleep_ns"], 0.10,
+               "ring: sleep_2ms off-CPU weight inside scope tick")
         prog.finish()
     finally:
         d.stop()
 
 
-def contend_part():
+def report_part(d, pid, rows):
+    """The exit report's table of kernel figures: the rows' exact figures."""
+    got = wait_for(lambda: (lambda a: a if a[0] == 200 else None)(d.request("GET", f"/api/report?pid={pid}")),
+                   timeout=10)
+    if not t.check(got, "the exit report is written"):
+        return
+    summary = got[2].decode()
+    title = "Scopes by off-CPU time (kernel events in the innermost open scope)\n"
+    part = summary.split(title, 1)
+    if not t.check(len(part) == 2, "the summary has the kernel figures' table"):
+        return
+    lines = part[1].split("\n")
+    t.eq(lines[0].split(), ["SCOPE", "PARENT", "OFF", "ms", "VOL-SW", "INV-SW", "MIGR", "FAULTS", "IRQ", "ms"],
+         "kernel table header")
+    table = {}
+    for line in lines[1:]:
+        if not line.startswith("  "):
+            break
+        c = line.split()
+        table[c[0]] = c
+    print(f"report: {table}", flush=True)
+    for name, r in rows.items():
+        c = table.get(name)
+        if not t.check(c is not None, f"report row {name}"):
+            continue
+        t.eq(c[1:8], ["-", f"{r['off_cpu_ns'] / 1e6:.2f}", str(r["voluntary_switches"]),
+                      str(r["involuntary_switches"]), str(r["migrations"]), str(r["page_faults"]),
+                      f"{r['irq_ns'] / 1e6:.2f}"], f"report figures of {name} = the row's")
+    t.check(len(summary.splitlines()[0]) <= 80 and
+            all(len(x) <= 80 for x in [title] + lines[:len(table) + 1]), "the kernel table fits 80 columns")
+
+
+def contend_part(ring):
     prog = Target([target, "contend", "1500"])
-    d = Daemon(qprofd, ["--pid", str(prog.pid)])
+    d = Daemon(qprofd, (["--ring"] if ring else []) + ["--pid", str(prog.pid)])
     try:
+        if ring:
+            st, status = d.get("/api/status")
+            tg = [x for x in status["targets"] if x["pid"] == prog.pid]
+            t.check(tg and tg[0].get("collector") == "ring", f"contend: ring collector: {tg}")
         prog.start()
         res = prog.result()
-        print(f"contend: {res}", flush=True)
+        print(f"contend ({'ring' if ring else 'bpf'}): {res}", flush=True)
         r = wait_for(lambda: row(d, prog.pid, "contended"))
         f = wait_for(lambda: row(d, prog.pid, "faults"))
         t.check(r is not None and f is not None, "contended and faults rows")
         if r:
             print(f"row: {r}", flush=True)
+            if ring:
+                print(f"faults row: {f}", flush=True)
             t.check(res["involuntary"] >= 50, f"the workload was preempted ({res['involuntary']})")
             t.near(r["involuntary_switches"], res["involuntary"], 0.05, "involuntary switches vs /proc")
             t.near(r["voluntary_switches"], res["voluntary"], 0.05, "voluntary switches vs /proc")
@@ -199,6 +249,8 @@ def contend_part():
             t.near(f["page_faults"], res["minflt"], 0.05, "page faults vs getrusage")
             t.check(f["page_faults"] >= res["pages"], f"at least a fault per page ({f['page_faults']})")
         prog.finish()
+        if r and f:
+            report_part(d, prog.pid, {"contended": r, "faults": f})
     finally:
         d.stop()
 
@@ -229,6 +281,7 @@ def bounds_part():
 
 slow_part()
 ring_part()
-contend_part()
+contend_part(False)
+contend_part(True)
 bounds_part()
 sys.exit(t.done())

@@ -36,6 +36,7 @@ usage: test_top.py QPROFD SCOPE_TARGET QPROF_CLI"""
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -112,18 +113,23 @@ try:
         t.check(keys == sorted(keys, reverse=True), f"functions sorted by SELF%, then TOTAL%: {keys}")
         t.check(len(fns) <= 20, f"at most 20 function rows: {len(fns)}")
     head, scopes = section(lines, "Scopes")
-    t.eq(head, ["NAME", "PARENT", "RATE/s", "P50", "P99", "P99.9", "MAX", "TOTAL*"], "scopes header")
+    # the daemon traces kernel events: the plain frame has the off-CPU columns
+    t.eq(head, ["NAME", "PARENT", "RATE/s", "P50", "P99", "P99.9", "MAX", "TOTAL*", "OFF", "ms", "SWITCH"],
+         "scopes header")
     if t.check(len(scopes) == 4, f"four scopes: {scopes}"):
         # the order follows preemption under load: check the sort itself, and
         # that outer, which holds inner, has at least its total
-        totals = [human_ns(" ".join(s[-2:])) for s in scopes]  # the last cell: "27.0 ms"
+        totals = [human_ns(" ".join(s[-4:-2])) for s in scopes]  # TOTAL: "27.0 ms"
         t.check(None not in totals and totals == sorted(totals, reverse=True),
-                f"scopes sorted by TOTAL, largest first: {[' '.join(s[-2:]) for s in scopes]}")
+                f"scopes sorted by TOTAL, largest first: {[' '.join(s[-4:-2]) for s in scopes]}")
         names = [s[0] for s in scopes]
         t.check(set(names) == {"outer", "inner", "span", "slow_function"}, f"the four scopes: {names}")
         if None not in totals and "outer" in names and "inner" in names:
             t.check(totals[names.index("outer")] >= totals[names.index("inner")],
                     f"outer's total >= inner's: {totals}")
+        for s in scopes:
+            t.check(re.fullmatch(r"\d+(\.\d+)?", s[-2]) and re.fullmatch(r"\d+(\.\d+)?[kMG]?", s[-1]),
+                    f"{s[0]}: off-CPU ms and switches are figures: {s[-2:]}")
         t.eq([s[1] for s in scopes if s[0] == "inner"], ["outer"], "inner's parent")
         # each iteration of the 2 threads is one outer, one inner and one span,
         # a slow_function every 10th: their rates agree whatever CPU the
@@ -154,6 +160,9 @@ try:
     fj, sj = j.get("functions") or [], j.get("scopes") or []
     if t.check(fj and sj, "json has functions and scopes"):
         t.check({"name", "self_pct", "total_pct", "samples"} <= set(fj[0]), f"function keys {sorted(fj[0])}")
+        t.check(all(isinstance(x.get("off_cpu_ns"), int) and isinstance(x.get("voluntary_switches"), int)
+                    and isinstance(x.get("involuntary_switches"), int) for x in sj),
+                f"json kernel figures of every scope: {[(x['name'], x.get('off_cpu_ns')) for x in sj]}")
         t.check({"name", "parent", "rate_per_s", "p50_ns", "p99_ns", "p999_ns", "max_ns"} <= set(sj[0]),
                 f"scope keys {sorted(sj[0])}")
         t.eq(fj[0]["name"], "__vdso_clock_gettime", "json hottest function")
