@@ -19,12 +19,14 @@ written, and the slowest answer waited for them: 2.2 and 3.5 s.
 Why not 100 ms for the slowest: under load (a 2-CPU VM shared with other
 builds) the slowest answer took 198 and 280 ms now and then. Timed inside
 qprofd (wall, thread CPU time and the run-queue delay of
-/proc/thread-self/schedstat around the handler, a debug build, five runs
-with three busy loops beside), the status handler during the window spent
-at most 16 ms in all and at most 9 ms blocked (off CPU, not runnable: the
-only share a lock can take), the rest of its time waiting for a CPU; the
-client's slowest answers were 29-51 ms then. A slowest answer of a few
-hundred ms is the scheduler's; seconds would be a lock's.
+/proc/thread-self/schedstat around the handler, seven runs with three
+busy loops beside), the status handler during the window spent at most
+16 ms in all and at most 13 ms blocked (off CPU, not runnable: the only
+share a lock can take), the rest of its time waiting for a CPU; the
+client's slowest answers were 26-51 ms then. Not yet explained: twice in
+those seven runs, before the window (while samples accumulate, no profile
+built), one status handler was blocked 465 ms and 1.1 s; what it waited
+for is not known (README "Limits").
 
 A new connection per request is not what is timed: on this loaded 2-CPU VM
 such a request took up to seconds now and then, with or without this
