@@ -52,16 +52,20 @@ static void clock_pair(uint64_t *tsc, uint64_t *ns)
 	}
 }
 
+/* The slope since the first pair; a new segment of the map, continuous
+ * (qp_ring_clock_step), slewing to the fresh pair over a second. */
 static void clock_update(struct qp_ring *g)
 {
 	uint64_t tsc = 0, ns = 0;
 
 	clock_pair(&tsc, &ns);
-	if (tsc > g->cal_tsc && ns > g->cal_ns)
-		g->clk.ns_per_tick = (double)(ns - g->cal_ns) / (double)(tsc - g->cal_tsc);
-	g->clk.tsc0 = tsc;
-	g->clk.ns0 = ns;
-	g->glob.ns_per_tick = g->clk.ns_per_tick;
+	if (tsc <= g->cal_tsc || ns <= g->cal_ns)
+		return;
+	g->glob.ns_per_tick = (double)(ns - g->cal_ns) / (double)(tsc - g->cal_tsc);
+	if (!g->clk.ns0)
+		g->clk = (struct qp_ring_clock){ .tsc0 = tsc, .ns0 = ns, .ns_per_tick = g->glob.ns_per_tick };
+	else
+		qp_ring_clock_step(&g->clk, tsc, ns, g->glob.ns_per_tick, 1e9);
 }
 
 static struct ring_pid *pid_of(struct qp_ring *g, uint32_t pid)

@@ -213,7 +213,7 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 		(*hb)++;
 }
 
-static void enter(struct qp_ring_reader *rd, uint64_t site, uint64_t key, uint64_t ts,
+static void enter(struct qp_ring_reader *rd, uint64_t site, uint64_t key, uint64_t ns,
 		  struct qp_ring_counts *c)
 {
 	if (rd->depth >= QPROF_MAX_DEPTH) {
@@ -223,12 +223,12 @@ static void enter(struct qp_ring_reader *rd, uint64_t site, uint64_t key, uint64
 	}
 	rd->f[rd->depth].site = site;
 	rd->f[rd->depth].key = key;
-	rd->f[rd->depth].ts = ts;
+	rd->f[rd->depth].ns = ns;
 	rd->depth++;
 }
 
-static void leave(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key, uint64_t ts,
-		  uint32_t kind, const struct qp_ring_clock *clk, bool mono, struct qp_ring_counts *c)
+static void leave(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key, uint64_t ns,
+		  uint32_t kind, struct qp_ring_counts *c)
 {
 	uint32_t i;
 
@@ -247,8 +247,7 @@ static void leave(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key
 		if (f->key != key)
 			continue;
 		c->out_of_order += rd->depth - 1 - i;
-		record(a, rd, f->site, i ? rd->f[i - 1].site : 0, qp_ring_clock_ns(clk, f->ts, mono),
-		       qp_ring_clock_ns(clk, ts, mono), i, kind, c);
+		record(a, rd, f->site, i ? rd->f[i - 1].site : 0, f->ns, ns, i, kind, c);
 		rd->depth = i;
 		return;
 	}
@@ -258,7 +257,7 @@ static void leave(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key
 /* QPROF_SCOPE_BEGIN: a slot of its own (bpf/spans.bpf.h's rule): begun
  * again before its END, or a 9th open at once, the older one is dropped
  * (begin_unended). Its parent is the block scope open when it began. */
-static void begin_open(struct qp_ring_reader *rd, uint64_t site, uint64_t key, uint64_t ts,
+static void begin_open(struct qp_ring_reader *rd, uint64_t site, uint64_t key, uint64_t ns,
 		       struct qp_ring_counts *c)
 {
 	uint32_t i, slot = QPROF_MAX_BEGINS, oldest = 0, d;
@@ -278,7 +277,7 @@ static void begin_open(struct qp_ring_reader *rd, uint64_t site, uint64_t key, u
 		if (!b->key) {
 			if (slot == QPROF_MAX_BEGINS)
 				slot = i;
-		} else if (b->ts < rd->b[oldest].ts || !rd->b[oldest].key) {
+		} else if (b->ns < rd->b[oldest].ns || !rd->b[oldest].key) {
 			oldest = i;
 		}
 	}
@@ -290,13 +289,13 @@ static void begin_open(struct qp_ring_reader *rd, uint64_t site, uint64_t key, u
 	b = &rd->b[slot];
 	b->key = key;
 	b->site = site;
-	b->ts = ts;
+	b->ns = ns;
 	b->depth = d;
 	b->parent = d ? rd->f[d - 1].site : 0;
 }
 
-static void begin_close(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key, uint64_t ts,
-			const struct qp_ring_clock *clk, bool mono, struct qp_ring_counts *c)
+static void begin_close(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key, uint64_t ns,
+			struct qp_ring_counts *c)
 {
 	uint32_t i;
 
@@ -305,8 +304,7 @@ static void begin_close(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64
 
 		if (b->key != key)
 			continue;
-		record(a, rd, b->site, b->parent, qp_ring_clock_ns(clk, b->ts, mono),
-		       qp_ring_clock_ns(clk, ts, mono), b->depth, QPROF_REC_END, c);
+		record(a, rd, b->site, b->parent, b->ns, ns, b->depth, QPROF_REC_END, c);
 		b->key = 0;
 		return;
 	}
@@ -397,7 +395,7 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 	for (i = 0; i < n; i++) {
 		unsigned int kind = (unsigned int)(r[i].word & QPROF_REC_KIND_MASK);
 		uint64_t site = r[i].word & ~(uint64_t)QPROF_REC_KIND_MASK;
-		uint64_t ts = r[i].ts, arg = 0, id = 0;
+		uint64_t ts = r[i].ts, arg = 0, id = 0, ns;
 		bool has_arg = kind == QPROF_REC_BEGIN || kind == QPROF_REC_END || kind == QPROF_REC_VALUE;
 		bool async = false;
 
@@ -466,24 +464,25 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 			continue;
 		}
 		c->records += 1 + has_arg;
+		ns = qp_ring_clock_ns(clk, ts, mono);
 		switch (kind) {
 		case QPROF_REC_ENTER:
-			enter(rd, site, site, ts, c);
+			enter(rd, site, site, ns, c);
 			break;
 		case QPROF_REC_BEGIN:
-			begin_open(rd, site, arg, ts, c);
+			begin_open(rd, site, arg, ns, c);
 			break;
 		case QPROF_REC_EXIT:
-			leave(a, rd, site, ts, QPROF_REC_EXIT, clk, mono, c);
+			leave(a, rd, site, ns, QPROF_REC_EXIT, c);
 			break;
 		case QPROF_REC_END:
-			begin_close(a, rd, arg, ts, clk, mono, c);
+			begin_close(a, rd, arg, ns, c);
 			break;
 		case QPROF_REC_MARK:
-			mark(a, rd, site, qp_ring_clock_ns(clk, ts, mono), c);
+			mark(a, rd, site, ns, c);
 			break;
 		case QPROF_REC_VALUE:
-			value(a, rd, site, arg, qp_ring_clock_ns(clk, ts, mono), c);
+			value(a, rd, site, arg, ns, c);
 			break;
 		default:
 			break;

@@ -19,21 +19,72 @@
 #include "qprof/ring_layout.h"
 #include "scopes.h"
 
-/* Time stamps to CLOCK_MONOTONIC ns: ns = ns0 + (ts - tsc0) * ns_per_tick.
- * mono: the ring's stamps already are ns (QPROF_RING_F_MONO). */
-struct qp_ring_clock {
+/* Time stamps to CLOCK_MONOTONIC ns: ns = ns0 + (ts - tsc0) * ns_per_tick
+ * from TSC tsc0 on, and before it by the segment that covers ts among the
+ * QP_RING_CLOCK_OLD previous ones (the oldest extrapolated back). mono: the
+ * ring's stamps already are ns (QPROF_RING_F_MONO). qp_ring_clock_step adds
+ * segments so that the whole is one continuous, increasing map that never
+ * changes for a stamp already passed: a stamp converts to the same ns in
+ * every drain pass (a scope read in one pass and its enclosing scope's
+ * exit read in the next stay nested). */
+#define QP_RING_CLOCK_OLD 8
+struct qp_ring_seg {
 	uint64_t tsc0, ns0;
 	double ns_per_tick;
 };
 
+struct qp_ring_clock {
+	uint64_t tsc0, ns0;	/* the newest segment */
+	double ns_per_tick;
+	struct qp_ring_seg old[QP_RING_CLOCK_OLD];	/* the previous ones, newest first */
+	uint32_t nold;
+};
+
+static inline uint64_t qp_ring_seg_ns(uint64_t tsc0, uint64_t ns0, double ns_per_tick, uint64_t ts)
+{
+	double d = ((double)(int64_t)(ts - tsc0)) * ns_per_tick;
+
+	return (uint64_t)((double)ns0 + d);
+}
+
 static inline uint64_t qp_ring_clock_ns(const struct qp_ring_clock *c, uint64_t ts, bool mono)
 {
-	double d;
+	uint32_t i;
 
 	if (mono)
 		return ts;
-	d = ((double)(int64_t)(ts - c->tsc0)) * c->ns_per_tick;
-	return (uint64_t)((double)c->ns0 + d);
+	if ((int64_t)(ts - c->tsc0) >= 0 || !c->nold)
+		return qp_ring_seg_ns(c->tsc0, c->ns0, c->ns_per_tick, ts);
+	for (i = 0; i + 1 < c->nold && (int64_t)(ts - c->old[i].tsc0) < 0; i++)
+		;
+	return qp_ring_seg_ns(c->old[i].tsc0, c->old[i].ns0, c->old[i].ns_per_tick, ts);
+}
+
+/* A new segment from a fresh (TSC, CLOCK_MONOTONIC) pair (TSC, NS) and the
+ * measured slope SLOPE (ns per tick): it starts at TSC where the map is
+ * there (no step, neither back nor forward) and slews towards the fresh
+ * pair over HORIZON_NS: slope = SLOPE * (1 + error / HORIZON_NS), the factor
+ * kept within [1/2, 2] so that the map stays increasing. A TSC not after
+ * the newest segment's start changes nothing. */
+static inline void qp_ring_clock_step(struct qp_ring_clock *c, uint64_t tsc, uint64_t ns, double slope,
+				      double horizon_ns)
+{
+	uint64_t at;
+	double f;
+	uint32_t i;
+
+	if (!(slope > 0) || !(horizon_ns > 0) || (int64_t)(tsc - c->tsc0) <= 0)
+		return;
+	at = qp_ring_clock_ns(c, tsc, false);
+	for (i = c->nold < QP_RING_CLOCK_OLD ? c->nold : QP_RING_CLOCK_OLD - 1; i > 0; i--)
+		c->old[i] = c->old[i - 1];
+	c->old[0] = (struct qp_ring_seg){ c->tsc0, c->ns0, c->ns_per_tick };
+	if (c->nold < QP_RING_CLOCK_OLD)
+		c->nold++;
+	f = 1.0 + ((double)ns - (double)at) / horizon_ns;
+	c->tsc0 = tsc;
+	c->ns0 = at;
+	c->ns_per_tick = slope * (f < 0.5 ? 0.5 : f > 2.0 ? 2.0 : f);
 }
 
 /* Drops and losses of the ring collector, per process. */
@@ -105,14 +156,14 @@ size_t qp_ring_flight_get(const struct qp_ring_flight *f, uint64_t *since, struc
 			  uint64_t *missed);
 
 struct qp_ring_frame {
-	uint64_t site, key, ts;
+	uint64_t site, key, ns;	/* ns: the enter's stamp, converted when read */
 };
 
 /* A QPROF_SCOPE_BEGIN span open on a thread: beside the block-scope stack,
  * as on the BPF collector (bpf/spans.bpf.h), paired by KEY (the name's
  * address) with an END on the same thread. A slot is free when key is 0. */
 struct qp_ring_begin {
-	uint64_t key, site, ts;
+	uint64_t key, site, ns;	/* ns: the BEGIN's stamp, converted when read */
 	uint64_t parent;	/* the block scope open when it began, 0 at top level */
 	uint32_t depth;		/* block scopes open when it began */
 };

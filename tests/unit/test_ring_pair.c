@@ -497,8 +497,83 @@ static void test_begin_slots(void)
 	qp_ring_agg_free(&a);
 }
 
+/* The clock across drain passes (the flake of integration_trace_ring): an
+ * inner scope read and converted in one pass, its outer scope's exit read
+ * in the next, after a recalibration that found CLOCK_MONOTONIC 250 ns
+ * behind the map. Before, the map was replaced by the fresh pair: the outer
+ * scope, both ends converted with it, came out as [850, 955] around an
+ * inner [1110, 1200]. Now a stamp converts to the same ns in every pass. */
+static void test_clock_passes(void)
+{
+	struct qp_ring_clock k = { .tsc0 = 0, .ns0 = 1000, .ns_per_tick = 1.0 };
+	struct qp_ring_agg a;
+	struct qp_ring_reader rd = { .pid = 7, .tid = 9 };
+	struct qp_ring_flight fl = { 0 };
+	struct qp_ring_counts c = { 0 };
+	uint64_t prev = 0, t;
+	bool mono = true;
+	int i;
+
+	qp_ring_agg_init(&a, 100);
+	fl.max = 16;
+	rd.fl = &fl;
+	put(100, A, QPROF_REC_ENTER);
+	put(110, B, QPROF_REC_ENTER);
+	put(200, B, QPROF_REC_EXIT);
+	qp_ring_feed(&a, &rd, recs, nrecs, &k, false, 0, &c);
+	nrecs = 0;
+	/* at TSC 300 the map says 1300, the clock 1050: slew over 1000 ns */
+	qp_ring_clock_step(&k, 300, 1050, 1.0, 1000.0);
+	CHECK_INT(k.tsc0, 300);
+	CHECK_INT(k.ns0, 1300);		/* continuous: no step back */
+	CHECK(k.ns_per_tick == 0.75);
+	CHECK_INT(k.nold, 1);
+	CHECK_INT(qp_ring_clock_ns(&k, 205, false), 1205);	/* the old segment's */
+	CHECK_INT(qp_ring_clock_ns(&k, 400, false), 1375);
+	put(205, A, QPROF_REC_EXIT);
+	qp_ring_feed(&a, &rd, recs, nrecs, &k, false, 0, &c);
+	nrecs = 0;
+	CHECK_INT(fl.seq, 2);
+	CHECK_INT(fl.v[0].site, B);
+	CHECK_INT(fl.v[0].begin_ns, 1110);
+	CHECK_INT(fl.v[0].end_ns, 1200);
+	CHECK_INT(fl.v[1].site, A);
+	CHECK_INT(fl.v[1].begin_ns, 1100);
+	CHECK_INT(fl.v[1].end_ns, 1205);	/* ends after the inner scope */
+	CHECK_INT(c.no_enter + c.out_of_order + c.garbage, 0);
+	/* a fast clock: the slope at most doubles; slow: at least halves */
+	qp_ring_clock_step(&k, 400, 1e6, 1.0, 1000.0);
+	CHECK_INT(k.ns0, 1375);
+	CHECK(k.ns_per_tick == 2.0);
+	qp_ring_clock_step(&k, 500, 0, 1.0, 1000.0);
+	CHECK_INT(k.ns0, 1575);
+	CHECK(k.ns_per_tick == 0.5);
+	/* a TSC not after the newest segment changes nothing */
+	qp_ring_clock_step(&k, 450, 0, 1.0, 1000.0);
+	CHECK_INT(k.tsc0, 500);
+	CHECK_INT(k.nold, 3);
+	/* every stamp keeps its ns through more steps than are kept:
+	 * increasing over all of them, and past ones unchanged */
+	CHECK_INT(qp_ring_clock_ns(&k, 205, false), 1205);
+	CHECK_INT(qp_ring_clock_ns(&k, 450, false), 1475);
+	for (i = 1; i <= 20; i++)
+		qp_ring_clock_step(&k, 500 + 100 * (uint64_t)i, i % 2 ? 0 : 1e6, 1.0, 1000.0);
+	CHECK_INT(k.nold, QP_RING_CLOCK_OLD);
+	for (t = 1000; t < 2600; t += 7) {
+		uint64_t v = qp_ring_clock_ns(&k, t, false);
+
+		if (v < prev)
+			mono = false;
+		prev = v;
+	}
+	CHECK(mono);
+	CHECK_INT(qp_ring_clock_ns(&k, 2400, false) - qp_ring_clock_ns(&k, 2300, false), 200);
+	qp_ring_agg_free(&a);
+}
+
 int main(void)
 {
+	test_clock_passes();
 	test_logs();
 	test_exact_sum();
 	test_values();
