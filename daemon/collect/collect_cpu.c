@@ -164,6 +164,24 @@ void qp_cpu_slow_threshold(void *arg, uint32_t tgid, uint64_t site, uint64_t min
 		qp_debug("slow threshold of pid %u: %s", tgid, strerror(errno));
 }
 
+void qp_cpu_publish_locked(struct qp_cpu *c)
+{
+	pthread_mutex_lock(&c->pub_lock);
+	c->pub.kept = c->kept;
+	c->pub.lost = c->lost;
+	c->pub.off_kept = c->off_kept;
+	c->pub.off_lost = c->off_lost;
+	c->pub.copied = c->copied;
+	c->pub.dwarf = c->dwarf_used;
+	c->pub.fp = c->fp_kept;
+	c->pub.aged = c->tab.aged;
+	c->pub.bytes = qp_cpu_table_bytes(&c->tab);
+	if (c->uw)
+		qp_unwind_stats(c->uw, &c->pub.uw);
+	c->pub.slow = c->slow.cnt;
+	pthread_mutex_unlock(&c->pub_lock);
+}
+
 /* Everything the ring buffer holds into the tables; the caller holds the lock. */
 void qp_cpu_drain_locked(struct qp_cpu *c)
 {
@@ -178,6 +196,7 @@ void qp_cpu_drain_locked(struct qp_cpu *c)
 		qp_warn("CPU sample ring buffer: %s", strerror(-n));
 	if (c->slow.npending)
 		qp_slow_join(&c->slow, &c->tab, &c->off, qp_now_ns(), qp_cpu_slow_threshold, c);
+	qp_cpu_publish_locked(c);
 }
 
 static void *drain_thread(void *arg)
@@ -201,6 +220,7 @@ static void *drain_thread(void *arg)
 				qp_warn("CPU samples: out of memory while aging; every count moved to aged");
 			if (qp_cpu_table_age(&c->off, c->tab.now - KEEP_S, AGE_FLOOR) < 0)
 				qp_warn("off-CPU intervals: out of memory while aging; every weight moved to aged");
+			qp_cpu_publish_locked(c);
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -260,6 +280,7 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int
 		pthread_cond_init(&c->cond, &ca);
 		pthread_condattr_destroy(&ca);
 		pthread_mutex_init(&c->lock, NULL);
+		pthread_mutex_init(&c->pub_lock, NULL);
 	}
 	qp_cpu_table_init(&c->tab, MAX_STACKS, MAX_KEYS, MAX_BYTES);
 	qp_cpu_table_init(&c->off, MAX_STACKS / 4, MAX_KEYS / 4, MAX_BYTES / 4);
@@ -406,6 +427,7 @@ void qp_cpu_close(struct qp_cpu *c)
 	free(c->ring_pids);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->pub_lock);
 	free(c);
 }
 
@@ -448,6 +470,7 @@ int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget)
 			ret = -ENOMEM;
 		qp_slow_forget(&c->slow, pid);
 	}
+	qp_cpu_publish_locked(c);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
 }
@@ -473,12 +496,18 @@ static void counters_locked(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
 	free(cnt);
 }
 
+/* As of the last drain (at most DRAIN_MS old), for /api/status: never
+ * behind c->lock. */
 void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
 {
-	pthread_mutex_lock(&c->lock);
-	qp_cpu_drain_locked(c);
-	counters_locked(c, samples, lost);
-	pthread_mutex_unlock(&c->lock);
+	__u32 k;
+
+	pthread_mutex_lock(&c->pub_lock);
+	*samples = c->pub.kept;
+	*lost = c->pub.lost;
+	pthread_mutex_unlock(&c->pub_lock);
+	for (k = QPROF_PCNT_LOST_RING; k <= QPROF_PCNT_LOST_STACK; k++)
+		*lost += qp_cpu_pcounter(c, k);
 }
 
 uint64_t qp_cpu_pcounter(struct qp_cpu *c, __u32 k)
@@ -504,13 +533,12 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 	out->mode = qp_cpu_unwind_mode_name(c->mode);
 	out->copy_fail = qp_cpu_pcounter(c, QPROF_PCNT_COPY_FAIL);
 	out->copy_short = qp_cpu_pcounter(c, QPROF_PCNT_COPY_SHORT);
-	pthread_mutex_lock(&c->lock);
-	out->copied = c->copied;
-	out->dwarf = c->dwarf_used;
-	out->fp = c->fp_kept;
-	if (c->uw)
-		qp_unwind_stats(c->uw, &st);
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&c->pub_lock);
+	out->copied = c->pub.copied;
+	out->dwarf = c->pub.dwarf;
+	out->fp = c->pub.fp;
+	st = c->pub.uw;
+	pthread_mutex_unlock(&c->pub_lock);
 	out->complete = st.unwound;
 	out->partial = st.partial;
 	out->truncated = st.truncated;
@@ -523,10 +551,10 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 
 void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes)
 {
-	pthread_mutex_lock(&c->lock);
-	*aged = c->tab.aged;
-	*bytes = qp_cpu_table_bytes(&c->tab);
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&c->pub_lock);
+	*aged = c->pub.aged;
+	*bytes = c->pub.bytes;
+	pthread_mutex_unlock(&c->pub_lock);
 }
 
 static int read_table(struct qp_cpu *c, bool off, struct qp_cpu_snapshot *out)

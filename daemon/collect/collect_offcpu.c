@@ -121,10 +121,12 @@ void qp_cpu_off_counters(struct qp_cpu *c, struct qp_off_counters *out)
 	memset(out, 0, sizeof(*out));
 	if (!c)
 		return;
-	pthread_mutex_lock(&c->lock);
-	qp_cpu_drain_locked(c);
-	qp_offcpu_counters_locked(c, &out->intervals, &out->lost);
-	pthread_mutex_unlock(&c->lock);
+	/* as of the last drain: a status request never waits for one */
+	pthread_mutex_lock(&c->pub_lock);
+	out->intervals = c->pub.off_kept;
+	out->lost = c->pub.off_lost;
+	pthread_mutex_unlock(&c->pub_lock);
+	out->lost += qp_cpu_pcounter(c, QPROF_PCNT_OFF_LOST_RING);
 	out->no_state = qp_cpu_pcounter(c, QPROF_PCNT_OFF_NO_STATE);
 	out->kstats_full = qp_cpu_pcounter(c, QPROF_PCNT_KSTATS_FULL);
 }
@@ -280,7 +282,7 @@ void qp_cpu_slow_counters(struct qp_cpu *c, struct qp_slow_counters *out)
 	memset(out, 0, sizeof(*out));
 	if (!c || !c->slow_on)
 		return;
-	pthread_mutex_lock(&c->lock);
-	*out = c->slow.cnt;
-	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&c->pub_lock);
+	*out = c->pub.slow;
+	pthread_mutex_unlock(&c->pub_lock);
 }

@@ -26,6 +26,16 @@ struct qp_cpu {
 	pthread_t thread;
 	bool thread_started, stopping;
 	pthread_cond_t cond;
+	/* what /api/status shows, copied at the end of each drain: a status
+	 * request takes only pub_lock (held for the copy), never waits for a
+	 * drain, which unwinds samples and may read a process's files */
+	pthread_mutex_t pub_lock;
+	struct {
+		uint64_t kept, lost, off_kept, off_lost, copied, dwarf, fp, aged;
+		size_t bytes;
+		struct qp_unwind_stats uw;
+		struct qp_slow_counters slow;
+	} pub;
 	pthread_mutex_t lock;		/* all below, and ring consumption */
 	struct qp_cpu_table tab;
 	uint64_t kept, lost;		/* samples counted; lost here (caps, bad records) */
@@ -51,6 +61,9 @@ struct qp_cpu {
 	struct qp_ring_inst *ring_buf;
 	uint32_t *ring_pids;		/* the pid of each of ring_buf */
 };
+
+/* Copy the figures /api/status shows into c->pub; the caller holds c->lock. */
+void qp_cpu_publish_locked(struct qp_cpu *c);
 
 /* collect_offcpu.c: attach the kernel-event programs and add off_ring to
  * c->rb (after the load). A failure leaves c->off_error set and the CPU
