@@ -11,6 +11,7 @@
  * would a target (binary_requests.c), and no rescan, fork or exec adopts
  * it, so a process is never counted by two sets of links. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -290,6 +291,23 @@ static int attach_extras(struct qp_registry *r, struct qp_target *t, const struc
 	return 0;
 }
 
+/* Whether PID still has an address space: an exiting process drops its
+ * mappings (and its map_files with them) before it becomes a zombie. */
+static bool has_mappings(int pid)
+{
+	char path[64], c;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, &c, 1);
+	close(fd);
+	return n == 1;
+}
+
 /* Whether what was attached makes a target (0) or an error. */
 static int attach_verdict(struct qp_target *t, const struct attach_state *a, bool probes_required,
 			  int *status, char *err, size_t errlen)
@@ -302,6 +320,12 @@ static int attach_verdict(struct qp_target *t, const struct attach_state *a, boo
 	/* files it maps that could not be opened may hold markers: say so
 	 * rather than attach it for CPU samples and lose them silently */
 	if (!a->files && !a->extras && t->files_unopened) {
+		if (!has_mappings(t->pid) || !qp_pid_alive(t->pid)) {
+			/* its files went with its mappings: it is exiting */
+			*status = 404;
+			snprintf(err, errlen, "process %d exited while being attached", t->pid);
+			return -ESRCH;
+		}
 		*status = 422;
 		snprintf(err, errlen, "process %d (%s): no qprof probes attached; %u mapped file(s) could not "
 			 "be opened as the inode mapped (deleted, and /proc/PID/map_files needs "

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Scope latency end to end: qprofd attached by pid to a program with
 busy-wait scopes of known durations, nested, on two threads. Counts must be
-exact, means within 5% of what the program measured itself; a window counts
+exact, means within 5% + 5 us of what the program measured itself (its clock holds the probe hits whole); a window counts
 only its own events; the target's exit keeps its data; detach drops it; a
 clean shutdown leaves no BPF program behind.
 
@@ -67,7 +67,14 @@ try:
             continue
         t.eq(r["count"], n, f"{key} count")
         t.eq(mine[f"{short}_n"], n, f"program's own {short} count")
-        t.near(r["mean_ns"], mine[f"{short}_mean"], 0.05, f"{key} mean vs the program's own")
+        # the program's own clock reads around the markers, so it holds
+        # both probe hits whole (1 to 2.5 us each on this VM, a trap and the
+        # BPF program); qprofd's duration holds only the part the calibration
+        # takes off: within 5 % plus 5 us (one CI run: 61.1 against 64.8 us
+        # for a 60 us busy loop, calibration 1,062 ns)
+        own = mine[f"{short}_mean"]
+        t.check(abs(r["mean_ns"] - own) <= 0.05 * own + 5000,
+                f"{key} mean vs the program's own: got {r['mean_ns']}, want {own} within 5 % + 5 us")
         t.check(r["min_ns"] <= r["p50_ns"] <= r["p90_ns"] <= r["p99_ns"] <= r["p999_ns"] <= r["max_ns"],
                 f"{key} min <= p50 <= p90 <= p99 <= p99.9 <= max")
         t.near(r["mean_ns"] * r["count"], r["total_ns"], 0.0001, f"{key} mean * count = total")

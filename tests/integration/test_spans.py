@@ -207,6 +207,14 @@ d = Daemon(qprofd, ["--pid", str(prog.pid), *extra])
 try:
     prog.start()
     t.eq(prog.result()["count"], 500, "500 round trips")
+
+    def counts():
+        return {(r["kind"], r["name"], r["parent"]): r["count"] for r in rows_of(d, prog.pid)}
+
+    # the ring collector drains the threads' rings every few ms: wait until
+    # the last records are read (the BPF collector has them at once)
+    wait_for(lambda: counts().get(("scope", "gw_work", None)) == 500 and
+             reasons(d)["dropped_by_reason"]["exit_without_enter"] == 500, timeout=10)
     rows = rows_of(d, prog.pid)
     by = {(r["kind"], r["name"], r["parent"]): r["count"] for r in rows}
     t.eq(by.get(("scope", "strat_work", None)), 500, "strategy thread's scope exact, at top level")
