@@ -152,23 +152,24 @@ static const char *query_get(void *arg, const char *name)
 }
 
 struct keys_ctx {
-	void (*fn)(void *, const char *);
+	void (*fn)(void *, const char *, const char *, size_t);
 	void *arg;
 };
 
-static enum MHD_Result key_it(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result key_it(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+			      const char *value, size_t value_size)
 {
 	struct keys_ctx *k = cls;
 
-	k->fn(k->arg, key);
+	k->fn(k->arg, key, value, value ? value_size : 0);
 	return MHD_YES;
 }
 
-static void query_keys(void *arg, void (*fn)(void *, const char *), void *arg2)
+static void query_keys(void *arg, void (*fn)(void *, const char *, const char *, size_t), void *arg2)
 {
 	struct keys_ctx k = { fn, arg2 };
 
-	MHD_get_connection_values(arg, MHD_GET_ARGUMENT_KIND, key_it, &k);
+	MHD_get_connection_values_n(arg, MHD_GET_ARGUMENT_KIND, key_it, &k);
 }
 
 static const char *header_get(void *arg, const char *name)

@@ -104,6 +104,7 @@ bool __wrap_qp_stop_wait(struct qp_stop *s, unsigned int seconds)
 struct fuzz_req {
 	char url[MAX_URL + 1];
 	char *keys[MAX_ARGS], *vals[MAX_ARGS];
+	size_t vlens[MAX_ARGS];
 	size_t nargs;
 	char heads[MAX_URL + 1];
 	char *hname[MAX_HEADERS], *hval[MAX_HEADERS];
@@ -165,11 +166,11 @@ static int hexval(int c)
 	return -1;
 }
 
-/* In place: '+' is a space, %XX a byte (a bad escape stays as it is). The
- * string ends at a decoded NUL, as it would for MHD's C strings. */
-static void unescape(char *s)
+/* In place: '+' is a space, %XX a byte (a bad escape stays as it is). A
+ * decoded NUL stays inside, as in MHD's values; returns the decoded length. */
+static size_t unescape(char *s)
 {
-	char *w = s;
+	char *w = s, *start = s;
 
 	for (; *s; s++) {
 		if (*s == '+') {
@@ -182,6 +183,7 @@ static void unescape(char *s)
 		}
 	}
 	*w = '\0';
+	return (size_t)(w - start);
 }
 
 static void parse_query(struct fuzz_req *r, char *q)
@@ -197,8 +199,7 @@ static void parse_query(struct fuzz_req *r, char *q)
 		unescape(q);
 		r->keys[r->nargs] = q;
 		r->vals[r->nargs] = eq ? eq + 1 : NULL;
-		if (eq)
-			unescape(eq + 1);
+		r->vlens[r->nargs] = eq ? unescape(eq + 1) : 0;
 		/* MHD: "?a" is key a with no value; an empty key is skipped */
 		if (*q)
 			r->nargs++;
@@ -217,13 +218,13 @@ static const char *query_get(void *arg, const char *name)
 	return NULL;
 }
 
-static void query_keys(void *arg, void (*fn)(void *, const char *), void *arg2)
+static void query_keys(void *arg, void (*fn)(void *, const char *, const char *, size_t), void *arg2)
 {
 	struct fuzz_req *r = arg;
 	size_t i;
 
 	for (i = 0; i < r->nargs; i++)
-		fn(arg2, r->keys[i]);
+		fn(arg2, r->keys[i], r->vals[i], r->vlens[i]);
 }
 
 /* ---- the daemon ---------------------------------------------------------- */

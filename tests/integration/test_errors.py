@@ -92,6 +92,22 @@ try:
     err(d, "GET", "/api/scopes?pid=abc", None, 400, "pid not a number")
     err(d, "GET", "/api/scopes?pid=4194999", None, 404, "pid not a target")
     err(d, "GET", "/api/scopes?bogus=1", None, 400, "unknown parameter")
+    # the whole query string is read: a second value, a %00 inside a value or
+    # a key without '=' would otherwise be ignored (the first value read,
+    # the value cut at the NUL, the key taken as absent)
+    for path, what in ((f"/api/scopes?pid={prog.pid}&pid=4194999", "pid given twice"),
+                       (f"/api/scopes?pid={prog.pid}%00x", "pid with a NUL byte"),
+                       ("/api/logs?follow", "follow without a value"),
+                       ("/api/scopes?seconds=1&seconds=abc", "seconds given twice"),
+                       (f"/api/cpu/flamegraph?pid={prog.pid}&renderer=flamegraph&renderer=callgraph",
+                        "renderer given twice"),
+                       ("/pprof/profile?" + "&".join(f"scope=s{i}" if i == 0 else f"x{i}=1" for i in range(33)),
+                        "33 parameters")):
+        err(d, "GET", path, None, 400, what)
+    st, hdrs, data = d.request("GET", f"/api/scopes?pid={prog.pid}&pid=1")
+    t.check(b"given more than once" in data, f"a repeated key is named: {data[:120]!r}")
+    st, hdrs, data = d.request("DELETE", "/api/targets?binary=/a&binary=/b")
+    t.eq(st, 400, "DELETE with binary given twice")
     st, body = d.get("/api/scopes?seconds=-5")  # clamped to 1 s
     t.eq(st, 200, "seconds below range is clamped")
     st, body = d.get("/api/scopes?pid=%d" % prog.pid)
