@@ -56,6 +56,9 @@ try:
     err(d, "POST", "/api/targets", json.dumps({"binary": "/no/such/file"}), 404, "missing binary")
     err(d, "POST", "/api/targets", json.dumps({"binary": "relative/path"}), 400, "relative binary")
     err(d, "POST", "/api/targets", json.dumps({"binary": 7}), 400, "binary not a string")
+    st, hdrs, data = d.request("POST", "/api/targets", body=json.dumps({"binary": "/a" * 3000}))
+    t.eq(st, 400, "binary path of 6000 bytes")
+    t.check(b"1..4095 bytes" in data, f"a path too long says how long one may be: {data[:120]!r}")
     err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": ["python:gc__start"]}), 400,
         "a usdt probe the process does not have")
     err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": "app:x"}), 400, "usdt not an array")
