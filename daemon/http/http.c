@@ -302,6 +302,15 @@ static void error_response(struct qp_response *resp, int status, const char *msg
 	resp->len = k;
 }
 
+/* In place: control bytes (CR and LF among them, which MHD refuses in a
+ * header value) become '?'; UTF-8 stays as it is. */
+static void header_safe(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 static enum MHD_Result send_response(struct MHD_Connection *c, struct qp_response *resp)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_MUST_FREE);
@@ -318,8 +327,12 @@ static enum MHD_Result send_response(struct MHD_Connection *c, struct qp_respons
 		MHD_add_response_header(r, "Allow", resp->allow);
 	if (resp->disposition)
 		MHD_add_response_header(r, "Content-Disposition", resp->disposition);
-	if (resp->note[0])
+	if (resp->note[0]) {
+		/* the note quotes the client's scope=: a CR or LF there made MHD
+		 * drop the header, and the empty profile went unmarked */
+		header_safe(resp->note);
 		MHD_add_response_header(r, "X-Qprof-Note", resp->note);
+	}
 	if (resp->seconds[0])
 		MHD_add_response_header(r, "X-Qprof-Seconds", resp->seconds);
 	if (resp->status == 503) {

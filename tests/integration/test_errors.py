@@ -111,6 +111,16 @@ try:
     t.check(b"given more than once" in data, f"a repeated key is named: {data[:120]!r}")
     st, hdrs, data = d.request("DELETE", "/api/targets?binary=/a&binary=/b")
     t.eq(st, 400, "DELETE with binary given twice")
+    # the empty-profile note quotes scope=: a CR LF in it must neither drop
+    # the note (an empty profile unmarked) nor add a header
+    st, hdrs, data = d.request("GET", "/api/cpu/folded?scope=a%0d%0aX-Evil:%20yes")
+    t.eq(st, 200, "folded of a scope holding CR LF")
+    t.eq(hdrs.get("X-Qprof-Note"), "no samples inside scope 'a??X-Evil: yes' (unknown scope, or never on CPU)",
+         "the note is there, its control bytes as '?'")
+    t.check("X-Evil" not in hdrs, "no header injected")
+    p = subprocess.run([cli, "--socket", d.sock, "folded", "--scope", "a\r\nb"], capture_output=True, text=True,
+                       timeout=60)
+    t.eq(p.returncode, 1, "qprof-cli folded of a scope holding CR LF: empty profile, exit 1")
     st, body = d.get("/api/scopes?seconds=-5")  # clamped to 1 s
     t.eq(st, 200, "seconds below range is clamped")
     st, body = d.get("/api/scopes?pid=%d" % prog.pid)
