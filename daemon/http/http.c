@@ -20,6 +20,7 @@
 #include "http.h"
 #include "http_auth.h"
 #include "http_conn.h"
+#include "http_query.h"
 #include "log.h"
 #include "qprofd.h"
 #include "util.h"
@@ -144,6 +145,11 @@ int qp_http_listen_tcp(const char *spec, char *err, size_t errlen)
 		return ret;
 	}
 	return fd;
+}
+
+static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
+{
+	return qp_http_unescape(s);
 }
 
 static const char *query_get(void *arg, const char *name)
@@ -519,6 +525,7 @@ int qp_http_start(struct qprofd *d, int fd, const struct qp_http_policy *policy,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)QP_HTTP_HARD_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
+				  MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL,
 				  MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, errlen, "libmicrohttpd could not start");

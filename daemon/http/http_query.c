@@ -81,6 +81,36 @@ const char *qp_query_unknown_key(const char *const *allowed, const char *const *
 	return NULL;
 }
 
+static int hexdigit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+size_t qp_http_unescape(char *s)
+{
+	char *w = s, *r = s;
+
+	while (*r) {
+		int hi = r[0] == '%' ? hexdigit(r[1]) : -1;
+		int lo = hi >= 0 ? hexdigit(r[2]) : -1;
+
+		if (lo >= 0 && (hi | lo)) {
+			*w++ = (char)(hi << 4 | lo);
+			r += 3;
+		} else {
+			*w++ = *r++;	/* a bad escape, or %00, stays as it is */
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
 void qp_query_scan_arg(struct qp_query_scan *s, const char *key, const char *value, size_t value_len)
 {
 	char name[64];

@@ -51,6 +51,12 @@ struct qp_query_scan {
  * strlen(VALUE)). After the first problem the rest is ignored. */
 void qp_query_scan_arg(struct qp_query_scan *s, const char *key, const char *value, size_t value_len);
 
+/* libmicrohttpd's unescaping of the URL path, query keys and values, in
+ * place, but "%00" is left as those three characters: a decoded NUL would
+ * end the C string early, so "/api/targets/12%00x" would detach 12 and
+ * "pid=5%00x" read as 5. Returns the new length. */
+size_t qp_http_unescape(char *s);
+
 /* The Accept header of a /metrics scrape: true when it offers the protobuf
  * exposition (application/vnd.google.protobuf with
  * proto=io.prometheus.client.MetricFamily and encoding=delimited) with a q

@@ -27,6 +27,7 @@
 
 #include "collect_scopes.h"
 #include "http.h"
+#include "http_query.h"
 #include "qprofd.h"
 #include "targets.h"
 
@@ -155,35 +156,17 @@ static size_t parse_headers(struct fuzz_req *r, const uint8_t *data, size_t size
 	return used;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* In place: '+' is a space, %XX a byte (a bad escape stays as it is). A
- * decoded NUL stays inside, as in MHD's values; returns the decoded length. */
+/* In place: '+' is a space, then %XX a byte as qprofd's unescape callback
+ * does it (qp_http_unescape: a bad escape and %00 stay as they are);
+ * returns the decoded length. */
 static size_t unescape(char *s)
 {
-	char *w = s, *start = s;
+	char *p;
 
-	for (; *s; s++) {
-		if (*s == '+') {
-			*w++ = ' ';
-		} else if (*s == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
-			*w++ = (char)(hexval(s[1]) << 4 | hexval(s[2]));
-			s += 2;
-		} else {
-			*w++ = *s;
-		}
-	}
-	*w = '\0';
-	return (size_t)(w - start);
+	for (p = s; *p; p++)
+		if (*p == '+')
+			*p = ' ';
+	return qp_http_unescape(s);
 }
 
 static void parse_query(struct fuzz_req *r, char *q)

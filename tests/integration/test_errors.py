@@ -71,6 +71,12 @@ try:
     t.eq(st, 201, "attach by API")
     t.eq(body.get("pid"), prog.pid, "attach answer names the pid")
     err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid}), 409, "attach twice")
+    # a %00 in the path is not decoded: it used to cut the path, and this
+    # detached the target
+    err(d, "DELETE", f"/api/targets/{prog.pid}%00x", None, 400, "detach a pid followed by %00")
+    st, status = d.get("/api/status")
+    t.check(any(x["pid"] == prog.pid and x["state"] == "running" for x in status["targets"]),
+            "the target is still attached after DELETE .../PID%00x")
 
     # routes and methods
     err(d, "GET", "/api/nothing", None, 404, "unknown route")

@@ -243,8 +243,23 @@ static void test_scan(void)
 	CHECK_STR(s.err, "more than 32 query parameters");
 }
 
+/* Percent-decoding as libmicrohttpd does it, but for %00. */
+static void test_unescape(void)
+{
+	char a[] = "/api/targets/12%00x", b[] = "a%41%4a%4A%2f%zz%4", c[] = "%25%30%30%00%0a%ff", d[] = "";
+
+	CHECK_INT(qp_http_unescape(a), 19);
+	CHECK_STR(a, "/api/targets/12%00x");
+	CHECK_INT(qp_http_unescape(b), 10);
+	CHECK_STR(b, "aAJJ/%zz%4");
+	CHECK_INT(qp_http_unescape(c), 8);
+	CHECK_STR(c, "%00%00\n\xff");
+	CHECK_INT(qp_http_unescape(d), 0);
+}
+
 int main(void)
 {
+	test_unescape();
 	test_scan();
 	test_seconds();
 	test_pid();
