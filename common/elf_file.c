@@ -70,6 +70,33 @@ int qp_open_regular(const char *path, int *fd, char *err, size_t errlen)
 	return 0;
 }
 
+int qp_open_regular_st(const char *path, struct stat *st)
+{
+	struct stat st2;
+	char self[64];
+	int pfd, rfd, e;
+
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return -errno;
+	if (fstat(pfd, st) || !S_ISREG(st->st_mode)) {
+		close(pfd);
+		return -EINVAL;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	rfd = open(self, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	e = errno;
+	close(pfd);
+	if (rfd < 0)
+		return -e;
+	if (fstat(rfd, &st2) || st2.st_dev != st->st_dev || st2.st_ino != st->st_ino || !S_ISREG(st2.st_mode)) {
+		close(rfd);
+		return -EINVAL;
+	}
+	*st = st2;
+	return rfd;
+}
+
 void qp_file_id_of(const struct stat *st, struct qp_file_id *id)
 {
 	memset(id, 0, sizeof(*id));

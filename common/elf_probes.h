@@ -86,6 +86,14 @@ int qp_elf_probes_fdopen(int fd, const char *path, struct qp_elf_probes **out, c
  * or a directory is never opened for reading (no block, no side effect).
  * The fd in *fd; -ENOENT, -EACCES, -EISDIR, -EINVAL (not regular), -EFBIG. */
 int qp_open_regular(const char *path, int *fd, char *err, size_t errlen);
+/* The same without a size limit or messages, for the symbolizer, which
+ * opens paths a target's maps and ELF notes name: the fd (O_RDONLY,
+ * O_NONBLOCK, O_NOCTTY) and its stat in *st, or -errno (-EINVAL: not a
+ * regular file, left unopened). Opening a device has effects of its own (a
+ * watchdog arms, a tape rewinds, a tty becomes ours); a path read from
+ * /proc/PID/maps is the process's view, which in another mount namespace
+ * can name a device here. */
+int qp_open_regular_st(const char *path, struct stat *st);
 void qp_file_id_of(const struct stat *st, struct qp_file_id *id);
 bool qp_file_id_eq(const struct qp_file_id *a, const struct qp_file_id *b);
 /* 1 when FD is still the file P was parsed from (same identity and same

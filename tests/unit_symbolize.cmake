@@ -88,7 +88,7 @@ execute_process(COMMAND ${BPF_CLANG} -fsanitize=thread ${CMAKE_CURRENT_BINARY_DI
 if(_qp_notsan EQUAL 0)
   set(SF_TSAN_SRC ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c
     ${PROJECT_SOURCE_DIR}/common/procfs.c ${PROJECT_SOURCE_DIR}/common/util.c
-    ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/arena.c
+    ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/arena.c
     ${PROJECT_SOURCE_DIR}/common/hashtab.c)
   foreach(f symbolize sym_intern sym_elf sym_dwarf sym_maps sym_kernel)
     list(APPEND SF_TSAN_SRC ${PROJECT_SOURCE_DIR}/daemon/symbolize/${f}.c)
@@ -128,3 +128,13 @@ add_test(NAME unit_symbolize_lines COMMAND test_symbolize_lines
   inline=$<TARGET_FILE:sf_inline> inline_bid=${SF_OUT}/bid/sf_inline debugroot=${SF_DEBUGROOT}
   src=${SF_SRC}/sf_inline.c link=${SF_OUT}/link/sf_link tmp=${SF_OUT}/tmp_lines)
 set_tests_properties(unit_symbolize_lines PROPERTIES TIMEOUT 120)
+
+# A maps line or a .gnu_debuglink that names a FIFO (or, from another mount
+# namespace, a device): never opened for reading (inotify is the witness).
+add_executable(test_symbolize_special ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_special.c)
+target_include_directories(test_symbolize_special PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_symbolize_special PRIVATE qprof_common)
+add_dependencies(test_symbolize_special sf_split)
+add_test(NAME unit_symbolize_special COMMAND test_symbolize_special
+  link=${SF_OUT}/link/sf_link tmp=${SF_OUT}/tmp)
+set_tests_properties(unit_symbolize_special PROPERTIES TIMEOUT 60)

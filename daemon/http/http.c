@@ -20,6 +20,7 @@
 #include "http.h"
 #include "http_auth.h"
 #include "http_conn.h"
+#include "http_query.h"
 #include "log.h"
 #include "qprofd.h"
 #include "util.h"
@@ -146,29 +147,35 @@ int qp_http_listen_tcp(const char *spec, char *err, size_t errlen)
 	return fd;
 }
 
+static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
+{
+	return qp_http_unescape(s);
+}
+
 static const char *query_get(void *arg, const char *name)
 {
 	return MHD_lookup_connection_value(arg, MHD_GET_ARGUMENT_KIND, name);
 }
 
 struct keys_ctx {
-	void (*fn)(void *, const char *);
+	void (*fn)(void *, const char *, const char *, size_t);
 	void *arg;
 };
 
-static enum MHD_Result key_it(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static enum MHD_Result key_it(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+			      const char *value, size_t value_size)
 {
 	struct keys_ctx *k = cls;
 
-	k->fn(k->arg, key);
+	k->fn(k->arg, key, value, value ? value_size : 0);
 	return MHD_YES;
 }
 
-static void query_keys(void *arg, void (*fn)(void *, const char *), void *arg2)
+static void query_keys(void *arg, void (*fn)(void *, const char *, const char *, size_t), void *arg2)
 {
 	struct keys_ctx k = { fn, arg2 };
 
-	MHD_get_connection_values(arg, MHD_GET_ARGUMENT_KIND, key_it, &k);
+	MHD_get_connection_values_n(arg, MHD_GET_ARGUMENT_KIND, key_it, &k);
 }
 
 static const char *header_get(void *arg, const char *name)
@@ -301,6 +308,15 @@ static void error_response(struct qp_response *resp, int status, const char *msg
 	resp->len = k;
 }
 
+/* In place: control bytes (CR and LF among them, which MHD refuses in a
+ * header value) become '?'; UTF-8 stays as it is. */
+static void header_safe(char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+}
+
 static enum MHD_Result send_response(struct MHD_Connection *c, struct qp_response *resp)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(resp->len, resp->body, MHD_RESPMEM_MUST_FREE);
@@ -317,8 +333,12 @@ static enum MHD_Result send_response(struct MHD_Connection *c, struct qp_respons
 		MHD_add_response_header(r, "Allow", resp->allow);
 	if (resp->disposition)
 		MHD_add_response_header(r, "Content-Disposition", resp->disposition);
-	if (resp->note[0])
+	if (resp->note[0]) {
+		/* the note quotes the client's scope=: a CR or LF there made MHD
+		 * drop the header, and the empty profile went unmarked */
+		header_safe(resp->note);
 		MHD_add_response_header(r, "X-Qprof-Note", resp->note);
+	}
 	if (resp->seconds[0])
 		MHD_add_response_header(r, "X-Qprof-Seconds", resp->seconds);
 	if (resp->status == 503) {
@@ -505,6 +525,7 @@ int qp_http_start(struct qprofd *d, int fd, const struct qp_http_policy *policy,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned int)QP_HTTP_HARD_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
+				  MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL,
 				  MHD_OPTION_END);
 	if (!h->mhd) {
 		snprintf(err, errlen, "libmicrohttpd could not start");

@@ -34,8 +34,12 @@ struct qp_request {
 	bool body_too_large;
 	/* value of query parameter NAME or NULL; ARG is the connection */
 	const char *(*query)(void *arg, const char *name);
-	/* calls fn(arg2, key) for every query key; used to reject unknown ones */
-	void (*query_keys)(void *arg, void (*fn)(void *arg2, const char *key), void *arg2);
+	/* calls fn(arg2, key, value, value_len) for every query pair, in
+	 * order: VALUE is NULL when the pair had no '=', VALUE_LEN is its
+	 * decoded length (a %00 inside makes it exceed strlen(VALUE)). Used to
+	 * reject unknown, repeated and malformed parameters. */
+	void (*query_keys)(void *arg, void (*fn)(void *arg2, const char *key, const char *value, size_t value_len),
+			   void *arg2);
 	void *arg;
 	/* value of request header NAME or NULL; NULL getter: no headers */
 	const char *(*header)(void *arg, const char *name);

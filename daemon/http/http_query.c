@@ -81,6 +81,67 @@ const char *qp_query_unknown_key(const char *const *allowed, const char *const *
 	return NULL;
 }
 
+static int hexdigit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+size_t qp_http_unescape(char *s)
+{
+	char *w = s, *r = s;
+
+	while (*r) {
+		int hi = r[0] == '%' ? hexdigit(r[1]) : -1;
+		int lo = hi >= 0 ? hexdigit(r[2]) : -1;
+
+		if (lo >= 0 && (hi | lo)) {
+			*w++ = (char)(hi << 4 | lo);
+			r += 3;
+		} else {
+			*w++ = *r++;	/* a bad escape, or %00, stays as it is */
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
+void qp_query_scan_arg(struct qp_query_scan *s, const char *key, const char *value, size_t value_len)
+{
+	char name[64];
+	size_t i;
+
+	if (s->bad)
+		return;
+	snprintf(name, sizeof(name), "%s", key);
+	s->bad = true;
+	if (s->n == QP_QUERY_MAX_ARGS) {
+		snprintf(s->err, sizeof(s->err), "more than %d query parameters", QP_QUERY_MAX_ARGS);
+		return;
+	}
+	for (i = 0; i < s->n; i++) {
+		if (!strcmp(s->keys[i], key)) {
+			snprintf(s->err, sizeof(s->err), "query parameter '%s' is given more than once", name);
+			return;
+		}
+	}
+	if (!value) {
+		snprintf(s->err, sizeof(s->err), "query parameter '%s' has no value (write %s=VALUE)", name, name);
+		return;
+	}
+	if (memchr(value, '\0', value_len)) {
+		snprintf(s->err, sizeof(s->err), "query parameter '%s' holds a NUL byte (%%00)", name);
+		return;
+	}
+	s->keys[s->n++] = key;
+	s->bad = false;
+}
+
 static bool tok_eq(const char *s, size_t n, const char *lit)
 {
 	return strlen(lit) == n && !strncasecmp(s, lit, n);

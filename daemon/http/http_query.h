@@ -34,6 +34,29 @@ int qp_query_pid(const char *s, int *out, char *err, size_t errlen);
 const char *qp_query_unknown_key(const char *const *allowed, const char *const *keys, size_t nkeys,
 				 char *err, size_t errlen);
 
+/* The whole query string, one pair at a time, before any route reads it: a
+ * route reads the first value of a key, so a second one (a proxy or a
+ * cache may read the last), a value cut short by a NUL byte ("pid=5%00x"
+ * would read as 5), or a key without '=' (read as absent) would answer a
+ * request other than the one sent. Each is a 400 instead. */
+#define QP_QUERY_MAX_ARGS 32
+struct qp_query_scan {
+	const char *keys[QP_QUERY_MAX_ARGS];	/* borrowed from the request */
+	size_t n;
+	bool bad;
+	char err[192];	/* the first problem found, when bad */
+};
+/* Feed one pair: KEY as decoded, VALUE NULL when the pair had no '=',
+ * VALUE_LEN its decoded length (a NUL inside makes it longer than
+ * strlen(VALUE)). After the first problem the rest is ignored. */
+void qp_query_scan_arg(struct qp_query_scan *s, const char *key, const char *value, size_t value_len);
+
+/* libmicrohttpd's unescaping of the URL path, query keys and values, in
+ * place, but "%00" is left as those three characters: a decoded NUL would
+ * end the C string early, so "/api/targets/12%00x" would detach 12 and
+ * "pid=5%00x" read as 5. Returns the new length. */
+size_t qp_http_unescape(char *s);
+
 /* The Accept header of a /metrics scrape: true when it offers the protobuf
  * exposition (application/vnd.google.protobuf with
  * proto=io.prometheus.client.MetricFamily and encoding=delimited) with a q

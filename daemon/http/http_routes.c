@@ -89,7 +89,7 @@ struct key_check {
 	char msg[128];
 };
 
-static void check_key(void *arg, const char *key)
+static void check_key(void *arg, const char *key, const char *value, size_t value_len)
 {
 	struct key_check *kc = arg;
 
@@ -224,6 +224,11 @@ static bool path_matches(const char *pattern, const char *url)
 	return !strncmp(pattern, url, n - 1) && url[n - 1] && !strchr(url + n - 1, '/');
 }
 
+static void scan_arg(void *arg, const char *key, const char *value, size_t value_len)
+{
+	qp_query_scan_arg(arg, key, value, value_len);
+}
+
 void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	const char *url = req->url, *m = req->method;
@@ -253,6 +258,13 @@ void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_res
 	else if (!strcmp(m, "DELETE"))
 		fn = rt->del;
 	if (fn) {
+		struct qp_query_scan scan = { .n = 0 };
+
+		req->query_keys(req->arg, scan_arg, &scan);
+		if (scan.bad) {
+			qp_reply_error(resp, 400, "%s", scan.err);
+			return;
+		}
 		fn(d, req, resp);
 		return;
 	}

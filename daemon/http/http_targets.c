@@ -233,7 +233,7 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 4095 ||
 		    strlen(json_string_value(v)) != json_string_length(v)) {
 			qp_json_free(&j);
-			qp_reply_error(resp, 400, "\"binary\" must be a non-empty path string");
+			qp_reply_error(resp, 400, "\"binary\" must be a path string of 1..4095 bytes");
 			goto out;
 		}
 		/* takes the lock itself, after opening and parsing the file */

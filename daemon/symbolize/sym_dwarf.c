@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "elf_probes.h"
 #include "sym_internal.h"
 
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -154,11 +155,9 @@ static int open_alt(struct sym_dwarf *d, Elf_Data *altlink, const char *debug_ro
 	n = snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", debug_root, hex, hex + 2);
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
-	d->alt_fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	d->alt_fd = qp_open_regular_st(path, &st);	/* never a device or a FIFO */
 	if (d->alt_fd < 0)
-		return -errno;
-	if (fstat(d->alt_fd, &st) || !S_ISREG(st.st_mode))
-		return -EINVAL;
+		return d->alt_fd;
 	d->alt_elf = elf_begin(d->alt_fd, ELF_C_READ, NULL);
 	if (!d->alt_elf || !sections_ok(d->alt_elf, &altlink, true) || altlink)
 		return -EINVAL;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "elf_build_id.h"
+#include "elf_probes.h"
 #include "sym_internal.h"
 
 static int elf_segments(Elf *elf, struct symfile *f)
@@ -217,13 +218,13 @@ static bool try_debug_file(struct qp_symbolizer *s, struct symfile *f, const str
 	Elf *elf;
 	int fd;
 
-	/* O_NONBLOCK: a FIFO put where a debug file is looked for must not
-	 * hold the thread */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* only a regular file is opened: a FIFO or a device put where a debug
+	 * file is looked for (the debuglink's name comes from the target's
+	 * file) must neither hold the thread nor be opened */
+	fd = qp_open_regular_st(path, &st);
 	if (fd < 0)
 		return false;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    (st.st_dev == orig->st_dev && st.st_ino == orig->st_ino))
+	if (st.st_dev == orig->st_dev && st.st_ino == orig->st_ino)
 		goto out;
 	if (have_crc && (crc_file(fd, &c) || c != crc))
 		goto out;

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "procfs.h"
+#include "elf_probes.h"
 #include "sym_internal.h"
 
 static struct qp_sym_process *proc_find(struct qp_symbolizer *s, int pid)
@@ -58,13 +59,13 @@ static struct symfile *map_file(struct qp_symbolizer *s, int pid, const struct q
 	for (i = 0; i < ncand; i++) {
 		struct symfile *f;
 		struct stat st;
-		/* O_NONBLOCK: the path may have become a FIFO since it was mapped */
-		int fd = open(cand[i], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		/* never opened unless regular: the path may be a FIFO or a
+		 * device now, or in qprofd's mount namespace */
+		int fd = qp_open_regular_st(cand[i], &st);
 
 		if (fd < 0)
 			continue;
-		if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-		    (m->inode && (uint64_t)st.st_ino != m->inode)) {
+		if (m->inode && (uint64_t)st.st_ino != m->inode) {
 			close(fd);
 			continue;
 		}

@@ -138,10 +138,10 @@ static int open_mapped(int pid, const struct qp_map *m, char *path, size_t len)
 			snprintf(path, len, "%s", m->path);
 		else
 			snprintf(path, len, "/proc/%d/root%s", pid, m->path);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		fd = qp_open_regular_st(path, &st);	/* a device is never opened */
 		if (fd < 0)
 			continue;
-		if (!fstat(fd, &st) && S_ISREG(st.st_mode) && (uint64_t)st.st_ino == m->inode)
+		if ((uint64_t)st.st_ino == m->inode)
 			return fd;
 		close(fd);
 	}

@@ -27,6 +27,7 @@
 
 #include "collect_scopes.h"
 #include "http.h"
+#include "http_query.h"
 #include "qprofd.h"
 #include "targets.h"
 
@@ -104,6 +105,7 @@ bool __wrap_qp_stop_wait(struct qp_stop *s, unsigned int seconds)
 struct fuzz_req {
 	char url[MAX_URL + 1];
 	char *keys[MAX_ARGS], *vals[MAX_ARGS];
+	size_t vlens[MAX_ARGS];
 	size_t nargs;
 	char heads[MAX_URL + 1];
 	char *hname[MAX_HEADERS], *hval[MAX_HEADERS];
@@ -154,34 +156,17 @@ static size_t parse_headers(struct fuzz_req *r, const uint8_t *data, size_t size
 	return used;
 }
 
-static int hexval(int c)
+/* In place: '+' is a space, then %XX a byte as qprofd's unescape callback
+ * does it (qp_http_unescape: a bad escape and %00 stay as they are);
+ * returns the decoded length. */
+static size_t unescape(char *s)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
+	char *p;
 
-/* In place: '+' is a space, %XX a byte (a bad escape stays as it is). The
- * string ends at a decoded NUL, as it would for MHD's C strings. */
-static void unescape(char *s)
-{
-	char *w = s;
-
-	for (; *s; s++) {
-		if (*s == '+') {
-			*w++ = ' ';
-		} else if (*s == '%' && hexval(s[1]) >= 0 && hexval(s[2]) >= 0) {
-			*w++ = (char)(hexval(s[1]) << 4 | hexval(s[2]));
-			s += 2;
-		} else {
-			*w++ = *s;
-		}
-	}
-	*w = '\0';
+	for (p = s; *p; p++)
+		if (*p == '+')
+			*p = ' ';
+	return qp_http_unescape(s);
 }
 
 static void parse_query(struct fuzz_req *r, char *q)
@@ -197,8 +182,7 @@ static void parse_query(struct fuzz_req *r, char *q)
 		unescape(q);
 		r->keys[r->nargs] = q;
 		r->vals[r->nargs] = eq ? eq + 1 : NULL;
-		if (eq)
-			unescape(eq + 1);
+		r->vlens[r->nargs] = eq ? unescape(eq + 1) : 0;
 		/* MHD: "?a" is key a with no value; an empty key is skipped */
 		if (*q)
 			r->nargs++;
@@ -217,13 +201,13 @@ static const char *query_get(void *arg, const char *name)
 	return NULL;
 }
 
-static void query_keys(void *arg, void (*fn)(void *, const char *), void *arg2)
+static void query_keys(void *arg, void (*fn)(void *, const char *, const char *, size_t), void *arg2)
 {
 	struct fuzz_req *r = arg;
 	size_t i;
 
 	for (i = 0; i < r->nargs; i++)
-		fn(arg2, r->keys[i]);
+		fn(arg2, r->keys[i], r->vals[i], r->vlens[i]);
 }
 
 /* ---- the daemon ---------------------------------------------------------- */

@@ -56,6 +56,9 @@ try:
     err(d, "POST", "/api/targets", json.dumps({"binary": "/no/such/file"}), 404, "missing binary")
     err(d, "POST", "/api/targets", json.dumps({"binary": "relative/path"}), 400, "relative binary")
     err(d, "POST", "/api/targets", json.dumps({"binary": 7}), 400, "binary not a string")
+    st, hdrs, data = d.request("POST", "/api/targets", body=json.dumps({"binary": "/a" * 3000}))
+    t.eq(st, 400, "binary path of 6000 bytes")
+    t.check(b"1..4095 bytes" in data, f"a path too long says how long one may be: {data[:120]!r}")
     err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": ["python:gc__start"]}), 400,
         "a usdt probe the process does not have")
     err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid, "usdt": "app:x"}), 400, "usdt not an array")
@@ -68,6 +71,12 @@ try:
     t.eq(st, 201, "attach by API")
     t.eq(body.get("pid"), prog.pid, "attach answer names the pid")
     err(d, "POST", "/api/targets", json.dumps({"pid": prog.pid}), 409, "attach twice")
+    # a %00 in the path is not decoded: it used to cut the path, and this
+    # detached the target
+    err(d, "DELETE", f"/api/targets/{prog.pid}%00x", None, 400, "detach a pid followed by %00")
+    st, status = d.get("/api/status")
+    t.check(any(x["pid"] == prog.pid and x["state"] == "running" for x in status["targets"]),
+            "the target is still attached after DELETE .../PID%00x")
 
     # routes and methods
     err(d, "GET", "/api/nothing", None, 404, "unknown route")
@@ -92,6 +101,32 @@ try:
     err(d, "GET", "/api/scopes?pid=abc", None, 400, "pid not a number")
     err(d, "GET", "/api/scopes?pid=4194999", None, 404, "pid not a target")
     err(d, "GET", "/api/scopes?bogus=1", None, 400, "unknown parameter")
+    # the whole query string is read: a second value, a %00 inside a value or
+    # a key without '=' would otherwise be ignored (the first value read,
+    # the value cut at the NUL, the key taken as absent)
+    for path, what in ((f"/api/scopes?pid={prog.pid}&pid=4194999", "pid given twice"),
+                       (f"/api/scopes?pid={prog.pid}%00x", "pid with a NUL byte"),
+                       ("/api/logs?follow", "follow without a value"),
+                       ("/api/scopes?seconds=1&seconds=abc", "seconds given twice"),
+                       (f"/api/cpu/flamegraph?pid={prog.pid}&renderer=flamegraph&renderer=callgraph",
+                        "renderer given twice"),
+                       ("/pprof/profile?" + "&".join(f"scope=s{i}" if i == 0 else f"x{i}=1" for i in range(33)),
+                        "33 parameters")):
+        err(d, "GET", path, None, 400, what)
+    st, hdrs, data = d.request("GET", f"/api/scopes?pid={prog.pid}&pid=1")
+    t.check(b"given more than once" in data, f"a repeated key is named: {data[:120]!r}")
+    st, hdrs, data = d.request("DELETE", "/api/targets?binary=/a&binary=/b")
+    t.eq(st, 400, "DELETE with binary given twice")
+    # the empty-profile note quotes scope=: a CR LF in it must neither drop
+    # the note (an empty profile unmarked) nor add a header
+    st, hdrs, data = d.request("GET", "/api/cpu/folded?scope=a%0d%0aX-Evil:%20yes")
+    t.eq(st, 200, "folded of a scope holding CR LF")
+    t.eq(hdrs.get("X-Qprof-Note"), "no samples inside scope 'a??X-Evil: yes' (unknown scope, or never on CPU)",
+         "the note is there, its control bytes as '?'")
+    t.check("X-Evil" not in hdrs, "no header injected")
+    p = subprocess.run([cli, "--socket", d.sock, "folded", "--scope", "a\r\nb"], capture_output=True, text=True,
+                       timeout=60)
+    t.eq(p.returncode, 1, "qprof-cli folded of a scope holding CR LF: empty profile, exit 1")
     st, body = d.get("/api/scopes?seconds=-5")  # clamped to 1 s
     t.eq(st, 200, "seconds below range is clamped")
     st, body = d.get("/api/scopes?pid=%d" % prog.pid)

@@ -200,8 +200,67 @@ static void test_accept(void)
 	CHECK(!qp_accept_protobuf(";;;,,,=;q=;proto=;"));
 }
 
+/* The whole query, pair by pair: a repeated key, a NUL inside a value and a
+ * key without '=' are refused with their own message; the first problem
+ * wins; 32 pairs pass, a 33rd does not. */
+static void test_scan(void)
+{
+	static const char *const names[33] = {
+		"k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7", "k8", "k9", "k10",
+		"k11", "k12", "k13", "k14", "k15", "k16", "k17", "k18", "k19", "k20",
+		"k21", "k22", "k23", "k24", "k25", "k26", "k27", "k28", "k29", "k30",
+		"k31", "k32",
+	};
+	struct qp_query_scan s = { .n = 0 };
+	size_t i;
+
+	qp_query_scan_arg(&s, "pid", "12", 2);
+	qp_query_scan_arg(&s, "seconds", "", 0);	/* empty: the route says what it needs */
+	CHECK(!s.bad);
+	CHECK_INT(s.n, 2);
+	qp_query_scan_arg(&s, "pid", "13", 2);
+	CHECK(s.bad);
+	CHECK_STR(s.err, "query parameter 'pid' is given more than once");
+	qp_query_scan_arg(&s, "x", NULL, 0);	/* ignored after the first */
+	CHECK_STR(s.err, "query parameter 'pid' is given more than once");
+
+	s = (struct qp_query_scan){ .n = 0 };
+	qp_query_scan_arg(&s, "pid", "12\0x", 4);	/* "pid=12%00x" */
+	CHECK(s.bad);
+	CHECK_STR(s.err, "query parameter 'pid' holds a NUL byte (%00)");
+
+	s = (struct qp_query_scan){ .n = 0 };
+	qp_query_scan_arg(&s, "follow", NULL, 0);	/* "?follow" */
+	CHECK(s.bad);
+	CHECK_STR(s.err, "query parameter 'follow' has no value (write follow=VALUE)");
+
+	s = (struct qp_query_scan){ .n = 0 };
+	for (i = 0; i < 32; i++)
+		qp_query_scan_arg(&s, names[i], "1", 1);
+	CHECK(!s.bad);
+	qp_query_scan_arg(&s, names[32], "1", 1);
+	CHECK(s.bad);
+	CHECK_STR(s.err, "more than 32 query parameters");
+}
+
+/* Percent-decoding as libmicrohttpd does it, but for %00. */
+static void test_unescape(void)
+{
+	char a[] = "/api/targets/12%00x", b[] = "a%41%4a%4A%2f%zz%4", c[] = "%25%30%30%00%0a%ff", d[] = "";
+
+	CHECK_INT(qp_http_unescape(a), 19);
+	CHECK_STR(a, "/api/targets/12%00x");
+	CHECK_INT(qp_http_unescape(b), 10);
+	CHECK_STR(b, "aAJJ/%zz%4");
+	CHECK_INT(qp_http_unescape(c), 8);
+	CHECK_STR(c, "%00%00\n\xff");
+	CHECK_INT(qp_http_unescape(d), 0);
+}
+
 int main(void)
 {
+	test_unescape();
+	test_scan();
 	test_seconds();
 	test_pid();
 	test_keys();
