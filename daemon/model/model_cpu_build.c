@@ -136,6 +136,12 @@ static int add_sample(struct qp_cpu_builder *b, struct qp_cpu *cpu, struct qp_sy
 
 	qp_cpu_stack(cpu, off, r->key.user_stack, uips, &nu);
 	qp_cpu_stack(cpu, off, r->key.kern_stack, kips, &nk);
+	if (off && sym) { /* the switch-out was seen from inside qprofd's program */
+		size_t skip = qp_sym_kernel_tracing_depth(sym, kips, nk);
+
+		return qp_cpu_builder_add(b, sym, r->key.tgid, r->comm, uips, nu, kips + skip, nk - skip,
+					  count) ? 0 : -ENOMEM;
+	}
 	return qp_cpu_builder_add(b, sym, r->key.tgid, r->comm, uips, nu, kips, nk, count) ? 0 : -ENOMEM;
 }
 

@@ -88,7 +88,8 @@ static void make_wait(struct maker *mk, const struct qp_slow_iv *iv, struct qp_s
 		mk->oom = true;
 		return;
 	}
-	for (i = 0; i < n; i++)
+	/* leave out the leaf frames of qprofd's own program that took the stack */
+	for (i = mk->sym ? qp_sym_kernel_tracing_depth(mk->sym, iv->st.ips, iv->st.nk) : 0; i < n; i++)
 		w->frames[w->nframes++] = frame(mk, &iv->st, i);
 }
 

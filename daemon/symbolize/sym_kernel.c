@@ -146,3 +146,29 @@ int qp_sym_kernel(struct qp_symbolizer *s, uint64_t addr, struct qp_sym *out)
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
+
+/* The kernel stack of an off-CPU interval is taken inside qprofd's own
+ * sched_switch program, so its leaf frames are that program, bpf_trace_runN
+ * and the tracepoint's iterator (__traceiter_* when several programs share
+ * the tracepoint, __bpf_trace_* when one is called directly), above
+ * __schedule. The program itself may be misnamed (a BPF program loaded
+ * after kallsyms was read takes the name of the symbol below it), so what
+ * is counted is every frame up to the deepest machinery frame among the
+ * first few. */
+size_t qp_sym_kernel_tracing_depth(struct qp_symbolizer *s, const uint64_t *kips, size_t nk)
+{
+	static const char *const machinery[] = { "bpf_trace_run", "__traceiter_", "__bpf_trace_" };
+	size_t i, depth = 0;
+
+	for (i = 0; i < nk && i < 6; i++) {
+		struct qp_sym y;
+		size_t m;
+
+		if (qp_sym_kernel(s, i ? kips[i] - 1 : kips[i], &y) || !y.name)
+			continue;
+		for (m = 0; m < sizeof(machinery) / sizeof(machinery[0]); m++)
+			if (!strncmp(y.name, machinery[m], strlen(machinery[m])))
+				depth = i + 1;
+	}
+	return depth;
+}

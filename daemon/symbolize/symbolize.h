@@ -76,6 +76,11 @@ const char *qp_sym_process_exe(struct qp_symbolizer *s, int pid);
  * while the process lives). Always fills *out; returns 0. */
 int qp_sym_user(struct qp_symbolizer *s, int pid, uint64_t addr, struct qp_sym *out);
 int qp_sym_kernel(struct qp_symbolizer *s, uint64_t addr, struct qp_sym *out);
+/* How many leaf frames of the kernel stack KIPS (NK frames, leaf first) are
+ * the tracing machinery that took it (qprofd's program, bpf_trace_runN, the
+ * tracepoint's iterator): 0 when none is among the first 6. Off-CPU stacks
+ * leave them out. */
+size_t qp_sym_kernel_tracing_depth(struct qp_symbolizer *s, const uint64_t *kips, size_t nk);
 
 /* Demangle NAME when it is a C++ (Itanium) name; otherwise NAME itself.
  * The result is owned by the symbolizer. */

@@ -56,6 +56,22 @@ def folded_weight(text, frame):
     return total
 
 
+MACHINERY = ("bpf_prog_", "bpf_trace_run", "__traceiter_", "__bpf_trace_")
+
+
+def machinery_left(stacks, what):
+    """The stacks are taken inside qprofd's own sched_switch program: its
+    frames (the program, bpf_trace_runN, the tracepoint's iterator) are left
+    out, so each kernel part ends where the kernel switched (__schedule)."""
+    bad = [s for s in stacks if any(f.removesuffix("_[k]").startswith(MACHINERY)
+                                    for f in s.rpartition(" ")[0 if s.rpartition(" ")[0] else 2].split(";"))]
+    t.eq(len(bad), 0, f"{what}: stacks with qprofd's tracing frames (first: {bad[:1]})")
+    leaves = [s.rpartition(" ")[0].split(";")[-1].removesuffix("_[k]") if s.rpartition(" ")[0]
+              else s.split(";")[-1].removesuffix("_[k]") for s in stacks if s]
+    t.check(stacks == [] or "__schedule" in leaves,
+            f"{what}: a kernel part ends in __schedule (leaves: {sorted(set(leaves))[:8]})")
+
+
 def slow_part():
     prog = Target([target, "slow", "500"])
     d = Daemon(qprofd, ["--pid", str(prog.pid), "--frequency", "1999"])
@@ -105,6 +121,9 @@ def slow_part():
 
         st, _, body = d.request("GET", f"/api/offcpu/folded?pid={prog.pid}&scope=tick")
         t.eq(st, 200, "off-CPU folded")
+        machinery_left(body.decode().splitlines(), "off-CPU folded")
+        machinery_left([";".join(reversed(w["stack"])) if isinstance(w["stack"], list) else w["stack"]
+                        for i in inst for w in i["off_cpu"]], "slow instances' waits")
         w = folded_weight(body.decode(), "sleep_2ms")
         t.near(w, sleep_ns, 0.10, "sleep_2ms weight in the off-CPU folded stacks")
         st, _, svg = d.request("GET", f"/api/offcpu/flamegraph?pid={prog.pid}&scope=tick")
