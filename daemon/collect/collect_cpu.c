@@ -194,6 +194,7 @@ void qp_cpu_drain_locked(struct qp_cpu *c)
 	n = ring_buffer__consume(c->rb);
 	if (n < 0 && n != -EINTR)
 		qp_warn("CPU sample ring buffer: %s", strerror(-n));
+	qp_offcpu_losses_locked(c);
 	if (c->slow.npending)
 		qp_slow_join(&c->slow, &c->tab, &c->off, qp_now_ns(), qp_cpu_slow_threshold, c);
 	qp_cpu_publish_locked(c);

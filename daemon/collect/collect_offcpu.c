@@ -59,12 +59,53 @@ static int on_interval(void *ctx, void *data, size_t size)
 			h.ts_wake = r->ts_wake;
 			h.ts_in = r->ts_in;
 			h.reason = r->reason;
+			h.migrations = r->migrations;
 			qp_slow_note_off(&c->slow, &h);
 		}
 	} else {
 		c->off_lost++;
 	}
 	return 0;
+}
+
+/* One kev_ring record: a fault or irq run of a ring thread (the caller
+ * holds c->lock, consuming). */
+static int on_kev(void *ctx, void *data, size_t size)
+{
+	struct qp_cpu *c = ctx;
+	const struct kev_record *r = data;
+	struct qp_slow_hkev h;
+
+	if (size < sizeof(*r) || (r->kind != QPROF_KEV_FAULT && r->kind != QPROF_KEV_IRQ)) {
+		c->slow.cnt.kevents_lost++;
+		c->kev_bad = true;
+		return 0;
+	}
+	h.tgid = r->tgid;
+	h.tid = r->tid;
+	h.ts = r->ts;
+	h.kind = r->kind;
+	h.ns = r->ns;
+	qp_slow_note_kev(&c->slow, &h);
+	return 0;
+}
+
+void qp_offcpu_losses_locked(struct qp_cpu *c)
+{
+	uint64_t now = qp_now_ns(), kev, off;
+
+	if (!c->slow.hk)
+		return;
+	kev = qp_cpu_pcounter(c, QPROF_PCNT_KEV_LOST);
+	off = qp_cpu_pcounter(c, QPROF_PCNT_OFF_LOST_RING);
+	c->slow.cnt.kevents_lost += kev - c->kev_lost_seen;
+	/* lost since the last look: a ring instance overlapping that span is partial */
+	if (kev != c->kev_lost_seen || off != c->off_lost_seen || c->kev_bad)
+		qp_slow_kev_loss(&c->slow, c->losses_at, now);
+	c->kev_lost_seen = kev;
+	c->off_lost_seen = off;
+	c->kev_bad = false;
+	c->losses_at = now;
 }
 
 void qp_offcpu_start(struct qp_cpu *c)
@@ -82,6 +123,17 @@ void qp_offcpu_start(struct qp_cpu *c)
 		snprintf(c->off_error, sizeof(c->off_error), "cannot open the off-CPU ring buffer: %s",
 			 strerror(-ret));
 		goto fail;
+	}
+	/* ring instances' faults and irq time: without it they stay unknown */
+	if (c->slow_on && !qp_slow_kev_enable(&c->slow)) {
+		c->losses_at = qp_now_ns();
+		ret = ring_buffer__add(c->rb, bpf_map__fd(c->skel->maps.kev_ring), on_kev, c);
+		if (ret) {
+			qp_warn("the ring collector's slow instances will have no faults, migrations or irq "
+				"time: cannot open kev_ring: %s", strerror(-ret));
+			free(c->slow.hk);
+			c->slow.hk = NULL;
+		}
 	}
 	for (i = 0; i < QP_OFF_PROGS; i++) {
 		struct bpf_link *l = bpf_program__attach(progs[i]);
@@ -253,6 +305,7 @@ void qp_slow_ring_feed(struct qp_cpu *c)
 			 * consume, so their kernel events are in */
 			if (c->slow.npending == QP_SLOW_PENDING) {
 				ring_buffer__consume(c->rb);
+				qp_offcpu_losses_locked(c);
 				qp_slow_join(&c->slow, &c->tab, &c->off, qp_now_ns(), qp_cpu_slow_threshold, c);
 			}
 			qp_slow_queue(&c->slow, &r);

@@ -60,6 +60,9 @@ struct qp_cpu {
 	struct qp_ring *ring;		/* its flight recorders feed the slow instances too */
 	struct qp_ring_inst *ring_buf;
 	uint32_t *ring_pids;		/* the pid of each of ring_buf */
+	/* losses of kernel events seen so far (qp_offcpu_losses_locked) */
+	uint64_t kev_lost_seen, off_lost_seen, losses_at;
+	bool kev_bad;			/* a bad kev record since */
 };
 
 /* Copy the figures /api/status shows into c->pub; the caller holds c->lock. */
@@ -82,6 +85,9 @@ void qp_slow_ring_feed(struct qp_cpu *c);
 /* The BPF per-CPU counter K (profile.h) summed over CPUs; 0 when it
  * cannot be read. */
 uint64_t qp_cpu_pcounter(struct qp_cpu *c, __u32 k);
+/* After a consume: a span of time in which kernel events of ring threads
+ * (or intervals) were lost, if any, to the slow store; c->lock held. */
+void qp_offcpu_losses_locked(struct qp_cpu *c);
 /* Delete PID's scope kernel figures. */
 void qp_offcpu_forget(struct qp_cpu *c, uint32_t pid);
 /* Intervals kept and lost; the caller holds c->lock, having drained. */
