@@ -12,8 +12,6 @@
 #include "log.h"
 #include "util.h"
 
-#define USER_ADDR_END (1ull << 56)
-
 /* One off_ring record (the caller holds c->lock, consuming). */
 static int on_interval(void *ctx, void *data, size_t size)
 {
@@ -22,31 +20,14 @@ static int on_interval(void *ctx, void *data, size_t size)
 	const size_t hdr = offsetof(struct offcpu_record, ips);
 	struct qp_cpu_sample_in in;
 	struct qp_slow_hoff h;
-	uint32_t i;
 
-	if (size < hdr || r->kern_len % 8 || r->user_len % 8 || r->open_len % 8 ||
-	    r->kern_len > QPROF_STACK_DEPTH * 8 || r->user_len > QPROF_STACK_DEPTH * 8 ||
-	    r->open_len > QPROF_SAMPLE_OPEN_MAX * 8 ||
+	if (size < hdr || qp_cpu_lens_bad(r->kern_len, r->user_len, r->open_len) ||
 	    hdr + r->kern_len + r->user_len + r->open_len > size || r->ts_in < r->ts_out) {
 		c->off_lost++;
 		return 0;
 	}
-	in.tgid = r->tgid;
-	in.kern = (const uint64_t *)r->ips;
-	in.nkern = r->kern_len / 8;
-	in.user = in.kern + in.nkern;
-	in.nuser = r->user_len / 8;
-	for (i = 0; i < in.nkern; i++)
-		if (!in.kern[i])
-			in.nkern = i;
-	for (i = 0; i < in.nuser; i++)
-		if (!in.user[i] || in.user[i] >= USER_ADDR_END)
-			in.nuser = i;
-	in.scopes = (const uint64_t *)r->scopes;
-	/* a ring thread's open scopes, outermost first, after the stacks */
-	in.open = r->open_len ? (const uint64_t *)r->ips + (r->kern_len + r->user_len) / 8 : NULL;
-	in.nopen = r->open_len / 8;
-	in.comm = r->comm;
+	qp_cpu_fill_in(&in, r->tgid, r->ips, r->kern_len, r->user_len, r->open_len, (const uint64_t *)r->scopes,
+		       r->comm);
 	/* an interval of 0 ns (both stamps in the same tick) still happened */
 	in.weight = r->ts_in > r->ts_out ? r->ts_in - r->ts_out : 1;
 	c->off.now = c->tab.now;
