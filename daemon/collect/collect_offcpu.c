@@ -78,7 +78,9 @@ void qp_offcpu_losses_locked(struct qp_cpu *c)
 	if (!c->slow.hk)
 		return;
 	kev = qp_cpu_pcounter(c, QPROF_PCNT_KEV_LOST);
-	off = qp_cpu_pcounter(c, QPROF_PCNT_OFF_LOST_RING);
+	/* intervals lost, or never begun (no task storage at a switch-out):
+	 * their migrations are missing */
+	off = qp_cpu_pcounter(c, QPROF_PCNT_OFF_LOST_RING) + qp_cpu_pcounter(c, QPROF_PCNT_OFF_NO_STATE);
 	c->slow.cnt.kevents_lost += kev - c->kev_lost_seen;
 	/* lost since the last look: a ring instance overlapping that span is partial */
 	if (kev != c->kev_lost_seen || off != c->off_lost_seen || c->kev_bad)
