@@ -7,9 +7,12 @@
  * switch itself, migrations, user page faults and irq/softirq time run on
  * the thread's time. The innermost open scope is the BPF collector's
  * (thread_stacks) or, for a ring target's thread, the one its ring header
- * lists (ring_innermost). Threads of other processes pay one hash lookup per
- * switch-out, page fault, migration and irq, and one task-storage lookup
- * per switch-in. */
+ * lists (ring_innermost). A ring target's thread also sends each user page
+ * fault and irq run inside its open scopes to kev_ring, and an interval
+ * carries the migrations made while it lasted: the daemon counts them in
+ * the ring collector's slow instances. Threads of other processes pay one
+ * hash lookup per switch-out, page fault, migration and irq, and one
+ * task-storage lookup per switch-in. */
 #ifndef QPROF_OFFCPU_BPF_H
 #define QPROF_OFFCPU_BPF_H
 #include "offcpu.h"
@@ -38,11 +41,17 @@ struct {
 	__type(value, struct scope_kstats);
 } scope_kstats SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, QPROF_KEV_RING_BYTES);
+} kev_ring SEC(".maps");
+
 /* An irq (slot 0) or softirq (slot 1) running on a target thread's time. */
 struct irq_mark {
 	__u64 ts;		/* 0: none */
 	__u64 site, parent;
-	__u32 tgid, pad;
+	__u32 tgid;
+	__u32 ring_tid;		/* a ring target's thread: its run goes to kev_ring; 0: not */
 };
 
 struct {
@@ -133,6 +142,17 @@ static __always_inline bool ring_innermost(__u32 tid, __u64 *site, __u64 *parent
 	return ring_open(tid, site, parent, NULL, 0) != 0;
 }
 
+/* One fault or irq run of ring thread TID into kev_ring. */
+static __always_inline void kev_send(__u32 tgid, __u32 tid, __u32 kind, __u64 ts, __u64 ns)
+{
+	struct kev_record r = {
+		.ts = ts, .tgid = tgid, .tid = tid, .kind = kind, .ns = ns > 0xffffffffull ? 0xffffffffu : (__u32)ns,
+	};
+
+	if (bpf_ringbuf_output(&kev_ring, &r, sizeof(r), BPF_RB_NO_WAKEUP))
+		pcount(QPROF_PCNT_KEV_LOST);
+}
+
 /* The kernel figures of (TGID, SITE, PARENT), made at first use. */
 static __always_inline struct scope_kstats *kstats_of(__u32 tgid, __u64 site, __u64 parent)
 {
@@ -169,6 +189,7 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	o->rec.tid = prev->pid;
 	o->rec.reason = voluntary ? QPROF_OFF_BLOCKED : QPROF_OFF_PREEMPTED;
 	o->rec.open_len = 0;
+	o->rec.migrations = 0;
 	o->rec.ts_wake = 0;
 	o->rec.ts_in = 0;
 	klen = stack_len(bpf_get_stack(ctx, o->rec.ips, STACK_BYTES, 0));
@@ -260,6 +281,10 @@ int BPF_PROG(off_migrate, struct task_struct *p, int dest_cpu)
 
 	if (p->thread_info.cpu == (__u32)dest_cpu || !is_target(p->tgid))
 		return 0;
+	/* on the interval it happens in: a slow instance of the ring counts it */
+	o = bpf_task_storage_get(&off_state, p, 0, 0);
+	if (o && o->rec.ts_out)
+		o->rec.migrations++;	/* not running: its switch-in cannot race */
 	st = innermost(p, &site, &parent);
 	if (st) {
 		st->migrations++;	/* the thread is not running: no other writer */
@@ -267,7 +292,6 @@ int BPF_PROG(off_migrate, struct task_struct *p, int dest_cpu)
 		/* a ring target's thread, whose memory cannot be read from
 		 * here: a task is migrated only while off the CPU, so the
 		 * scope it was switched out in is still its innermost */
-		o = bpf_task_storage_get(&off_state, p, 0, 0);
 		if (!o || !o->rec.ts_out || !o->site)
 			return 0;
 		site = o->site;
@@ -282,7 +306,8 @@ int BPF_PROG(off_migrate, struct task_struct *p, int dest_cpu)
 SEC("tp_btf/page_fault_user")
 int BPF_PROG(off_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
 	struct thread_stack *st;
 	struct scope_kstats *k;
 	__u64 site, parent;
@@ -292,7 +317,9 @@ int BPF_PROG(off_fault, unsigned long address, struct pt_regs *regs, unsigned lo
 	st = innermost(bpf_get_current_task_btf(), &site, &parent);
 	if (st)
 		st->page_faults++;
-	else if (!ring_innermost((__u32)bpf_get_current_pid_tgid(), &site, &parent))
+	else if (ring_innermost((__u32)id, &site, &parent))
+		kev_send(tgid, (__u32)id, QPROF_KEV_FAULT, bpf_ktime_get_ns(), 0);
+	else
 		return 0;
 	k = kstats_of(tgid, site, parent);
 	if (k)
@@ -302,7 +329,8 @@ int BPF_PROG(off_fault, unsigned long address, struct pt_regs *regs, unsigned lo
 
 static __always_inline void irq_enter(__u32 slot)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
 	struct irq_mark *m = bpf_map_lookup_elem(&irq_marks, &slot);
 
 	if (!m)
@@ -310,9 +338,12 @@ static __always_inline void irq_enter(__u32 slot)
 	m->ts = 0;
 	if (!is_target(tgid))
 		return;
-	if (!innermost(bpf_get_current_task_btf(), &m->site, &m->parent) &&
-	    !ring_innermost((__u32)bpf_get_current_pid_tgid(), &m->site, &m->parent))
-		return;
+	m->ring_tid = 0;
+	if (!innermost(bpf_get_current_task_btf(), &m->site, &m->parent)) {
+		if (!ring_innermost((__u32)id, &m->site, &m->parent))
+			return;
+		m->ring_tid = (__u32)id;
+	}
 	m->tgid = tgid;
 	m->ts = bpf_ktime_get_ns();
 }
@@ -323,12 +354,15 @@ static __always_inline void irq_leave(__u32 slot)
 	struct thread_stack *st;
 	struct scope_kstats *k;
 	__u32 one = 1;
-	__u64 d;
+	__u64 d, now;
 
 	if (!m || !m->ts)
 		return;
-	d = bpf_ktime_get_ns() - m->ts;
+	now = bpf_ktime_get_ns();
+	d = now - m->ts;
 	m->ts = 0;
+	if (m->ring_tid)
+		kev_send(m->tgid, m->ring_tid, QPROF_KEV_IRQ, now, d);
 	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0, 0);
 	if (st)
 		st->irq_ns += d;

@@ -25,6 +25,8 @@ struct offcpu_record {
 	__u64 ts_in;		/* at the switch-in */
 	__u32 reason;		/* enum offcpu_reason */
 	__u32 open_len;		/* bytes of a ring thread's open scopes after the stacks */
+	__u32 migrations;	/* CPU changes while off (a task moves only then) */
+	__u32 pad;
 	__u64 scopes[QPROF_SAMPLE_SCOPES];	/* innermost first at the switch-out, 0 = none */
 	char comm[16];
 	__u64 ips[2 * QPROF_STACK_DEPTH + 2 + QPROF_SAMPLE_OPEN_MAX];
@@ -41,6 +43,23 @@ struct scope_kstats {
 	__u64 irq_ns;		/* device irq handlers and softirqs run on its time */
 };
 
+/* A user page fault, or one run of an irq handler or softirq, of a ring
+ * target's thread while a scope of its ring header is open (kev_ring):
+ * the daemon counts them inside the ring collector's slow instances, whose
+ * enters and exits the kernel never sees. */
+enum kev_kind {
+	QPROF_KEV_FAULT = 1,
+	QPROF_KEV_IRQ = 2,
+};
+
+struct kev_record {
+	__u64 ts;		/* bpf_ktime_get_ns() at the fault, or at the irq's end */
+	__u32 tgid, tid;
+	__u32 kind;		/* enum kev_kind */
+	__u32 ns;		/* the irq's run time (saturated); 0 for a fault */
+};
+
+#define QPROF_KEV_RING_BYTES (1u << 20)
 #define QPROF_KSTATS_MAX 16384	/* (process, scope, parent) with kernel figures */
 #define QPROF_OFF_RING_BYTES (8u << 20)
 

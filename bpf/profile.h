@@ -59,6 +59,7 @@ enum profile_counter {
 	QPROF_PCNT_OFF_LOST_RING,	/* off_ring full: the interval is lost */
 	QPROF_PCNT_OFF_NO_STATE,	/* a thread's off-CPU state could not be made */
 	QPROF_PCNT_KSTATS_FULL,	/* a scope's kernel figures found no room (QPROF_KSTATS_MAX) */
+	QPROF_PCNT_KEV_LOST,	/* kev_ring full: a ring thread's fault or irq run is lost */
 	QPROF_PCNT__MAX,
 };
 #endif

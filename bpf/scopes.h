@@ -220,7 +220,8 @@ struct slow_record {
 };
 
 /* An instance of the ring collector (made by the daemon): its migrations,
- * page faults and irq time are not known. */
+ * page faults and irq time are not known until the join counts them from
+ * the kernel events of its thread (daemon/collect/slow_kev.c). */
 #define QPROF_SLOW_NO_KERNEL 1u
 
 #define QPROF_SLOW_RB_BYTES (1u << 20)

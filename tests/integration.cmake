@@ -329,3 +329,14 @@ add_test(NAME integration_offcpu
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_offcpu.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:offcpu_target>)
 set_tests_properties(integration_offcpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# Per-instance migrations, page faults and irq time of the slowest
+# instances, ring and BPF collectors alike (issue 10): kev_target.c.
+add_executable(kev_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/kev_target.c)
+target_include_directories(kev_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(kev_target PRIVATE -O1 -g -fno-omit-frame-pointer -DQPROF_RING_RECORDS=1024)
+target_link_options(kev_target PRIVATE -Wl,-z,now)
+add_test(NAME integration_slow_kernel
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_slow_kernel.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:kev_target>)
+set_tests_properties(integration_slow_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -43,6 +43,9 @@ target_link_options(test_unwind_nopie PRIVATE -no-pie)
 add_executable(test_slow_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_slow_store.c)
 target_link_libraries(test_slow_store qprof_common)
 add_test(NAME unit_slow_store COMMAND test_slow_store)
+add_executable(test_slow_kev ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_slow_kev.c)
+target_link_libraries(test_slow_kev qprof_common)
+add_test(NAME unit_slow_kev COMMAND test_slow_kev)
 
 # The release process's decision to end a hold at a rendezvous (no root).
 add_executable(test_lc_hold ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_lc_hold.c)

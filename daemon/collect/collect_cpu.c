@@ -38,7 +38,6 @@
 #define AGE_EVERY_S 10
 #define AGE_FLOOR (256u << 10)	/* below this many bytes nothing is aged: small profiles keep all since attach */
 #define DRAIN_MS 50	/* reads drain first anyway: this only keeps the ring from filling */
-#define USER_ADDR_END (1ull << 56)	/* x86-64 user space, 5-level paging included */
 #define RING_BYTES_COPY (32u << 20)	/* with stack copies (18 KiB a sample): ~0.9 s at 999 Hz on 2 CPUs */
 
 
@@ -78,7 +77,7 @@ static void unwind_copy(struct qp_cpu *c, const struct cpu_sample *r, const uint
 	ret = qp_unwind_stack(c->uw, &ui, c->uips, QPROF_STACK_DEPTH, &n);
 	/* the same cut as for frame pointers: no frame at 0 or in the kernel half */
 	for (i = 0; i < n; i++)
-		if (!c->uips[i] || c->uips[i] >= USER_ADDR_END)
+		if (!c->uips[i] || c->uips[i] >= QP_USER_ADDR_END)
 			n = i;
 	if (ret == 1 || (ret == 0 && n >= in->nuser && n)) {
 		in->user = c->uips;
@@ -97,38 +96,17 @@ static int on_sample(void *ctx, void *data, size_t size)
 	const size_t hdr = offsetof(struct cpu_sample, ips);
 	struct qp_cpu_sample_in in;
 	struct qp_slow_hsample h;
-	uint32_t i;
 
-	if (size < hdr || r->kern_len % 8 || r->user_len % 8 || r->open_len % 8 ||
-	    r->kern_len > QPROF_STACK_DEPTH * 8 || r->user_len > QPROF_STACK_DEPTH * 8 ||
-	    r->open_len > QPROF_SAMPLE_OPEN_MAX * 8 || r->copy_len > QPROF_USTACK_BYTES ||
+	if (size < hdr || qp_cpu_lens_bad(r->kern_len, r->user_len, r->open_len) ||
+	    r->copy_len > QPROF_USTACK_BYTES ||
 	    hdr + (size_t)r->kern_len + r->user_len + r->open_len + r->copy_len > size) {
 		c->lost++;
 		return 0;
 	}
-	in.tgid = r->tgid;
-	in.kern = (const uint64_t *)r->ips;
-	in.nkern = r->kern_len / 8;
-	in.user = in.kern + in.nkern;
-	in.nuser = r->user_len / 8;
-	/* a stack ends at its first 0 (where the frame-pointer chain ended,
-	 * as the stack map's zero padding did); a walk through code built
-	 * without frame pointers can also derail into values that are no user
-	 * address at all (kernel half): the user stack ends before them */
-	for (i = 0; i < in.nkern; i++)
-		if (!in.kern[i])
-			in.nkern = i;
-	for (i = 0; i < in.nuser; i++)
-		if (!in.user[i] || in.user[i] >= USER_ADDR_END)
-			in.nuser = i;
+	qp_cpu_fill_in(&in, r->tgid, r->ips, r->kern_len, r->user_len, r->open_len, (const uint64_t *)r->scopes,
+		       r->comm);
 	if (r->copy_len && c->uw)
 		unwind_copy(c, r, (const uint8_t *)r->ips + r->kern_len + r->user_len + r->open_len, &in);
-	in.scopes = (const uint64_t *)r->scopes;
-	/* right after the user stack as sent (before the cut above) */
-	in.open = (const uint64_t *)r->ips + (r->kern_len + r->user_len) / 8;
-	in.nopen = r->open_len / 8;
-	in.comm = r->comm;
-	in.weight = 1;
 	if (qp_cpu_table_add_ids(&c->tab, &in, &h.kid, &h.uid)) {
 		c->kept++;
 		if (c->slow_on) {
@@ -194,6 +172,7 @@ void qp_cpu_drain_locked(struct qp_cpu *c)
 	n = ring_buffer__consume(c->rb);
 	if (n < 0 && n != -EINTR)
 		qp_warn("CPU sample ring buffer: %s", strerror(-n));
+	qp_offcpu_losses_locked(c);
 	if (c->slow.npending)
 		qp_slow_join(&c->slow, &c->tab, &c->off, qp_now_ns(), qp_cpu_slow_threshold, c);
 	qp_cpu_publish_locked(c);

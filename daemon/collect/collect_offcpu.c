@@ -12,8 +12,6 @@
 #include "log.h"
 #include "util.h"
 
-#define USER_ADDR_END (1ull << 56)
-
 /* One off_ring record (the caller holds c->lock, consuming). */
 static int on_interval(void *ctx, void *data, size_t size)
 {
@@ -22,31 +20,14 @@ static int on_interval(void *ctx, void *data, size_t size)
 	const size_t hdr = offsetof(struct offcpu_record, ips);
 	struct qp_cpu_sample_in in;
 	struct qp_slow_hoff h;
-	uint32_t i;
 
-	if (size < hdr || r->kern_len % 8 || r->user_len % 8 || r->open_len % 8 ||
-	    r->kern_len > QPROF_STACK_DEPTH * 8 || r->user_len > QPROF_STACK_DEPTH * 8 ||
-	    r->open_len > QPROF_SAMPLE_OPEN_MAX * 8 ||
+	if (size < hdr || qp_cpu_lens_bad(r->kern_len, r->user_len, r->open_len) ||
 	    hdr + r->kern_len + r->user_len + r->open_len > size || r->ts_in < r->ts_out) {
 		c->off_lost++;
 		return 0;
 	}
-	in.tgid = r->tgid;
-	in.kern = (const uint64_t *)r->ips;
-	in.nkern = r->kern_len / 8;
-	in.user = in.kern + in.nkern;
-	in.nuser = r->user_len / 8;
-	for (i = 0; i < in.nkern; i++)
-		if (!in.kern[i])
-			in.nkern = i;
-	for (i = 0; i < in.nuser; i++)
-		if (!in.user[i] || in.user[i] >= USER_ADDR_END)
-			in.nuser = i;
-	in.scopes = (const uint64_t *)r->scopes;
-	/* a ring thread's open scopes, outermost first, after the stacks */
-	in.open = r->open_len ? (const uint64_t *)r->ips + (r->kern_len + r->user_len) / 8 : NULL;
-	in.nopen = r->open_len / 8;
-	in.comm = r->comm;
+	qp_cpu_fill_in(&in, r->tgid, r->ips, r->kern_len, r->user_len, r->open_len, (const uint64_t *)r->scopes,
+		       r->comm);
 	/* an interval of 0 ns (both stamps in the same tick) still happened */
 	in.weight = r->ts_in > r->ts_out ? r->ts_in - r->ts_out : 1;
 	c->off.now = c->tab.now;
@@ -59,12 +40,55 @@ static int on_interval(void *ctx, void *data, size_t size)
 			h.ts_wake = r->ts_wake;
 			h.ts_in = r->ts_in;
 			h.reason = r->reason;
+			h.migrations = r->migrations;
 			qp_slow_note_off(&c->slow, &h);
 		}
 	} else {
 		c->off_lost++;
 	}
 	return 0;
+}
+
+/* One kev_ring record: a fault or irq run of a ring thread (the caller
+ * holds c->lock, consuming). */
+static int on_kev(void *ctx, void *data, size_t size)
+{
+	struct qp_cpu *c = ctx;
+	const struct kev_record *r = data;
+	struct qp_slow_hkev h;
+
+	if (size < sizeof(*r) || (r->kind != QPROF_KEV_FAULT && r->kind != QPROF_KEV_IRQ)) {
+		c->slow.cnt.kevents_lost++;
+		c->kev_bad = true;
+		return 0;
+	}
+	h.tgid = r->tgid;
+	h.tid = r->tid;
+	h.ts = r->ts;
+	h.kind = r->kind;
+	h.ns = r->ns;
+	qp_slow_note_kev(&c->slow, &h);
+	return 0;
+}
+
+void qp_offcpu_losses_locked(struct qp_cpu *c)
+{
+	uint64_t now = qp_now_ns(), kev, off;
+
+	if (!c->slow.hk)
+		return;
+	kev = qp_cpu_pcounter(c, QPROF_PCNT_KEV_LOST);
+	/* intervals lost, or never begun (no task storage at a switch-out):
+	 * their migrations are missing */
+	off = qp_cpu_pcounter(c, QPROF_PCNT_OFF_LOST_RING) + qp_cpu_pcounter(c, QPROF_PCNT_OFF_NO_STATE);
+	c->slow.cnt.kevents_lost += kev - c->kev_lost_seen;
+	/* lost since the last look: a ring instance overlapping that span is partial */
+	if (kev != c->kev_lost_seen || off != c->off_lost_seen || c->kev_bad)
+		qp_slow_kev_loss(&c->slow, c->losses_at, now);
+	c->kev_lost_seen = kev;
+	c->off_lost_seen = off;
+	c->kev_bad = false;
+	c->losses_at = now;
 }
 
 void qp_offcpu_start(struct qp_cpu *c)
@@ -82,6 +106,17 @@ void qp_offcpu_start(struct qp_cpu *c)
 		snprintf(c->off_error, sizeof(c->off_error), "cannot open the off-CPU ring buffer: %s",
 			 strerror(-ret));
 		goto fail;
+	}
+	/* ring instances' faults and irq time: without it they stay unknown */
+	if (c->slow_on && !qp_slow_kev_enable(&c->slow)) {
+		c->losses_at = qp_now_ns();
+		ret = ring_buffer__add(c->rb, bpf_map__fd(c->skel->maps.kev_ring), on_kev, c);
+		if (ret) {
+			qp_warn("the ring collector's slow instances will have no faults, migrations or irq "
+				"time: cannot open kev_ring: %s", strerror(-ret));
+			free(c->slow.hk);
+			c->slow.hk = NULL;
+		}
 	}
 	for (i = 0; i < QP_OFF_PROGS; i++) {
 		struct bpf_link *l = bpf_program__attach(progs[i]);
@@ -253,6 +288,7 @@ void qp_slow_ring_feed(struct qp_cpu *c)
 			 * consume, so their kernel events are in */
 			if (c->slow.npending == QP_SLOW_PENDING) {
 				ring_buffer__consume(c->rb);
+				qp_offcpu_losses_locked(c);
 				qp_slow_join(&c->slow, &c->tab, &c->off, qp_now_ns(), qp_cpu_slow_threshold, c);
 			}
 			qp_slow_queue(&c->slow, &r);

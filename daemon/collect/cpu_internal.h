@@ -60,7 +60,50 @@ struct qp_cpu {
 	struct qp_ring *ring;		/* its flight recorders feed the slow instances too */
 	struct qp_ring_inst *ring_buf;
 	uint32_t *ring_pids;		/* the pid of each of ring_buf */
+	/* losses of kernel events seen so far (qp_offcpu_losses_locked) */
+	uint64_t kev_lost_seen, off_lost_seen, losses_at;
+	bool kev_bad;			/* a bad kev record since */
 };
+
+#define QP_USER_ADDR_END (1ull << 56)	/* x86-64 user space, 5-level paging included */
+
+/* Whether the stack and open-scope lengths of a CPU sample or off-CPU
+ * record (bytes, from BPF) are bad: not whole frames, or over their bounds. */
+static inline bool qp_cpu_lens_bad(uint32_t kern_len, uint32_t user_len, uint32_t open_len)
+{
+	return kern_len % 8 || user_len % 8 || open_len % 8 || kern_len > QPROF_STACK_DEPTH * 8 ||
+	       user_len > QPROF_STACK_DEPTH * 8 || open_len > QPROF_SAMPLE_OPEN_MAX * 8;
+}
+
+/* IN from a checked record: IPS holds KERN_LEN bytes of kernel stack, then
+ * USER_LEN of user stack, then OPEN_LEN of a ring thread's open scopes.
+ * A stack ends at its first 0 (where the frame-pointer chain ended); a
+ * walk through code without frame pointers can also derail into values
+ * that are no user address (the kernel half): the user stack ends before
+ * them. Weight 1. */
+static inline void qp_cpu_fill_in(struct qp_cpu_sample_in *in, uint32_t tgid, const void *ips, uint32_t kern_len,
+				  uint32_t user_len, uint32_t open_len, const uint64_t *scopes, const char *comm)
+{
+	uint32_t i;
+
+	in->tgid = tgid;
+	in->kern = ips;
+	in->nkern = kern_len / 8;
+	in->user = in->kern + in->nkern;
+	in->nuser = user_len / 8;
+	for (i = 0; i < in->nkern; i++)
+		if (!in->kern[i])
+			in->nkern = i;
+	for (i = 0; i < in->nuser; i++)
+		if (!in->user[i] || in->user[i] >= QP_USER_ADDR_END)
+			in->nuser = i;
+	in->scopes = scopes;
+	/* right after the user stack as sent (before the cut above) */
+	in->open = (const uint64_t *)ips + (kern_len + user_len) / 8;
+	in->nopen = open_len / 8;
+	in->comm = comm;
+	in->weight = 1;
+}
 
 /* Copy the figures /api/status shows into c->pub; the caller holds c->lock. */
 void qp_cpu_publish_locked(struct qp_cpu *c);
@@ -82,6 +125,9 @@ void qp_slow_ring_feed(struct qp_cpu *c);
 /* The BPF per-CPU counter K (profile.h) summed over CPUs; 0 when it
  * cannot be read. */
 uint64_t qp_cpu_pcounter(struct qp_cpu *c, __u32 k);
+/* After a consume: a span of time in which kernel events of ring threads
+ * (or intervals) were lost, if any, to the slow store; c->lock held. */
+void qp_offcpu_losses_locked(struct qp_cpu *c);
 /* Delete PID's scope kernel figures. */
 void qp_offcpu_forget(struct qp_cpu *c, uint32_t pid);
 /* Intervals kept and lost; the caller holds c->lock, having drained. */

@@ -51,6 +51,7 @@ void qp_slow_free(struct qp_slow_store *s)
 	free(s->hs);
 	free(s->ho);
 	free(s->pending);
+	free(s->hk);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -134,7 +135,7 @@ static struct qp_slow_inst *join_one(struct qp_slow_store *s, const struct slow_
 {
 	const struct qp_slow_hoff *found[QP_SLOW_IVS + 1];
 	struct qp_slow_inst *in = calloc(1, sizeof(*in));
-	uint64_t i, nfound = 0;
+	uint64_t i, nfound = 0, migrations = 0;
 
 	if (!in)
 		return NULL;
@@ -151,6 +152,7 @@ static struct qp_slow_inst *join_one(struct qp_slow_store *s, const struct slow_
 			continue;
 		len = h->ts_in - h->ts_out;
 		in->off_ns += len;
+		migrations += h->migrations;
 		if (h->reason == QPROF_OFF_BLOCKED && h->ts_wake >= h->ts_out && h->ts_wake <= h->ts_in) {
 			in->blocked_ns += h->ts_wake - h->ts_out;
 			in->runq_ns += h->ts_in - h->ts_wake;
@@ -169,6 +171,8 @@ static struct qp_slow_inst *join_one(struct qp_slow_store *s, const struct slow_
 	}
 	if (s->ho_n > QP_SLOW_HIST && i == QP_SLOW_HIST)
 		in->partial = true;
+	if (r->flags & QPROF_SLOW_NO_KERNEL)
+		qp_slow_kev_join(s, in, migrations);
 	if (nfound) {
 		in->ivs = calloc(nfound, sizeof(*in->ivs));
 		if (!in->ivs)

@@ -24,6 +24,7 @@
 #define QP_SLOW_PENDING 8192	/* records waiting for the join */
 #define QP_SLOW_SCOPES 4096	/* reservoirs */
 #define QP_SLOW_MAX_BYTES (64u << 20)	/* instances' memory; beyond, new ones are refused */
+#define QP_SLOW_LOSSES 16	/* spans of time in which kernel events were lost, remembered */
 
 struct qp_slow_stack {
 	uint16_t nk, nu;	/* kernel frames, then user frames, leaf first */
@@ -63,6 +64,16 @@ struct qp_slow_hoff {
 	uint64_t ts_out, ts_wake, ts_in;
 	uint32_t reason;
 	int32_t kid, uid;	/* stack ids of the off-CPU table */
+	uint32_t migrations;	/* made while it lasted */
+};
+
+/* A user page fault or irq run of a ring target's thread (offcpu.h,
+ * struct kev_record): the ring collector's instances count them. */
+struct qp_slow_hkev {
+	uint32_t tgid, tid;
+	uint64_t ts;
+	uint32_t kind;		/* enum kev_kind */
+	uint32_t ns;		/* an irq's */
 };
 
 struct qp_slow_res {
@@ -80,6 +91,8 @@ struct qp_slow_counters {
 	uint64_t refused;	/* no reservoir (QP_SLOW_SCOPES) or memory (QP_SLOW_MAX_BYTES) */
 	uint64_t partial;	/* joined with a history that no longer reached its begin */
 	uint64_t ring_missed;	/* ring collector instances overwritten before they were read */
+	uint64_t kevents;	/* faults and irq runs of ring threads remembered (slow_kev.c) */
+	uint64_t kevents_lost;	/* lost on their way (kev_ring full, bad records) */
 };
 
 struct qp_slow_store {
@@ -93,6 +106,11 @@ struct qp_slow_store {
 	size_t nres, capres;
 	size_t bytes;
 	struct qp_slow_counters cnt;
+	/* slow_kev.c: the kernel figures of the ring collector's instances */
+	struct qp_slow_hkev *hk;	/* QP_SLOW_HIST, a ring; NULL: not known */
+	uint64_t hk_n;
+	uint64_t loss[QP_SLOW_LOSSES][2];	/* [from, to] ns, a ring */
+	uint64_t nloss;
 };
 
 /* Called with each new threshold of (TGID, SITE): the least duration kept. */
@@ -111,6 +129,18 @@ bool qp_slow_wanted(const struct qp_slow_store *s, uint32_t tgid, uint64_t site,
 void qp_slow_join(struct qp_slow_store *s, const struct qp_cpu_table *samples, const struct qp_cpu_table *off,
 		  uint64_t now_ns, qp_slow_threshold_fn fn, void *arg);
 void qp_slow_forget(struct qp_slow_store *s, uint32_t pid);
+
+/* slow_kev.c. Start remembering the faults and irq runs of ring threads
+ * (0 or -ENOMEM); until then the ring collector's instances have no
+ * migrations, page faults or irq time (QPROF_SLOW_NO_KERNEL). */
+int qp_slow_kev_enable(struct qp_slow_store *s);
+void qp_slow_note_kev(struct qp_slow_store *s, const struct qp_slow_hkev *h);
+/* Kernel events (faults, irq runs or off-CPU intervals) were lost between
+ * FROM_NS and TO_NS: an instance overlapping that span is partial. */
+void qp_slow_kev_loss(struct qp_slow_store *s, uint64_t from_ns, uint64_t to_ns);
+/* The migrations (MIGRATIONS: of the intervals inside), page faults and
+ * irq time of IN, an instance of the ring collector, once enabled. */
+void qp_slow_kev_join(const struct qp_slow_store *s, struct qp_slow_inst *in, uint64_t migrations);
 
 /* Deep copies of the instances of process PID whose site KEEP() accepts,
  * into *OUT (free with qp_slow_insts_free); 0 or -ENOMEM. */

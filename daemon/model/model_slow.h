@@ -32,7 +32,7 @@ struct qp_slow_item {
 	uint64_t start_ns, dur_ns;	/* CLOCK_MONOTONIC */
 	uint64_t on_cpu_ns, off_cpu_ns, runq_ns, blocked_ns, irq_ns;
 	uint32_t migrations, page_faults;
-	bool kernel_known;	/* migrations, page faults, irq time known (BPF collector) */
+	bool kernel_known;	/* migrations, page faults, irq time known (slow_kev.c) */
 	size_t nwaits;
 	struct qp_slow_wait *waits;	/* by time */
 	uint32_t waits_more;		/* shorter ones left out (still in off_cpu_ns) */

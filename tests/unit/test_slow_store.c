@@ -79,10 +79,10 @@ int main(void)
 
 	/* thread 10: blocked 1000..3000 (woken at 2600), preempted 3500..3700;
 	 * thread 11 off inside the same time; thread 10 off before the instance */
-	qp_slow_note_off(&s, &(struct qp_slow_hoff){ 1, 10, 100, 150, 200, QPROF_OFF_BLOCKED, -1, sleep_id });
-	qp_slow_note_off(&s, &(struct qp_slow_hoff){ 1, 10, 1000, 2600, 3000, QPROF_OFF_BLOCKED, -1, sleep_id });
-	qp_slow_note_off(&s, &(struct qp_slow_hoff){ 1, 11, 1100, 0, 3100, QPROF_OFF_PREEMPTED, -1, -1 });
-	qp_slow_note_off(&s, &(struct qp_slow_hoff){ 1, 10, 3500, 0, 3700, QPROF_OFF_PREEMPTED, -1, -1 });
+	qp_slow_note_off(&s, &(struct qp_slow_hoff){ 1, 10, 100, 150, 200, QPROF_OFF_BLOCKED, -1, sleep_id, 0 });
+	qp_slow_note_off(&s, &(struct qp_slow_hoff){ 1, 10, 1000, 2600, 3000, QPROF_OFF_BLOCKED, -1, sleep_id, 0 });
+	qp_slow_note_off(&s, &(struct qp_slow_hoff){ 1, 11, 1100, 0, 3100, QPROF_OFF_PREEMPTED, -1, -1, 0 });
+	qp_slow_note_off(&s, &(struct qp_slow_hoff){ 1, 10, 3500, 0, 3700, QPROF_OFF_PREEMPTED, -1, -1, 0 });
 	qp_slow_note_sample(&s, &(struct qp_slow_hsample){ 1, 10, 900, -1, spin_id });
 	qp_slow_note_sample(&s, &(struct qp_slow_hsample){ 1, 10, 3800, -1, spin_id });
 	qp_slow_note_sample(&s, &(struct qp_slow_hsample){ 1, 11, 3900, -1, other_id });
