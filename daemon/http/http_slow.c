@@ -56,6 +56,11 @@ void qp_route_slowest(struct qprofd *d, const struct qp_request *req, struct qp_
 			       "none ended yet)", name, q.pid, q.seconds ? " in the window" : "");
 		return;
 	}
+	if (ret == -EBUSY) {
+		qp_reply_error(resp, 503, "%d windows of slowest instances (seconds=) are open, the most "
+			       "qprofd keeps at once: retry later", QP_SLOW_WINDOWS);
+		return;
+	}
 	if (ret == -ECANCELED) {
 		qp_reply_error(resp, 503, "qprofd is shutting down");
 		return;

@@ -130,7 +130,8 @@ static void status_model(struct qp_status_model *m)
 	m->offcpu.no_state = 1;
 	m->offcpu.kstats_full = 2;
 	m->offcpu.slow = (struct qp_slow_counters){ .records = 40, .pending_lost = 4, .refused = 5, .partial = 6,
-						    .ring_missed = 7, .kevents = 9, .kevents_lost = 10 };
+						    .ring_missed = 7, .kevents = 9, .kevents_lost = 10, .received = 9,
+						    .windows_open = 1, .window_records = 11, .windows_refused = 2 };
 	m->offcpu.slow_lost = 8;
 }
 
@@ -138,7 +139,8 @@ static const char status_json[] =
 	"{\"cpu\":{\"running\":false,\"frequency_hz\":99,\"samples\":0,\"lost\":0,\"aged\":31,\"table_bytes\":262144,\"all\":false,\"cpus\":0,"
 	"\"error\":\"perf_event_open: \\\"denied\\\"\"},"
 	"\"offcpu\":{\"running\":true,\"intervals\":5000,\"lost\":3,\"no_state\":1,\"kstats_full\":2,"
-	"\"slow\":{\"records\":40,\"lost\":8,\"pending_lost\":4,\"refused\":5,\"partial\":6,\"ring_missed\":7,\"kevents\":9,\"kevents_lost\":10}},"
+	"\"slow\":{\"records\":40,\"lost\":8,\"pending_lost\":4,\"refused\":5,\"partial\":6,\"ring_missed\":7,\"kevents\":9,\"kevents_lost\":10,"
+	"\"received\":9,\"windows_open\":1,\"window_records\":11,\"windows_refused\":2}},"
 	"\"scopes\":{\"sites\":7,\"events\":47,\"dropped\":98,\"dropped_by_reason\":{\"exit_without_enter\":3,"
 	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17,"
 	"\"begin_unended\":2,\"span_end_without_begin\":4,\"span_step_without_begin\":6,"
