@@ -246,7 +246,8 @@ static int window_collect(const struct qp_model_src *src, const struct qp_slow_q
 	uint64_t *sites = NULL, *named, id, lost0 = 0;
 	size_t ns = 0, nn = 0, no = 0, i;
 	struct qp_namer nm;
-	bool waited;
+	bool waited, gone = false;
+	unsigned int left;
 	int ret;
 
 	ret = qp_cpu_slow_sites(src->cpu, (uint32_t)q->pid, &sites, &ns);
@@ -275,14 +276,18 @@ static int window_collect(const struct qp_model_src *src, const struct qp_slow_q
 	free(sites);
 	if (ret)
 		return ret;
-	waited = src->wait(src->wait_arg, q->seconds);
+	/* by the second, so that a client gone away ends its window */
+	for (left = q->seconds, waited = true; left && waited && !gone; left--) {
+		waited = src->wait(src->wait_arg, 1);
+		gone = q->gone && q->gone(q->gone_arg);
+	}
 	/* closed even when qprofd stops: its thresholds go back first */
 	ret = qp_cpu_slow_window_close(src->cpu, id, v, n, complete);
-	if (!ret && !waited) {
+	if (!ret && (!waited || gone)) {
 		qp_slow_insts_free(*v, *n);
 		*v = NULL;
 		*n = 0;
-		ret = -ECANCELED;
+		ret = !waited ? -ECANCELED : -ECONNRESET;
 	}
 	if (src->scopes && qp_scopes_counter(src->scopes, QPROF_CNT_SLOW_LOST) != lost0)
 		*complete = false;	/* slow_rb was full: a record may be one of its */

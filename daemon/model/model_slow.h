@@ -61,11 +61,14 @@ struct qp_slow_query {
 	const char *name;
 	unsigned int n;		/* 1..QP_SLOW_KEEP */
 	unsigned int seconds;	/* > 0: the N slowest ending in the next SECONDS (a window's own) */
+	bool (*gone)(void *arg);	/* the client went away: the window ends (NULL: never asked) */
+	void *gone_arg;
 };
 
 /* 0; -ENODEV (kernel events or slow instances not collected), -ENOENT
  * (no instance of that name in that process), -EBUSY (QP_SLOW_WINDOWS
- * windows open), -ECANCELED (qprofd stopping), -ENOMEM. */
+ * windows open), -ECANCELED (qprofd stopping), -ECONNRESET (the client
+ * went away mid-window), -ENOMEM. */
 int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_query *q,
 			struct qp_slow_model *out);
 void qp_slow_model_free(struct qp_slow_model *m); /* accepts a zeroed one */
