@@ -134,7 +134,7 @@ int qp_cpu_slow_window_open(struct qp_cpu *c, uint32_t pid, const uint64_t *name
 	/* its sites' thresholds are in BPF: a scope exit stamped from now on
 	 * reads them */
 	if (!ret)
-		qp_slow_win_start(&c->slow, *id, qp_now_ns());
+		qp_slow_win_time(&c->slow, *id, false, qp_now_ns());
 	qp_cpu_publish_locked(c);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
@@ -147,7 +147,7 @@ int qp_cpu_slow_window_close(struct qp_cpu *c, uint64_t id, struct qp_slow_inst 
 	int ret;
 
 	pthread_mutex_lock(&c->lock);
-	qp_slow_win_end(&c->slow, id, qp_now_ns());
+	qp_slow_win_time(&c->slow, id, true, qp_now_ns());
 	pthread_mutex_unlock(&c->lock);
 	nanosleep(&pause, NULL);
 	pthread_mutex_lock(&c->lock);

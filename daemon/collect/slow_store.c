@@ -254,15 +254,20 @@ static struct qp_slow_res *res_of(struct qp_slow_store *s, uint32_t tgid, uint64
 	return &s->res[s->nres++];
 }
 
-/* the index of the fastest instance kept */
-static uint32_t fastest(const struct qp_slow_res *res)
+uint32_t qp_slow_fastest(struct qp_slow_inst *const *v, uint32_t n)
 {
 	uint32_t i, m = 0;
 
-	for (i = 1; i < res->n; i++)
-		if (res->v[i]->r.dur_ns < res->v[m]->r.dur_ns)
+	for (i = 1; i < n; i++)
+		if (v[i]->r.dur_ns < v[m]->r.dur_ns)
 			m = i;
 	return m;
+}
+
+/* the index of the fastest instance kept */
+static uint32_t fastest(const struct qp_slow_res *res)
+{
+	return qp_slow_fastest(res->v, res->n);
 }
 
 void qp_slow_sync_threshold(struct qp_slow_store *s, uint32_t tgid, uint64_t site, qp_slow_threshold_fn fn,

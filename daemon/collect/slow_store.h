@@ -145,6 +145,8 @@ void qp_slow_forget(struct qp_slow_store *s, uint32_t pid);
  * least of its reservoir's (0 until full) and every open window's on it. */
 void qp_slow_sync_threshold(struct qp_slow_store *s, uint32_t tgid, uint64_t site, qp_slow_threshold_fn fn,
 			    void *arg);
+/* The index of the fastest of the N instances of V (0 when N is 0). */
+uint32_t qp_slow_fastest(struct qp_slow_inst *const *v, uint32_t n);
 /* A deep copy of IN (malloc'ed; NULL on no memory); freeing one. */
 struct qp_slow_inst *qp_slow_inst_dup(const struct qp_slow_inst *in);
 void qp_slow_inst_free(struct qp_slow_inst *in);	/* accepts NULL */

@@ -37,12 +37,7 @@ static struct qp_slow_wsub *sub_of(const struct qp_slow_win *w, uint64_t site)
 
 static uint32_t fastest(const struct qp_slow_wsub *b)
 {
-	uint32_t i, m = 0;
-
-	for (i = 1; i < b->n; i++)
-		if (b->v[i]->r.dur_ns < b->v[m]->r.dur_ns)
-			m = i;
-	return m;
+	return qp_slow_fastest(b->v, b->n);
 }
 
 static uint64_t *sorted_copy(const uint64_t *v, size_t n)
@@ -113,7 +108,7 @@ int qp_slow_win_open(struct qp_slow_store *s, uint32_t tgid, const uint64_t *nam
 	w->nother = nother;
 	w->tgid = tgid;
 	w->keep = keep;
-	w->t0 = UINT64_MAX;	/* nothing ends in it before qp_slow_win_start */
+	w->t0 = UINT64_MAX;	/* nothing ends in it before qp_slow_win_time */
 	w->t1 = UINT64_MAX;
 	w->at_open = s->cnt;
 	w->id = ++s->win_ids;
@@ -126,23 +121,13 @@ int qp_slow_win_open(struct qp_slow_store *s, uint32_t tgid, const uint64_t *nam
 	return 0;
 }
 
-int qp_slow_win_start(struct qp_slow_store *s, uint64_t id, uint64_t t0)
+int qp_slow_win_time(struct qp_slow_store *s, uint64_t id, bool end, uint64_t t)
 {
 	struct qp_slow_win **p = slot_of(s, id);
 
 	if (!p)
 		return -ENOENT;
-	(*p)->t0 = t0;
-	return 0;
-}
-
-int qp_slow_win_end(struct qp_slow_store *s, uint64_t id, uint64_t t1)
-{
-	struct qp_slow_win **p = slot_of(s, id);
-
-	if (!p)
-		return -ENOENT;
-	(*p)->t1 = t1;
+	*(end ? &(*p)->t1 : &(*p)->t0) = t;
 	return 0;
 }
 

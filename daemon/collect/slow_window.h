@@ -35,16 +35,15 @@ struct qp_slow_win {
 
 /* Open a window on TGID for the sites NAMED (OTHER: the process's other
  * sites known now), keeping KEEP per site, taking nothing until
- * qp_slow_win_start); the named sites' thresholds go to 0 through FN.
+ * qp_slow_win_time); the named sites' thresholds go to 0 through FN.
  * 0 and *ID; -EBUSY (QP_SLOW_WINDOWS open, counted), -EINVAL, -ENOMEM. */
 int qp_slow_win_open(struct qp_slow_store *s, uint32_t tgid, const uint64_t *named, size_t nnamed,
 		     const uint64_t *other, size_t nother, uint32_t keep, qp_slow_threshold_fn fn, void *arg,
 		     uint64_t *id);
-/* Instances ending from T0 on enter window ID (set once its thresholds
- * are in BPF); from T1 on none does (set before the last drain). 0 or
- * -ENOENT. */
-int qp_slow_win_start(struct qp_slow_store *s, uint64_t id, uint64_t t0);
-int qp_slow_win_end(struct qp_slow_store *s, uint64_t id, uint64_t t1);
+/* Instances ending from T (not END) on enter window ID (set once its
+ * thresholds are in BPF); from T (END) on none does (set before the last
+ * drain). 0 or -ENOENT. */
+int qp_slow_win_time(struct qp_slow_store *s, uint64_t id, bool end, uint64_t t);
 /* Close window ID: its instances move to *OUT (an array, free with
  * qp_slow_insts_free), the thresholds it lowered come back through FN.
  * *COMPLETE: it kept every instance it wanted and the store lost none

@@ -83,7 +83,7 @@ int main(void)
 	CHECK_INT(calls[0].site, 0xb0);
 	CHECK_INT(calls[0].min, 0);
 	CHECK(!wanted(&s, 0xb0, 200000, 50));	/* not started yet */
-	CHECK_INT(qp_slow_win_start(&s, id, 100000), 0);
+	CHECK_INT(qp_slow_win_time(&s, id, false, 100000), 0);
 	CHECK(wanted(&s, 0xb0, 200000, 50));
 	CHECK(!wanted(&s, 0xb0, 99999, 50));	/* ended before it */
 
@@ -114,7 +114,7 @@ int main(void)
 	CHECK_INT(qp_slow_win_open(&s, 1, named, 1, other, 1, 1, on_threshold, NULL, &id2), 0);
 	CHECK_INT(ncalls, 1);
 	CHECK_INT(calls[0].min, 0);
-	qp_slow_win_start(&s, id2, 170000);
+	qp_slow_win_time(&s, id2, false, 170000);
 	put(&s, 0xb0, 180000, 15);	/* below window 1's 20: window 2's only */
 	qp_slow_join(&s, &samples, &off, 8, on_threshold, NULL);
 	CHECK_INT(ncalls, 2);
@@ -123,7 +123,7 @@ int main(void)
 	/* 99 after the first's end replaces window 2's 15 (threshold: window
 	 * 1's 20); closing the first leaves window 2's 99 */
 	ncalls = 0;
-	qp_slow_win_end(&s, id, 190000);
+	qp_slow_win_time(&s, id, true, 190000);
 	put(&s, 0xb0, 195000, 99);	/* after its end: window 2's only */
 	qp_slow_join(&s, &samples, &off, 9, on_threshold, NULL);
 	CHECK_INT(qp_slow_win_close(&s, id, on_threshold, NULL, &v, &n, &complete), 0);
@@ -155,7 +155,7 @@ int main(void)
 
 	/* closing the second: the since-attach threshold comes back */
 	ncalls = 0;
-	qp_slow_win_end(&s, id2, 200000);
+	qp_slow_win_time(&s, id2, true, 200000);
 	CHECK_INT(qp_slow_win_close(&s, id2, on_threshold, NULL, &v, &n, &complete), 0);
 	CHECK_INT(n, 1);
 	CHECK_INT(n ? v[0].r.dur_ns : 0, 99);
@@ -193,7 +193,7 @@ int main(void)
 
 	/* a window of a process forgotten meanwhile writes no threshold */
 	CHECK_INT(qp_slow_win_open(&s, 1, named, 1, other, 1, 2, on_threshold, NULL, &id), 0);
-	qp_slow_win_start(&s, id, 300000);
+	qp_slow_win_time(&s, id, false, 300000);
 	put(&s, 0xb0, 310000, 3);
 	qp_slow_join(&s, &samples, &off, 10, on_threshold, NULL);
 	qp_slow_forget(&s, 1);
