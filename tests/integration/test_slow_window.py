@@ -12,8 +12,10 @@ ring collector:
    slowest of phase 2 (matched to the program's own instances by their
    begin, within 0.2 ms), slowest first, each within 3 % + 50 us of the
    program's own measure of it; "complete": true, "kept": 10.
-3. After it: windows_open 0, the threshold is back to its value before
-   (exactly), the since-attach answer is the same 32 instances.
+3. After it: windows_open 0, the since-attach answer is the same 32
+   instances and the threshold is back to the fastest of them, exactly
+   (should a phase-2 instance be stretched past 4 ms by the machine's
+   load, it is in both answers and counted so).
 4. Bounds: 8 windows open at once (QP_SLOW_WINDOWS), the 9th is a 503 with
    Retry-After and counted (windows_refused); a client that hangs up
    mid-window ends it within a second or so, thresholds back; bad input:
@@ -171,13 +173,18 @@ def part(ring):
                 f"{tag}: records received in the window within 10..{220 + 5}")
 
         t.eq(r1["windows_open"], 0, f"{tag}: window closed")
+        # since attach: phase 1's 32, unless a phase-2 instance stretched
+        # past 4 ms on this shared machine (then it is in the window's 10
+        # too, with the same figures)
+        want_after = sorted(before["instances"] + inst, key=lambda i: (-i["dur_ns"], i["start_ns"]))[:32]
+        th1 = {site: min(i["dur_ns"] for i in want_after) for site in th0}
         if mid:
-            t.eq(thresholds(mid, prog.pid), th0, f"{tag}: threshold back to its value before the window")
+            t.eq(thresholds(mid, prog.pid), th1, f"{tag}: threshold back to the since-attach one")
         st, after = d.get(f"/api/scopes/slowest?{q}")
-        t.eq(key(after["instances"]) if st == 200 else None, key(before["instances"]),
-             f"{tag}: since-attach answer unchanged")
+        t.eq(sorted(key(after["instances"])) if st == 200 else None, sorted(key(want_after)),
+             f"{tag}: since-attach answer unchanged (phase 1's 32, or what beat them)")
         if not ring:
-            bounds_part(d, prog.pid, mid, th0)
+            bounds_part(d, prog.pid, mid, th1)
         prog.finish()
     finally:
         d.stop()
