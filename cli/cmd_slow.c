@@ -11,11 +11,12 @@ static const char slow_help[] =
 	"Usage: qprof-cli slow NAME [--pid N] [-n N] [--seconds S] [--json]\n"
 	"\n"
 	"The N (default 10, at most 32) slowest instances of scope NAME since\n"
-	"attach (with --seconds: of those kept, the ones that began in the next S\n"
-	"seconds), slowest first: thread, duration split into on-CPU, runnable\n"
-	"(waiting for a CPU), blocked and irq time, migrations and page faults,\n"
-	"each wait off the CPU with its reason and the stack where the thread left\n"
-	"the CPU, and the CPU samples taken inside (folded, root first).\n"
+	"attach (with --seconds: of those ending in the next S seconds, kept in a\n"
+	"window of their own), slowest first: thread, duration split into\n"
+	"on-CPU, runnable (waiting for a CPU), blocked and irq time, migrations\n"
+	"and page faults, each wait off the CPU with its reason and the stack\n"
+	"where the thread left the CPU, and the CPU samples taken inside\n"
+	"(folded, root first).\n"
 	"Without --pid: the daemon's only target.\n";
 
 static void ms(char *buf, size_t len, uint64_t ns)
@@ -97,7 +98,7 @@ static int print_slow(const struct cli_ctx *ctx, const json_t *root)
 	put_clean(cli_json_str(root, "name"));
 	printf(" in pid %llu: the %zu slowest of %llu kept%s\n", (unsigned long long)pid, json_array_size(arr),
 	       (unsigned long long)kept,
-	       json_is_true(json_object_get(root, "complete")) ? "" : " (the slowest since attach)");
+	       json_is_true(json_object_get(root, "complete")) ? "" : " (not every instance was recorded)");
 	json_array_foreach(arr, i, o) {
 		uint64_t tid = 0, dur = 0, on = 0, rq = 0, bl = 0, irq = 0, mig = 0, pf = 0, nsamp = 0, more = 0;
 		const json_t *ws = json_object_get(o, "off_cpu"), *w, *ss = json_object_get(o, "samples"), *s;

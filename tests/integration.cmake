@@ -340,3 +340,8 @@ add_test(NAME integration_slow_kernel
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_slow_kernel.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:kev_target>)
 set_tests_properties(integration_slow_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# The windows of /api/scopes/slowest?seconds= (issue 10): their own reservoirs and BPF thresholds.
+add_test(NAME integration_slow_window
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_slow_window.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_target>)
+set_tests_properties(integration_slow_window PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

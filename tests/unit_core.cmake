@@ -46,6 +46,9 @@ add_test(NAME unit_slow_store COMMAND test_slow_store)
 add_executable(test_slow_kev ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_slow_kev.c)
 target_link_libraries(test_slow_kev qprof_common)
 add_test(NAME unit_slow_kev COMMAND test_slow_kev)
+add_executable(test_slow_window ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_slow_window.c)
+target_link_libraries(test_slow_window qprof_common)
+add_test(NAME unit_slow_window COMMAND test_slow_window)
 
 # The release process's decision to end a hold at a rendezvous (no root).
 add_executable(test_lc_hold ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_lc_hold.c)

@@ -132,16 +132,6 @@ static int on_instance(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* a reservoir is full: BPF sends only instances slower than its fastest */
-void qp_cpu_slow_threshold(void *arg, uint32_t tgid, uint64_t site, uint64_t min_ns)
-{
-	struct qp_cpu *c = arg;
-	struct mark_key k = { .tgid = tgid, .site = site };
-
-	if (bpf_map_update_elem(c->slow_min_fd, &k, &min_ns, BPF_ANY))
-		qp_debug("slow threshold of pid %u: %s", tgid, strerror(errno));
-}
-
 void qp_cpu_publish_locked(struct qp_cpu *c)
 {
 	pthread_mutex_lock(&c->pub_lock);

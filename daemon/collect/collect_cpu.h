@@ -74,6 +74,19 @@ bool qp_cpu_slow_on(const struct qp_cpu *c);
 int qp_cpu_slow_copy(struct qp_cpu *c, uint32_t pid, bool (*keep)(void *arg, uint64_t site), void *arg,
 		     struct qp_slow_inst **out, size_t *n, uint64_t *since_ns);
 void qp_cpu_slow_counters(struct qp_cpu *c, struct qp_slow_counters *out);
+/* The sites of PID's reservoirs (malloc'ed), after a drain; 0 or -ENOMEM. */
+int qp_cpu_slow_sites(struct qp_cpu *c, uint32_t pid, uint64_t **sites, size_t *n);
+/* A window of the N slowest instances of the sites NAMED of PID (OTHER:
+ * its other sites now) ending from now on (slow_window.h): 0 and *ID,
+ * -EBUSY when QP_SLOW_WINDOWS are open, -ENOMEM. The lock is taken only
+ * to open it; close it with qp_cpu_slow_window_close, whatever happens. */
+int qp_cpu_slow_window_open(struct qp_cpu *c, uint32_t pid, const uint64_t *named, size_t nnamed,
+			    const uint64_t *other, size_t nother, unsigned int n, uint64_t *id);
+/* End window ID now: its instances (after a last drain) into *OUT (free
+ * with qp_slow_insts_free), the thresholds back; *COMPLETE: nothing it
+ * wanted was lost. 0, -ENOENT, -ENOMEM. */
+int qp_cpu_slow_window_close(struct qp_cpu *c, uint64_t id, struct qp_slow_inst **out, size_t *n,
+			     bool *complete);
 void qp_cpu_close(struct qp_cpu *c); /* accepts NULL */
 unsigned int qp_cpu_ncpus(const struct qp_cpu *c); /* perf events open */
 

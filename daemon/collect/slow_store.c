@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "slow_store.h"
+#include "slow_window.h"
 #include "offcpu.h"
 
 /* entries a little out of order across CPUs: scan this far past the begin */
@@ -42,6 +43,7 @@ void qp_slow_free(struct qp_slow_store *s)
 	size_t r;
 	uint32_t i;
 
+	qp_slow_win_free_all(s);
 	for (r = 0; r < s->nres; r++)
 		for (i = 0; i < s->res[r].n; i++) {
 			inst_free(s->res[r].v[i]);
@@ -67,6 +69,7 @@ void qp_slow_note_off(struct qp_slow_store *s, const struct qp_slow_hoff *h)
 
 void qp_slow_queue(struct qp_slow_store *s, const struct slow_record *r)
 {
+	s->cnt.received++;
 	if (s->npending == QP_SLOW_PENDING) {
 		s->cnt.pending_lost++;
 		return;
@@ -74,13 +77,14 @@ void qp_slow_queue(struct qp_slow_store *s, const struct slow_record *r)
 	s->pending[s->npending++] = *r;
 }
 
-bool qp_slow_wanted(const struct qp_slow_store *s, uint32_t tgid, uint64_t site, uint64_t dur_ns)
+bool qp_slow_wanted(const struct qp_slow_store *s, const struct slow_record *r)
 {
 	size_t i;
 
 	for (i = 0; i < s->nres; i++)
-		if (s->res[i].tgid == tgid && s->res[i].site == site)
-			return s->res[i].n < QP_SLOW_KEEP || dur_ns > s->res[i].min_kept;
+		if (s->res[i].tgid == r->tgid && s->res[i].site == r->site)
+			return s->res[i].n < QP_SLOW_KEEP || r->dur_ns > s->res[i].min_kept ||
+			       qp_slow_win_wanting(s, r);
 	return true;
 }
 
@@ -250,15 +254,60 @@ static struct qp_slow_res *res_of(struct qp_slow_store *s, uint32_t tgid, uint64
 	return &s->res[s->nres++];
 }
 
-/* the index of the fastest instance kept */
-static uint32_t fastest(const struct qp_slow_res *res)
+uint32_t qp_slow_fastest(struct qp_slow_inst *const *v, uint32_t n)
 {
 	uint32_t i, m = 0;
 
-	for (i = 1; i < res->n; i++)
-		if (res->v[i]->r.dur_ns < res->v[m]->r.dur_ns)
+	for (i = 1; i < n; i++)
+		if (v[i]->r.dur_ns < v[m]->r.dur_ns)
 			m = i;
 	return m;
+}
+
+/* the index of the fastest instance kept */
+static uint32_t fastest(const struct qp_slow_res *res)
+{
+	return qp_slow_fastest(res->v, res->n);
+}
+
+void qp_slow_sync_threshold(struct qp_slow_store *s, uint32_t tgid, uint64_t site, qp_slow_threshold_fn fn,
+			    void *arg)
+{
+	struct qp_slow_res *res = res_of(s, tgid, site, false);
+	uint64_t m, w;
+
+	if (!res)
+		return;	/* no reservoir, no threshold written: every instance comes */
+	m = res->n == QP_SLOW_KEEP ? res->min_kept : 0;
+	w = qp_slow_win_min(s, tgid, site);
+	if (w < m)
+		m = w;
+	if (m == res->written)
+		return;
+	res->written = m;
+	if (fn)
+		fn(arg, tgid, site, m);
+}
+
+/* Keep IN in RES, the since-attach reservoir it beats. */
+static void res_keep(struct qp_slow_store *s, struct qp_slow_res *res, struct qp_slow_inst *in, uint64_t now_ns)
+{
+	uint32_t m;
+
+	s->bytes += in->bytes;
+	if (res->n < QP_SLOW_KEEP) {
+		res->v[res->n++] = in;
+	} else {
+		m = fastest(res);
+		s->bytes -= res->v[m]->bytes;
+		qp_slow_inst_free(res->v[m]);
+		res->v[m] = in;
+	}
+	if (res->n == QP_SLOW_KEEP) {
+		if (!res->since_ns)
+			res->since_ns = now_ns;
+		res->min_kept = res->v[fastest(res)]->r.dur_ns;
+	}
 }
 
 void qp_slow_join(struct qp_slow_store *s, const struct qp_cpu_table *samples, const struct qp_cpu_table *off,
@@ -269,46 +318,33 @@ void qp_slow_join(struct qp_slow_store *s, const struct qp_cpu_table *samples, c
 	for (p = 0; p < s->npending; p++) {
 		const struct slow_record *r = &s->pending[p];
 		struct qp_slow_res *res = res_of(s, r->tgid, r->site, true);
+		uint32_t nwin = qp_slow_win_wanting(s, r);
 		struct qp_slow_inst *in;
-		uint32_t m;
+		bool mine;
 
-		if (!res) {
+		if (!res)
 			s->cnt.refused++;
-			continue;
-		}
 		/* a full reservoir takes only what beats its fastest (the
-		 * threshold may not have reached BPF yet) */
-		if (res->n == QP_SLOW_KEEP && r->dur_ns <= res->v[fastest(res)]->r.dur_ns)
+		 * threshold may not have reached BPF yet); so does a window's */
+		mine = res && (res->n < QP_SLOW_KEEP || r->dur_ns > res->v[fastest(res)]->r.dur_ns);
+		if (!mine && !nwin)
 			continue;
-		if (s->bytes >= QP_SLOW_MAX_BYTES) {
-			s->cnt.refused++;
-			continue;
-		}
-		in = join_one(s, r, samples, off);
+		in = s->bytes < QP_SLOW_MAX_BYTES ? join_one(s, r, samples, off) : NULL;
 		if (!in) {
 			s->cnt.refused++;
+			if (nwin)
+				qp_slow_win_take(s, r, NULL, false);	/* counted lost there */
 			continue;
 		}
 		s->cnt.records++;
 		if (in->partial)
 			s->cnt.partial++;
-		s->bytes += in->bytes;
-		if (res->n < QP_SLOW_KEEP) {
-			res->v[res->n++] = in;
-		} else {
-			m = fastest(res);
-			s->bytes -= res->v[m]->bytes;
-			inst_free(res->v[m]);
-			free(res->v[m]);
-			res->v[m] = in;
-		}
-		if (res->n == QP_SLOW_KEEP) {
-			if (!res->since_ns)
-				res->since_ns = now_ns;
-			res->min_kept = res->v[fastest(res)]->r.dur_ns;
-			if (fn)
-				fn(arg, res->tgid, res->site, res->min_kept);
-		}
+		if (nwin)
+			qp_slow_win_take(s, r, in, !mine);
+		if (mine)
+			res_keep(s, res, in, now_ns);
+		if (res)
+			qp_slow_sync_threshold(s, r->tgid, r->site, fn, arg);
 	}
 	s->npending = 0;
 }
@@ -325,11 +361,11 @@ void qp_slow_forget(struct qp_slow_store *s, uint32_t pid)
 		}
 		for (k = 0; k < s->res[i].n; k++) {
 			s->bytes -= s->res[i].v[k]->bytes;
-			inst_free(s->res[i].v[k]);
-			free(s->res[i].v[k]);
+			qp_slow_inst_free(s->res[i].v[k]);
 		}
 	}
 	s->nres = n;
+	qp_slow_win_forget(s, pid);
 }
 
 static int stack_dup(const struct qp_slow_stack *from, struct qp_slow_stack *to)
@@ -367,6 +403,25 @@ static int inst_dup(const struct qp_slow_inst *from, struct qp_slow_inst *to)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+struct qp_slow_inst *qp_slow_inst_dup(const struct qp_slow_inst *in)
+{
+	struct qp_slow_inst *c = malloc(sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (inst_dup(in, c)) {
+		qp_slow_inst_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void qp_slow_inst_free(struct qp_slow_inst *in)
+{
+	inst_free(in);
+	free(in);
 }
 
 void qp_slow_insts_free(struct qp_slow_inst *v, size_t n)

@@ -4,7 +4,8 @@
  * joined, once the CPU collector has drained everything stamped before its
  * exit, with the thread's off-CPU intervals and CPU samples remembered in
  * two bounded histories, and kept in a reservoir of the QP_SLOW_KEEP
- * slowest of its (process, site). Every bound is counted when it bites.
+ * slowest of its (process, site), and in the reservoirs of the windows
+ * open on it (slow_window.h). Every bound is counted when it bites.
  * No BPF and no locking (collect_cpu.c holds its lock); pure enough for
  * unit tests. */
 #ifndef QPROF_SLOW_STORE_H
@@ -25,6 +26,8 @@
 #define QP_SLOW_SCOPES 4096	/* reservoirs */
 #define QP_SLOW_MAX_BYTES (64u << 20)	/* instances' memory; beyond, new ones are refused */
 #define QP_SLOW_LOSSES 16	/* spans of time in which kernel events were lost, remembered */
+#define QP_SLOW_WINDOWS 8	/* windows (seconds=) open at once; beyond: -EBUSY */
+#define QP_SLOW_WIN_SITES 64	/* sites one window keeps instances of */
 
 struct qp_slow_stack {
 	uint16_t nk, nu;	/* kernel frames, then user frames, leaf first */
@@ -83,6 +86,7 @@ struct qp_slow_res {
 	struct qp_slow_inst *v[QP_SLOW_KEEP];	/* in no order */
 	uint64_t since_ns;	/* when its threshold rose above 0 (0: never: it saw every instance) */
 	uint64_t min_kept;	/* the fastest kept once full (0 until then) */
+	uint64_t written;	/* the threshold last given to BPF (0: none, every instance) */
 };
 
 struct qp_slow_counters {
@@ -93,7 +97,13 @@ struct qp_slow_counters {
 	uint64_t ring_missed;	/* ring collector instances overwritten before they were read */
 	uint64_t kevents;	/* faults and irq runs of ring threads remembered (slow_kev.c) */
 	uint64_t kevents_lost;	/* lost on their way (kev_ring full, bad records) */
+	uint64_t received;	/* records queued (slow_rb, flight recorders) */
+	uint64_t windows_open;	/* now */
+	uint64_t window_records;	/* instances a window kept (joined or copied) */
+	uint64_t windows_refused;	/* QP_SLOW_WINDOWS were open */
 };
+
+struct qp_slow_win;	/* slow_window.h */
 
 struct qp_slow_store {
 	struct qp_slow_hsample *hs;	/* QP_SLOW_HIST, a ring */
@@ -111,6 +121,8 @@ struct qp_slow_store {
 	uint64_t hk_n;
 	uint64_t loss[QP_SLOW_LOSSES][2];	/* [from, to] ns, a ring */
 	uint64_t nloss;
+	struct qp_slow_win *win[QP_SLOW_WINDOWS];	/* NULL: a free slot */
+	uint64_t win_ids;				/* the last window id given */
 };
 
 /* Called with each new threshold of (TGID, SITE): the least duration kept. */
@@ -121,14 +133,23 @@ void qp_slow_free(struct qp_slow_store *s);	/* accepts a zeroed one */
 void qp_slow_note_sample(struct qp_slow_store *s, const struct qp_slow_hsample *h);
 void qp_slow_note_off(struct qp_slow_store *s, const struct qp_slow_hoff *h);
 void qp_slow_queue(struct qp_slow_store *s, const struct slow_record *r);
-/* Whether an instance of DUR_NS would enter its reservoir (for sources
- * without a threshold in BPF: the ring collector's instances). */
-bool qp_slow_wanted(const struct qp_slow_store *s, uint32_t tgid, uint64_t site, uint64_t dur_ns);
+/* Whether the instance of R would enter its reservoir or an open window's
+ * (for sources without a threshold in BPF: the ring collector's). */
+bool qp_slow_wanted(const struct qp_slow_store *s, const struct slow_record *r);
 /* Join every pending record with the histories (stacks read from the two
  * tables) and keep the slowest; NOW_NS stamps a threshold's rise. */
 void qp_slow_join(struct qp_slow_store *s, const struct qp_cpu_table *samples, const struct qp_cpu_table *off,
 		  uint64_t now_ns, qp_slow_threshold_fn fn, void *arg);
 void qp_slow_forget(struct qp_slow_store *s, uint32_t pid);
+/* Give BPF the threshold of (TGID, SITE) through FN when it changed: the
+ * least of its reservoir's (0 until full) and every open window's on it. */
+void qp_slow_sync_threshold(struct qp_slow_store *s, uint32_t tgid, uint64_t site, qp_slow_threshold_fn fn,
+			    void *arg);
+/* The index of the fastest of the N instances of V (0 when N is 0). */
+uint32_t qp_slow_fastest(struct qp_slow_inst *const *v, uint32_t n);
+/* A deep copy of IN (malloc'ed; NULL on no memory); freeing one. */
+struct qp_slow_inst *qp_slow_inst_dup(const struct qp_slow_inst *in);
+void qp_slow_inst_free(struct qp_slow_inst *in);	/* accepts NULL */
 
 /* slow_kev.c. Start remembering the faults and irq runs of ring threads
  * (0 or -ENOMEM); until then the ring collector's instances have no

@@ -190,6 +190,10 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "ring_missed", m->offcpu.slow.ring_missed);
 	qp_json_kv_u64(j, "kevents", m->offcpu.slow.kevents);
 	qp_json_kv_u64(j, "kevents_lost", m->offcpu.slow.kevents_lost);
+	qp_json_kv_u64(j, "received", m->offcpu.slow.received);
+	qp_json_kv_u64(j, "windows_open", m->offcpu.slow.windows_open);
+	qp_json_kv_u64(j, "window_records", m->offcpu.slow.window_records);
+	qp_json_kv_u64(j, "windows_refused", m->offcpu.slow.windows_refused);
 	qp_json_obj_end(j);
 	if (!m->offcpu.running)
 		qp_json_kv_str(j, "error", m->offcpu.error);

@@ -1,26 +1,52 @@
-/* export_slow.c - see export_slow.h. */
+/* export_slow.c - see export_slow.h. Every list of the answer (frames,
+ * waits, folded samples, instances) goes through one keyed-array writer. */
 #include "export_slow.h"
 
-static void wait_json(struct qp_json *j, const struct qp_slow_wait *w)
+typedef void (*elem_json_fn)(struct qp_json *j, const void *elem);
+
+/* "KEY": [F(elem) for each of the N elements of SIZE bytes at V] */
+static void list_json(struct qp_json *j, const char *key, const void *v, size_t n, size_t size, elem_json_fn f)
 {
 	size_t i;
+
+	qp_json_key(j, key);
+	qp_json_arr_begin(j);
+	for (i = 0; i < n; i++)
+		f(j, (const char *)v + i * size);
+	qp_json_arr_end(j);
+}
+
+static void frame_json(struct qp_json *j, const void *elem)
+{
+	qp_json_str(j, *(const char *const *)elem);
+}
+
+static void wait_json(struct qp_json *j, const void *elem)
+{
+	const struct qp_slow_wait *w = elem;
 
 	qp_json_obj_begin(j);
 	qp_json_kv_u64(j, "at_ns", w->at_ns);
 	qp_json_kv_u64(j, "ns", w->ns);
 	qp_json_kv_u64(j, "runnable_ns", w->runq_ns);
 	qp_json_kv_str(j, "reason", w->reason);
-	qp_json_key(j, "stack");
-	qp_json_arr_begin(j);
-	for (i = 0; i < w->nframes; i++)
-		qp_json_str(j, w->frames[i]);
-	qp_json_arr_end(j);
+	list_json(j, "stack", w->frames, w->nframes, sizeof(*w->frames), frame_json);
 	qp_json_obj_end(j);
 }
 
-static void item_json(struct qp_json *j, const struct qp_slow_item *it)
+static void folded_json(struct qp_json *j, const void *elem)
 {
-	size_t i;
+	const struct qp_slow_folded *f = elem;
+
+	qp_json_obj_begin(j);
+	qp_json_kv_str(j, "stack", f->stack);
+	qp_json_kv_u64(j, "count", f->count);
+	qp_json_obj_end(j);
+}
+
+static void item_json(struct qp_json *j, const void *elem)
+{
+	const struct qp_slow_item *it = elem;
 
 	qp_json_obj_begin(j);
 	qp_json_kv_u64(j, "tid", it->tid);
@@ -42,38 +68,20 @@ static void item_json(struct qp_json *j, const struct qp_slow_item *it)
 		qp_json_kv_null(j, "page_faults");
 	}
 	qp_json_kv_bool(j, "partial", it->partial);
-	qp_json_key(j, "off_cpu");
-	qp_json_arr_begin(j);
-	for (i = 0; i < it->nwaits; i++)
-		wait_json(j, &it->waits[i]);
-	qp_json_arr_end(j);
+	list_json(j, "off_cpu", it->waits, it->nwaits, sizeof(*it->waits), wait_json);
 	qp_json_kv_u64(j, "off_cpu_more", it->waits_more);
 	qp_json_kv_u64(j, "sample_count", it->samples);
-	qp_json_key(j, "samples");
-	qp_json_arr_begin(j);
-	for (i = 0; i < it->nfolded; i++) {
-		qp_json_obj_begin(j);
-		qp_json_kv_str(j, "stack", it->folded[i].stack);
-		qp_json_kv_u64(j, "count", it->folded[i].count);
-		qp_json_obj_end(j);
-	}
-	qp_json_arr_end(j);
+	list_json(j, "samples", it->folded, it->nfolded, sizeof(*it->folded), folded_json);
 	qp_json_obj_end(j);
 }
 
 void qp_export_slow_json(const struct qp_slow_model *m, struct qp_json *j)
 {
-	size_t i;
-
 	qp_json_obj_begin(j);
 	qp_json_kv_i64(j, "pid", m->pid);
 	qp_json_kv_str(j, "name", m->name);
 	qp_json_kv_u64(j, "kept", m->kept);
 	qp_json_kv_bool(j, "complete", m->window_complete);
-	qp_json_key(j, "instances");
-	qp_json_arr_begin(j);
-	for (i = 0; i < m->n; i++)
-		item_json(j, &m->items[i]);
-	qp_json_arr_end(j);
+	list_json(j, "instances", m->items, m->n, sizeof(*m->items), item_json);
 	qp_json_obj_end(j);
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,6 +182,21 @@ static void query_keys(void *arg, void (*fn)(void *, const char *, const char *,
 static const char *header_get(void *arg, const char *name)
 {
 	return MHD_lookup_connection_value(arg, MHD_HEADER_KIND, name);
+}
+
+/* Called from the connection's own thread (one per connection), the only
+ * one using its socket while the handler runs. */
+static bool client_gone(void *arg)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(arg, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct pollfd p;
+
+	if (!ci)
+		return false;
+	p.fd = ci->connect_fd;
+	p.events = 0;	/* POLLHUP and POLLERR are reported whatever is asked */
+	p.revents = 0;
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR));
 }
 
 /* A streamed answer (follow=1): MHD calls stream_read from the connection's
@@ -442,7 +458,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		req = (struct qp_request){
 			.method = method, .url = url, .body = cn->body, .body_len = cn->len,
 			.body_too_large = cn->too_large, .query = query_get, .query_keys = query_keys,
-			.arg = c, .header = header_get, .privileged = cn->privileged,
+			.arg = c, .header = header_get, .gone = client_gone, .privileged = cn->privileged,
 		};
 		qp_http_route(h->d, &req, &resp);
 		if (slot && !resp.read) {

@@ -43,6 +43,9 @@ struct qp_request {
 	void *arg;
 	/* value of request header NAME or NULL; NULL getter: no headers */
 	const char *(*header)(void *arg, const char *name);
+	/* the client hung up (seen on the unix socket; over TCP only when the
+	 * connection was reset); NULL getter: never */
+	bool (*gone)(void *arg);
 	/* a root peer on the unix socket: sees kernel addresses, may name any
 	 * ELF file. False for TCP clients (and by default). */
 	bool privileged;

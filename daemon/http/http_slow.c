@@ -43,6 +43,8 @@ void qp_route_slowest(struct qprofd *d, const struct qp_request *req, struct qp_
 		q.n = (unsigned int)n;
 	}
 	q.name = name;
+	q.gone = req->gone;
+	q.gone_arg = req->arg;
 	qprofd_model_src(d, &src);
 	ret = qp_slow_model_build(&src, &q, &m);
 	if (ret == -ENODEV) {
@@ -54,6 +56,15 @@ void qp_route_slowest(struct qprofd *d, const struct qp_request *req, struct qp_
 	if (ret == -ENOENT) {
 		qp_reply_error(resp, 404, "no instance of scope '%.256s' in process %d%s (unknown scope, or "
 			       "none ended yet)", name, q.pid, q.seconds ? " in the window" : "");
+		return;
+	}
+	if (ret == -EBUSY) {
+		qp_reply_error(resp, 503, "%d windows of slowest instances (seconds=) are open, the most "
+			       "qprofd keeps at once: retry later", QP_SLOW_WINDOWS);
+		return;
+	}
+	if (ret == -ECONNRESET) {
+		qp_reply_error(resp, 400, "the client closed its connection: the window ended early");
 		return;
 	}
 	if (ret == -ECANCELED) {

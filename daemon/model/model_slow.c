@@ -1,6 +1,8 @@
 /* model_slow.c - see model_slow.h. The reservoirs are copied under the CPU
  * collector's lock only; names come after, under the registry lock (never
- * both at once); frames through the symbolizer, which locks itself. */
+ * both at once); frames through the symbolizer, which locks itself. A
+ * window (seconds=) is opened on the sites named so, waited out holding no
+ * lock, and closed whatever the wait gave. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include "qprof/qprof.h"
 #include "arena.h"
 #include "collect_cpu.h"
+#include "collect_scopes.h"
 #include "model_slow.h"
 #include "offcpu.h"
 #include "symbolize.h"
@@ -235,12 +238,69 @@ static const char *site_name(const struct qp_namer *nm, uint32_t pid, uint64_t s
 	}
 }
 
+/* The window of Q: the N slowest instances of each site of Q->name (and of
+ * sites unknown at its open) ending in the next Q->seconds. */
+static int window_collect(const struct qp_model_src *src, const struct qp_slow_query *q, struct qp_slow_inst **v,
+			  size_t *n, bool *complete)
+{
+	uint64_t *sites = NULL, *named, id, lost0 = 0;
+	size_t ns = 0, nn = 0, no = 0, i;
+	struct qp_namer nm;
+	bool waited, gone = false;
+	unsigned int left;
+	int ret;
+
+	ret = qp_cpu_slow_sites(src->cpu, (uint32_t)q->pid, &sites, &ns);
+	if (ret)
+		return ret;
+	named = malloc((ns ? ns : 1) * sizeof(*named));
+	if (!named) {
+		free(sites);
+		return -ENOMEM;
+	}
+	qp_registry_namer(src->reg, &nm);
+	pthread_mutex_lock(&src->reg->lock);
+	for (i = 0; i < ns; i++) {
+		const char *name = site_name(&nm, (uint32_t)q->pid, sites[i]);
+
+		if (name && !strcmp(name, q->name))
+			named[nn++] = sites[i];
+		else
+			sites[no++] = sites[i];
+	}
+	pthread_mutex_unlock(&src->reg->lock);
+	if (src->scopes)
+		lost0 = qp_scopes_counter(src->scopes, QPROF_CNT_SLOW_LOST);
+	ret = qp_cpu_slow_window_open(src->cpu, (uint32_t)q->pid, named, nn, sites, no, q->n, &id);
+	free(named);
+	free(sites);
+	if (ret)
+		return ret;
+	/* by the second, so that a client gone away ends its window */
+	for (left = q->seconds, waited = true; left && waited && !gone; left--) {
+		waited = src->wait(src->wait_arg, 1);
+		gone = q->gone && q->gone(q->gone_arg);
+	}
+	/* closed even when qprofd stops: its thresholds go back first */
+	ret = qp_cpu_slow_window_close(src->cpu, id, v, n, complete);
+	if (!ret && (!waited || gone)) {
+		qp_slow_insts_free(*v, *n);
+		*v = NULL;
+		*n = 0;
+		ret = !waited ? -ECANCELED : -ECONNRESET;
+	}
+	if (src->scopes && qp_scopes_counter(src->scopes, QPROF_CNT_SLOW_LOST) != lost0)
+		*complete = false;	/* slow_rb was full: a record may be one of its */
+	return ret;
+}
+
 int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_query *q,
 			struct qp_slow_model *out)
 {
 	struct qp_slow_inst *v = NULL;
 	struct maker mk = { .pid = q->pid };
-	uint64_t t0 = 0, t1 = 0, since = 0;
+	uint64_t since = 0;
+	bool complete = false;
 	const char **parents = NULL;
 	size_t n = 0, i, k = 0;
 	struct qp_namer nm;
@@ -251,12 +311,11 @@ int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_que
 		return -ENODEV;
 
 	if (q->seconds) {
-		t0 = qp_now_ns();
-		if (!src->wait(src->wait_arg, q->seconds))
-			return -ECANCELED;
-		t1 = qp_now_ns();
+		ret = window_collect(src, q, &v, &n, &complete);
+	} else {
+		ret = qp_cpu_slow_copy(src->cpu, (uint32_t)q->pid, keep_all, NULL, &v, &n, &since);
+		complete = !since;
 	}
-	ret = qp_cpu_slow_copy(src->cpu, (uint32_t)q->pid, keep_all, NULL, &v, &n, &since);
 	if (ret)
 		return ret;
 	mk.a = out->arena = qp_arena_new();
@@ -273,8 +332,6 @@ int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_que
 		struct qp_slow_inst t;
 
 		if (!name || strcmp(name, q->name))
-			continue;
-		if (q->seconds && (v[i].r.begin_ns < t0 || v[i].r.end_ns > t1))
 			continue;
 		if (v[i].r.parent) {
 			const char *p = site_name(&nm, (uint32_t)q->pid, v[i].r.parent);
@@ -301,7 +358,7 @@ int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_que
 	out->name = qp_arena_strdup(mk.a, q->name);
 	out->kept = k;
 	out->threshold_since_ns = since;
-	out->window_complete = !since;
+	out->window_complete = complete;
 	/* slowest first: parents follow their instances through an index sort */
 	{
 		struct qp_slow_inst *sorted = malloc(k * sizeof(*sorted));

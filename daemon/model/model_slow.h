@@ -49,7 +49,10 @@ struct qp_slow_model {
 	struct qp_slow_item *items;	/* slowest first */
 	size_t kept;			/* instances of that name kept, before n */
 	uint64_t threshold_since_ns;	/* when the first of its reservoirs filled (0: none) */
-	bool window_complete;		/* seconds=: every instance of the window was seen */
+	/* seconds=: no instance the window wanted was lost (it saw every one
+	 * at or above its own threshold); without: no reservoir of that name
+	 * ever filled (every instance since attach was seen) */
+	bool window_complete;
 	struct qp_arena *arena;
 };
 
@@ -57,11 +60,15 @@ struct qp_slow_query {
 	int pid;		/* a target */
 	const char *name;
 	unsigned int n;		/* 1..QP_SLOW_KEEP */
-	unsigned int seconds;	/* > 0: instances that began in the next SECONDS */
+	unsigned int seconds;	/* > 0: the N slowest ending in the next SECONDS (a window's own) */
+	bool (*gone)(void *arg);	/* the client went away: the window ends (NULL: never asked) */
+	void *gone_arg;
 };
 
 /* 0; -ENODEV (kernel events or slow instances not collected), -ENOENT
- * (no instance of that name in that process), -ECANCELED, -ENOMEM. */
+ * (no instance of that name in that process), -EBUSY (QP_SLOW_WINDOWS
+ * windows open), -ECANCELED (qprofd stopping), -ECONNRESET (the client
+ * went away mid-window), -ENOMEM. */
 int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_query *q,
 			struct qp_slow_model *out);
 void qp_slow_model_free(struct qp_slow_model *m); /* accepts a zeroed one */

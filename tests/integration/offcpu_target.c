@@ -16,6 +16,12 @@
  *   pingpong N  two threads pinned to CPU 0 hand a byte back and forth N
  *               times through pipes (2N context switches in a burst).
  *               Figures: both threads' switches over the burst.
+ *   window N    phase 1: N instances of scope "win" spinning 4 ms; prints
+ *               {"phase": 1}, waits for a second SIGUSR1; phase 2: 20
+ *               instances spinning 1.0, 1.1 ... 2.9 ms (in a shuffled order),
+ *               each followed by 10 of 20 us. Figures: every phase-2
+ *               instance's begin (CLOCK_MONOTONIC) and length as measured
+ *               inside the scope, [[begin_ns, ns], ...].
  * Built -O1 -g -fno-omit-frame-pointer. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -33,7 +39,7 @@
 #include <qprof/qprof.h>
 
 static volatile sig_atomic_t go, leave;
-static void on_usr1(int s) { go = 1; }
+static void on_usr1(int s) { go++; }
 static void on_usr2(int s) { leave = 1; }
 
 static volatile uint64_t sink;
@@ -233,12 +239,54 @@ static void run_pingpong(int n)
 	printf("{\"switches\": %llu}\n", (unsigned long long)((v1 - v0) + (i1 - i0) + partner_switches));
 }
 
+static uint64_t win_begin[220], win_ns[220];
+static int win_n;
+
+__attribute__((noinline)) void win(uint64_t ns)
+{
+	QPROF_SCOPE("win");
+	uint64_t t0 = now_ns();
+
+	SPIN_FOR(ns);
+	if (win_n < 220) {
+		win_begin[win_n] = t0;
+		win_ns[win_n++] = now_ns() - t0;
+	}
+}
+
+static void run_window(int n)
+{
+	struct sched_param sp = { .sched_priority = 10 };
+
+	sched_setscheduler(0, SCHED_FIFO, &sp);
+	for (int i = 0; i < n; i++)
+		win(4000000);
+	printf("{\"phase\": 1}\n");
+	fflush(stdout);
+	win_n = 0;
+	while (go < 2 && !leave)
+		usleep(1000);
+	if (go < 2)
+		return;	/* told to leave before phase 2 */
+	for (int i = 0; i < 20; i++) {
+		win(1000000 + (uint64_t)((i * 7) % 20) * 100000);	/* 7 is prime to 20: each once */
+		for (int k = 0; k < 10; k++)
+			win(20000);
+	}
+	printf("{\"inst\": [");
+	for (int i = 0; i < win_n; i++)
+		printf("%s[%llu, %llu]", i ? ", " : "", (unsigned long long)win_begin[i],
+		       (unsigned long long)win_ns[i]);
+	printf("]}\n");
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 2 ? atoi(argv[2]) : 500;
 
-	if (argc < 2 || (strcmp(argv[1], "slow") && strcmp(argv[1], "contend") && strcmp(argv[1], "pingpong"))) {
-		fprintf(stderr, "usage: offcpu_target slow N | contend MS | pingpong N\n");
+	if (argc < 2 || (strcmp(argv[1], "slow") && strcmp(argv[1], "contend") && strcmp(argv[1], "pingpong") &&
+			 strcmp(argv[1], "window"))) {
+		fprintf(stderr, "usage: offcpu_target slow N | contend MS | pingpong N | window N\n");
 		return 2;
 	}
 	signal(SIGUSR1, on_usr1);
@@ -251,6 +299,8 @@ int main(int argc, char **argv)
 		run_slow(n);
 	else if (!strcmp(argv[1], "contend"))
 		run_contend(n);
+	else if (!strcmp(argv[1], "window"))
+		run_window(n);
 	else
 		run_pingpong(n);
 	fflush(stdout);

@@ -1,10 +1,13 @@
 /* test_encode.c - each data route's encoding from a hand-made model, byte
  * for byte: {"scopes": ...} (a scope, a span, a child scope with a hostile
  * name, a timed row of a mark site, a mark, a probe), {"values": ...}, the
- * figure sections of /api/status. (/metrics: test_metrics.c.) */
+ * figure sections of /api/status, {"instances": ...} of the slowest
+ * instances (two instances: one of the BPF collector with a wait, one of
+ * the ring collector). (/metrics: test_metrics.c.) */
 #include <stdlib.h>
 #include "../testlib.h"
 #include "export_json.h"
+#include "export_slow.h"
 #include "util.h"
 
 static const struct qp_scope_item scope_items[] = {
@@ -130,7 +133,8 @@ static void status_model(struct qp_status_model *m)
 	m->offcpu.no_state = 1;
 	m->offcpu.kstats_full = 2;
 	m->offcpu.slow = (struct qp_slow_counters){ .records = 40, .pending_lost = 4, .refused = 5, .partial = 6,
-						    .ring_missed = 7, .kevents = 9, .kevents_lost = 10 };
+						    .ring_missed = 7, .kevents = 9, .kevents_lost = 10, .received = 9,
+						    .windows_open = 1, .window_records = 11, .windows_refused = 2 };
 	m->offcpu.slow_lost = 8;
 }
 
@@ -138,7 +142,8 @@ static const char status_json[] =
 	"{\"cpu\":{\"running\":false,\"frequency_hz\":99,\"samples\":0,\"lost\":0,\"aged\":31,\"table_bytes\":262144,\"all\":false,\"cpus\":0,"
 	"\"error\":\"perf_event_open: \\\"denied\\\"\"},"
 	"\"offcpu\":{\"running\":true,\"intervals\":5000,\"lost\":3,\"no_state\":1,\"kstats_full\":2,"
-	"\"slow\":{\"records\":40,\"lost\":8,\"pending_lost\":4,\"refused\":5,\"partial\":6,\"ring_missed\":7,\"kevents\":9,\"kevents_lost\":10}},"
+	"\"slow\":{\"records\":40,\"lost\":8,\"pending_lost\":4,\"refused\":5,\"partial\":6,\"ring_missed\":7,\"kevents\":9,\"kevents_lost\":10,"
+	"\"received\":9,\"windows_open\":1,\"window_records\":11,\"windows_refused\":2}},"
 	"\"scopes\":{\"sites\":7,\"events\":47,\"dropped\":98,\"dropped_by_reason\":{\"exit_without_enter\":3,"
 	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17,"
 	"\"begin_unended\":2,\"span_end_without_begin\":4,\"span_step_without_begin\":6,"
@@ -152,6 +157,32 @@ static const char status_json[] =
 	"\"p50_ns\":412,\"p90_ns\":470,\"mean_ns\":0},"
 	"\"ring\":{\"running\":false,\"default\":false,\"announcements\":0,\"not_target\":0,\"bad\":0,"
 	"\"refused\":0,\"lost\":0,\"dropped_rings\":0,\"tsc_ns_per_tick\":0}}";
+
+static const char *wait_frames[] = { "schedule_[k]", "sleep_2ms" };
+static struct qp_slow_wait waits[] = {
+	{ .at_ns = 1500, .ns = 2000, .runq_ns = 300, .reason = "blocked", .nframes = 2, .frames = wait_frames },
+};
+static struct qp_slow_folded folded[] = { { "main;spin_2ms", 3 }, { "[samples not kept]", 1 } };
+static struct qp_slow_item slow_items[] = {
+	{ .tid = 12, .thread = "worker", .parent = "loop", .start_ns = 1000, .dur_ns = 5000, .on_cpu_ns = 3000,
+	  .off_cpu_ns = 2000, .runq_ns = 300, .blocked_ns = 1700, .irq_ns = 40, .migrations = 1, .page_faults = 2,
+	  .kernel_known = true, .nwaits = 1, .waits = waits, .waits_more = 4, .nfolded = 2, .folded = folded,
+	  .samples = 4 },
+	{ .tid = 13, .thread = "r\"ing", .start_ns = 7000, .dur_ns = 900, .on_cpu_ns = 900, .partial = true },
+};
+
+static const char slow_json[] =
+	"{\"pid\":42,\"name\":\"tick\",\"kept\":7,\"complete\":true,\"instances\":["
+	"{\"tid\":12,\"thread\":\"worker\",\"parent\":\"loop\",\"start_ns\":1000,\"dur_ns\":5000,"
+	"\"on_cpu_ns\":3000,\"off_cpu_ns\":2000,\"runnable_ns\":300,\"blocked_ns\":1700,\"irq_ns\":40,"
+	"\"migrations\":1,\"page_faults\":2,\"partial\":false,\"off_cpu\":[{\"at_ns\":1500,\"ns\":2000,"
+	"\"runnable_ns\":300,\"reason\":\"blocked\",\"stack\":[\"schedule_[k]\",\"sleep_2ms\"]}],"
+	"\"off_cpu_more\":4,\"sample_count\":4,\"samples\":[{\"stack\":\"main;spin_2ms\",\"count\":3},"
+	"{\"stack\":\"[samples not kept]\",\"count\":1}]},"
+	"{\"tid\":13,\"thread\":\"r\\\"ing\",\"parent\":null,\"start_ns\":7000,\"dur_ns\":900,"
+	"\"on_cpu_ns\":900,\"off_cpu_ns\":0,\"runnable_ns\":0,\"blocked_ns\":0,\"irq_ns\":null,"
+	"\"migrations\":null,\"page_faults\":null,\"partial\":true,\"off_cpu\":[],\"off_cpu_more\":0,"
+	"\"sample_count\":0,\"samples\":[]}]}";
 
 /* J's text, compared whole; on a mismatch the first differing byte is shown */
 static void check_text(const char *what, const char *got, size_t len, const char *want)
@@ -207,5 +238,16 @@ int main(void)
 	check_text("empty scopes", s, len, "{\"scopes\":[]}");
 	free(s);
 	sm.n = QP_ARRAY_SIZE(scope_items);
+
+	{
+		struct qp_slow_model m = { .pid = 42, .name = "tick", .n = 2, .items = slow_items, .kept = 7,
+					   .window_complete = true };
+
+		qp_json_init(&j);
+		qp_export_slow_json(&m, &j);
+		s = qp_json_finish(&j, &len);
+		check_text("slowest", s, len, slow_json);
+		free(s);
+	}
 	return test_done("test_encode");
 }

@@ -135,9 +135,9 @@ int main(void)
 	CHECK_INT(last_site, 0xb0);
 	CHECK_INT(last_min, 18);
 	CHECK_INT(thresholds, 1 + 8);		/* when it filled, then at each of 8 replacements */
-	CHECK(qp_slow_wanted(&s, 1, 0xb0, 19));
-	CHECK(!qp_slow_wanted(&s, 1, 0xb0, 18));
-	CHECK(qp_slow_wanted(&s, 1, 0xc0, 1));	/* no reservoir yet */
+	CHECK(qp_slow_wanted(&s, &(struct slow_record){ .tgid = 1, .site = 0xb0, .dur_ns = 19 }));
+	CHECK(!qp_slow_wanted(&s, &(struct slow_record){ .tgid = 1, .site = 0xb0, .dur_ns = 18 }));
+	CHECK(qp_slow_wanted(&s, &(struct slow_record){ .tgid = 1, .site = 0xc0, .dur_ns = 1 }));	/* no reservoir yet */
 	qp_slow_insts_free(v, n);
 
 	/* the pending queue is bounded; what does not fit is counted */
