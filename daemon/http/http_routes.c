@@ -12,9 +12,24 @@
 #include "qprofd.h"
 #include "http_routes.h"
 
+/* The request the calling thread routes now (MHD gives each connection a
+ * thread of its own), so that a window's wait sees its client hang up. */
+static __thread const struct qp_request *routing;
+
+/* Waits by the second: a client gone away (its long-poll slot held) ends
+ * the wait as a stop does, and its handler gives the slot back. */
 static bool wait_cb(void *arg, unsigned int seconds)
 {
-	return qp_stop_wait(&((struct qprofd *)arg)->stop, seconds);
+	const struct qp_request *req = routing;
+	unsigned int s;
+
+	for (s = 0; s < seconds; s++) {
+		if (!qp_stop_wait(&((struct qprofd *)arg)->stop, 1))
+			return false;
+		if (req && req->gone && req->gone(req->arg))
+			return false;
+	}
+	return true;
 }
 
 void qprofd_model_src(struct qprofd *d, struct qp_model_src *out)
@@ -229,7 +244,16 @@ static void scan_arg(void *arg, const char *key, const char *value, size_t value
 	qp_query_scan_arg(arg, key, value, value_len);
 }
 
+static void route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
+
 void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	routing = req;
+	route(d, req, resp);
+	routing = NULL;
+}
+
+static void route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	const char *url = req->url, *m = req->method;
 	const struct route *rt = NULL;

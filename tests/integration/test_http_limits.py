@@ -179,6 +179,32 @@ try:
             break
         time.sleep(0.2)
     t.eq(st, 200, "slots of closed streams given back")
+    # windows (seconds=300) whose clients hung up give their slots back
+    # too: the wait looks at its client's socket once a second (it held
+    # them for the 300 s before)
+    gone = [request(d.sock, "/api/scopes?seconds=300" if i % 2 else "/pprof/profile?seconds=300")
+            for i in range(LONG_CAP)]
+    n_open = 0
+    for _ in range(100):
+        n_open = d.get("/api/status")[1].get("http", {}).get("long_polls")
+        if n_open == LONG_CAP:
+            break
+        time.sleep(0.1)
+    t.eq(n_open, LONG_CAP, f"{LONG_CAP} windows of 300 s open")
+    st, _, _ = d.request("GET", "/api/scopes?seconds=1")
+    t.eq(st, 503, "a window while 16 others wait: 503")
+    t0 = time.monotonic()
+    for s in gone:
+        s.close()
+    for _ in range(100):
+        n_open = d.get("/api/status")[1].get("http", {}).get("long_polls")
+        if n_open == 0:
+            break
+        time.sleep(0.1)
+    t.eq(n_open, 0, "windows of clients gone away end")
+    print(f"16 abandoned windows ended {time.monotonic() - t0:.1f} s after the hang-ups", flush=True)
+    st, _, _ = d.request("GET", "/api/scopes?seconds=1")
+    t.eq(st, 200, "a window after the abandoned ones: 200")
     log = d.logtext()
     t.check("sent no complete request within 10 s" in log, "closing overdue connections is logged")
     t.check("long poll refused with 503" in log, "refused long polls are logged")
