@@ -8,7 +8,10 @@
  * offset into the mapping) and sp's alignment. Two pcs are unwound per
  * input: that one and the ELF's entry point. A new unwinder per input, so
  * that a leak or a stale cache shows. Nothing may crash, read outside the
- * copy, or pass the frame limit. */
+ * copy, or pass the frame limit. Differential: each walk is made by the
+ * default unwinder (the cached rules of unwind_fast.c where they serve)
+ * and by one held to libdwfl alone; any difference in the frames, the
+ * result or how the walk was counted aborts. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -70,26 +73,57 @@ static void setup(void)
 	write_all(maps, (const uint8_t *)text, (size_t)len);
 }
 
-static void unwind_at(struct qp_unwind *u, uint64_t pc, uint64_t sp, size_t len)
+/* what a walk was counted as: 0 unwound, 1 partial, 2 truncated, 3 loops, -1 none */
+static int counted(const struct qp_unwind_stats *a, const struct qp_unwind_stats *b)
 {
-	uint64_t regs[QP_UNWIND_REGS], ips[MAX_FRAMES];
-	struct qp_unwind_in in = { .pid = FAKE_PID, .tid = FAKE_PID, .regs = regs, .stack = stack, .len = len };
-	size_t n = 0;
-	int i;
+	if (b->unwound != a->unwound)
+		return 0;
+	if (b->partial != a->partial)
+		return 1;
+	if (b->truncated != a->truncated)
+		return 2;
+	return b->loops != a->loops ? 3 : -1;
+}
+
+static void unwind_at(struct qp_unwind *u, struct qp_unwind *ref, uint64_t pc, uint64_t sp, size_t len,
+		      uint32_t known)
+{
+	uint64_t regs[QP_UNWIND_REGS], ips[MAX_FRAMES], rips[MAX_FRAMES];
+	struct qp_unwind_in in = { .pid = FAKE_PID, .tid = FAKE_PID, .regs = regs, .stack = stack, .len = len,
+				   .known = known };
+	struct qp_unwind_stats a0, a1, b0, b1;
+	size_t n = 0, rn = 0;
+	int i, ret, rret;
 
 	for (i = 0; i < QP_UNWIND_REGS; i++)
 		regs[i] = sp + (uint64_t)i * 8;	/* rbp and the rest point into the copy */
 	regs[7] = sp;
 	regs[16] = pc;
-	qp_unwind_stack(u, &in, ips, MAX_FRAMES, &n);
-	if (n > MAX_FRAMES)
+	qp_unwind_stats(u, &a0);
+	ret = qp_unwind_stack(u, &in, ips, MAX_FRAMES, &n);
+	qp_unwind_stats(u, &a1);
+	qp_unwind_stats(ref, &b0);
+	rret = qp_unwind_stack(ref, &in, rips, MAX_FRAMES, &rn);
+	qp_unwind_stats(ref, &b1);
+	if (n > MAX_FRAMES || rn > MAX_FRAMES)
+		abort();
+	if (ret != rret || n != rn || memcmp(ips, rips, n * sizeof(*ips)) || counted(&a0, &a1) != counted(&b0, &b1)) {
+		fprintf(stderr, "fast path (%llu) and libdwfl differ: ret %d/%d, n %zu/%zu\n",
+			(unsigned long long)(a1.fast - a0.fast), ret, rret, n, rn);
+		for (i = 0; i < (int)(n > rn ? n : rn) && i < MAX_FRAMES; i++)
+			fprintf(stderr, "  %2d %llx %llx\n", i, (unsigned long long)(i < (int)n ? ips[i] : 0),
+				(unsigned long long)(i < (int)rn ? rips[i] : 0));
+		abort();
+	}
+	if (b1.fast != b0.fast || a1.fast + a1.slow - a0.fast - a0.slow != (counted(&a0, &a1) >= 0))
 		abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct qp_unwind_opts o = { .proc_root = root, .max_procs = 4 };
-	struct qp_unwind *u;
+	struct qp_unwind_opts ro = { .proc_root = root, .max_procs = 4, .dwfl_only = true };
+	struct qp_unwind *u, *ref;
 	uint64_t tail = 0, entry = 0;
 	size_t i, len;
 
@@ -112,12 +146,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	u = qp_unwind_new(&o);
-	if (!u)
+	ref = qp_unwind_new(&ro);
+	if (!u || !ref) {
+		qp_unwind_free(u);
+		qp_unwind_free(ref);
 		return 0;
-	unwind_at(u, BASE + (tail & 0xffffffff) % SPAN, 0x7ffd00010000ull + ((tail >> 32) & 7), len);
+	}
+	/* the tail's bit 35 drops rbp from the known registers (the thread
+	 * iterator's case: rules through rbp find it unset) */
+	unwind_at(u, ref, BASE + (tail & 0xffffffff) % SPAN, 0x7ffd00010000ull + ((tail >> 32) & 7), len,
+		  (tail >> 35 & 1) ? (1u << 7 | 1u << 16) : 0);
 	if (size >= 32)
 		memcpy(&entry, data + 24, 8);	/* e_entry of an ELF64 header */
-	unwind_at(u, BASE + entry % SPAN, 0x7ffd00010000ull, len);
+	unwind_at(u, ref, BASE + entry % SPAN, 0x7ffd00010000ull, len, 0);
+	/* the same pc again: now from the rules cached */
+	unwind_at(u, ref, BASE + entry % SPAN, 0x7ffd00010000ull, len, 0);
 	qp_unwind_free(u);
+	qp_unwind_free(ref);
 	return 0;
 }
