@@ -129,6 +129,7 @@ __attribute__((noinline, noclone)) void sig_caller(void)
 static uint32_t known;	/* qp_unwind_in.known: 0, all registers */
 static struct qp_unwind *ref;	/* held to libdwfl (dwfl_only): the reference */
 static uint64_t last_fast;	/* the last unwind_copy took the fast path (0 or 1) */
+static bool ref_on = true;	/* compare with REF (off for the bulk walks) */
 
 static int unwind_copy(struct qp_unwind *u, uint64_t *ips, size_t *n)
 {
@@ -145,7 +146,7 @@ static int unwind_copy(struct qp_unwind *u, uint64_t *ips, size_t *n)
 	ret = qp_unwind_stack(u, &in, ips, MAX_FRAMES, n);
 	qp_unwind_stats(u, &a1);
 	last_fast = a1.fast - a0.fast;
-	if (!ref)
+	if (!ref || !ref_on)
 		return ret;
 	qp_unwind_stats(ref, &b0);
 	rret = qp_unwind_stack(ref, &in, rips, MAX_FRAMES, &rn);
@@ -328,6 +329,38 @@ int main(void)
 	CHECK_INT(st.fast + st.slow, st.unwound + st.partial + st.truncated + st.loops);
 	CHECK_INT(st.fast, 7);	/* the walks checked above to take it */
 	CHECK(st.slow >= 1);	/* the signal frame */
+
+	/* the rule table is bounded: 49,152 addresses (65,536 slots at 3/4),
+	 * then emptied and counted. Each walk here looks up one address, a
+	 * new one (a pc inside glibc past qsort, nothing copied: the walk
+	 * ends there) */
+	{
+		uint64_t base = (uint64_t)(uintptr_t)ra_cmp, resets0 = st.fast_resets;	/* in glibc */
+		struct qp_unwind_stats s1;
+
+		qp_unwind_forget(u, (uint32_t)getpid());	/* an empty table */
+		memset(regs, 0, sizeof(regs));
+		regs[7] = fake_sp;
+		copy_len = 0;
+		ref_on = false;
+		for (i = 0; i < 49152; i++) {
+			regs[16] = base + i;
+			unwind_copy(u, ips, &n);
+		}
+		qp_unwind_stats(u, &s1);
+		CHECK_INT(s1.fast_resets, resets0);
+		regs[16] = base + 49152;
+		unwind_copy(u, ips, &n);
+		qp_unwind_stats(u, &s1);
+		CHECK_INT(s1.fast_resets, resets0 + 1);
+		ref_on = true;
+		/* and the walks go on right after it */
+		level1();
+		ret = unwind_copy(u, ips, &n);
+		CHECK(n >= 5 && ret >= 0 && ips[1] == (uintptr_t)ra_l3 && ips[3] == (uintptr_t)ra_l1);
+		CHECK_INT(last_fast, 1);
+		qp_unwind_stats(u, &st);
+	}
 	qp_unwind_forget(u, (uint32_t)getpid());
 	qp_unwind_free(u);
 	qp_unwind_free(ref);
