@@ -330,6 +330,34 @@ int main(void)
 	CHECK_INT(st.fast, 7);	/* the walks checked above to take it */
 	CHECK(st.slow >= 1);	/* the signal frame */
 
+	/* glibc's own CFI, all of it alike: a walk from every 61st byte of
+	 * 256 KiB of glibc's code past qsort, over a real stack (level3's
+	 * copy): each pc's rule reads "return addresses" where that code would
+	 * have them, and walks go on wherever those lead. Both paths must
+	 * agree on every one (unwind_copy compares) */
+	{
+		uint64_t base = (uint64_t)(uintptr_t)ra_cmp, nfast = 0, walks = 0;
+
+		level1();
+		{
+			uint64_t sp0 = regs[7];
+
+			for (i = 0; i < 262144; i += 61) {
+				memset(regs, 0, sizeof(regs));
+				regs[7] = sp0;
+				regs[6] = sp0 + 64;
+				regs[16] = base + i;
+				unwind_copy(u, ips, &n);
+				nfast += last_fast;
+				walks++;
+			}
+		}
+		printf("glibc sweep: %llu walks, %llu by the cached rules\n", (unsigned long long)walks,
+		       (unsigned long long)nfast);
+		/* many end on a "return address" in no file: libdwfl, whole */
+		CHECK(nfast * 4 > walks);	/* a quarter at least compared the fast path */
+	}
+
 	/* the rule table is bounded: 49,152 addresses (65,536 slots at 3/4),
 	 * then emptied and counted. Each walk here looks up one address, a
 	 * new one (a pc inside glibc past qsort, nothing copied: the walk
