@@ -33,7 +33,7 @@ add_test(NAME unit_heap_math COMMAND test_heap_math)
 # The CFI unwinder on this program's own stack, PIE and not (issue 11).
 foreach(v unwind unwind_nopie)
   add_executable(test_${v} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_unwind.c
-    ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c)
+    ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c ${PROJECT_SOURCE_DIR}/daemon/collect/unwind_fast.c)
   target_compile_options(test_${v} PRIVATE -O2 -fomit-frame-pointer -momit-leaf-frame-pointer)
   target_link_libraries(test_${v} qprof_common PkgConfig::LIBDW Threads::Threads m)
   add_test(NAME unit_${v} COMMAND test_${v})

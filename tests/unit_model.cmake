@@ -91,6 +91,7 @@ set_tests_properties(integration_scope_poll_race PROPERTIES SKIP_RETURN_CODE 77 
 # Thread stacks (issue 12): the frame-pointer walk over a copied stack and
 # the call check of the stack scan (daemon/collect/collect_threads.c).
 add_executable(test_thread_unwind ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_thread_unwind.c
-  ${PROJECT_SOURCE_DIR}/daemon/collect/collect_threads.c ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c)
+  ${PROJECT_SOURCE_DIR}/daemon/collect/collect_threads.c ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/unwind_fast.c)
 target_link_libraries(test_thread_unwind qprof_common threads_skel PkgConfig::LIBBPF PkgConfig::LIBDW Threads::Threads m)
 add_test(NAME unit_thread_unwind COMMAND test_thread_unwind)

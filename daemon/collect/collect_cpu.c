@@ -516,6 +516,9 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 	out->refreshes = st.refreshes;
 	out->errors = st.errors;
 	out->deferred = st.deferred;
+	out->fast = st.fast;
+	out->slow = st.slow;
+	out->cache_resets = st.fast_resets;
 }
 
 void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes)

@@ -32,6 +32,7 @@ struct qp_cpu_unwind_figures {
 	uint64_t copy_short;	/* copies under 16 KiB: the stack ended nearer */
 	uint64_t dwarf, fp;	/* samples with a copy: the stack kept was the CFI one / the FP one */
 	uint64_t complete, partial, truncated, loops, no_module, refreshes, errors, deferred; /* unwind.h */
+	uint64_t fast, slow, cache_resets; /* unwind.h: the walks by path, rule caches emptied */
 };
 
 struct qp_cpu_raw {

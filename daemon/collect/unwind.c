@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "unwind.h"
+#include "unwind_fast.h"
 #include "util.h"
 
 #define REFRESH_NS 1000000000ull	/* a process's Dwfl is made again at most once a second */
@@ -32,11 +33,7 @@
 
 /* the sample being unwound: the process state's callbacks read it */
 struct cur {
-	uint32_t tid;
-	const uint64_t *regs;
-	uint32_t known;		/* qp_unwind_in.known */
-	const uint8_t *stack;
-	size_t len;
+	const struct qp_unwind_in *in;
 	bool given;
 };
 
@@ -46,6 +43,7 @@ struct proc {
 	struct qp_unwind *u;
 	uint32_t pid;
 	Dwfl *dwfl;		/* NULL: could not be made at made_ns */
+	struct qp_ufast *fast;	/* its rules (unwind_fast.c), made on first use, dropped with it */
 	uint64_t made_ns;
 	uint64_t used;		/* u->tick of its latest use */
 	uint32_t hits;		/* samples unwound or tried (saturates) */
@@ -58,6 +56,7 @@ struct qp_unwind {
 	struct proc *procs;
 	unsigned int nprocs, max_procs;
 	unsigned int makes_per_s;	/* qp_unwind_opts.makes_per_s, or MAKES_PER_S */
+	bool dwfl_only;		/* qp_unwind_opts.dwfl_only */
 	uint64_t tick;
 	uint64_t window_ns;	/* MAKES_PER_S: the current second, and makes in it */
 	unsigned int made_in_window;
@@ -76,7 +75,7 @@ static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_argp)
 		return 0;
 	c->given = true;
 	*thread_argp = c;
-	return (pid_t)c->tid;
+	return (pid_t)c->in->tid;
 }
 
 static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
@@ -85,7 +84,7 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 
 	(void)dwfl;
 	*thread_argp = c;
-	return (uint32_t)tid == c->tid;
+	return (uint32_t)tid == c->in->tid;
 }
 
 /* Only the copy: an address outside it (or a word crossing its end) fails
@@ -93,31 +92,30 @@ static bool get_thread(Dwfl *dwfl, pid_t tid, void *arg, void **thread_argp)
 static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
 {
 	struct cur *c = arg;
-	uint64_t sp = c->regs[REG_SP];
+	uint64_t w;
 
 	(void)dwfl;
-	if (addr < sp || c->len < sizeof(*result) || addr - sp > c->len - sizeof(*result))
+	if (!qp_unwind_copy_read(c->in, addr, &w))
 		return false;
-	memcpy(result, c->stack + (addr - sp), sizeof(*result));
+	*result = w;
 	return true;
 }
 
 static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 {
-	struct cur *c = thread_arg;
-
+	const struct qp_unwind_in *in = ((struct cur *)thread_arg)->in;
 	int i;
 
-	if (!c->known) {
-		if (!dwfl_thread_state_registers(thread, 0, QP_UNWIND_REGS, (const Dwarf_Word *)c->regs))
+	if (!in->known) {
+		if (!dwfl_thread_state_registers(thread, 0, QP_UNWIND_REGS, (const Dwarf_Word *)in->regs))
 			return false;
 	} else {
 		for (i = 0; i < QP_UNWIND_REGS; i++)
-			if ((c->known >> i & 1) &&
-			    !dwfl_thread_state_registers(thread, i, 1, (const Dwarf_Word *)&c->regs[i]))
+			if ((in->known >> i & 1) &&
+			    !dwfl_thread_state_registers(thread, i, 1, (const Dwarf_Word *)&in->regs[i]))
 				return false;
 	}
-	dwfl_thread_state_register_pc(thread, c->regs[REG_IP]);
+	dwfl_thread_state_register_pc(thread, in->regs[REG_IP]);
 	return true;
 }
 
@@ -203,6 +201,16 @@ static int tag_module(Dwfl_Module *mod, void **userdata, const char *name, Dwarf
 
 /* ---- processes ---------------------------------------------------------- */
 
+/* P's Dwfl and the rules cached for it, gone. */
+static void proc_drop(struct proc *p)
+{
+	if (p->dwfl)
+		dwfl_end(p->dwfl);
+	p->dwfl = NULL;
+	qp_ufast_free(p->fast);
+	p->fast = NULL;
+}
+
 /* P's Dwfl, made from its mappings now; false when none could be made. */
 static bool proc_make(struct qp_unwind *u, struct proc *p)
 {
@@ -224,9 +232,7 @@ static bool proc_make(struct qp_unwind *u, struct proc *p)
 	}
 	u->made_in_window++;
 	p->deferred = false;
-	if (p->dwfl)
-		dwfl_end(p->dwfl);
-	p->dwfl = NULL;
+	proc_drop(p);
 	p->made_ns = now;
 	p->dwfl = dwfl_begin(&dwfl_cbs);
 	if (!p->dwfl)
@@ -249,9 +255,7 @@ static bool proc_make(struct qp_unwind *u, struct proc *p)
 		goto fail;
 	return true;
 fail:
-	if (p->dwfl)
-		dwfl_end(p->dwfl);
-	p->dwfl = NULL;
+	proc_drop(p);
 	u->st.errors++;
 	return false;
 }
@@ -275,8 +279,7 @@ static struct proc *proc_get(struct qp_unwind *u, uint32_t pid)
 		p = &u->procs[u->nprocs++];
 	} else {
 		p = lru;
-		if (p->dwfl)
-			dwfl_end(p->dwfl);
+		proc_drop(p);
 	}
 	memset(p, 0, sizeof(*p));
 	p->u = u;
@@ -293,8 +296,7 @@ void qp_unwind_forget(struct qp_unwind *u, uint32_t pid)
 	for (i = 0; u && i < u->nprocs; i++) {
 		if (u->procs[i].pid != pid)
 			continue;
-		if (u->procs[i].dwfl)
-			dwfl_end(u->procs[i].dwfl);
+		proc_drop(&u->procs[i]);
 		u->procs[i] = u->procs[--u->nprocs];
 		/* the moved entry's modules point at its old place */
 		if (i < u->nprocs && u->procs[i].dwfl)
@@ -314,6 +316,7 @@ struct qp_unwind *qp_unwind_new(const struct qp_unwind_opts *opts)
 	u->fixture = strcmp(root, "/proc") != 0;
 	u->max_procs = opts && opts->max_procs ? opts->max_procs : 32;
 	u->makes_per_s = opts && opts->makes_per_s ? opts->makes_per_s : MAKES_PER_S;
+	u->dwfl_only = opts && opts->dwfl_only;
 	u->procs = calloc(u->max_procs, sizeof(*u->procs));
 	if (!u->procs) {
 		free(u);
@@ -329,8 +332,7 @@ void qp_unwind_free(struct qp_unwind *u)
 	if (!u)
 		return;
 	for (i = 0; i < u->nprocs; i++)
-		if (u->procs[i].dwfl)
-			dwfl_end(u->procs[i].dwfl);
+		proc_drop(&u->procs[i]);
 	free(u->procs);
 	free(u);
 }
@@ -408,14 +410,30 @@ int qp_unwind_stack(struct qp_unwind *u, const struct qp_unwind_in *in, uint64_t
 	}
 	if (!p->dwfl)
 		return -ESRCH;
-	u->cur.tid = in->tid;
-	u->cur.regs = in->regs;
-	u->cur.known = in->known;
-	u->cur.stack = in->stack;
-	u->cur.len = in->len;
+	if (!u->dwfl_only) {
+		enum qp_ufast_end end = qp_ufast_walk(&p->fast, p->dwfl, in, ips, max, n, &u->st.fast_resets);
+
+		if (end != QP_UFAST_SLOW) {
+			u->st.fast++;
+			if (end == QP_UFAST_COMPLETE) {
+				u->st.unwound++;
+				return 1;
+			}
+			if (end == QP_UFAST_DEPTH)
+				u->st.truncated++;
+			else if (end == QP_UFAST_LOOP)
+				u->st.loops++;
+			else
+				u->st.partial++;
+			return 0;
+		}
+		*n = 0;
+	}
+	u->st.slow++;
+	u->cur.in = in;
 	u->cur.given = false;
 	ret = dwfl_getthread_frames(p->dwfl, (pid_t)in->tid, on_frame, &w);
-	u->cur.stack = NULL;
+	u->cur.in = NULL;
 	*n = w.n;
 	if (ret == 0 && w.stop == STOP_NONE) {
 		u->st.unwound++;

@@ -7,10 +7,14 @@
  * most once a second per process. Everything read from the copy is bounds
  * checked: hostile stacks end the walk early, never read elsewhere. Walks
  * are bounded in frames and must climb the stack (a frame whose sp does not
- * rise ends it: a loop); both are counted. No locking: the caller holds its
- * own (collect_cpu.c's). */
+ * rise ends it: a loop); both are counted. Most samples are walked by
+ * rules cached per process (unwind_fast.c), giving the frames libdwfl
+ * would; a sample whose walk meets a rule of another form (see
+ * unwind_fast.h) goes to libdwfl whole.
+ * No locking: the caller holds its own (collect_cpu.c's). */
 #ifndef QPROF_UNWIND_H
 #define QPROF_UNWIND_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +26,7 @@ struct qp_unwind_opts {
 	const char *proc_root;	/* NULL: /proc (tests and the fuzzer point it at fixtures) */
 	unsigned int max_procs;	/* processes kept at once (0: 32); the least recent is dropped */
 	unsigned int makes_per_s; /* Dwfls made a second at most, all processes (0: 16) */
+	bool dwfl_only;		/* no fast path: every sample through libdwfl (tests) */
 };
 
 struct qp_unwind_stats {
@@ -33,6 +38,10 @@ struct qp_unwind_stats {
 	uint64_t refreshes;	/* Dwfl made again for a process */
 	uint64_t errors;	/* no Dwfl could be made (the process is gone, ...) */
 	uint64_t deferred;	/* none made: 16 were made in the last second already */
+	/* the walks above (unwound + partial + truncated + loops), by path: */
+	uint64_t fast;		/* by the cached rules (unwind_fast.c) */
+	uint64_t slow;		/* by libdwfl (a rule not cached, see unwind_fast.h) */
+	uint64_t fast_resets;	/* a process's rule cache emptied because full */
 };
 
 /* One sample: registers in DWARF order, STACK[0..LEN) copied from regs[7].

@@ -170,6 +170,9 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 		qp_json_kv_u64(j, "refreshes", u->refreshes);
 		qp_json_kv_u64(j, "errors", u->errors);
 		qp_json_kv_u64(j, "deferred", u->deferred);
+		qp_json_kv_u64(j, "fast", u->fast);
+		qp_json_kv_u64(j, "slow", u->slow);
+		qp_json_kv_u64(j, "cache_resets", u->cache_resets);
 		qp_json_obj_end(j);
 	}
 	qp_json_obj_end(j);

@@ -137,6 +137,10 @@ try:
     t.check(u["dwarf"] >= 0.9 * u["copied"], f"most stacks kept are the CFI ones ({u['dwarf']}/{u['copied']})")
     t.eq(u["copied"], u["dwarf"] + u["fp"], "every copy ends as one kept stack")
     t.eq(u["loops"], 0, "no loop on real stacks")
+    walks = u["complete"] + u["partial"] + u["truncated"] + u["loops"]
+    t.eq(u["fast"] + u["slow"], walks, "every walk is by the cached rules or by libdwfl")
+    t.check(u["fast"] >= 0.9 * walks,
+            f"most walks by the cached rules ({u['fast']} fast, {u['slow']} by libdwfl)")
 finally:
     code = d.stop()
     t.eq(code, 0, "qprofd exits 0 on SIGTERM")
