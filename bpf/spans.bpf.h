@@ -154,22 +154,34 @@ int async_begin(struct pt_regs *ctx)
 	return 0;
 }
 
+/* A step's or an end's hit (K, SITE) and its pending begin's time TS and
+ * site BEGIN; false when the hit is not ours, or has no begin: then
+ * NO_BEGIN counted. */
+static __always_inline bool span_pending_hit(struct pt_regs *ctx, struct span_key *k, __u64 *site,
+					     __u64 *ts, __u64 *begin, __u32 no_begin)
+{
+	struct span_pending *p;
+
+	if (!span_hit(ctx, k, site))
+		return false;
+	p = bpf_map_lookup_elem(&span_pending, k);
+	if (!p) {
+		count(no_begin, 1);
+		return false;
+	}
+	*ts = p->ts;
+	*begin = p->site;
+	return true;
+}
+
 SEC("usdt")
 int async_step(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), site, ts, begin;
-	struct span_pending *p;
 	struct span_key k;
 
-	if (!span_hit(ctx, &k, &site))
+	if (!span_pending_hit(ctx, &k, &site, &ts, &begin, QPROF_CNT_SPAN_STEP_NO_BEGIN))
 		return 0;
-	p = bpf_map_lookup_elem(&span_pending, &k);
-	if (!p) {
-		count(QPROF_CNT_SPAN_STEP_NO_BEGIN, 1);
-		return 0;
-	}
-	ts = p->ts;
-	begin = p->site;
 	/* a step row stands under its span: parent = the begin's site */
 	record(k.tgid, site, begin, now > ts ? now - ts : 0);
 	qp_trace_emit(k.tgid, QPROF_TR_ASTEP, site, now, k.id, 0, begin);
@@ -180,18 +192,10 @@ SEC("usdt")
 int async_end(struct pt_regs *ctx)
 {
 	__u64 now = bpf_ktime_get_ns(), site, ts, begin;
-	struct span_pending *p;
 	struct span_key k;
 
-	if (!span_hit(ctx, &k, &site))
+	if (!span_pending_hit(ctx, &k, &site, &ts, &begin, QPROF_CNT_SPAN_END_NO_BEGIN))
 		return 0;
-	p = bpf_map_lookup_elem(&span_pending, &k);
-	if (!p) {
-		count(QPROF_CNT_SPAN_END_NO_BEGIN, 1);
-		return 0;
-	}
-	ts = p->ts;
-	begin = p->site;
 	/* whoever deletes the entry owns the span: two ENDs of one id on two
 	 * CPUs, or the daemon's sweep, cannot both count it */
 	if (bpf_map_delete_elem(&span_pending, &k)) {

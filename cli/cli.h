@@ -66,6 +66,12 @@ int cli_getopt(int argc, char **argv, const struct option *opts);
 /* Any argument left after the options is an error for commands that take none. */
 int cli_no_operands(const struct cli_ctx *ctx, int argc, char **argv);
 
+/* The next option of a command that takes no operand: the code of one of
+ * its own options (> 0, optarg set), else 0 with *RC -1 when the options are
+ * all read and good, or *RC the exit code (after --help, or a usage error
+ * printed). The common options, unknown ones and operands are handled here. */
+int cli_next_opt(struct cli_ctx *ctx, int argc, char **argv, const struct option *opts, const char *help,
+		 int *rc);
 /* The options of a command that takes --pid N and no operand (besides the
  * common ones): -1 when the command goes on (*PID_ARG: the value or NULL),
  * else the exit code (after --help, or a usage error printed). */
@@ -103,9 +109,18 @@ int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *targ
 		 const char *body, int timeout_s, struct http_response *resp);
 /* Print E as cli_api_call does; returns CLI_FAIL. */
 int cli_call_failed(const struct cli_ctx *ctx, const struct cli_call_err *e);
-/* Write DATA to PATH through a temporary file renamed into place (never half
- * a file). CLI_OK, or CLI_FAIL with the reason printed. */
+/* output.c: write DATA to PATH through a temporary file renamed into place
+ * (never half a file). CLI_OK, or CLI_FAIL with the reason printed. */
 int cli_write_file(const struct cli_ctx *ctx, const char *path, const char *data, size_t len);
+/* RESP's body to the file OUT, then WRITTEN(RESP, OUT) or, when NULL,
+ * "wrote OUT (N bytes)" on stderr; to standard output when OUT is NULL or
+ * "-". The exit code (errors printed). */
+int cli_write_body(const struct cli_ctx *ctx, const char *out, const struct http_response *resp,
+		   void (*written)(const struct http_response *resp, const char *path));
+/* "collecting for SEC s..." on stderr when SEC and stderr is a terminal. */
+void cli_say_collecting(int64_t sec);
+/* The daemon's text may hold anything: its control characters become '?'. */
+void cli_clean_text(char *s);
 /* Parse a 2xx body as a JSON object; NULL after printing why not. */
 json_t *cli_api_json(const struct cli_ctx *ctx, const struct http_response *resp);
 /* --json: the daemon's answer byte for byte, with a final newline. */

@@ -6,12 +6,8 @@
  * half a file. An empty profile (the daemon's X-Qprof-Note: no samples, or
  * none inside --scope) is a failure: the note on stderr, nothing written,
  * exit 1. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "cli.h"
 
 enum cpu_kind { CPU_FOLDED, CPU_FLAME, CPU_PPROF, CPU_OFF };
@@ -59,50 +55,6 @@ static const char pprof_help[] =
 	"-o - writes it to standard output. No samples: exit status 1, nothing\n"
 	"written (see folded --help).\n";
 
-int cli_write_file(const struct cli_ctx *ctx, const char *path, const char *data, size_t len)
-{
-	size_t plen = strlen(path);
-	char *tmp = malloc(plen + 16);
-	size_t off = 0;
-	int fd;
-
-	if (!tmp)
-		return cli_fail(ctx, "out of memory");
-	snprintf(tmp, plen + 16, "%s.tmpXXXXXX", path);
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		int e = errno;
-
-		free(tmp);
-		return cli_fail(ctx, "cannot write %s: %s", path, strerror(e));
-	}
-	while (off < len) {
-		ssize_t n = write(fd, data + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int e = errno;
-
-			close(fd);
-			unlink(tmp);
-			free(tmp);
-			return cli_fail(ctx, "cannot write %s: %s", path, strerror(e));
-		}
-		off += (size_t)n;
-	}
-	fchmod(fd, 0644);
-	if (close(fd) || rename(tmp, path)) {
-		int e = errno;
-
-		unlink(tmp);
-		free(tmp);
-		return cli_fail(ctx, "cannot write %s: %s", path, strerror(e));
-	}
-	free(tmp);
-	return CLI_OK;
-}
-
 static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kind)
 {
 	enum { OPT_PID = CLI_OPT_CMD_BASE, OPT_SECONDS, OPT_SCOPE, OPT_CALLGRAPH };
@@ -127,7 +79,7 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 	int c, rc;
 
 	snprintf(target, sizeof(target), "%s", routes[kind]);
-	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+	while ((c = cli_next_opt(ctx, argc, argv, opts, help, &rc)) > 0) {
 		switch (c) {
 		case OPT_PID:
 			pid_arg = optarg;
@@ -147,12 +99,8 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 			out = optarg;
 			continue;
 		}
-		rc = cli_common_opt(ctx, c, argv, opts, help);
-		if (rc >= 0)
-			return rc;
 	}
-	rc = cli_no_operands(ctx, argc, argv);
-	if (rc)
+	if (rc >= 0)
 		return rc;
 	if (kind == CPU_OFF) {
 		size_t n = out ? strlen(out) : 0;
@@ -173,30 +121,15 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 		return cli_fail(ctx, "request target too long");
 	if (callgraph && http_add_query(target, sizeof(target), "renderer", "callgraph"))
 		return cli_fail(ctx, "request target too long");
-	if (sec && isatty(STDERR_FILENO))
-		fprintf(stderr, "collecting for %lld s...\n", (long long)sec);
+	cli_say_collecting(sec);
 	rc = cli_api_call(ctx, "GET", target, NULL, (int)sec + 2 * CLI_HTTP_TIMEOUT_S, &resp);
 	if (rc)
 		return rc;
 	if (resp.note[0]) {
-		char note[sizeof(resp.note)];
-		size_t i;
-
-		/* the daemon's words, kept off the terminal's control codes */
-		for (i = 0; resp.note[i]; i++)
-			note[i] = (unsigned char)resp.note[i] < 0x20 || resp.note[i] == 0x7f ? '?'
-											   : resp.note[i];
-		note[i] = '\0';
-		http_response_free(&resp);
-		return cli_fail(ctx, "empty profile: %s", note);
-	}
-	if (out && strcmp(out, "-")) {
-		rc = cli_write_file(ctx, out, resp.body, resp.body_len);
-		if (!rc)
-			fprintf(stderr, "wrote %s (%zu bytes)\n", out, resp.body_len);
+		cli_clean_text(resp.note);	/* the daemon's words */
+		rc = cli_fail(ctx, "empty profile: %s", resp.note);
 	} else {
-		fwrite(resp.body, 1, resp.body_len, stdout);
-		rc = fflush(stdout) ? cli_fail(ctx, "cannot write to standard output") : CLI_OK;
+		rc = cli_write_body(ctx, out, &resp, NULL);
 	}
 	http_response_free(&resp);
 	return rc;

@@ -5,7 +5,6 @@
  * with no allocation, a process without a traced allocator and the like
  * are the daemon's words on stderr and exit status 1. */
 #include <string.h>
-#include <unistd.h>
 #include "cli.h"
 
 static const char heap_help[] =
@@ -50,7 +49,7 @@ int cmd_heap(struct cli_ctx *ctx, int argc, char **argv)
 	int64_t sec = 0;
 	int c, rc;
 
-	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+	while ((c = cli_next_opt(ctx, argc, argv, opts, heap_help, &rc)) > 0) {
 		switch (c) {
 		case OPT_PID:
 			pid_arg = optarg;
@@ -65,12 +64,8 @@ int cmd_heap(struct cli_ctx *ctx, int argc, char **argv)
 			out = optarg;
 			continue;
 		}
-		rc = cli_common_opt(ctx, c, argv, opts, heap_help);
-		if (rc >= 0)
-			return rc;
 	}
-	rc = cli_no_operands(ctx, argc, argv);
-	if (rc)
+	if (rc >= 0)
 		return rc;
 	if (strcmp(kind, "inuse") && strcmp(kind, "alloc") && strcmp(kind, "growth"))
 		return cli_usage_error(ctx, "--kind must be inuse, alloc or growth");
@@ -90,29 +85,17 @@ int cmd_heap(struct cli_ctx *ctx, int argc, char **argv)
 	if (!pprof && (http_add_query(target, sizeof(target), "kind", kind) ||
 		       (!svg && http_add_query(target, sizeof(target), "renderer", "folded"))))
 		return cli_fail(ctx, "request target too long");
-	if (sec && isatty(STDERR_FILENO))
-		fprintf(stderr, "collecting for %lld s...\n", (long long)sec);
+	cli_say_collecting(sec);
 	rc = cli_api_call(ctx, "GET", target, NULL, (int)sec + 2 * CLI_HTTP_TIMEOUT_S, &resp);
 	if (rc)
 		return rc;
 	if (resp.note[0]) {
-		size_t i;
-
-		/* the daemon's words (an exited process, losses), kept off the
-		 * terminal's control codes: the profile is written all the same */
-		for (i = 0; resp.note[i]; i++)
-			if ((unsigned char)resp.note[i] < 0x20 || resp.note[i] == 0x7f)
-				resp.note[i] = '?';
+		/* the daemon's words (an exited process, losses): the profile
+		 * is written all the same */
+		cli_clean_text(resp.note);
 		fprintf(stderr, "note: %s\n", resp.note);
 	}
-	if (out && strcmp(out, "-")) {
-		rc = cli_write_file(ctx, out, resp.body, resp.body_len);
-		if (!rc)
-			fprintf(stderr, "wrote %s (%zu bytes)\n", out, resp.body_len);
-	} else {
-		fwrite(resp.body, 1, resp.body_len, stdout);
-		rc = fflush(stdout) ? cli_fail(ctx, "cannot write to standard output") : CLI_OK;
-	}
+	rc = cli_write_body(ctx, out, &resp, NULL);
 	http_response_free(&resp);
 	return rc;
 }

@@ -220,7 +220,7 @@ int cmd_scopes(struct cli_ctx *ctx, int argc, char **argv)
 	int64_t sec = 0;
 	int c, rc;
 
-	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+	while ((c = cli_next_opt(ctx, argc, argv, opts, scopes_help, &rc)) > 0) {
 		if (c == OPT_PID || c == OPT_SECONDS) {
 			const char **slot = c == OPT_PID ? &pid_arg : &sec_arg;
 
@@ -230,18 +230,13 @@ int cmd_scopes(struct cli_ctx *ctx, int argc, char **argv)
 			*slot = optarg;
 			continue;
 		}
-		rc = cli_common_opt(ctx, c, argv, opts, scopes_help);
-		if (rc >= 0)
-			return rc;
 	}
-	rc = cli_no_operands(ctx, argc, argv);
-	if (rc)
+	if (rc >= 0)
 		return rc;
 	rc = cli_query_pid_seconds(ctx, pid_arg, sec_arg, target, sizeof(target), &sec);
 	if (rc)
 		return rc;
 
-	if (sec && isatty(STDERR_FILENO))
-		fprintf(stderr, "collecting for %lld s...\n", (long long)sec);
+	cli_say_collecting(sec);
 	return cli_get_and_print(ctx, target, (int)sec + CLI_HTTP_TIMEOUT_S, print_scopes);
 }

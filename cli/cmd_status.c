@@ -202,15 +202,10 @@ static int print_status(const struct cli_ctx *ctx, const json_t *root)
 int cmd_status(struct cli_ctx *ctx, int argc, char **argv)
 {
 	static const struct option opts[] = { CLI_COMMON_OPTS, { 0 } };
-	int c, rc;
+	int rc;
 
-	while ((c = cli_getopt(argc, argv, opts)) != -1) {
-		rc = cli_common_opt(ctx, c, argv, opts, status_help);
-		if (rc >= 0)
-			return rc;
-	}
-	rc = cli_no_operands(ctx, argc, argv);
-	if (rc)
+	cli_next_opt(ctx, argc, argv, opts, status_help, &rc);
+	if (rc >= 0)
 		return rc;
 	return cli_get_and_print(ctx, "/api/status", CLI_HTTP_TIMEOUT_S, print_status);
 }

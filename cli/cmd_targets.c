@@ -282,7 +282,7 @@ int cmd_detach(struct cli_ctx *ctx, int argc, char **argv)
 	int64_t pid = 0;
 	int c, rc;
 
-	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+	while ((c = cli_next_opt(ctx, argc, argv, opts, detach_help, &rc)) > 0) {
 		if (c == OPT_PID || c == OPT_BINARY) {
 			if (pid_arg || binary)
 				return cli_usage_error(ctx, "give one --pid or one --binary");
@@ -291,12 +291,8 @@ int cmd_detach(struct cli_ctx *ctx, int argc, char **argv)
 			*(c == OPT_PID ? &pid_arg : &binary) = optarg;
 			continue;
 		}
-		rc = cli_common_opt(ctx, c, argv, opts, detach_help);
-		if (rc >= 0)
-			return rc;
 	}
-	rc = cli_no_operands(ctx, argc, argv);
-	if (rc)
+	if (rc >= 0)
 		return rc;
 	if (!pid_arg && !binary)
 		return cli_usage_error(ctx, "missing --pid N or --binary PATH");

@@ -59,8 +59,7 @@ static int run_once(struct cli_ctx *ctx, int64_t pid, int interval)
 	struct round *r;
 	int rc = CLI_OK;
 
-	if (isatty(STDERR_FILENO))
-		fprintf(stderr, "collecting for %d s...\n", interval);
+	cli_say_collecting(interval);
 	r = top_collect(cli_socket(ctx), pid, interval);
 	if (!r)
 		return cli_fail(ctx, "out of memory");
@@ -378,7 +377,7 @@ int cmd_top(struct cli_ctx *ctx, int argc, char **argv)
 	json_t *root;
 	int c, rc;
 
-	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+	while ((c = cli_next_opt(ctx, argc, argv, opts, top_help, &rc)) > 0) {
 		switch (c) {
 		case OPT_PID:
 			pid_arg = optarg;
@@ -390,12 +389,8 @@ int cmd_top(struct cli_ctx *ctx, int argc, char **argv)
 			once = true;
 			continue;
 		}
-		rc = cli_common_opt(ctx, c, argv, opts, top_help);
-		if (rc >= 0)
-			return rc;
 	}
-	rc = cli_no_operands(ctx, argc, argv);
-	if (rc)
+	if (rc >= 0)
 		return rc;
 	if (pid_arg && (rc = cli_parse_pid(ctx, "--pid", pid_arg, &pid)))
 		return rc;

@@ -109,7 +109,7 @@ int cmd_trace(struct cli_ctx *ctx, int argc, char **argv)
 	int64_t sec = 0;
 	int c, rc;
 
-	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+	while ((c = cli_next_opt(ctx, argc, argv, opts, trace_help, &rc)) > 0) {
 		switch (c) {
 		case OPT_PID:
 			pid_arg = optarg;
@@ -121,12 +121,8 @@ int cmd_trace(struct cli_ctx *ctx, int argc, char **argv)
 			out = optarg;
 			continue;
 		}
-		rc = cli_common_opt(ctx, c, argv, opts, trace_help);
-		if (rc >= 0)
-			return rc;
 	}
-	rc = cli_no_operands(ctx, argc, argv);
-	if (rc)
+	if (rc >= 0)
 		return rc;
 	if (!out)
 		return cli_usage_error(ctx, "-o FILE.json is required");
@@ -155,14 +151,7 @@ int cmd_trace(struct cli_ctx *ctx, int argc, char **argv)
 	}
 	if (rc)
 		return cli_call_failed(ctx, &e);
-	if (strcmp(out, "-")) {
-		rc = cli_write_file(ctx, out, resp.body, resp.body_len);
-		if (!rc)
-			summary(&resp, out);
-	} else {
-		fwrite(resp.body, 1, resp.body_len, stdout);
-		rc = fflush(stdout) ? cli_fail(ctx, "cannot write to standard output") : CLI_OK;
-	}
+	rc = cli_write_body(ctx, out, &resp, summary);
 	http_response_free(&resp);
 	return rc;
 }

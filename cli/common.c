@@ -141,6 +141,24 @@ int cli_no_operands(const struct cli_ctx *ctx, int argc, char **argv)
 	return 0;
 }
 
+int cli_next_opt(struct cli_ctx *ctx, int argc, char **argv, const struct option *opts, const char *help,
+		 int *rc)
+{
+	int c;
+
+	while ((c = cli_getopt(argc, argv, opts)) != -1) {
+		if (c != CLI_OPT_HELP && c != CLI_OPT_JSON && c != CLI_OPT_SOCKET && c != ':' && c != '?')
+			return c;
+		*rc = cli_common_opt(ctx, c, argv, opts, help);
+		if (*rc >= 0)
+			return 0;
+	}
+	*rc = cli_no_operands(ctx, argc, argv);
+	if (!*rc)
+		*rc = -1;
+	return 0;
+}
+
 int cli_parse_pid(const struct cli_ctx *ctx, const char *opt, const char *s, int64_t *pid)
 {
 	if (qp_parse_i64(s, 1, CLI_PID_MAX, pid))
@@ -299,17 +317,10 @@ int cli_pid_only_opts(struct cli_ctx *ctx, int argc, char **argv, const char *he
 	int c, rc;
 
 	*pid_arg = NULL;
-	while ((c = cli_getopt(argc, argv, opts)) != -1) {
-		if (c == OPT_PID) {
+	while ((c = cli_next_opt(ctx, argc, argv, opts, help, &rc)) > 0)
+		if (c == OPT_PID)
 			*pid_arg = optarg;
-			continue;
-		}
-		rc = cli_common_opt(ctx, c, argv, opts, help);
-		if (rc >= 0)
-			return rc;
-	}
-	rc = cli_no_operands(ctx, argc, argv);
-	return rc ? rc : -1;
+	return rc;
 }
 
 int cli_get_and_print(const struct cli_ctx *ctx, const char *target, int timeout_s,

@@ -3,16 +3,12 @@
 #include <errno.h>
 #include <time.h>
 #include "stop.h"
+#include "util.h"
 
 void qp_stop_init(struct qp_stop *s)
 {
-	pthread_condattr_t ca;
-
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	qp_cond_init_monotonic(&s->cond);
 	s->stopping = false;
 }
 

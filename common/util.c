@@ -108,6 +108,16 @@ uint64_t qp_realtime_ns(void)
 	return clock_ns(CLOCK_REALTIME);
 }
 
+void qp_cond_init_monotonic(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
 /* Print V (already scaled, >= 0) with three significant digits. The decision
  * is taken on the rounded value so that 9.996 gives "10.0", not "10.00".
  * Returns false when V rounds to 1000 or more, i.e. the caller should move

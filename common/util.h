@@ -2,6 +2,7 @@
  * qprof-cli. Every number from outside goes through qp_parse_*. */
 #ifndef QPROF_UTIL_H
 #define QPROF_UTIL_H
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,9 @@ uint64_t qp_now_ns(void);
  * limit). 0, or -1 with errno set. */
 int qp_raise_fd_limit(unsigned long want);
 uint64_t qp_realtime_ns(void);
+/* A condition variable whose timed waits run on CLOCK_MONOTONIC (a
+ * wall-clock jump neither cuts nor stretches them). */
+void qp_cond_init_monotonic(pthread_cond_t *c);
 /* Format a duration in ns with a human unit ("812 ns", "12.3 us", "4.56 ms",
  * "1.20 s"); "-" when has_value is false. Returns buf. */
 char *qp_fmt_duration(char *buf, size_t len, double ns, bool has_value);

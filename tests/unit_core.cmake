@@ -21,7 +21,7 @@ add_test(NAME unit_cpu_table_age COMMAND test_cpu_table_age)
 
 # The log store's RSS (root: a BPF ring buffer; 77 = skipped without one)
 add_executable(test_logs_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_logs_store.c
-  ${PROJECT_SOURCE_DIR}/daemon/collect/logs.c)
+  ${PROJECT_SOURCE_DIR}/daemon/collect/logs.c ${PROJECT_SOURCE_DIR}/daemon/collect/rb_drain.c)
 target_link_libraries(test_logs_store qprof_common PkgConfig::LIBBPF Threads::Threads)
 add_test(NAME unit_logs_store COMMAND test_logs_store)
 set_tests_properties(unit_logs_store PROPERTIES SKIP_RETURN_CODE 77)

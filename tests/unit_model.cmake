@@ -75,6 +75,7 @@ add_test(NAME unit_ring_spans COMMAND test_ring_spans)
 # real poll (scope_poll.c). Needs root and BPF (77 without).
 add_executable(test_scope_poll_race ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_poll_race.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/collect_scopes.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/dirty_keys.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/scope_poll.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/value_poll.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/collect_spans.c
@@ -82,11 +83,18 @@ add_executable(test_scope_poll_race ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_query.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_rows.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_spans.c
-  ${PROJECT_SOURCE_DIR}/daemon/collect/logs.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/logs.c ${PROJECT_SOURCE_DIR}/daemon/collect/rb_drain.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/collect_attach.c)
 target_link_libraries(test_scope_poll_race qprof_common scopes_skel PkgConfig::LIBBPF Threads::Threads m)
 add_test(NAME integration_scope_poll_race COMMAND test_scope_poll_race)
 set_tests_properties(integration_scope_poll_race PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
+# The full map read both polls fall back on (daemon/collect/dirty_keys.c):
+# batches, the key-by-key walk, on maps made by the test. Needs root (77 without).
+add_executable(test_map_scan ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_map_scan.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/dirty_keys.c)
+target_link_libraries(test_map_scan qprof_common scopes_skel PkgConfig::LIBBPF)
+add_test(NAME integration_map_scan COMMAND test_map_scan)
+set_tests_properties(integration_map_scan PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
 
 # Thread stacks (issue 12): the frame-pointer walk over a copied stack and
 # the call check of the stack scan (daemon/collect/collect_threads.c).

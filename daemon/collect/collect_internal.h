@@ -17,6 +17,19 @@
 #define SPEC_IDS 1024		/* BPF_USDT_MAX_SPEC_CNT in scopes.bpf.c */
 #define ATTACH_UPROBE_MULTI 48	/* BPF_TRACE_UPROBE_MULTI (kernel >= 6.6) */
 
+/* dirty_keys.c: the ring of keys a BPF program queues when it dirties an
+ * entry (KSZ bytes each), as drained by the last poll. */
+struct qp_dirty {
+	struct ring_buffer *rb;
+	size_t ksz;
+	void *keys;		/* drained by this poll, then the carried ones */
+	size_t n, cap;
+	int err;		/* -ENOMEM or -EIO while draining: read all */
+	void *carry;		/* the keys the last poll drained */
+	size_t ncarry;
+	uint64_t lost_seen;	/* the ring's lost-keys counter at the last poll */
+};
+
 struct qp_scopes {
 	/* held while links are made or destroyed and an epoch is handed out:
 	 * the registry attaches and detaches without its own lock, from the
@@ -37,26 +50,12 @@ struct qp_scopes {
 	 * of the chunks, the ring of dirty keys, the keys drained, its figures */
 	pthread_mutex_t poll_lock;
 	struct qp_scope_store store;
-	struct ring_buffer *dirty;
-	struct scope_chunk_key *keys;
-	size_t nkeys, capkeys;
-	int keys_err;			/* -ENOMEM while draining: read all */
-	/* the keys the last poll drained, read again by this one: see
-	 * qp_keys_carry in scope_poll.c */
-	void *carry;
-	size_t ncarry;
-	uint64_t dirty_lost_seen;	/* QPROF_CNT_DIRTY_LOST at the last poll */
+	struct qp_dirty dirty;		/* struct scope_chunk_key, QPROF_CNT_DIRTY_LOST */
 	__u64 *percpu;			/* one counter's values, ncpus of them */
 	struct qp_scope_poll_stats poll;
 	/* the same for value histogram buckets (value_poll.c), under poll_lock */
 	struct qp_htab vbuckets;	/* struct value_bucket_key -> __u64 count */
-	struct ring_buffer *vdirty;
-	struct value_bucket_key *vkeys;
-	size_t nvkeys, capvkeys;
-	int vkeys_err;
-	void *vcarry;
-	size_t nvcarry;
-	uint64_t vdirty_lost_seen;
+	struct qp_dirty vdirty;		/* struct value_bucket_key, QPROF_CNT_VALUE_DIRTY_LOST */
 };
 
 /* One attachment of one probe name in one file: a uprobe-multi link and the
@@ -69,15 +68,26 @@ struct qp_scope_link {
 	size_t nspecs;
 };
 
-/* scope_poll.c: a poll drains the keys of the chunks hit since the
- * generation changed, and copies those chunks. A key queued just after this
- * poll's generation change may be drained by this very poll; the hits of
- * that generation that come after it queue nothing (their chunk is marked
- * already), so the next poll must read that chunk again. Hence each poll
- * reads the keys it drained (*KEYS, *N of them, KSZ bytes each, capacity
- * *CAP) and the ones the poll before drained (*CARRY, *NCARRY), which are
- * then replaced by this poll's. 0, or -ENOMEM (then read everything). */
-int qp_keys_carry(void **keys, size_t *n, size_t *cap, void **carry, size_t *ncarry, size_t ksz);
+/* dirty_keys.c: D's ring of RING_FD made (0 or -errno) and freed. A poll
+ * drains into d->keys (d->n of them) the keys queued since the last poll,
+ * then those the last poll drained (a key queued just after a poll's
+ * generation change may be drained by that very poll, and the later hits
+ * of its generation queue nothing): 0, or d->err, -EIO or -ENOMEM, when
+ * keys were lost. qp_dirty_read_all: whether this poll must read the whole
+ * map instead (d->err, or LOST, the ring's lost-keys counter, moved). */
+int qp_dirty_init(struct qp_dirty *d, int ring_fd, size_t ksz);
+void qp_dirty_fini(struct qp_dirty *d);
+int qp_dirty_drain(struct qp_dirty *d);
+bool qp_dirty_read_all(struct qp_dirty *d, uint64_t lost);
+
+/* dirty_keys.c: every entry of map FD (KSZ-byte keys, VSZ-byte values) to
+ * PUT, by batches of BATCH, or by get_next_key + lookup where batches are
+ * not supported (or a hash bucket holds more than BATCH); *NREAD (if not
+ * NULL) counts the entries read (the walk may read again what batches
+ * read before it failed: PUT must overwrite). 0, or the first error of PUT or -ENOMEM. */
+typedef int (*qp_map_put_fn)(void *ctx, const void *key, const void *val);
+int qp_map_scan(int fd, size_t ksz, size_t vsz, size_t batch, qp_map_put_fn put, void *ctx,
+		uint64_t *nread);
 
 /* scope_poll.c: the ring of dirty keys made (0 or -errno) and freed;
  * one poll (S->poll_lock held): the chunks hit since the last poll into the

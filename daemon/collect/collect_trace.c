@@ -19,6 +19,7 @@
 #include "hashtab.h"
 #include "log.h"
 #include "procfs.h"
+#include "rb_drain.h"
 #include "util.h"
 
 struct qp_trace_session {
@@ -36,9 +37,7 @@ struct qp_trace_session {
 
 struct qp_tracer {
 	struct qp_scopes *s;
-	struct ring_buffer *rb;
-	pthread_t thread;
-	bool thread_started;
+	struct qp_rb_drain rd;	/* trace_rb and the drain thread */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stopping;
@@ -159,7 +158,7 @@ static void *drain(void *arg)
 			continue;
 		}
 		/* the callbacks run under the lock: sessions change only under it */
-		n = broken ? 0 : ring_buffer__consume(t->rb);
+		n = broken ? 0 : ring_buffer__consume(t->rd.rb);
 		if (n < 0 && n != -EINTR) {
 			qp_warn("trace ring buffer: %s: traces stop here", strerror(-n));
 			broken = true;
@@ -178,7 +177,6 @@ static void *drain(void *arg)
 int qp_tracer_open(struct qp_tracer **out, struct qp_scopes *s, char *err, size_t errlen)
 {
 	struct qp_tracer *t = calloc(1, sizeof(*t));
-	pthread_condattr_t ca;
 	int ret;
 
 	*out = NULL;
@@ -186,27 +184,15 @@ int qp_tracer_open(struct qp_tracer **out, struct qp_scopes *s, char *err, size_
 		return -ENOMEM;
 	t->s = s;
 	pthread_mutex_init(&t->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&t->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	t->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.trace_rb), on_record, t, NULL);
-	if (!t->rb) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open the trace ring buffer: %s", strerror(errno));
-		goto fail;
-	}
-	ret = -pthread_create(&t->thread, NULL, drain, t);
+	qp_cond_init_monotonic(&t->cond);
+	ret = qp_rb_drain_start(&t->rd, bpf_map__fd(s->skel->maps.trace_rb), on_record, drain, t, "trace", err,
+				errlen);
 	if (ret) {
-		snprintf(err, errlen, "cannot start the trace thread: %s", strerror(-ret));
-		goto fail;
+		qp_tracer_close(t);
+		return ret;
 	}
-	t->thread_started = true;
 	*out = t;
 	return 0;
-fail:
-	qp_tracer_close(t);
-	return ret;
 }
 
 static void session_free(struct qp_trace_session *ss)
@@ -245,9 +231,7 @@ void qp_tracer_close(struct qp_tracer *t)
 		publish_active(t);
 	pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->lock);
-	if (t->thread_started)
-		pthread_join(t->thread, NULL);
-	ring_buffer__free(t->rb);
+	qp_rb_drain_join(&t->rd);
 	pthread_cond_destroy(&t->cond);
 	pthread_mutex_destroy(&t->lock);
 	free(t);

@@ -14,12 +14,11 @@
 #include <bpf/libbpf.h>
 #include "log.h"
 #include "logs.h"
+#include "rb_drain.h"
 #include "util.h"
 
 struct qp_logs {
-	struct ring_buffer *rb;
-	pthread_t thread;
-	bool thread_started;
+	struct qp_rb_drain rd;	/* the BPF ring buffer and the drain thread */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool stopping;
@@ -88,9 +87,9 @@ static void *drain(void *arg)
 			break;
 		/* the BPF side wakes us only when the buffer fills: drain on a
 		 * short timer too, so messages arrive within ~5 ms */
-		n = ring_buffer__poll(l->rb, 5);
+		n = ring_buffer__poll(l->rd.rb, 5);
 		if (n >= 0)
-			n = ring_buffer__consume(l->rb);
+			n = ring_buffer__consume(l->rd.rb);
 		if (n < 0 && n != -EINTR) {
 			qp_warn("log ring buffer: %s", strerror(-n));
 			break;
@@ -102,7 +101,6 @@ static void *drain(void *arg)
 int qp_logs_start(struct qp_logs **out, int ringbuf_fd, size_t capacity, char *err, size_t errlen)
 {
 	struct qp_logs *l = calloc(1, sizeof(*l));
-	pthread_condattr_t ca;
 	int ret;
 
 	*out = NULL;
@@ -115,27 +113,16 @@ int qp_logs_start(struct qp_logs **out, int ringbuf_fd, size_t capacity, char *e
 	l->ring = mmap(NULL, l->cap * sizeof(*l->ring), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	pthread_mutex_init(&l->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->cond, &ca);
+	qp_cond_init_monotonic(&l->cond);
 	if (l->ring == MAP_FAILED) {
 		ret = -ENOMEM;
 		snprintf(err, errlen, "out of memory for %zu log entries", l->cap);
 		goto fail;
 	}
 	l->mono_to_real = (int64_t)(qp_realtime_ns() - qp_now_ns());
-	l->rb = ring_buffer__new(ringbuf_fd, on_record, l, NULL);
-	if (!l->rb) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open the log ring buffer: %s", strerror(errno));
+	ret = qp_rb_drain_start(&l->rd, ringbuf_fd, on_record, drain, l, "log", err, errlen);
+	if (ret)
 		goto fail;
-	}
-	ret = -pthread_create(&l->thread, NULL, drain, l);
-	if (ret) {
-		snprintf(err, errlen, "cannot start the log thread: %s", strerror(-ret));
-		goto fail;
-	}
-	l->thread_started = true;
 	*out = l;
 	return 0;
 fail:
@@ -151,9 +138,7 @@ void qp_logs_stop(struct qp_logs *l)
 	l->stopping = true;
 	pthread_cond_broadcast(&l->cond);
 	pthread_mutex_unlock(&l->lock);
-	if (l->thread_started)
-		pthread_join(l->thread, NULL);
-	ring_buffer__free(l->rb);
+	qp_rb_drain_join(&l->rd);
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->lock);
 	if (l->ring != MAP_FAILED)

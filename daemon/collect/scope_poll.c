@@ -13,74 +13,17 @@
 #include "collect_internal.h"
 #include "log.h"
 
-static int on_dirty(void *ctx, void *data, size_t size)
-{
-	struct qp_scopes *s = ctx;
-
-	if (size < sizeof(struct scope_chunk_key) || s->keys_err)
-		return 0;
-	if (s->nkeys == s->capkeys) {
-		size_t cap = s->capkeys ? s->capkeys * 2 : 1024;
-		struct scope_chunk_key *k = realloc(s->keys, cap * sizeof(*k));
-
-		if (!k) {
-			s->keys_err = -ENOMEM;	/* the keys are gone: read all */
-			return 0;
-		}
-		s->keys = k;
-		s->capkeys = cap;
-	}
-	memcpy(&s->keys[s->nkeys++], data, sizeof(struct scope_chunk_key));
-	return 0;
-}
-
-int qp_keys_carry(void **keys, size_t *n, size_t *cap, void **carry, size_t *ncarry, size_t ksz)
-{
-	size_t drained = *n, old = *ncarry;
-	void *fresh = NULL;
-
-	if (drained) {
-		fresh = malloc(drained * ksz);
-		if (!fresh)
-			return -ENOMEM;
-		memcpy(fresh, *keys, drained * ksz);
-	}
-	if (old && drained + old > *cap) {
-		void *k = realloc(*keys, (drained + old) * ksz);
-
-		if (!k) {
-			free(fresh);
-			return -ENOMEM;
-		}
-		*keys = k;
-		*cap = drained + old;
-	}
-	if (old)
-		memcpy((char *)*keys + drained * ksz, *carry, old * ksz);
-	free(*carry);
-	*carry = fresh;
-	*ncarry = drained;
-	*n = drained + old;
-	return 0;
-}
-
 int qp_scope_poll_init(struct qp_scopes *s)
 {
 	s->percpu = calloc((size_t)s->ncpus, sizeof(*s->percpu));
 	if (!s->percpu)
 		return -ENOMEM;
-	s->dirty = ring_buffer__new(bpf_map__fd(s->skel->maps.scope_dirty), on_dirty, s, NULL);
-	return s->dirty ? 0 : -errno;
+	return qp_dirty_init(&s->dirty, bpf_map__fd(s->skel->maps.scope_dirty), sizeof(struct scope_chunk_key));
 }
 
 void qp_scope_poll_fini(struct qp_scopes *s)
 {
-	ring_buffer__free(s->dirty);
-	s->dirty = NULL;
-	free(s->keys);
-	free(s->carry);
-	s->keys = NULL;
-	s->nkeys = s->capkeys = 0;
+	qp_dirty_fini(&s->dirty);
 	free(s->percpu);
 	s->percpu = NULL;
 }
@@ -90,63 +33,20 @@ static int cmp_ckey(const void *a, const void *b)
 	return memcmp(a, b, sizeof(struct scope_chunk_key));
 }
 
-/* Every chunk of map FD into the store (FLAG: QPROF_CHUNK_MORE for
- * scope_chunks_more): batches of keys and values, or get_next_key +
- * lookup where batches are not supported. */
-static int scan_map(struct qp_scopes *s, int fd, __u32 flag)
+struct scan_ctx {
+	struct qp_scopes *s;
+	__u32 flag;
+};
+
+/* a chunk of a full scan into the store, its key marked with the map's flag */
+static int scan_put(void *ctx, const void *key, const void *val)
 {
-	size_t batch = 1024, steps = 0;
-	struct scope_chunk_key *keys = NULL, k, next;
-	struct scope_chunk *vals = NULL, v;
-	__u32 in_b = 0, out_b;
-	void *in = NULL, *prev = NULL;
-	int ret = 0;
+	struct scan_ctx *c = ctx;
+	struct scope_chunk_key k;
 
-	keys = malloc(batch * sizeof(*keys));
-	vals = malloc(batch * sizeof(*vals));
-	if (!keys || !vals) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		LIBBPF_OPTS(bpf_map_batch_opts, opts);
-		__u32 got = (__u32)batch, i;
-		bool done;
-
-		ret = bpf_map_lookup_batch(fd, in, &out_b, keys, vals, &got, &opts) ? -errno : 0;
-		if (ret && ret != -ENOENT)
-			break;
-		done = ret == -ENOENT;
-		ret = 0;
-		for (i = 0; i < got && !ret; i++) {
-			keys[i].chunk |= flag;
-			ret = qp_scope_store_put(&s->store, &keys[i], &vals[i]);
-		}
-		s->poll.chunks_read += got;
-		if (ret || done)
-			goto out;
-		in_b = out_b;
-		in = &in_b;
-	}
-	/* 524: the kernel's ENOTSUPP; ENOSPC: a bucket larger than a batch */
-	if (ret != -EINVAL && ret != -EOPNOTSUPP && ret != -524 && ret != -ENOSPC)
-		goto out;
-	ret = 0;
-	while (bpf_map_get_next_key(fd, prev, &next) == 0 && ++steps < (1u << 24)) {
-		k = next;
-		prev = &k;
-		if (bpf_map_lookup_elem(fd, &k, &v))
-			continue;
-		s->poll.chunks_read++;
-		k.chunk |= flag;
-		ret = qp_scope_store_put(&s->store, &k, &v);
-		if (ret)
-			break;
-	}
-out:
-	free(keys);
-	free(vals);
-	return ret;
+	memcpy(&k, key, sizeof(k));
+	k.chunk |= c->flag;
+	return qp_scope_store_put(&c->s->store, &k, val);
 }
 
 static void read_counters(struct qp_scopes *s, uint64_t *counters)
@@ -177,6 +77,7 @@ int qp_scope_poll(struct qp_scopes *s, uint64_t *counters)
 	int fds[2] = { bpf_map__fd(s->skel->maps.scope_chunks),
 		       bpf_map__fd(s->skel->maps.scope_chunks_more) };
 	uint64_t t0 = thread_cpu_ns();
+	struct scope_chunk_key *keys;
 	struct scope_chunk v;
 	size_t i;
 	int ret = 0, m;
@@ -185,41 +86,37 @@ int qp_scope_poll(struct qp_scopes *s, uint64_t *counters)
 	/* a full barrier (lock xadd): hits that read the old generation are
 	 * in the maps before the copies below begin (scopes.bpf.c record()) */
 	__atomic_fetch_add(&s->skel->data->qp_gen, 1, __ATOMIC_SEQ_CST);
-	s->nkeys = 0;
-	s->keys_err = 0;
-	if (ring_buffer__consume(s->dirty) < 0)
-		s->keys_err = -EIO;
-	if (!s->keys_err)
-		s->keys_err = qp_keys_carry((void **)&s->keys, &s->nkeys, &s->capkeys, &s->carry, &s->ncarry,
-					    sizeof(*s->keys));
+	qp_dirty_drain(&s->dirty);
+	keys = s->dirty.keys;
 	read_counters(s, counters);
-	all = s->keys_err || counters[QPROF_CNT_DIRTY_LOST] != s->dirty_lost_seen;
-	s->dirty_lost_seen = counters[QPROF_CNT_DIRTY_LOST];
-	if (s->keys_err)	/* the keys drained now are not carried: next time, all again */
-		s->dirty_lost_seen = UINT64_MAX;
+	all = qp_dirty_read_all(&s->dirty, counters[QPROF_CNT_DIRTY_LOST]);
 	if (all) {
 		s->poll.full_scans++;
-		for (m = 0; m < 2 && !ret; m++)
-			ret = scan_map(s, fds[m], m ? QPROF_CHUNK_MORE : 0);
-	} else {
-		if (s->nkeys > 1)
-			qsort(s->keys, s->nkeys, sizeof(*s->keys), cmp_ckey);
-		for (i = 0; i < s->nkeys && !ret; i++) {
-			struct scope_chunk_key k = s->keys[i];
+		for (m = 0; m < 2 && !ret; m++) {
+			struct scan_ctx c = { s, m ? QPROF_CHUNK_MORE : 0 };
 
-			if (i && !cmp_ckey(&s->keys[i - 1], &s->keys[i]))
+			ret = qp_map_scan(fds[m], sizeof(struct scope_chunk_key), sizeof(struct scope_chunk), 1024,
+					  scan_put, &c, &s->poll.chunks_read);
+		}
+	} else {
+		if (s->dirty.n > 1)
+			qsort(keys, s->dirty.n, sizeof(*keys), cmp_ckey);
+		for (i = 0; i < s->dirty.n && !ret; i++) {
+			struct scope_chunk_key k = keys[i];
+
+			if (i && !cmp_ckey(&keys[i - 1], &keys[i]))
 				continue; /* two CPUs queued it at once */
 			m = !!(k.chunk & QPROF_CHUNK_MORE);
 			k.chunk &= ~QPROF_CHUNK_MORE;
 			if (bpf_map_lookup_elem(fds[m], &k, &v))
 				continue; /* deleted since (a process forgotten) */
 			s->poll.chunks_read++;
-			ret = qp_scope_store_put(&s->store, &s->keys[i], &v);
+			ret = qp_scope_store_put(&s->store, &keys[i], &v);
 		}
 	}
 	if (ret) {
 		/* what was not kept must be read again: next time, all of it */
-		s->dirty_lost_seen = UINT64_MAX;
+		s->dirty.lost_seen = UINT64_MAX;
 		qp_warn("scope poll: %s", strerror(-ret));
 	}
 	s->poll.polls++;

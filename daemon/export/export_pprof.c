@@ -11,6 +11,7 @@
 #include <zlib.h>
 #include "export.h"
 #include "hashtab.h"
+#include "pb_wire.h"
 
 /* Profile field numbers. */
 enum {
@@ -64,47 +65,18 @@ static int64_t str_get(struct qp_htab *t, const char *s)
 
 /* ---- protobuf wire format ---- */
 
-static void put_varint(struct qp_buf *b, uint64_t v)
-{
-	unsigned char x[10];
-	size_t n = 0;
-
-	do {
-		x[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	qp_buf_add(b, x, n);
-}
-
 /* A varint field; proto3 leaves zeros out. */
 static void put_uint(struct qp_buf *b, int field, uint64_t v)
 {
-	if (!v)
-		return;
-	put_varint(b, (uint64_t)field << 3);
-	put_varint(b, v);
-}
-
-static void put_bytes(struct qp_buf *b, int field, const void *p, size_t n)
-{
-	put_varint(b, (uint64_t)field << 3 | 2);
-	put_varint(b, n);
-	qp_buf_add(b, p, n);
-}
-
-/* Append the scratch buffer as submessage `field` and empty it. */
-static void put_msg(struct qp_buf *b, int field, struct qp_buf *m)
-{
-	put_bytes(b, field, m->data, m->len);
-	b->failed |= m->failed;
-	m->len = 0;
+	if (v)
+		qp_pb_uint(b, field, v);
 }
 
 static void put_value_type(struct qp_buf *b, int field, struct qp_buf *m, int64_t type, int64_t unit)
 {
 	put_uint(m, 1, (uint64_t)type);
 	put_uint(m, 2, (uint64_t)unit);
-	put_msg(b, field, m);
+	qp_pb_msg(b, field, m);
 }
 
 static int gzip_into(const struct qp_buf *raw, struct qp_buf *out)
@@ -279,27 +251,27 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 			continue;
 		ids.len = 0;
 		for (j = slocs[i]; j-- > 0;) /* leaf first */
-			put_varint(&ids, locs[k + j]);
+			qp_pb_varint(&ids, locs[k + j]);
 		k += slocs[i];
 		if (ids.len)
-			put_bytes(&m, 1, ids.data, ids.len);
+			qp_pb_bytes(&m, 1, ids.data, ids.len);
 		vals.len = 0;
 		if (p->nvalues) {
 			for (j = 0; j < p->nvalues; j++)
-				put_varint(&vals, (uint64_t)s->values[j]);
+				qp_pb_varint(&vals, (uint64_t)s->values[j]);
 		} else {
 			if (!p->off_cpu)
-				put_varint(&vals, s->count);
-			put_varint(&vals, s->count * p->period_ns);
+				qp_pb_varint(&vals, s->count);
+			qp_pb_varint(&vals, s->count * p->period_ns);
 		}
-		put_bytes(&m, 2, vals.data, vals.len);
+		qp_pb_bytes(&m, 2, vals.data, vals.len);
 		put_uint(&line, 1, (uint64_t)s_pid); /* label pid = num */
 		put_uint(&line, 3, s->pid);
-		put_msg(&m, 3, &line);
+		qp_pb_msg(&m, 3, &line);
 		put_uint(&line, 1, (uint64_t)s_comm); /* label comm = str */
 		put_uint(&line, 2, (uint64_t)str_get(&e.str, s->comm));
-		put_msg(&m, 3, &line);
-		put_msg(&raw, P_SAMPLE, &m);
+		qp_pb_msg(&m, 3, &line);
+		qp_pb_msg(&raw, P_SAMPLE, &m);
 	}
 	for (i = 0; i < p->nmappings; i++) {
 		const struct qp_cpu_mapping *mp = &p->mappings[i];
@@ -314,7 +286,7 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		put_uint(&m, 8, mflags[i + 1] & 1);	/* has_filenames */
 		put_uint(&m, 9, (mflags[i + 1] & 2) >> 1);	/* has_line_numbers */
 		put_uint(&m, 10, (mflags[i + 1] & 4) >> 2);	/* has_inline_frames */
-		put_msg(&raw, P_MAPPING, &m);
+		qp_pb_msg(&raw, P_MAPPING, &m);
 	}
 	if (kmap) {
 		put_uint(&m, 1, kmap);
@@ -322,7 +294,7 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		put_uint(&m, 3, kmax + 1);
 		put_uint(&m, 5, (uint64_t)s_kmap);
 		put_uint(&m, 7, 1);
-		put_msg(&raw, P_MAPPING, &m);
+		qp_pb_msg(&raw, P_MAPPING, &m);
 	}
 	for (i = 0; i < e.loc.n; i++) {
 		size_t len, l;
@@ -335,9 +307,9 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		for (l = 0; l < key[2] && l < LOC_MAX_LINES; l++) {
 			put_uint(&line, 1, key[3 + 2 * l]); /* Line.function_id */
 			put_uint(&line, 2, key[4 + 2 * l]); /* Line.line */
-			put_msg(&m, 4, &line);
+			qp_pb_msg(&m, 4, &line);
 		}
-		put_msg(&raw, P_LOCATION, &m);
+		qp_pb_msg(&raw, P_LOCATION, &m);
 	}
 	for (i = 0; i < e.fn.n; i++) {
 		tab_key(&e.fn, i, key);
@@ -345,13 +317,13 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		put_uint(&m, 2, key[0]);
 		put_uint(&m, 3, key[0]);
 		put_uint(&m, 4, key[1]); /* filename: the source file, "" when unknown */
-		put_msg(&raw, P_FUNCTION, &m);
+		qp_pb_msg(&raw, P_FUNCTION, &m);
 	}
 	for (i = 0; i < e.str.n; i++) {
 		size_t len;
 		const char *str = qp_htab_key(&e.str, i, &len);
 
-		put_bytes(&raw, P_STRING_TABLE, str, len);
+		qp_pb_bytes(&raw, P_STRING_TABLE, str, len);
 	}
 	put_uint(&raw, P_TIME_NANOS, p->time_ns);
 	put_uint(&raw, P_DURATION_NANOS, p->duration_ns);
@@ -362,8 +334,8 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		put_value_type(&raw, P_PERIOD_TYPE, &m, s_cpu, s_ns);
 	put_uint(&raw, P_PERIOD, p->period_ns);
 	if (s_title) {
-		put_varint(&raw, (uint64_t)P_COMMENT << 3);
-		put_varint(&raw, (uint64_t)s_title);
+		qp_pb_varint(&raw, (uint64_t)P_COMMENT << 3);
+		qp_pb_varint(&raw, (uint64_t)s_title);
 	}
 	if (p->nvalues)
 		put_uint(&raw, P_DEFAULT_SAMPLE_TYPE, (uint64_t)str_get(&e.str, p->default_type));

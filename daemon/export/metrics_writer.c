@@ -14,6 +14,7 @@
 #include "hist.h"
 #include "json_writer.h"
 #include "metrics_writer.h"
+#include "pb_wire.h"
 
 /* Field numbers of io.prometheus.client (metrics.proto). */
 enum {
@@ -90,61 +91,6 @@ static void put_label_value(struct qp_buf *b, const char *s, bool escape)
 	}
 }
 
-/* ---- protobuf wire format ---- */
-
-static void pb_varint(struct qp_buf *b, uint64_t v)
-{
-	unsigned char x[10];
-	size_t n = 0;
-
-	do {
-		x[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	qp_buf_add(b, x, n);
-}
-
-static void pb_uint(struct qp_buf *b, int field, uint64_t v)
-{
-	pb_varint(b, (uint64_t)field << 3);
-	pb_varint(b, v);
-}
-
-static uint64_t zigzag(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static void pb_double(struct qp_buf *b, int field, double v)
-{
-	unsigned char x[8];
-	uint64_t u;
-	int i;
-
-	memcpy(&u, &v, sizeof(u));
-	for (i = 0; i < 8; i++)
-		x[i] = (unsigned char)(u >> (8 * i));
-	pb_varint(b, (uint64_t)field << 3 | 1);
-	qp_buf_add(b, x, sizeof(x));
-}
-
-static void pb_bytes(struct qp_buf *b, int field, const void *p, size_t n)
-{
-	pb_varint(b, (uint64_t)field << 3 | 2);
-	pb_varint(b, n);
-	if (n)
-		qp_buf_add(b, p, n);
-}
-
-/* Append scratch M as submessage FIELD of B and empty M. */
-static void pb_msg(struct qp_buf *b, int field, struct qp_buf *m)
-{
-	pb_bytes(b, field, m->data, m->len);
-	b->failed |= m->failed;
-	m->len = 0;
-	m->failed = false;
-}
-
 void qp_mw_init(struct qp_mwriter *w, struct qp_buf *out, bool protobuf)
 {
 	size_t i;
@@ -185,10 +131,10 @@ static void end_family(struct qp_mwriter *w)
 		return;
 	}
 	w->tmp.len = 0;
-	pb_bytes(&w->tmp, F_FAM_NAME, w->name, strlen(w->name));
-	pb_bytes(&w->tmp, F_FAM_HELP, w->help, strlen(w->help));
-	pb_uint(&w->tmp, F_FAM_TYPE, (uint64_t)w->type);
-	pb_varint(w->out, (uint64_t)w->tmp.len + w->fam.len);
+	qp_pb_bytes(&w->tmp, F_FAM_NAME, w->name, strlen(w->name));
+	qp_pb_bytes(&w->tmp, F_FAM_HELP, w->help, strlen(w->help));
+	qp_pb_uint(&w->tmp, F_FAM_TYPE, (uint64_t)w->type);
+	qp_pb_varint(w->out, (uint64_t)w->tmp.len + w->fam.len);
 	qp_buf_add(w->out, w->tmp.data, w->tmp.len);
 	if (w->fam.len)
 		qp_buf_add(w->out, w->fam.data, w->fam.len);
@@ -245,19 +191,19 @@ static void metric_begin(struct qp_mwriter *w, const struct qp_label *l, size_t 
 	w->nmetrics++;
 	w->met.len = 0;
 	for (i = 0; i < nl; i++) {
-		pb_bytes(&w->tmp, F_LABEL_NAME, l[i].name, strlen(l[i].name));
+		qp_pb_bytes(&w->tmp, F_LABEL_NAME, l[i].name, strlen(l[i].name));
 		w->sub.len = 0;
 		put_label_value(&w->sub, l[i].value, false);
-		pb_bytes(&w->tmp, F_LABEL_VALUE, w->sub.data, w->sub.len);
+		qp_pb_bytes(&w->tmp, F_LABEL_VALUE, w->sub.data, w->sub.len);
 		w->sub.len = 0;
-		pb_msg(&w->met, F_MET_LABEL, &w->tmp);
+		qp_pb_msg(&w->met, F_MET_LABEL, &w->tmp);
 	}
 }
 
 static void metric_end(struct qp_mwriter *w, int field)
 {
-	pb_msg(&w->met, field, &w->sub);
-	pb_msg(&w->fam, F_FAM_METRIC, &w->met);
+	qp_pb_msg(&w->met, field, &w->sub);
+	qp_pb_msg(&w->fam, F_FAM_METRIC, &w->met);
 }
 
 void qp_mw_value(struct qp_mwriter *w, const struct qp_label *l, size_t nl, double v)
@@ -270,7 +216,7 @@ void qp_mw_value(struct qp_mwriter *w, const struct qp_label *l, size_t nl, doub
 		qp_buf_printf(w->out, "%s\n", qp_metrics_fmt(v, f));
 		return;
 	}
-	pb_double(&w->sub, 1, v);
+	qp_pb_double(&w->sub, 1, v);
 	metric_end(w, w->type == QP_MT_COUNTER ? F_MET_COUNTER : F_MET_GAUGE);
 }
 
@@ -292,12 +238,12 @@ void qp_mw_summary(struct qp_mwriter *w, const struct qp_label *l, size_t nl, co
 		qp_buf_printf(w->out, "%" PRIu64 "\n", count);
 		return;
 	}
-	pb_uint(&w->sub, F_SUM_COUNT, count);
-	pb_double(&w->sub, F_SUM_SUM, sum);
+	qp_pb_uint(&w->sub, F_SUM_COUNT, count);
+	qp_pb_double(&w->sub, F_SUM_SUM, sum);
 	for (i = 0; i < nq; i++) {
-		pb_double(&w->tmp, F_Q_QUANTILE, q[i]);
-		pb_double(&w->tmp, F_Q_VALUE, qv[i]);
-		pb_msg(&w->sub, F_SUM_QUANTILE, &w->tmp);
+		qp_pb_double(&w->tmp, F_Q_QUANTILE, q[i]);
+		qp_pb_double(&w->tmp, F_Q_VALUE, qv[i]);
+		qp_pb_msg(&w->sub, F_SUM_QUANTILE, &w->tmp);
 	}
 	metric_end(w, F_MET_SUMMARY);
 }
@@ -313,8 +259,8 @@ static void native_buckets(struct qp_mwriter *w, const struct qp_mhist *h)
 	size_t i;
 
 	qp_buf_init(&deltas);
-	pb_uint(&w->sub, F_H_SCHEMA, zigzag(QP_METRICS_SCHEMA));
-	pb_double(&w->sub, F_H_ZERO_THRESHOLD, QP_METRICS_ZERO_THRESHOLD);
+	qp_pb_uint(&w->sub, F_H_SCHEMA, qp_pb_zigzag(QP_METRICS_SCHEMA));
+	qp_pb_double(&w->sub, F_H_ZERO_THRESHOLD, QP_METRICS_ZERO_THRESHOLD);
 	for (i = 0; i <= h->nb; i++) {
 		int32_t idx = 0;
 
@@ -330,16 +276,16 @@ static void native_buckets(struct qp_mwriter *w, const struct qp_mhist *h)
 			}
 		}
 		if (have) {	/* close bucket CUR */
-			pb_varint(&deltas, zigzag((int64_t)(n - prev)));
+			qp_pb_varint(&deltas, qp_pb_zigzag((int64_t)(n - prev)));
 			prev = n;
 		}
 		if (i == h->nb)
 			break;
 		if (!have || idx != cur + 1) {	/* a new span */
 			if (span_len) {
-				pb_uint(&w->tmp, F_SPAN_OFFSET, zigzag(span_start));
-				pb_uint(&w->tmp, F_SPAN_LENGTH, span_len);
-				pb_msg(&w->sub, F_H_POS_SPAN, &w->tmp);
+				qp_pb_uint(&w->tmp, F_SPAN_OFFSET, qp_pb_zigzag(span_start));
+				qp_pb_uint(&w->tmp, F_SPAN_LENGTH, span_len);
+				qp_pb_msg(&w->sub, F_H_POS_SPAN, &w->tmp);
 			}
 			span_start = have ? idx - cur - 1 : idx;
 			span_len = 0;
@@ -351,14 +297,14 @@ static void native_buckets(struct qp_mwriter *w, const struct qp_mhist *h)
 	}
 	/* the last span; a histogram without buckets gets the no-op span that
 	 * tells it from a classic one */
-	pb_uint(&w->tmp, F_SPAN_OFFSET, zigzag(span_start));
-	pb_uint(&w->tmp, F_SPAN_LENGTH, span_len);
-	pb_msg(&w->sub, F_H_POS_SPAN, &w->tmp);
+	qp_pb_uint(&w->tmp, F_SPAN_OFFSET, qp_pb_zigzag(span_start));
+	qp_pb_uint(&w->tmp, F_SPAN_LENGTH, span_len);
+	qp_pb_msg(&w->sub, F_H_POS_SPAN, &w->tmp);
 	if (deltas.len)
-		pb_bytes(&w->sub, F_H_POS_DELTA, deltas.data, deltas.len);
+		qp_pb_bytes(&w->sub, F_H_POS_DELTA, deltas.data, deltas.len);
 	w->sub.failed |= deltas.failed;
 	qp_buf_free(&deltas);
-	pb_uint(&w->sub, F_H_ZERO_COUNT, zero);
+	qp_pb_uint(&w->sub, F_H_ZERO_COUNT, zero);
 }
 
 void qp_mw_histogram(struct qp_mwriter *w, const struct qp_label *l, size_t nl, const struct qp_mhist *h)
@@ -369,8 +315,8 @@ void qp_mw_histogram(struct qp_mwriter *w, const struct qp_label *l, size_t nl, 
 
 	metric_begin(w, l, nl);
 	if (w->protobuf) {
-		pb_uint(&w->sub, F_H_COUNT, h->count);
-		pb_double(&w->sub, F_H_SUM, h->sum_s);
+		qp_pb_uint(&w->sub, F_H_COUNT, h->count);
+		qp_pb_double(&w->sub, F_H_SUM, h->sum_s);
 	}
 	for (i = 0; i < QP_METRICS_LE_N; i++) {
 		while (j < h->nb && h->b[j].idx < w->le_kidx[i])
@@ -378,9 +324,9 @@ void qp_mw_histogram(struct qp_mwriter *w, const struct qp_label *l, size_t nl, 
 		if (cum > h->count)
 			cum = h->count;	/* never above +Inf */
 		if (w->protobuf) {
-			pb_uint(&w->tmp, F_B_CUMULATIVE, cum);
-			pb_double(&w->tmp, F_B_UPPER, w->le_s[i]);
-			pb_msg(&w->sub, F_H_BUCKET, &w->tmp);
+			qp_pb_uint(&w->tmp, F_B_CUMULATIVE, cum);
+			qp_pb_double(&w->tmp, F_B_UPPER, w->le_s[i]);
+			qp_pb_msg(&w->sub, F_H_BUCKET, &w->tmp);
 			continue;
 		}
 		text_series(w, "_bucket", l, nl, "le", w->le_text[i]);

@@ -199,6 +199,33 @@ static void report_free(struct qp_report *r)
 
 /* summary.txt */
 
+static bool has_dur(const struct srow *r)
+{
+	return r->dur;
+}
+
+/* The widths of the name and the parent columns (from NW and PW, at most
+ * NMAX and PMAX) over the first REPORT_TOP rows KEEP keeps (all when NULL):
+ * how many rows are shown. */
+static size_t column_widths(const struct srow *rows, size_t n, bool (*keep)(const struct srow *r),
+			    size_t nmax, size_t pmax, size_t *nw, size_t *pw)
+{
+	size_t i, shown = 0;
+
+	for (i = 0; i < n && shown < REPORT_TOP; i++) {
+		if (keep && !keep(&rows[i]))
+			continue;
+		if (strlen(rows[i].name) > *nw)
+			*nw = strlen(rows[i].name);
+		if (rows[i].parent && strlen(rows[i].parent) > *pw)
+			*pw = strlen(rows[i].parent);
+		shown++;
+	}
+	*nw = *nw > nmax ? nmax : *nw;
+	*pw = *pw > pmax ? pmax : *pw;
+	return shown;
+}
+
 static void scope_table(struct qp_buf *b, const char *title, struct srow *rows, size_t n,
 			int (*cmp)(const void *, const void *), bool need_dur)
 {
@@ -209,21 +236,10 @@ static void scope_table(struct qp_buf *b, const char *title, struct srow *rows, 
 
 	qsort(rows, n, sizeof(*rows), cmp);
 	qp_buf_printf(b, "\n%s\n", title);
-	for (i = 0; i < n && shown < REPORT_TOP; i++) {
-		if (need_dur && !rows[i].dur)
-			continue;
-		if (strlen(rows[i].name) > nw)
-			nw = strlen(rows[i].name);
-		if (rows[i].parent && strlen(rows[i].parent) > pw)
-			pw = strlen(rows[i].parent);
-		shown++;
-	}
-	if (!shown) {
+	if (!column_widths(rows, n, need_dur ? has_dur : NULL, 48, 32, &nw, &pw)) {
 		qp_buf_puts(b, "  (none)\n");
 		return;
 	}
-	nw = nw > 48 ? 48 : nw;
-	pw = pw > 32 ? 32 : pw;
 	qp_buf_printf(b, "  %-*s  %-*s", (int)nw, "SCOPE", (int)pw, "PARENT");
 	for (c = 0; c < 6; c++)
 		qp_buf_printf(b, "  %10s", heads[c]);
@@ -268,21 +284,10 @@ static void kernel_table(struct qp_buf *b, struct srow *rows, size_t n)
 		return;
 	qsort(rows, n, sizeof(*rows), qp_srow_by_off_cpu);
 	qp_buf_puts(b, "\nScopes by off-CPU time (kernel events in the innermost open scope)\n");
-	for (i = 0; i < n && shown < REPORT_TOP; i++) {
-		if (!kernel_events(&rows[i]))
-			continue;
-		if (strlen(rows[i].name) > nw)
-			nw = strlen(rows[i].name);
-		if (rows[i].parent && strlen(rows[i].parent) > pw)
-			pw = strlen(rows[i].parent);
-		shown++;
-	}
-	if (!shown) {
+	if (!column_widths(rows, n, kernel_events, 32, 20, &nw, &pw)) {
 		qp_buf_puts(b, "  (none)\n");
 		return;
 	}
-	nw = nw > 32 ? 32 : nw;
-	pw = pw > 20 ? 20 : pw;
 	qp_buf_printf(b, "  %-*s  %-*s  %9s  %7s  %7s  %6s  %7s  %8s\n", (int)nw, "SCOPE", (int)pw, "PARENT",
 		      "OFF ms", "VOL-SW", "INV-SW", "MIGR", "FAULTS", "IRQ ms");
 	for (i = 0, shown = 0; i < n && shown < REPORT_TOP; i++) {

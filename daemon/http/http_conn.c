@@ -87,7 +87,6 @@ static void *watchdog_main(void *arg)
 struct qp_conns *qp_conns_new(const char *name, unsigned int deadline_s)
 {
 	struct qp_conns *cs = calloc(1, sizeof(*cs));
-	pthread_condattr_t ca;
 	size_t i;
 
 	if (!cs)
@@ -95,10 +94,7 @@ struct qp_conns *qp_conns_new(const char *name, unsigned int deadline_s)
 	snprintf(cs->name, sizeof(cs->name), "%s", name);
 	cs->deadline_ns = (uint64_t)deadline_s * 1000000000ull;
 	pthread_mutex_init(&cs->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&cs->wake, &ca);
-	pthread_condattr_destroy(&ca);
+	qp_cond_init_monotonic(&cs->wake);
 	if (pthread_create(&cs->watchdog, NULL, watchdog_main, cs)) {
 		pthread_cond_destroy(&cs->wake);
 		pthread_mutex_destroy(&cs->lock);

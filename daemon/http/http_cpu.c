@@ -17,33 +17,17 @@
 #include "http_routes.h"
 #include "collect_cpu.h"
 
-/* pid= of a CPU route: a target, or under --all any process with samples
- * (issue 11). false when resp holds an error. */
+/* under --all, any process with samples (issue 11) */
+static bool has_samples(struct qprofd *d, int pid)
+{
+	return d->sample_all && d->cpu && qp_cpu_has_pid(d->cpu, (uint32_t)pid);
+}
+
+/* pid= of a CPU route: a target, or under --all any process with samples.
+ * false when resp holds an error. */
 static bool cpu_req_pid(struct qprofd *d, const struct qp_request *req, struct qp_response *resp, int *pid)
 {
-	char msg[128];
-	bool known;
-	int v;
-
-	*pid = 0;
-	if (qp_query_pid(req->query(req->arg, "pid"), &v, msg, sizeof(msg))) {
-		qp_reply_error(resp, 400, "%s", msg);
-		return false;
-	}
-	if (!v)
-		return true;
-	pthread_mutex_lock(&d->reg.lock);
-	known = qp_registry_find(&d->reg, v) != NULL;
-	pthread_mutex_unlock(&d->reg.lock);
-	if (!known && d->sample_all && d->cpu)
-		known = qp_cpu_has_pid(d->cpu, (uint32_t)v);
-	if (!known) {
-		qp_reply_error(resp, 404, d->sample_all ? "process %d is not a target and has no CPU samples"
-				 : "process %d is not a target", v);
-		return false;
-	}
-	*pid = v;
-	return true;
+	return qp_req_pid_or(d, req, resp, pid, has_samples, d->sample_all ? " and has no CPU samples" : "");
 }
 
 /* A CPU profile (with OFF the off-CPU one) for pid=, seconds=, scope=

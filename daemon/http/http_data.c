@@ -28,15 +28,13 @@ static void model_error(struct qp_response *resp, int ret)
 
 void qp_route_scopes(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
-	static const char *const allowed[] = { "pid", "seconds", NULL };
 	struct qp_scope_query q = { .probes = true, .strict = true };
 	struct qp_scope_model m;
 	struct qp_model_src src;
 	struct qp_json j;
 	int ret;
 
-	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &q.seconds) ||
-	    !qp_req_pid(d, req, resp, &q.pid))
+	if (!qp_req_pid_seconds(d, req, resp, &q.seconds, &q.pid))
 		return;
 	qprofd_model_src(d, &src);
 	ret = qp_scope_model_build(&src, &q, &m);

@@ -125,8 +125,13 @@ bool qp_req_keys_ok(const struct qp_request *req, struct qp_response *resp, cons
 	return true;
 }
 
-/* pid=: absent -> 0; else a positive pid that is a target. */
 bool qp_req_pid(struct qprofd *d, const struct qp_request *req, struct qp_response *resp, int *pid)
+{
+	return qp_req_pid_or(d, req, resp, pid, NULL, "");
+}
+
+bool qp_req_pid_or(struct qprofd *d, const struct qp_request *req, struct qp_response *resp, int *pid,
+		   bool (*known_also)(struct qprofd *d, int pid), const char *unknown_also)
 {
 	char msg[128];
 	bool known;
@@ -142,8 +147,10 @@ bool qp_req_pid(struct qprofd *d, const struct qp_request *req, struct qp_respon
 	pthread_mutex_lock(&d->reg.lock);
 	known = qp_registry_find(&d->reg, v) != NULL;
 	pthread_mutex_unlock(&d->reg.lock);
+	if (!known && known_also)
+		known = known_also(d, v);
 	if (!known) {
-		qp_reply_error(resp, 404, "process %d is not a target", v);
+		qp_reply_error(resp, 404, "process %d is not a target%s", v, unknown_also);
 		return false;
 	}
 	*pid = v;
@@ -164,6 +171,15 @@ bool qp_req_seconds(const struct qp_request *req, struct qp_response *resp, unsi
 	if (*sec && asked != (int64_t)*sec)
 		snprintf(resp->seconds, sizeof(resp->seconds), "%u (clamped from %lld)", *sec, (long long)asked);
 	return true;
+}
+
+bool qp_req_pid_seconds(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
+			unsigned int *sec, int *pid)
+{
+	static const char *const allowed[] = { "pid", "seconds", NULL };
+
+	return qp_req_keys_ok(req, resp, allowed) && qp_req_seconds(req, resp, sec) &&
+	       qp_req_pid(d, req, resp, pid);
 }
 
 void qp_reply_buf(struct qp_response *resp, struct qp_buf *b, const char *ctype, int ret)

@@ -22,7 +22,14 @@ void qp_reply_buf(struct qp_response *resp, struct qp_buf *b, const char *ctype,
  * seconds= is clamped to 1..300 and the answer says so (X-Qprof-Seconds). */
 bool qp_req_keys_ok(const struct qp_request *req, struct qp_response *resp, const char *const *allowed);
 bool qp_req_pid(struct qprofd *d, const struct qp_request *req, struct qp_response *resp, int *pid);
+/* The same, a process that is not a target also known when KNOWN_ALSO(D,
+ * pid) says so; the 404's words then end with UNKNOWN_ALSO. */
+bool qp_req_pid_or(struct qprofd *d, const struct qp_request *req, struct qp_response *resp, int *pid,
+		   bool (*known_also)(struct qprofd *d, int pid), const char *unknown_also);
 bool qp_req_seconds(const struct qp_request *req, struct qp_response *resp, unsigned int *sec);
+/* A route of pid= and seconds= only: the three checks above. */
+bool qp_req_pid_seconds(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
+			unsigned int *sec, int *pid);
 
 typedef void (*qp_route_fn)(struct qprofd *d, const struct qp_request *req, struct qp_response *resp);
 

@@ -12,15 +12,13 @@
 
 void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
-	static const char *const allowed[] = { "pid", "seconds", NULL };
 	struct qp_trace_query q = { .max_events = d->trace_max_events };
 	struct qp_trace_model m;
 	struct qp_model_src src;
 	struct qp_json j;
 	int ret;
 
-	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_seconds(req, resp, &q.seconds) ||
-	    !qp_req_pid(d, req, resp, &q.pid))
+	if (!qp_req_pid_seconds(d, req, resp, &q.seconds, &q.pid))
 		return;
 	qprofd_model_src(d, &src);
 	ret = qp_trace_model_build(&src, &q, &m);

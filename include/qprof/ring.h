@@ -264,10 +264,13 @@ static inline __attribute__((always_inline)) void qprof__ring_depth(struct qprof
 	}
 }
 
-/* One record: WORD = site | kind; DEPTH the change of open scopes. Only
- * called while the semaphore is raised. */
-static inline __attribute__((always_inline)) void qprof__ring_put(const void *site, unsigned int kind,
-								   int depth)
+/* One record, WORD = site | kind, then NARGS (0..2, a constant at every
+ * call: what it leaves out folds away) argument records A1, A2, published
+ * together; DEPTH the change of open scopes. Only called while the
+ * semaphore is raised. */
+static inline __attribute__((always_inline)) void qprof__ring_putn(const void *site, unsigned int kind,
+								    unsigned int nargs, uint64_t a1,
+								    uint64_t a2, int depth)
 {
 	struct qprof_ring *r = qprof__ring_get();
 	struct qprof_ring_rec *rec;
@@ -279,29 +282,32 @@ static inline __attribute__((always_inline)) void qprof__ring_put(const void *si
 	rec = qprof__ring_slot(r, h);
 	rec->ts = qprof__ring_now();
 	rec->word = (uint64_t)(uintptr_t)site | kind;
+	if (nargs > 0) {
+		rec = qprof__ring_slot(r, h + 1);
+		rec->ts = a1;
+		rec->word = QPROF_REC_ARG;
+	}
+	if (nargs > 1) {
+		rec = qprof__ring_slot(r, h + 2);
+		rec->ts = a2;
+		rec->word = QPROF_REC_ARG;
+	}
 	qprof__ring_depth(r, site, depth);
-	qprof__ring_publish(r, h + 1);
+	qprof__ring_publish(r, h + 1 + nargs);
+}
+
+/* One record. */
+static inline __attribute__((always_inline)) void qprof__ring_put(const void *site, unsigned int kind,
+								   int depth)
+{
+	qprof__ring_putn(site, kind, 0, 0, 0, depth);
 }
 
 /* A record and its argument record, published together. */
 static inline __attribute__((always_inline)) void qprof__ring_put2(const void *site, unsigned int kind,
 								    uint64_t arg, int depth)
 {
-	struct qprof_ring *r = qprof__ring_get();
-	struct qprof_ring_rec *rec;
-	uint64_t h;
-
-	if (!r)
-		return;
-	h = r->head;
-	rec = qprof__ring_slot(r, h);
-	rec->ts = qprof__ring_now();
-	rec->word = (uint64_t)(uintptr_t)site | kind;
-	rec = qprof__ring_slot(r, h + 1);
-	rec->ts = arg;
-	rec->word = QPROF_REC_ARG;
-	qprof__ring_depth(r, site, depth);
-	qprof__ring_publish(r, h + 2);
+	qprof__ring_putn(site, kind, 1, arg, 0, depth);
 }
 
 /* A record and two argument records, published together: the spans across
@@ -310,23 +316,7 @@ static inline __attribute__((always_inline)) void qprof__ring_put2(const void *s
 static inline __attribute__((always_inline)) void qprof__ring_put3(const void *site, unsigned int kind,
 								    uint64_t a1, uint64_t a2)
 {
-	struct qprof_ring *r = qprof__ring_get();
-	struct qprof_ring_rec *rec;
-	uint64_t h;
-
-	if (!r)
-		return;
-	h = r->head;
-	rec = qprof__ring_slot(r, h);
-	rec->ts = qprof__ring_now();
-	rec->word = (uint64_t)(uintptr_t)site | kind;
-	rec = qprof__ring_slot(r, h + 1);
-	rec->ts = a1;
-	rec->word = QPROF_REC_ARG;
-	rec = qprof__ring_slot(r, h + 2);
-	rec->ts = a2;
-	rec->word = QPROF_REC_ARG;
-	qprof__ring_publish(r, h + 3);
+	qprof__ring_putn(site, kind, 2, a1, a2, 0);
 }
 
 /* QPROF_LOG's records (ring_layout.h): the head and the text, published

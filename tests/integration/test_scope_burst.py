@@ -94,7 +94,7 @@ def run(label, prealloc, ring=None):
     if not ring:
         t.eq(p1["full_scans"] - p0["full_scans"], 0, f"{label}: no full scan after the burst")
         # each chunk hit is read by the poll that drains its key and once
-        # more by the next (qp_keys_carry in scope_poll.c): two polls here
+        # more by the next (qp_dirty_drain in dirty_keys.c): two polls here
         t.eq(p1["chunks_read"] - p0["chunks_read"], 2 * 501,
              f"{label}: the polls after the burst read the 501 chunks hit (twice each), and no idle one")
     t.eq(after["scopes"]["events"], 3006 + 501, f"{label}: events after 501 more exits")

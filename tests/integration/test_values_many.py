@@ -40,7 +40,7 @@ try:
                 f"{key} within 0.013% of {want}: {got}")
     st, status = d.get("/api/status")
     t.eq(status.get("values", {}).get("lost"), 0, "no value lost (the histogram had room)")
-    # a poll reads again the buckets the poll before it drained (qp_keys_carry):
+    # a poll reads again the buckets the poll before it drained (qp_dirty_drain):
     # one more request, so that the counted ones below find nothing changed
     st, _b = d.get(f"/api/values?pid={prog.pid}")
     t.eq(st, 200, "values answers again")

@@ -6,7 +6,7 @@
  *   older, queues the chunk's key; that very poll drains the key and copies
  *   the chunk; the next hit of the same generation queues nothing (the
  *   chunk is already of it). Unless the next poll reads again the keys its
- *   predecessor drained (qp_keys_carry), that hit is never read while no
+ *   predecessor drained (qp_dirty_drain), that hit is never read while no
  *   other hit comes.
  *
  * The test stands in for the poll's own increment of qp_gen to run the hit
