@@ -62,7 +62,7 @@ static void item_json(struct qp_json *j, const void *elem)
 		qp_json_kv_u64(j, "irq_ns", it->irq_ns);
 		qp_json_kv_u64(j, "migrations", it->migrations);
 		qp_json_kv_u64(j, "page_faults", it->page_faults);
-	} else {	/* the ring collector's instances */
+	} else {	/* a ring instance without the kernel event history (none could be kept) */
 		qp_json_kv_null(j, "irq_ns");
 		qp_json_kv_null(j, "migrations");
 		qp_json_kv_null(j, "page_faults");
