@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* seconds= is clamped to 1..QP_QUERY_MAX_SECONDS (DESIGN.md "HTTP API");
+/* seconds= is clamped to 1..QP_QUERY_MAX_SECONDS (docs/internals/design.md, "HTTP API conventions");
  * the answer then says so in the header X-Qprof-Seconds: "300 (clamped
  * from 301)". */
 #define QP_QUERY_MAX_SECONDS 300

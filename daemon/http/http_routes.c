@@ -1,4 +1,4 @@
-/* http_routes.c - the API of DESIGN.md: a table of routes and the router;
+/* http_routes.c - the API of docs/reference/http-api.md: a table of routes and the router;
  * the replies and query checks every handler shares, and the model's view
  * of the daemon. The handlers are in http_status.c, http_targets.c,
  * http_data.c, http_cpu.c and report_http.c: each parses its query, asks
@@ -204,14 +204,14 @@ void qp_reply_buf(struct qp_response *resp, struct qp_buf *b, const char *ctype,
 }
 
 
-/* Routes of DESIGN.md that later versions fill in: say so plainly. */
+/* Routes of the API (docs/reference/http-api.md) that later versions fill in: say so plainly. */
 static const char *const not_yet[] = {
 	NULL,
 };
 
 
 
-/* The routes of DESIGN.md: path (a trailing '*' matches one more path
+/* The routes of docs/reference/http-api.md: path (a trailing '*' matches one more path
  * segment), the handler of each method, and the Allow header of a 405. */
 static const struct route {
 	const char *path;
