@@ -1,0 +1,85 @@
+# QprofInstall.cmake - what `cmake --install` puts where, and the Debian
+# package CPack builds from it (docs/install.md). Paths follow
+# GNUInstallDirs; files whose content names an installed path (the systemd
+# unit's ExecStart, qprof.pc's prefix) are written at install time from the
+# prefix the install really uses, so a `cmake --install --prefix P` and
+# CPack's /usr both get their own.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+# The markers as an interface target: the include directory, nothing to link.
+add_library(qprof_markers INTERFACE)
+target_include_directories(qprof_markers INTERFACE
+  $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+  $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+set_target_properties(qprof_markers PROPERTIES EXPORT_NAME markers)
+add_library(qprof::markers ALIAS qprof_markers)
+install(TARGETS qprof_markers EXPORT qprofTargets)
+
+# header-only, so the CMake package and the .pc file are arch-independent
+set(QPROF_CMAKEDIR ${CMAKE_INSTALL_DATADIR}/cmake/qprof)
+install(EXPORT qprofTargets NAMESPACE qprof:: DESTINATION ${QPROF_CMAKEDIR})
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/qprofConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cmake/qprofConfig.cmake INSTALL_DESTINATION ${QPROF_CMAKEDIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/qprofConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion ARCH_INDEPENDENT)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/qprofConfig.cmake
+  ${PROJECT_BINARY_DIR}/cmake/qprofConfigVersion.cmake DESTINATION ${QPROF_CMAKEDIR})
+
+# qprof.pc: relocatable (prefix from the .pc file's own place)
+configure_file(${PROJECT_SOURCE_DIR}/cmake/qprof.pc.in ${PROJECT_BINARY_DIR}/qprof.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/qprof.pc DESTINATION ${CMAKE_INSTALL_DATADIR}/pkgconfig)
+
+# The systemd unit, its ExecStart naming the installed qprofd. The unit in
+# the source tree names /usr/local/sbin/qprofd; the install rewrites that
+# (and the Documentation= line) for the prefix in use.
+set(QPROF_UNIT_SRC ${PROJECT_SOURCE_DIR}/systemd/qprofd.service)
+install(CODE "
+  set(_p \"\${CMAKE_INSTALL_PREFIX}\")
+  file(READ \"${QPROF_UNIT_SRC}\" _u)
+  string(REPLACE \"/usr/local/sbin/qprofd\" \"\${_p}/${CMAKE_INSTALL_SBINDIR}/qprofd\" _u \"\${_u}\")
+  string(REPLACE \"file:///usr/local/share/doc/qprof/README.md\" \"man:qprofd(8) file://\${_p}/${CMAKE_INSTALL_DATADIR}/doc/qprof/README.md\" _u \"\${_u}\")
+  set(_d \"\$ENV{DESTDIR}\${_p}/lib/systemd/system\")
+  file(MAKE_DIRECTORY \"\${_d}\")
+  file(WRITE \"\${_d}/qprofd.service\" \"\${_u}\")
+  message(STATUS \"Installing: \${_d}/qprofd.service\")
+  list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${_p}/lib/systemd/system/qprofd.service\")
+")
+
+# bash completion, docs
+install(FILES ${PROJECT_SOURCE_DIR}/cli/qprof-cli.bash-completion
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME qprof-cli)
+install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
+
+# ---- the Debian package: cmake --build build --target package ----
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME qprof)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VENDOR "qprof")
+set(CPACK_PACKAGE_CONTACT "qprof maintainers <qprof@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "eBPF profiler for latency-critical C/C++ programs")
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "eBPF profiler for latency-critical C/C++ programs
+ qprofd attaches to running processes from outside: it times the scopes
+ marked with the header-only qprof markers (count, percentiles, max),
+ samples the CPU with stacks tagged by scope, and serves flame graphs,
+ pprof, traces and Prometheus metrics over a unix socket. qprof-cli reads
+ them. Includes the marker headers, pkg-config and CMake files, the
+ systemd unit, man pages and documentation.")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# Depends: the runtime libraries the two binaries really link, found by
+# dpkg-shlibdeps (dpkg-dev)
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS OFF)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+  ${PROJECT_SOURCE_DIR}/cmake/deb/postinst
+  ${PROJECT_SOURCE_DIR}/cmake/deb/prerm
+  ${PROJECT_SOURCE_DIR}/cmake/deb/postrm)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# only the files the install rules name (not the tests' or the fuzzers')
+set(CPACK_INSTALL_CMAKE_PROJECTS "${PROJECT_BINARY_DIR};qprof;ALL;/")
+set(CPACK_STRIP_FILES OFF)
+include(CPack)

@@ -1,0 +1,19 @@
+# QprofMan.cmake - the man pages, generated at build time from the built
+# programs' --help texts plus the prose in man/*.in (scripts/gen_man.py), so
+# a flag added to a usage text is in its page at the next build. Installed
+# under share/man; `ctest -R docs_man_pages` checks them against --help.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+set(QPROF_MAN_DIR ${PROJECT_BINARY_DIR}/man)
+set(QPROF_MAN_ARGS --qprofd $<TARGET_FILE:qprofd> --cli $<TARGET_FILE:qprof-cli>
+  --src ${PROJECT_SOURCE_DIR}/man --out ${QPROF_MAN_DIR} --version ${PROJECT_VERSION})
+add_custom_command(OUTPUT ${QPROF_MAN_DIR}/.stamp
+  COMMAND ${CMAKE_COMMAND} -E rm -rf ${QPROF_MAN_DIR}/man1 ${QPROF_MAN_DIR}/man8
+  COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/scripts/gen_man.py ${QPROF_MAN_ARGS}
+          --stamp ${QPROF_MAN_DIR}/.stamp
+  DEPENDS qprofd qprof-cli ${PROJECT_SOURCE_DIR}/scripts/gen_man.py
+          ${PROJECT_SOURCE_DIR}/man/qprofd.8.in ${PROJECT_SOURCE_DIR}/man/qprof-cli.1.in
+  COMMENT "Generating the man pages from --help"
+  VERBATIM)
+add_custom_target(man ALL DEPENDS ${QPROF_MAN_DIR}/.stamp)
+install(DIRECTORY ${QPROF_MAN_DIR}/man1 ${QPROF_MAN_DIR}/man8
+  DESTINATION ${CMAKE_INSTALL_MANDIR})
