@@ -26,9 +26,17 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/qprofConfigVersion.
 install(FILES ${PROJECT_BINARY_DIR}/cmake/qprofConfig.cmake
   ${PROJECT_BINARY_DIR}/cmake/qprofConfigVersion.cmake DESTINATION ${QPROF_CMAKEDIR})
 
-# qprof.pc: relocatable (prefix from the .pc file's own place)
-configure_file(${PROJECT_SOURCE_DIR}/cmake/qprof.pc.in ${PROJECT_BINARY_DIR}/qprof.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/qprof.pc DESTINATION ${CMAKE_INSTALL_DATADIR}/pkgconfig)
+# qprof.pc, written at install time with the prefix in use
+set(QPROF_PREFIX "@QPROF_PREFIX@")  # kept for the install-time step
+configure_file(${PROJECT_SOURCE_DIR}/cmake/qprof.pc.in ${PROJECT_BINARY_DIR}/qprof.pc.in @ONLY)
+install(CODE "
+  file(READ \"${PROJECT_BINARY_DIR}/qprof.pc.in\" _pc)
+  string(REPLACE \"@QPROF_PREFIX@\" \"\${CMAKE_INSTALL_PREFIX}\" _pc \"\${_pc}\")
+  set(_d \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/pkgconfig\")
+  file(MAKE_DIRECTORY \"\${_d}\")
+  file(WRITE \"\${_d}/qprof.pc\" \"\${_pc}\")
+  message(STATUS \"Installing: \${_d}/qprof.pc\")
+")
 
 # The systemd unit, its ExecStart naming the installed qprofd. The unit in
 # the source tree names /usr/local/sbin/qprofd; the install rewrites that
@@ -59,13 +67,12 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "qprof")
 set(CPACK_PACKAGE_CONTACT "qprof maintainers <qprof@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "eBPF profiler for latency-critical C/C++ programs")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "eBPF profiler for latency-critical C/C++ programs
- qprofd attaches to running processes from outside: it times the scopes
- marked with the header-only qprof markers (count, percentiles, max),
- samples the CPU with stacks tagged by scope, and serves flame graphs,
- pprof, traces and Prometheus metrics over a unix socket. qprof-cli reads
- them. Includes the marker headers, pkg-config and CMake files, the
- systemd unit, man pages and documentation.")
+set(CPACK_PACKAGE_DESCRIPTION "qprofd attaches to running processes from outside: it times the scopes
+marked with the header-only qprof markers (count, percentiles, max),
+samples the CPU with stacks tagged by scope, and serves flame graphs,
+pprof, traces and Prometheus metrics over a unix socket. qprof-cli reads
+them. Includes the marker headers, pkg-config and CMake files, the
+systemd unit, man pages and documentation.")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
