@@ -61,6 +61,10 @@ install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 
 # ---- the Debian package: cmake --build build --target package ----
+# `install` and `package` do not rebuild the whole tree (tests, fuzzers)
+# first: build, then package. Without this the package step walks every
+# target's dependencies again (40 s on a loaded 2-vCPU machine).
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME qprof)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})

@@ -163,7 +163,14 @@ for doc, lines in sources():
             binary = QPROFD if prog == "qprofd" else CLI
             if is_synopsis(seg):
                 words = seg.split()[1:]
-                cmd = next((w for w in words if w in COMMANDS), None) if prog == "qprof-cli" else None
+                cmd = None
+                if prog == "qprof-cli":
+                    bare = [w for w in words if re.match(r"^[a-z][a-z-]*$", w)]
+                    if bare and bare[0] not in COMMANDS:
+                        print("FAIL %s: %s: no command '%s'" % (doc, seg, bare[0]))
+                        failures += 1
+                        continue
+                    cmd = bare[0] if bare else None
                 h = help_of([binary, cmd] if cmd else [binary])
                 if h is None:
                     print("FAIL %s: %s: %s --help fails" % (doc, seg, prog))

@@ -17,7 +17,8 @@ DESTDIR=$stage cmake --install "$build" --prefix /usr >"$tmp/install.log" 2>&1 |
 root=$stage/usr
 
 # --- the file list: exactly these, plus the docs tree ---
-cmds=$("$build/cli/qprof-cli" --help | awk '/^Commands:/ { on = 1; next } on && NF == 0 { exit } on { print $1 }')
+help=$("$build/cli/qprof-cli" --help)
+cmds=$(awk '/^Commands:/ { on = 1; next } on && NF == 0 { on = 0 } on { print $1 }' <<<"$help")
 expect=$tmp/expect
 {
 	echo usr/bin/qprof-cli
@@ -118,8 +119,10 @@ fi
 page=$(MANWIDTH=80 man -M "$root/share/man" qprof-cli 2>&1) || fail "man qprof-cli: $page"
 grep -q '^COMMANDS' <<<"$page" || fail "man qprof-cli: no COMMANDS section"
 grep -q 'scopes' <<<"$page" || fail "man qprof-cli: no scopes command"
-MANWIDTH=80 man -M "$root/share/man" qprof-cli-scopes | grep -q -- '--seconds' || fail "man qprof-cli-scopes"
-MANWIDTH=80 man -M "$root/share/man" 8 qprofd | grep -q -- '--frequency' || fail "man 8 qprofd"
+page=$(MANWIDTH=80 man -M "$root/share/man" qprof-cli-scopes)
+grep -q -- '--seconds' <<<"$page" || fail "man qprof-cli-scopes"
+page=$(MANWIDTH=80 man -M "$root/share/man" 8 qprofd)
+grep -q -- '--frequency' <<<"$page" || fail "man 8 qprofd"
 echo "ok: man qprof-cli, qprof-cli-scopes, qprofd from the staged pages"
 
 # --- bash completion ---
