@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The demo: install what is missing, build, run the example strategy, attach
+# The demo: install what is missing for it (the build's packages), build, run the example strategy, attach
 # qprofd to it, and print its scopes after a few seconds. Stops everything it
 # started, by pid. Run as root:   sudo scripts/demo.sh [SECONDS]
 set -euo pipefail
@@ -11,7 +11,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "demo: run as root (qprofd loads BPF programs): sudo $0" >&2
 	exit 1
 fi
-scripts/install-deps.sh
+scripts/install-deps.sh --demo
 echo "demo: building (cmake, $build/)"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" -j"$(nproc)" --target qprofd qprof-cli strategy >/dev/null

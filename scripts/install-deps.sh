@@ -1,27 +1,49 @@
 #!/usr/bin/env bash
-# Install the Debian 12 packages qprof's build, tests, demo and benchmarks need,
-# only those that are missing. Run as root. Idempotent.
+# Install the Debian 12 packages qprof needs, only those that are missing.
+# Run as root. Idempotent.
+#
+#   scripts/install-deps.sh            everything: build, tests, benchmarks (scripts/test.sh)
+#   scripts/install-deps.sh --build    what building qprof needs
+#   scripts/install-deps.sh --demo     what scripts/demo.sh needs (the build's)
 set -euo pipefail
 
-pkgs=(
+# building qprofd, qprof-cli, the BPF objects and the man pages
+build_pkgs=(
   build-essential cmake pkg-config clang llvm
   libbpf-dev bpftool libelf-dev zlib1g-dev libmicrohttpd-dev libjansson-dev
   libdw-dev                # elfutils' libdw/libdwfl: source lines, inlined frames, CFI unwinding
-  linux-perf               # perf record: the CPU unwinding baselines (bench/unwind.sh)
   libsystemd-dev           # sd_notify: qprofd.service is Type=notify
+  python3                  # the man pages are generated from --help at build time
+)
+# the test suite and the benchmarks, on top of the build
+test_pkgs=(
+  linux-perf               # perf record: the CPU unwinding baselines (bench/unwind.sh)
   systemd                  # systemd-analyze verify/security check the unit in the tests
   systemtap-sdt-dev        # <sys/sdt.h>: the baseline probes in tests and bench
   bpftrace                 # the attached-cost baseline (bench/)
   valgrind                 # callgrind instruction counts (bench/)
   libclang-rt-14-dev       # libFuzzer and sanitizer runtimes for the fuzz targets (tests/fuzz)
-  python3                  # integration test drivers
   curl                     # talking to the unix socket by hand
   golang-go                # `go tool pprof` reads /pprof/profile in the CPU integration test
   procps
   strace                   # counts the bpf() syscalls of a request in the values test
   chromium                 # headless: runs speedscope on the trace (integration_trace_client)
   prometheus               # promtool checks /metrics; the Prometheus test scrapes qprofd
+  dpkg-dev                 # dpkg-shlibdeps: the .deb's Depends (install_deb)
+  man-db groff-base        # the man pages read and checked in the tests
 )
+
+mode=all
+case ${1:-} in
+  --build | --demo) mode=build ;;
+  "" | --all) mode=all ;;
+  -h | --help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "install-deps: unknown option '$1' (--build, --demo, --all)" >&2; exit 2 ;;
+esac
+pkgs=("${build_pkgs[@]}")
+if [ "$mode" = all ]; then
+  pkgs+=("${test_pkgs[@]}")
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -36,12 +58,12 @@ done
 # npm fetches speedscope for the trace client test. A Node.js from elsewhere
 # (NodeSource's nodejs bundles npm and conflicts with Debian's npm) will do:
 # Debian's packages only when there is no npm at all.
-if ! command -v npm >/dev/null 2>&1; then
+if [ "$mode" = all ] && ! command -v npm >/dev/null 2>&1; then
   missing+=(nodejs npm)
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#pkgs[@]} packages present"
+  echo "install-deps: all ${#pkgs[@]} packages present ($mode)"
   exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
