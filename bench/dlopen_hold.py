@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/dlopen_hold.py - what following a target's libraries costs its
-dlopen (README, "Libraries loaded after attach"). plugin_host loads N
+dlopen (docs/internals/targets.md). plugin_host loads N
 copies of the marked test plugin (each a file of its own: each load is
 parsed and attached), calls each once and unloads it; then N loads of one
 file (parsed once, attached again each time). First alone, then attached by

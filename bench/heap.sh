@@ -3,7 +3,7 @@
 # the same program unprofiled and against bcc memleak's approach (every
 # allocation traced: a uprobe and a uretprobe on malloc, a uprobe on free,
 # the live allocations with their stacks in BPF maps) written for bpftrace,
-# all in the same run (README "Heap profiling", bench/README.md).
+# all in the same run (docs/guide/heap.md, bench/README.md).
 #
 #   bench/heap.sh [BUILD_DIR]          (default: build)
 #

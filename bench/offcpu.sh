@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/offcpu.sh - the cost per context switch of qprofd's kernel events
 # (sched_switch and friends, bpf/offcpu.bpf.h), against an unprofiled run in
-# the same run (README "Off-CPU profiles", costs).
+# the same run (docs/guide/offcpu.md, costs).
 #
 #   bench/offcpu.sh [BUILD_DIR]          (default: build)
 #

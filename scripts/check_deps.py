@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_deps.py [SOURCE_DIR] - the rule of dependencies of README.md ("The
+"""check_deps.py [SOURCE_DIR] - the rule of dependencies of docs/internals/architecture.md ("The
 tree"): an #include "..." in common/, daemon/ or cli/ may point only into its
 own folder or into a folder of a lower layer, and the include graph between
 files has no cycle. Prints each violation as FILE:LINE: and exits 1 if there

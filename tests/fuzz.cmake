@@ -2,7 +2,7 @@
 # these are built by clang (the one that compiles the BPF objects) with
 # -fsanitize=fuzzer,address,undefined. ctest runs each for a fixed number of
 # inputs from a seed corpus as a smoke test; tests/fuzz/run_long.sh runs each
-# for 10 M inputs (figures in README.md, "Fuzzing").
+# for 10 M inputs (figures in docs/testing.md).
 set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/common/elf_probes.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/elf_sites.c ${PROJECT_SOURCE_DIR}/common/procfs.c
   ${PROJECT_SOURCE_DIR}/common/usdt_spec.c ${PROJECT_SOURCE_DIR}/daemon/http/http_query.c
   ${PROJECT_SOURCE_DIR}/common/util.c)

@@ -13,7 +13,7 @@ add_test(NAME integration_sd_notify
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_sd_notify.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:qprof-cli>)
 set_tests_properties(integration_sd_notify PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
-# The rule of dependencies between the tree's folders (README.md, "The tree"):
+# The rule of dependencies between the tree's folders (docs/internals/architecture.md, "The tree"):
 # the real tree passes, broken copies of it fail.
 add_test(NAME check_deps
   COMMAND python3 ${PROJECT_SOURCE_DIR}/scripts/check_deps.py ${PROJECT_SOURCE_DIR})

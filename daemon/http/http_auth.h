@@ -4,7 +4,7 @@
  * kernel addresses from unprivileged clients. Pure functions: no
  * libmicrohttpd, no registry, so unit tests and fuzzers call them directly.
  *
- * The rules (README "Access"):
+ * The rules (docs/reference/http-api.md, "Access"):
  * - unix socket: anyone who can connect (mode 0660, group qprof) may use
  *   every route; a peer with uid 0 is privileged (kernel addresses, any
  *   ELF file in POST /api/targets).

@@ -5,7 +5,7 @@
  * read, and every route waits for that lock), then its files are followed
  * under the lock (target_libs.c: probes attached or detached, which finds
  * those parses in the module cache) while the BPF side holds it. The
- * uprobe attach itself stays under the lock (README, "Threads and locks"). */
+ * uprobe attach itself stays under the lock (docs/internals/locks.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

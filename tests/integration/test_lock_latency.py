@@ -26,7 +26,7 @@ share a lock can take), the rest of its time waiting for a CPU; the
 client's slowest answers were 26-51 ms then. Not yet explained: twice in
 those seven runs, before the window (while samples accumulate, no profile
 built), one status handler was blocked 465 ms and 1.1 s; what it waited
-for is not known (README "Limits").
+for is not known (docs/reference/http-api.md, "Limits").
 
 A new connection per request is not what is timed: on this loaded 2-CPU VM
 such a request took up to seconds now and then, with or without this

@@ -80,7 +80,7 @@ def run(ring):
             want = (K, 0) if kind == FAULT else (0, 1)
             what = "faulter" if kind == FAULT else "mover"
             if ring and kind != FAULT and (i["page_faults"], i["migrations"]) == (0, 0) and not mover_miss:
-                # the known miss (README "Slowest instances", tests): one of
+                # the known miss (docs/guide/offcpu.md, tests): one of
                 # ten ring movers, twice in about 30 loaded runs; a second fails
                 mover_miss.append(t0)
                 print(f"  KNOWN MISS: ring mover at {t0} shows 0 migrations; start {i['start_ns']} "

@@ -4,8 +4,8 @@ scopes on two threads, each also timed by the program's own clock inside
 the scope. Counts exact; the mean of the 20 us scopes within 3 % + 100 ns
 of the program's own; the 1 us ones within 3 % + 300 ns (the issue asks
 3 % + 100 ns: on this shared 2-core VM the probes' own cost moves by
-+-150 ns from run to run, more than that goal allows; README "Truth of the
-BPF collector" has the figures). Without the correction both would be off
++-150 ns from run to run, more than that goal allows; docs/internals/bpf.md, "Calibration:
+the truth of the BPF collector" has the figures). Without the correction both would be off
 by the probes' cost (~0.7-1.2 us here), which the test also checks: the
 correction must take away at least two thirds of it.
 

@@ -2,7 +2,7 @@
  * which BPF and the daemon both compute: thresholds and weights at known
  * sizes, then the estimates of many simulated runs of issue 12's workload
  * (with a 32-bit uniform draw as bpf_get_prandom_u32 gives) against the
- * truth: unbiased, and the spread the README states. */
+ * truth: unbiased, and the spread docs/guide/heap.md states. */
 #include <math.h>
 #include <stdint.h>
 #include <linux/types.h>
