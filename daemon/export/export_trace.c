@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "export_trace.h"
 
 static void meta(struct qp_json *j, const char *what, uint32_t pid, uint32_t tid, const char *name)
@@ -74,12 +75,11 @@ static void event(struct qp_json *j, const struct qp_trace_event *e)
 		async_event(j, e, "e");
 		break;
 	case QP_TEV_SCOPE:
+		/* no "args": speedscope names a frame by its name and args
+		 * together ("on_tick {\"depth\":0}"); the nesting is in the
+		 * times themselves */
 		head(j, e, "X", "scope", e->name);
 		qp_json_kv_milli(j, "dur", e->dur_ns);
-		qp_json_key(j, "args");
-		qp_json_obj_begin(j);
-		qp_json_kv_u64(j, "depth", e->depth);
-		qp_json_obj_end(j);
 		break;
 	case QP_TEV_MARK:
 		head(j, e, "i", "mark", e->name);
@@ -114,10 +114,26 @@ static void event(struct qp_json *j, const struct qp_trace_event *e)
 	qp_json_obj_end(j);
 }
 
-int qp_export_trace(const struct qp_trace_doc *d, struct qp_json *j)
-{
-	size_t i;
+/* What the trailer may take at most: the dropped and cut notes and
+ * otherData, with every number at its widest. */
+#define TRAILER_MAX 1536
 
+const char *qp_trace_cap_text(uint64_t max_bytes, char *buf, size_t len)
+{
+	if (max_bytes % 1000000 == 0)
+		snprintf(buf, len, "%llu MB", (unsigned long long)(max_bytes / 1000000));
+	else
+		snprintf(buf, len, "%llu-byte", (unsigned long long)max_bytes);
+	return buf;
+}
+
+int qp_export_trace(const struct qp_trace_doc *d, uint64_t max_bytes, struct qp_json *j)
+{
+	size_t i, n = d->n, limit = SIZE_MAX;
+	uint32_t pid0 = d->nprocs ? d->procs[0].pid : 0;
+
+	if (max_bytes)
+		limit = max_bytes > TRAILER_MAX ? (size_t)(max_bytes - TRAILER_MAX) : 0;
 	qp_json_obj_begin(j);
 	qp_json_key(j, "traceEvents");
 	qp_json_arr_begin(j);
@@ -125,8 +141,19 @@ int qp_export_trace(const struct qp_trace_doc *d, struct qp_json *j)
 		meta(j, "process_name", d->procs[i].pid, d->procs[i].pid, d->procs[i].name);
 	for (i = 0; i < d->nthreads; i++)
 		meta(j, "thread_name", d->threads[i].pid, d->threads[i].tid, d->threads[i].name);
-	for (i = 0; i < d->n && !j->failed; i++)
+	for (i = 0; i < d->n && !j->failed; i++) {
+		size_t len = j->len;
+		bool first = j->first[j->depth];
+
 		event(j, &d->ev[i]);
+		if (j->len > limit) {
+			/* the event does not fit: it and the rest are left out */
+			j->len = len;
+			j->first[j->depth] = first;
+			n = i;
+			break;
+		}
+	}
 	if (d->dropped || d->lost) {
 		qp_json_obj_begin(j);
 		qp_json_kv_str(j, "name", "qprof: events dropped");
@@ -134,12 +161,32 @@ int qp_export_trace(const struct qp_trace_doc *d, struct qp_json *j)
 		qp_json_kv_str(j, "ph", "i");
 		qp_json_kv_str(j, "s", "g");
 		qp_json_kv_milli(j, "ts", d->end_ns);
-		qp_json_kv_u64(j, "pid", d->nprocs ? d->procs[0].pid : 0);
-		qp_json_kv_u64(j, "tid", d->nprocs ? d->procs[0].pid : 0);
+		qp_json_kv_u64(j, "pid", pid0);
+		qp_json_kv_u64(j, "tid", pid0);
 		qp_json_key(j, "args");
 		qp_json_obj_begin(j);
 		qp_json_kv_u64(j, "dropped_events", d->dropped);
 		qp_json_kv_u64(j, "lost_events", d->lost);
+		qp_json_obj_end(j);
+		qp_json_obj_end(j);
+	}
+	if (n < d->n) {
+		char what[112], mb[32];
+
+		snprintf(what, sizeof(what), "qprof: trace cut here (the %s cap): later events left out",
+			 qp_trace_cap_text(max_bytes, mb, sizeof(mb)));
+		qp_json_obj_begin(j);
+		qp_json_kv_str(j, "name", what);
+		qp_json_kv_str(j, "cat", "qprof");
+		qp_json_kv_str(j, "ph", "i");
+		qp_json_kv_str(j, "s", "g");
+		qp_json_kv_milli(j, "ts", d->ev[n].ts_ns);
+		qp_json_kv_u64(j, "pid", pid0);
+		qp_json_kv_u64(j, "tid", pid0);
+		qp_json_key(j, "args");
+		qp_json_obj_begin(j);
+		qp_json_kv_u64(j, "events_left_out", d->n - n);
+		qp_json_kv_u64(j, "max_bytes", max_bytes);
 		qp_json_obj_end(j);
 		qp_json_obj_end(j);
 	}
@@ -150,10 +197,14 @@ int qp_export_trace(const struct qp_trace_doc *d, struct qp_json *j)
 	qp_json_kv_str(j, "collector", d->collector ? d->collector : "bpf");
 	qp_json_kv_u64(j, "begin_ns", d->begin_ns);
 	qp_json_kv_u64(j, "end_ns", d->end_ns);
-	qp_json_kv_u64(j, "events", d->n);
+	qp_json_kv_u64(j, "events", n);
 	qp_json_kv_u64(j, "dropped_events", d->dropped);
 	qp_json_kv_u64(j, "lost_events", d->lost);
 	qp_json_kv_u64(j, "calibration_ns", d->calibration_ns);
+	qp_json_kv_u64(j, "max_bytes", max_bytes);
+	qp_json_kv_u64(j, "cut_events", d->n - n);
+	if (n < d->n)
+		qp_json_kv_u64(j, "cut_at_ns", d->ev[n].ts_ns);
 	qp_json_obj_end(j);
 	qp_json_obj_end(j);
 	return j->failed ? -ENOMEM : 0;

@@ -1,10 +1,14 @@
-/* http_trace.c - GET /api/trace?pid=&seconds=N: records N seconds of both
- * collectors' per-instance events and answers them as Chrome Trace Event
- * Format JSON (model_trace.c, export_trace.c). Without seconds= the answer
- * is the ring collector's flight recorder; the BPF collector keeps no
- * history of instances, so for its targets that is a 400 saying seconds=
- * is needed. */
+/* http_trace.c - GET /api/trace?pid=&seconds=N&format=&max_mb=: records N
+ * seconds of both collectors' per-instance events and answers them as
+ * Chrome Trace Event Format JSON (format=chrome, the default) or in
+ * speedscope's own file format (format=speedscope), within max_mb=
+ * megabytes (10^6 bytes, 1..4096) when given (model_trace.c,
+ * export_trace.c, export_speedscope.c). Without seconds= the answer is the
+ * ring collector's flight recorder; the BPF collector keeps no history of
+ * instances, so for its targets that is a 400 saying seconds= is needed.
+ * format= and max_mb= are checked before anything is recorded. */
 #include <errno.h>
+#include <string.h>
 #include "export_trace.h"
 #include "model_trace.h"
 #include "qprofd.h"
@@ -15,10 +19,32 @@ void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_re
 	struct qp_trace_query q = { .max_events = d->trace_max_events };
 	struct qp_trace_model m;
 	struct qp_model_src src;
+	static const char *const allowed[] = { "pid", "seconds", "format", "max_mb", NULL };
+	const char *format = req->query(req->arg, "format"), *mb = req->query(req->arg, "max_mb");
+	uint64_t max_bytes = 0;
+	bool speedscope = false;
 	struct qp_json j;
+	int64_t v;
 	int ret;
 
-	if (!qp_req_pid_seconds(d, req, resp, &q.seconds, &q.pid))
+	if (!qp_req_keys_ok(req, resp, allowed))
+		return;
+	if (format && !strcmp(format, "speedscope")) {
+		speedscope = true;
+	} else if (format && strcmp(format, "chrome")) {
+		qp_reply_error(resp, 400, "format must be chrome (Chrome Trace Event Format JSON) or "
+			       "speedscope (speedscope's own file format)");
+		return;
+	}
+	if (mb) {
+		if (qp_parse_i64(mb, 1, QP_TRACE_MAX_MB, &v)) {
+			qp_reply_error(resp, 400, "max_mb must be an integer in 1..%d (megabytes of 10^6 bytes)",
+				       QP_TRACE_MAX_MB);
+			return;
+		}
+		max_bytes = (uint64_t)v * 1000000;
+	}
+	if (!qp_req_seconds(req, resp, &q.seconds) || !qp_req_pid(d, req, resp, &q.pid))
 		return;
 	qprofd_model_src(d, &src);
 	ret = qp_trace_model_build(&src, &q, &m);
@@ -54,7 +80,7 @@ void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_re
 		return;
 	}
 	qp_json_init(&j);
-	ret = qp_export_trace(&m.doc, &j);
+	ret = speedscope ? qp_export_speedscope(&m.doc, max_bytes, &j) : qp_export_trace(&m.doc, max_bytes, &j);
 	qp_trace_model_free(&m);
 	if (ret) {
 		qp_json_free(&j);

@@ -2,7 +2,9 @@
  * (no root, no BPF): a fake namer, records of two processes (one not a
  * target), a log message inside and one outside the window, a NaN value,
  * names with quotes and invalid UTF-8; the JSON compared byte for byte,
- * then the cap (dropped events counted and said), then the sort order. */
+ * then the same in speedscope's format byte for byte, then the cap
+ * (dropped events counted and said), the size caps of both formats,
+ * speedscope's nesting, then the sort order. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,15 +59,195 @@ static const char want[] =
 	"{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":100,\"tid\":100,\"args\":{\"name\":\"main\\ufffdx\"}},"
 	"{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":100,\"tid\":101,\"args\":{\"name\":\"worker\"}},"
 	"{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":100,\"tid\":100,\"args\":{\"name\":\"main\\ufffdx\"}},"
-	"{\"name\":\"outer\",\"cat\":\"scope\",\"ph\":\"X\",\"ts\":1000.000,\"pid\":100,\"tid\":101,\"dur\":5.250,\"args\":{\"depth\":0}},"
-	"{\"name\":\"inner \\\"q\\\"\",\"cat\":\"scope\",\"ph\":\"X\",\"ts\":1000.000,\"pid\":100,\"tid\":101,\"dur\":1.001,\"args\":{\"depth\":1}},"
+	"{\"name\":\"outer\",\"cat\":\"scope\",\"ph\":\"X\",\"ts\":1000.000,\"pid\":100,\"tid\":101,\"dur\":5.250},"
+	"{\"name\":\"inner \\\"q\\\"\",\"cat\":\"scope\",\"ph\":\"X\",\"ts\":1000.000,\"pid\":100,\"tid\":101,\"dur\":1.001},"
 	"{\"name\":\"tick\",\"cat\":\"mark\",\"ph\":\"i\",\"ts\":1002.000,\"pid\":100,\"tid\":100,\"s\":\"t\"},"
 	"{\"name\":\"log\",\"cat\":\"log\",\"ph\":\"i\",\"ts\":1003.000,\"pid\":100,\"tid\":100,\"s\":\"t\",\"args\":{\"message\":\"x=1 \\\"y\\\"\\n\",\"site\":\"log_site\"}},"
 	"{\"name\":\"price\",\"cat\":\"value\",\"ph\":\"C\",\"ts\":1004.000,\"pid\":100,\"tid\":100,\"args\":{\"value\":1.5}},"
 	"{\"name\":\"price\",\"cat\":\"value\",\"ph\":\"i\",\"ts\":1004.500,\"pid\":100,\"tid\":100,\"s\":\"t\",\"args\":{\"value\":\"nan\"}},"
-	"{\"name\":\"0x9999\",\"cat\":\"scope\",\"ph\":\"X\",\"ts\":1006.000,\"pid\":100,\"tid\":100,\"dur\":0.000,\"args\":{\"depth\":0}}"
+	"{\"name\":\"0x9999\",\"cat\":\"scope\",\"ph\":\"X\",\"ts\":1006.000,\"pid\":100,\"tid\":100,\"dur\":0.000}"
 	"],\"displayTimeUnit\":\"ns\",\"otherData\":{\"collector\":\"bpf\",\"begin_ns\":999000,"
-	"\"end_ns\":1010000,\"events\":7,\"dropped_events\":0,\"lost_events\":0,\"calibration_ns\":0}}";
+	"\"end_ns\":1010000,\"events\":7,\"dropped_events\":0,\"lost_events\":0,\"calibration_ns\":0,\"max_bytes\":0,\"cut_events\":0}}";
+
+/* the same model in speedscope's format: frames in the order met, a
+ * profile per thread in the order met, times from the window's begin */
+static const char want_ss[] =
+	"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"qprofd\","
+	"\"shared\":{\"frames\":[{\"name\":\"outer\"},{\"name\":\"inner \\\"q\\\"\"},{\"name\":\"0x9999\"}]},"
+	"\"profiles\":[{\"type\":\"evented\",\"name\":\"main\\ufffdx (pid 100), worker (tid 101)\","
+	"\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":11000,\"events\":["
+	"{\"type\":\"O\",\"frame\":0,\"at\":1000},{\"type\":\"O\",\"frame\":1,\"at\":1000},"
+	"{\"type\":\"C\",\"frame\":1,\"at\":2001},{\"type\":\"C\",\"frame\":0,\"at\":6250}]},"
+	"{\"type\":\"evented\",\"name\":\"main\\ufffdx (pid 100), main\\ufffdx (tid 100)\","
+	"\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":11000,\"events\":["
+	"{\"type\":\"O\",\"frame\":2,\"at\":7000},{\"type\":\"C\",\"frame\":2,\"at\":7000}]}],"
+	"\"name\":\"main\\ufffdx\",\"activeProfileIndex\":0,"
+	"\"qprof\":{\"collector\":\"bpf\",\"begin_ns\":999000,\"end_ns\":1010000,\"base_ns\":999000,"
+	"\"scopes\":3,\"dropped_events\":0,\"lost_events\":0,\"calibration_ns\":0,\"max_bytes\":0,"
+	"\"cut_scopes\":0,\"left_out\":{\"marks\":1,\"values\":2,\"logs\":1,\"span_events\":0}}}";
+
+static size_t count(const char *s, const char *what)
+{
+	size_t n = 0;
+
+	while (s && (s = strstr(s, what))) {
+		n++;
+		s += strlen(what);
+	}
+	return n;
+}
+
+static uint64_t num_after(const char *s, const char *key)
+{
+	const char *p = s ? strstr(s, key) : NULL;
+
+	return p ? strtoull(p + strlen(key), NULL, 10) : UINT64_MAX;
+}
+
+/* 1000 scopes of 500 ns, one every us, on one thread, and a mark */
+static struct qp_trace_event many[1001];
+static const struct qp_trace_process many_proc = { 7, "busy" };
+static const struct qp_trace_thread many_thread = { 7, 8, "worker" };
+
+static struct qp_trace_doc many_doc(void)
+{
+	struct qp_trace_doc d = { .ev = many, .n = 1001, .threads = &many_thread, .nthreads = 1,
+				  .procs = &many_proc, .nprocs = 1, .begin_ns = 0, .end_ns = 2000000 };
+	size_t i;
+
+	for (i = 0; i < 1000; i++)
+		many[i] = (struct qp_trace_event){ .kind = QP_TEV_SCOPE, .pid = 7, .tid = 8,
+						   .ts_ns = 1000 * (i + 1), .dur_ns = 500, .name = "s" };
+	many[1000] = (struct qp_trace_event){ .kind = QP_TEV_MARK, .pid = 7, .tid = 8, .ts_ns = 1001000,
+					      .name = "m" };
+	return d;
+}
+
+/* the size caps of both formats: the file within the cap, a prefix kept,
+ * the cut said where it is */
+static void test_caps(void)
+{
+	struct qp_trace_doc d = many_doc();
+	struct qp_json j;
+	uint64_t kept;
+	size_t len;
+	char *s;
+
+	qp_json_init(&j);
+	CHECK_INT(qp_export_trace(&d, 10000, &j), 0);
+	s = qp_json_finish(&j, &len);
+	CHECK(s && len <= 10000 && len > 10000 - 1536 - 200);
+	kept = num_after(s, "\"events\":");
+	CHECK(kept > 0 && kept < 1000);
+	CHECK_INT(count(s, "\"ph\":\"X\""), kept);
+	CHECK_INT(num_after(s, "\"cut_events\":"), 1001 - kept);
+	CHECK_INT(num_after(s, "\"cut_at_ns\":"), 1000 * (kept + 1));
+	CHECK(strstr(s, "{\"name\":\"qprof: trace cut here (the 10000-byte cap): later events left out\","
+			"\"cat\":\"qprof\",\"ph\":\"i\",\"s\":\"g\""));
+	CHECK_INT(num_after(s, "\"events_left_out\":"), 1001 - kept);
+	free(s);
+
+	/* no cap: everything, and "cut_events":0 with no cut_at_ns */
+	qp_json_init(&j);
+	CHECK_INT(qp_export_trace(&d, 0, &j), 0);
+	s = qp_json_finish(&j, &len);
+	CHECK_INT(count(s, "\"ph\":\"X\""), 1000);
+	CHECK(s && strstr(s, "\"max_bytes\":0,\"cut_events\":0}}") && !strstr(s, "cut_at_ns"));
+	free(s);
+
+	qp_json_init(&j);
+	CHECK_INT(qp_export_speedscope(&d, 10000, &j), 0);
+	s = qp_json_finish(&j, &len);
+	CHECK(s && len <= 10000 && len > 10000 - 3000);
+	kept = num_after(s, "\"scopes\":");
+	CHECK(kept > 0 && kept < 1000);
+	CHECK_INT(count(s, "\"type\":\"O\""), kept);
+	CHECK_INT(count(s, "\"type\":\"C\""), kept);
+	CHECK_INT(num_after(s, "\"cut_scopes\":"), 1000 - kept);
+	CHECK_INT(num_after(s, "\"cut_at_ns\":"), 1000 * (kept + 1));
+	{
+		char note[160];
+
+		/* the cut's time from the base (the window's begin, 0), in us */
+		snprintf(note, sizeof(note), "\"name\":\"busy [cut at +0.%06llu s: the 10000-byte cap]\"",
+			 (unsigned long long)(kept + 1));
+		CHECK(strstr(s, note) != NULL);
+		snprintf(note, sizeof(note), "\"name\":\"busy (pid 7), worker (tid 8) [cut at +0.%06llu s: "
+			 "the 10000-byte cap]\"", (unsigned long long)(kept + 1));
+		CHECK(strstr(s, note) != NULL);
+	}
+	CHECK(strstr(s, "\"left_out\":{\"marks\":1,\"values\":0,\"logs\":0,\"span_events\":0}") != NULL);
+	free(s);
+
+	/* every size from 1 byte to past the whole file: never over the cap
+	 * (but when not even the names fit), the kept scopes a prefix */
+	{
+		size_t whole, cap;
+
+		qp_json_init(&j);
+		CHECK_INT(qp_export_speedscope(&d, 0, &j), 0);
+		s = qp_json_finish(&j, &whole);
+		CHECK_INT(num_after(s, "\"scopes\":"), 1000);
+		free(s);
+		for (cap = 1500; cap < whole + 4000; cap += 997) {
+			qp_json_init(&j);
+			CHECK_INT(qp_export_speedscope(&d, cap, &j), 0);
+			s = qp_json_finish(&j, &len);
+			CHECK(s && len <= cap);
+			CHECK_INT(count(s, "\"type\":\"O\""), num_after(s, "\"scopes\":"));
+			free(s);
+			qp_json_init(&j);
+			CHECK_INT(qp_export_trace(&d, cap, &j), 0);
+			s = qp_json_finish(&j, &len);
+			CHECK(s && len <= cap);
+			free(s);
+		}
+	}
+}
+
+/* speedscope wants frames nested and in time order: a scope that would
+ * end after the one around it is closed with it; a scope of 0 ns opens
+ * and closes at once */
+static void test_nesting(void)
+{
+	struct qp_trace_event ev[] = {
+		{ .kind = QP_TEV_SCOPE, .pid = 1, .tid = 1, .ts_ns = 100, .dur_ns = 50, .name = "A" },
+		{ .kind = QP_TEV_SCOPE, .pid = 1, .tid = 1, .ts_ns = 120, .dur_ns = 100, .depth = 1, .name = "B" },
+		{ .kind = QP_TEV_SCOPE, .pid = 1, .tid = 1, .ts_ns = 160, .dur_ns = 10, .name = NULL },
+		{ .kind = QP_TEV_SCOPE, .pid = 1, .tid = 1, .ts_ns = 170, .dur_ns = 0, .name = "A" },
+	};
+	struct qp_trace_doc d = { .ev = ev, .n = 4, .begin_ns = 50, .end_ns = 1000, .collector = "ring",
+				  .calibration_ns = 3 };
+	struct qp_json j;
+	size_t len;
+	char *s;
+
+	qp_json_init(&j);
+	CHECK_INT(qp_export_speedscope(&d, 0, &j), 0);
+	s = qp_json_finish(&j, &len);
+	CHECK_STR(s, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"qprofd\","
+		  "\"shared\":{\"frames\":[{\"name\":\"A\"},{\"name\":\"B\"},{\"name\":\"?\"}]},"
+		  "\"profiles\":[{\"type\":\"evented\",\"name\":\"1 (pid 1), 1 (tid 1)\",\"unit\":\"nanoseconds\","
+		  "\"startValue\":0,\"endValue\":950,\"events\":["
+		  "{\"type\":\"O\",\"frame\":0,\"at\":50},{\"type\":\"O\",\"frame\":1,\"at\":70},"
+		  "{\"type\":\"C\",\"frame\":1,\"at\":100},{\"type\":\"C\",\"frame\":0,\"at\":100},"
+		  "{\"type\":\"O\",\"frame\":2,\"at\":110},{\"type\":\"C\",\"frame\":2,\"at\":120},"
+		  "{\"type\":\"O\",\"frame\":0,\"at\":120},{\"type\":\"C\",\"frame\":0,\"at\":120}]}],"
+		  "\"name\":\"qprof trace\",\"activeProfileIndex\":0,\"qprof\":{\"collector\":\"ring\","
+		  "\"begin_ns\":50,\"end_ns\":1000,\"base_ns\":50,\"scopes\":4,\"dropped_events\":0,"
+		  "\"lost_events\":0,\"calibration_ns\":3,\"max_bytes\":0,\"cut_scopes\":0,"
+		  "\"left_out\":{\"marks\":0,\"values\":0,\"logs\":0,\"span_events\":0}}}");
+	free(s);
+
+	/* nothing at all: one empty profile (speedscope opens no file without one) */
+	d.n = 0;
+	qp_json_init(&j);
+	CHECK_INT(qp_export_speedscope(&d, 0, &j), 0);
+	s = qp_json_finish(&j, &len);
+	CHECK(s && strstr(s, "\"profiles\":[{\"type\":\"evented\",\"name\":\"qprof trace\","
+			  "\"unit\":\"nanoseconds\",\"startValue\":0,\"endValue\":950,\"events\":[]}]"));
+	free(s);
+}
 
 int main(void)
 {
@@ -99,11 +281,20 @@ int main(void)
 	CHECK_INT(qp_trace_model_make(&r, 0, logs, 2, &nm, 1000, &m), 0);
 	CHECK_INT(m.doc.n, 7);
 	qp_json_init(&j);
-	CHECK_INT(qp_export_trace(&m.doc, &j), 0);
+	CHECK_INT(qp_export_trace(&m.doc, 0, &j), 0);
 	s = qp_json_finish(&j, &len);
 	CHECK(s != NULL);
 	if (s && strcmp(s, want)) {
 		fprintf(stderr, "got:  %s\nwant: %s\n", s, want);
+		CHECK(0);
+	}
+	free(s);
+	qp_json_init(&j);
+	CHECK_INT(qp_export_speedscope(&m.doc, 0, &j), 0);
+	s = qp_json_finish(&j, &len);
+	CHECK(s != NULL);
+	if (s && strcmp(s, want_ss)) {
+		fprintf(stderr, "got:  %s\nwant: %s\n", s, want_ss);
 		CHECK(0);
 	}
 	free(s);
@@ -117,7 +308,7 @@ int main(void)
 	CHECK_INT(m.doc.dropped, 2 + 3 + 1);	/* 2 + 3 records + 1 log past the cap */
 	CHECK_INT(m.doc.lost, 5);
 	qp_json_init(&j);
-	CHECK_INT(qp_export_trace(&m.doc, &j), 0);
+	CHECK_INT(qp_export_trace(&m.doc, 0, &j), 0);
 	s = qp_json_finish(&j, &len);
 	CHECK(s && strstr(s, "{\"name\":\"qprof: events dropped\",\"cat\":\"qprof\",\"ph\":\"i\",\"s\":\"g\","
 			  "\"ts\":1010.000,\"pid\":100,\"tid\":100,\"args\":{\"dropped_events\":6,"
@@ -141,7 +332,7 @@ int main(void)
 		CHECK_INT(qp_trace_model_make(&rs, 0, NULL, 0, &nm, 1000, &m), 0);
 		CHECK_INT(m.doc.n, 3);
 		qp_json_init(&j);
-		CHECK_INT(qp_export_trace(&m.doc, &j), 0);
+		CHECK_INT(qp_export_trace(&m.doc, 0, &j), 0);
 		s = qp_json_finish(&j, &len);
 		CHECK(s && strstr(s, "{\"name\":\"outer\",\"cat\":\"span\",\"ph\":\"b\",\"ts\":1001.000,"
 				  "\"pid\":100,\"tid\":100,\"scope\":\"outer\",\"id2\":{\"local\":\"0x2a\"}},"
@@ -188,5 +379,7 @@ int main(void)
 		CHECK_STR(s, "[0.000,0.999,18446744073709551.615]");
 		free(s);
 	}
+	test_caps();
+	test_nesting();
 	return test_done("test_export_trace");
 }
