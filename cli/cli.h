@@ -82,6 +82,10 @@ int cli_pid_only_opts(struct cli_ctx *ctx, int argc, char **argv, const char *he
  * CLI_USAGE, a good one 0. */
 int cli_parse_pid(const struct cli_ctx *ctx, const char *opt, const char *s, int64_t *pid);
 int cli_parse_seconds(const struct cli_ctx *ctx, const char *s, int64_t *sec);
+/* The pid of the daemon's only target (GET /api/status), for commands
+ * whose --pid may be left out; CLI_FAIL (said why: "qprofd has N targets:
+ * say which with --pid N") otherwise. */
+int cli_only_target(struct cli_ctx *ctx, int64_t *pid);
 /* Check --pid and --seconds (either may be NULL) and append pid= and
  * seconds= to the request TARGET (of size LEN). 0, CLI_USAGE or CLI_FAIL
  * (message printed); *sec (may be NULL) gets the seconds, 0 when absent. */

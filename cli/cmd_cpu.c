@@ -8,6 +8,7 @@
  * exit 1. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli.h"
 
 enum cpu_kind { CPU_FOLDED, CPU_FLAME, CPU_PPROF, CPU_OFF };
@@ -32,8 +33,8 @@ static const char flame_help[] =
 	"A self-contained SVG flame graph of the CPU samples: open it in a browser,\n"
 	"hover for names and shares, click to zoom, Ctrl-F to search. --callgraph\n"
 	"draws a call graph instead (needs graphviz's dot on the daemon's machine).\n"
-	"-o - writes the SVG to standard output. No samples: exit status 1, nothing\n"
-	"written (see folded --help).\n";
+	"-o - (or no -o, standard output not a terminal) writes the SVG to standard\n"
+	"output. No samples: exit status 1, nothing written (see folded --help).\n";
 static const char offcpu_help[] =
 	"Usage: qprof-cli offcpu [-o FILE] [--pid N] [--seconds S] [--scope NAME]\n"
 	"\n"
@@ -52,8 +53,8 @@ static const char pprof_help[] =
 	"Usage: qprof-cli pprof -o FILE.pb.gz [--pid N] [--seconds S] [--scope NAME]\n"
 	"\n"
 	"The CPU samples as a gzipped pprof profile: go tool pprof -top FILE.pb.gz\n"
-	"-o - writes it to standard output. No samples: exit status 1, nothing\n"
-	"written (see folded --help).\n";
+	"-o - (or no -o, standard output not a terminal) writes it to standard output.\n"
+	"No samples: exit status 1, nothing written (see folded --help).\n";
 
 static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kind)
 {
@@ -108,8 +109,16 @@ static int cpu_cmd(struct cli_ctx *ctx, int argc, char **argv, enum cpu_kind kin
 		snprintf(target, sizeof(target), "%s",
 			 n > 4 && !strcmp(out + n - 4, ".svg") ? "/api/offcpu/flamegraph"
 			 : n > 6 && !strcmp(out + n - 6, ".pb.gz") ? "/pprof/offcpu" : "/api/offcpu/folded");
-	} else if (kind != CPU_FOLDED && !out)
-		return cli_usage_error(ctx, "-o FILE is required (the output is binary or SVG)");
+	} else if (kind != CPU_FOLDED && !out) {
+		/* a pipe or a file takes the profile as it is; a terminal would
+		 * show gzip bytes or a page of SVG */
+		if (isatty(STDOUT_FILENO))
+			return cli_usage_error(ctx, "%s: give -o FILE%s, or send standard output to a file or a "
+					       "pipe (qprof-cli %s > FILE%s)", kind == CPU_PPROF ? "pprof writes a gzipped protobuf"
+					       : "flamegraph writes SVG", kind == CPU_PPROF ? ".pb.gz" : ".svg",
+					       kind == CPU_PPROF ? "pprof" : "flamegraph", kind == CPU_PPROF ? ".pb.gz" : ".svg");
+		out = "-";
+	}
 	if (out && !out[0])
 		return cli_usage_error(ctx, "-o wants a file name");
 	if (scope && (!scope[0] || strlen(scope) > 256))

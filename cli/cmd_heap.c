@@ -21,7 +21,7 @@ static const char heap_help[] =
 	"                  (alloc_objects, alloc_space, inuse_objects, inuse_space;\n"
 	"                  --kind growth: calls, space)\n"
 	"  -o FILE, none   folded stacks, \"comm;root;...;caller bytes\" per line\n"
-	"  --pid N         the process (required)\n"
+	"  --pid N         the process (default: the daemon's only target)\n"
 	"  --seconds S     a window of the next S seconds (1..300)\n";
 
 static bool ends_with(const char *s, const char *suffix)
@@ -44,7 +44,7 @@ int cmd_heap(struct cli_ctx *ctx, int argc, char **argv)
 	};
 	const char *pid_arg = NULL, *sec_arg = NULL, *kind = "inuse", *out = NULL;
 	struct http_response resp;
-	char target[1024];
+	char target[1024], pidbuf[24];
 	bool pprof, svg;
 	int64_t sec = 0;
 	int c, rc;
@@ -71,8 +71,16 @@ int cmd_heap(struct cli_ctx *ctx, int argc, char **argv)
 		return cli_usage_error(ctx, "--kind must be inuse, alloc or growth");
 	if (out && !out[0])
 		return cli_usage_error(ctx, "-o wants a file name");
-	if (!pid_arg)
-		return cli_usage_error(ctx, "--pid N is required: the process whose heap is profiled");
+	if (!pid_arg) {
+		/* the daemon's only target, when it has one */
+		int64_t pid;
+
+		rc = cli_only_target(ctx, &pid);
+		if (rc)
+			return rc;
+		snprintf(pidbuf, sizeof(pidbuf), "%lld", (long long)pid);
+		pid_arg = pidbuf;
+	}
 	pprof = out && (ends_with(out, ".pb.gz") || ends_with(out, ".pb"));
 	svg = out && ends_with(out, ".svg");
 	if (pprof)

@@ -143,35 +143,6 @@ static int print_slow(const struct cli_ctx *ctx, const json_t *root)
 	return CLI_OK;
 }
 
-/* the pid of the daemon's only target; CLI_FAIL (said why) otherwise */
-static int only_target(struct cli_ctx *ctx, int64_t *pid)
-{
-	struct http_response resp;
-	const json_t *arr, *t;
-	json_t *root;
-	uint64_t v = 0;
-	size_t n;
-	int rc;
-
-	rc = cli_api_call(ctx, "GET", "/api/status", NULL, CLI_HTTP_TIMEOUT_S, &resp);
-	if (rc)
-		return rc;
-	root = cli_api_json(ctx, &resp);
-	http_response_free(&resp);
-	if (!root)
-		return CLI_FAIL;
-	arr = json_object_get(root, "targets");
-	n = json_is_array(arr) ? json_array_size(arr) : 0;
-	t = n == 1 ? json_array_get(arr, 0) : NULL;
-	if (!t || !cli_json_u64(t, "pid", &v) || !v) {
-		json_decref(root);
-		return cli_fail(ctx, "qprofd has %zu targets: say which with --pid N", n);
-	}
-	json_decref(root);
-	*pid = (int64_t)v;
-	return 0;
-}
-
 int cmd_slow(struct cli_ctx *ctx, int argc, char **argv)
 {
 	enum { OPT_PID = CLI_OPT_CMD_BASE, OPT_SECONDS };
@@ -221,7 +192,7 @@ int cmd_slow(struct cli_ctx *ctx, int argc, char **argv)
 	if (sec_arg && cli_parse_seconds(ctx, sec_arg, &sec))
 		return CLI_USAGE;
 	if (!pid_arg) {
-		rc = only_target(ctx, &pid);
+		rc = cli_only_target(ctx, &pid);
 		if (rc)
 			return rc;
 	}

@@ -377,3 +377,32 @@ const char *cli_json_str(const json_t *obj, const char *key)
 {
 	return json_string_value(json_object_get(obj, key));
 }
+
+/* See cli.h. */
+int cli_only_target(struct cli_ctx *ctx, int64_t *pid)
+{
+	struct http_response resp;
+	const json_t *arr, *t;
+	json_t *root;
+	uint64_t v = 0;
+	size_t n;
+	int rc;
+
+	rc = cli_api_call(ctx, "GET", "/api/status", NULL, CLI_HTTP_TIMEOUT_S, &resp);
+	if (rc)
+		return rc;
+	root = cli_api_json(ctx, &resp);
+	http_response_free(&resp);
+	if (!root)
+		return CLI_FAIL;
+	arr = json_object_get(root, "targets");
+	n = json_is_array(arr) ? json_array_size(arr) : 0;
+	t = n == 1 ? json_array_get(arr, 0) : NULL;
+	if (!t || !cli_json_u64(t, "pid", &v) || !v) {
+		json_decref(root);
+		return cli_fail(ctx, "qprofd has %zu targets: say which with --pid N", n);
+	}
+	json_decref(root);
+	*pid = (int64_t)v;
+	return 0;
+}

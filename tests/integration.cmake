@@ -180,11 +180,13 @@ add_test(NAME integration_trace
           $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>)
 set_tests_properties(integration_trace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 # The same trace opened by a real client: speedscope (npm) in headless Chromium.
-# With it, spans across threads of both collectors as async events (b/n/e).
+# With it, spans across threads of both collectors as async events (b/n/e);
+# 10 s of the demo strategy in speedscope's format opened within 30 s; the
+# size cap on both collectors and formats.
 add_test(NAME integration_trace_client
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_trace_client.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:trace_target> $<TARGET_FILE:qprof-cli>
-          ${CMAKE_BINARY_DIR}/npm-cache $<TARGET_FILE:spans_target>)
+          ${CMAKE_BINARY_DIR}/npm-cache $<TARGET_FILE:spans_target> $<TARGET_FILE:strategy>)
 set_tests_properties(integration_trace_client PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 # Traces of ring-collector targets: a window, the flight recorder (and its
 # size, --flight-events), the CLI without --seconds, spans as async events.

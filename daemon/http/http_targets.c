@@ -124,6 +124,40 @@ static int heap_attach(struct qprofd *d, int pid, struct qp_heap_status *st, int
 	return ret;
 }
 
+/* {"pid": N, "heap": true} for a process that is a target already: its
+ * heap profiled from now on, the target left as it is (a failure detaches
+ * nothing). 0 with TV filled; -EEXIST (409) when it is not a live target
+ * (the registry's words in ERR are kept) or its heap is profiled already. */
+static int heap_of_target(struct qprofd *d, int pid, struct qp_target_view *tv, struct qp_heap_status *st,
+			  int *status, char *err, size_t errlen)
+{
+	struct qp_target *t;
+	int ret = -EEXIST;
+
+	pthread_mutex_lock(&d->reg.lock);
+	t = qp_registry_find(&d->reg, pid);
+	if (t && t->state != QP_TARGET_EXITED)
+		ret = qp_target_view_copy(t, tv);
+	pthread_mutex_unlock(&d->reg.lock);
+	if (ret == -ENOMEM) {
+		*status = 500;
+		snprintf(err, errlen, "out of memory");
+	}
+	if (ret)
+		return ret;
+	ret = qp_heap_attach(d->heap, pid, st, err, errlen);
+	if (!ret)
+		return 0;
+	qp_target_view_free(tv);
+	memset(tv, 0, sizeof(*tv));
+	*status = ret == -EEXIST ? 409 : ret == -ESRCH ? 404 : 500;
+	if (ret == -EEXIST)
+		snprintf(err, errlen, "the heap of process %d is profiled already", pid);
+	else if (ret == -ESRCH)
+		snprintf(err, errlen, "process %d is gone", pid);
+	return ret;
+}
+
 void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { NULL };
@@ -137,7 +171,7 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	struct qp_heap_status hst = { 0 };
 	struct qp_json j;
 	int status = 500, ret;
-	bool heap;
+	bool heap, existing = false;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
@@ -218,6 +252,9 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 		ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &tv, &status, err, sizeof(err));
 		if (!ret && heap)
 			ret = heap_attach(d, (int)pid, &hst, &status, err, sizeof(err));
+		else if (ret == -EEXIST && heap && json_object_size(root) == 2 &&
+			 !(ret = heap_of_target(d, (int)pid, &tv, &hst, &status, err, sizeof(err))))
+			existing = true;
 		if (!ret) {
 			qp_json_obj_begin(&j);
 			qp_export_target_keys(&tv, &j);
@@ -247,7 +284,7 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 		qp_json_free(&j);
 		qp_reply_error(resp, status, "%s", err);
 	} else {
-		qp_reply_json(resp, 201, &j);
+		qp_reply_json(resp, existing ? 200 : 201, &j);
 	}
 out:
 	free((void *)extra.usdt);

@@ -172,16 +172,27 @@ int qp_heap_window(const struct qp_model_src *src, const struct qp_heap_query *q
 		snprintf(msg, msglen, "cannot build the heap profile: %s", strerror(-ret));
 		return ret;
 	}
-	if (q->seconds && !total) {
+	if (!total) {
+		/* nothing to show: the same 404 with or without a window, in
+		 * words that say what was looked for */
 		const char *exited = was_running && !running ? ": it exited during the window" : "";
+		char when[48];
 
-		if (q->kind == QP_HEAP_GROWTH)
-			snprintf(msg, msglen, "process %d (%s) did not grow its heap in the %u s window%s",
-				 q->pid, comm, q->seconds, exited);
+		if (q->seconds)
+			snprintf(when, sizeof(when), "in the %u s window", q->seconds);
 		else
-			snprintf(msg, msglen, "no allocation of process %d (%s) was sampled in the %u s "
-				 "window%s (one sample per %llu bytes allocated, on average)", q->pid, comm,
-				 q->seconds, exited, (unsigned long long)qp_heap_interval(src->heap));
+			snprintf(when, sizeof(when), "since qprofd attached");
+		if (q->kind == QP_HEAP_GROWTH)
+			snprintf(msg, msglen, "process %d (%s) did not grow its heap %s%s (growth counts brk "
+				 "and anonymous mmap calls)", q->pid, comm, when, exited);
+		else if (q->kind == QP_HEAP_INUSE && !q->seconds)
+			snprintf(msg, msglen, "no sampled allocation of process %d (%s) is live (one sample "
+				 "per %llu bytes allocated, on average)", q->pid, comm,
+				 (unsigned long long)qp_heap_interval(src->heap));
+		else
+			snprintf(msg, msglen, "no allocation of process %d (%s) was sampled %s%s (one sample "
+				 "per %llu bytes allocated, on average)", q->pid, comm, when, exited,
+				 (unsigned long long)qp_heap_interval(src->heap));
 		qp_heap_snapshot_free(&now);
 		qp_cpu_profile_free(out);
 		return -ENODATA;

@@ -24,8 +24,8 @@ struct qp_heap_query {
 /* OUT for Q, and in NOTE what the answer should say besides (the process
  * exited, losses). 0, or with MSG set: -ENODEV heap profiling unavailable,
  * -ENOENT PID's heap is not profiled, -ENOEXEC no allocator entry point is
- * traced in PID (MSG says what is), -ENODATA the window saw nothing,
- * -ECANCELED the daemon stops, -EIO/-ENOMEM. */
+ * traced in PID (MSG says what is), -ENODATA nothing to show (with or
+ * without a window: MSG says what was looked for), -ECANCELED the daemon stops, -EIO/-ENOMEM. */
 int qp_heap_window(const struct qp_model_src *src, const struct qp_heap_query *q, struct qp_cpu_profile *out,
 		   char *note, size_t notelen, char *msg, size_t msglen);
 

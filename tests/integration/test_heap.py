@@ -7,7 +7,9 @@ churner, the churner's allocated space within 15 % of 200 MiB, go tool
 pprof -sample_index=inuse_space -top reads /pprof/heap, growth names the
 keepers. A window holds what was allocated in it (keep_more: 4 MiB through
 posix_memalign and realloc) and not what came before; a window without
-allocation is a 404 that says so; a process that exits during a window is
+allocation is a 404 that says so (and nothing since attach is the same
+404, qprof-cli heap exits 1 with its words, --pid taken from the only
+target); heap turned on for a process attached without it (200; twice: 409); a process that exits during a window is
 answered with a note; a static binary without symbols gets a 422 saying
 what is and is not traced (its growth is traced); full maps are counted.
 
@@ -69,8 +71,26 @@ FUNCS = ("keep_blocks", "churn", "keep_calloc", "keep_more")
 prog = HeapTarget(target_bin)
 d = Daemon(qprofd, ["--heap-interval", "8192"])
 try:
+    # attached without its heap first: heap then turned on for the target
+    st, body = d.post("/api/targets", {"pid": prog.pid})
+    t.eq(st, 201, f"attach without heap: {body}")
+    st, _, text = folded(d, prog.pid, "growth")
+    t.eq(st, 404, f"heap not profiled yet: 404 ({text.strip()})")
     st, body = d.post("/api/targets", {"pid": prog.pid, "heap": True})
-    t.eq(st, 201, f"attach with heap: {body}")
+    t.eq(st, 200, f"heap turned on for a target already attached: {body}")
+    t.eq((body or {}).get("pid"), prog.pid, "the answer is the target")
+    st, again = d.post("/api/targets", {"pid": prog.pid, "heap": True})
+    t.check(st == 409 and "profiled already" in again.get("error", ""), f"twice: 409 that says so: {st} {again}")
+    st, other = d.post("/api/targets", {"pid": prog.pid, "heap": True, "collector": "ring"})
+    t.check(st == 409 and "already a target" in other.get("error", ""),
+            f"heap with other keys for a target: the 409 as before: {st} {other}")
+    # nothing grew yet: qprof-cli heap (no --pid: the only target) says so,
+    # with and without --seconds alike (a 404, exit 1)
+    for extra in ([], ["--seconds", "1"]):
+        r = subprocess.run([cli, "--socket", d.sock, "heap", "--kind", "growth", *extra],
+                           capture_output=True, text=True, timeout=60)
+        t.check(r.returncode == 1 and r.stdout == "" and "did not grow its heap" in r.stderr
+                and f"process {prog.pid} " in r.stderr, f"heap --kind growth {extra}: {r.returncode} {r.stderr!r}")
     heap = (body or {}).get("heap", {})
     t.check(heap.get("functions", 0) >= 4, f"allocator entry points probed: {heap}")
     t.check("malloc" in heap.get("traced", "") and "libc.so" in heap.get("traced", ""),

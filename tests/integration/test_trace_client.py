@@ -14,7 +14,16 @@ Then spans across threads, on the BPF collector and on the ring collector:
 imported by speedscope (which draws the threads' X events and leaves the
 async ones to Perfetto and chrome://tracing).
 
-usage: test_trace_client.py QPROFD TRACE_TARGET QPROF_CLI CACHE_DIR SPANS_TARGET"""
+Then the demo strategy (examples/strategy.c, 2 threads at 20,000 ticks a
+second, as the demo runs it): 10 s recorded by qprof-cli trace --format
+speedscope on the BPF collector, every frame name clean (the strategy's
+scope names, nothing appended), and the file opened by speedscope within
+30 s (the wall time of the headless Chromium run, printed with the size
+per scope); then 3 s on the ring collector cut by --max-mb 2: the file
+within 2,000,000 bytes, the cut said by the CLI and in the profile names
+speedscope shows, and the Chrome JSON of the same cap within it too.
+
+usage: test_trace_client.py QPROFD TRACE_TARGET QPROF_CLI CACHE_DIR SPANS_TARGET STRATEGY"""
 import base64
 import json
 import os
@@ -22,11 +31,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qptest import SKIP, Daemon, Failures, Target, require_root, wait_for  # noqa: E402
 
-qprofd, target_bin, cli, cache, spans_bin = sys.argv[1:6]
+qprofd, target_bin, cli, cache, spans_bin, strategy_bin = sys.argv[1:7]
 require_root()
 t = Failures("integration_trace_client")
 SPEEDSCOPE = "speedscope@1.25.0"
@@ -53,8 +63,10 @@ def speedscope_dir():
     return rel
 
 
-def open_in_speedscope(rel, path, tmp):
-    """The DOM of speedscope after it loaded PATH in headless Chromium."""
+def open_in_speedscope(rel, path, tmp, timeout=180):
+    """The DOM of speedscope after it loaded PATH in headless Chromium
+    (the base64 of the file in a script, as speedscope's command line does);
+    None when Chromium did not finish within TIMEOUT seconds."""
     name = os.path.basename(path)
     with open(path, "rb") as f:
         data = base64.b64encode(f.read()).decode()
@@ -68,10 +80,13 @@ def open_in_speedscope(rel, path, tmp):
         print("FAIL: chromium is not installed (scripts/install-deps.sh installs it)", file=sys.stderr)
         sys.exit(1)
     url = f"file://{rel}/index.html#localProfilePath={js}"
-    r = subprocess.run([browser, "--headless=new", "--no-sandbox", "--disable-gpu",
-                        "--allow-file-access-from-files", f"--user-data-dir={tmp}/chromium",
-                        "--virtual-time-budget=10000", "--dump-dom", url],
-                       capture_output=True, text=True, timeout=180)
+    try:
+        r = subprocess.run([browser, "--headless=new", "--no-sandbox", "--disable-gpu",
+                            "--allow-file-access-from-files", f"--user-data-dir={tmp}/chromium",
+                            "--virtual-time-budget=10000", "--dump-dom", url],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None
     return r.stdout
 
 
@@ -93,6 +108,8 @@ try:
             doc = json.load(f)
         n = sum(1 for e in doc["traceEvents"] if e["ph"] == "X")
         t.eq(n, 4 * 300, "X events in the file")
+        t.eq(sum(1 for e in doc["traceEvents"] if e["ph"] == "X" and "args" in e), 0,
+             "X events carry no args (speedscope would append them to the frame's name)")
         dom = open_in_speedscope(rel, path, tmp)
         t.check("<title>trace.json - speedscope</title>" in dom,
                 f"speedscope imported the trace (title): {dom[:300]!r}")
@@ -147,4 +164,76 @@ for collector in ("bpf", "ring"):
         d.stop()
         if t.failed:
             print(d.logtext(), file=sys.stderr)
+
+STRATEGY_SCOPES = {"on_tick", "generate_signal", "calc_ma", "risk_check", "order_path", "send_order",
+                   "gateway_loop", "report_fill"}
+
+
+def strategy_trace(collector, seconds, extra):
+    """SECONDS of the demo strategy traced by qprof-cli trace EXTRA: (the
+    path, the CLI's stderr, the file's bytes); the caller's tmp is kept."""
+    prog = subprocess.Popen([strategy_bin, "--threads", "2", "--rate", "20000"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    d = Daemon(qprofd, ["--pid", str(prog.pid)] + (["--ring"] if collector == "ring" else []))
+    try:
+        t.check(wait_for(lambda: d.get("/api/scopes")[1].get("scopes"), timeout=30),
+                f"{collector}: the strategy's scopes are seen")
+        path = os.path.join(tmpdir, f"strategy-{collector}.json")
+        r = subprocess.run([cli, "--socket", d.sock, "trace", "-o", path, "--seconds", str(seconds), *extra],
+                           capture_output=True, text=True, timeout=seconds + 180)
+        t.eq(r.returncode, 0, f"{collector}: qprof-cli trace {' '.join(extra)} ({r.stderr.strip()})")
+        return path, r.stderr
+    finally:
+        prog.terminate()
+        prog.wait(timeout=30)
+        d.stop()
+        if t.failed:
+            print(d.logtext()[-4000:], file=sys.stderr)
+
+
+with tempfile.TemporaryDirectory() as tmpdir:
+    path, err = strategy_trace("bpf", 10, ["--format", "speedscope"])
+    size = os.path.getsize(path)
+    with open(path) as f:
+        doc = json.load(f)
+    t.eq(doc["$schema"], "https://www.speedscope.app/file-format-schema.json", "speedscope: the schema")
+    names = {fr["name"] for fr in doc["shared"]["frames"]}
+    t.check(names and names <= STRATEGY_SCOPES | {"?"} and {"on_tick", "calc_ma"} <= names,
+            f"speedscope: the frames are the strategy's scope names, clean: {sorted(names)}")
+    nscopes = doc["qprof"]["scopes"]
+    opened = sum(1 for p in doc["profiles"] for e in p["events"] if e["type"] == "O")
+    t.eq(opened, nscopes, "speedscope: one O event a scope")
+    t.check(nscopes > 100000, f"speedscope: 10 s of the strategy hold many scopes ({nscopes})")
+    t.check(f"{nscopes} scopes" in err, f"the CLI says how many scopes: {err.strip()}")
+    t.check("speedscope format holds scopes only" in err, "the CLI says what the format leaves out")
+    t0 = time.monotonic()
+    dom = open_in_speedscope(rel, path, tmpdir, timeout=30)
+    took = time.monotonic() - t0
+    print(f"10 s of the strategy: {nscopes} scopes, {size} bytes ({size / nscopes:.1f} bytes a scope, "
+          f"two events), opened by speedscope in {took:.1f} s (load {os.getloadavg()[0]:.1f})", flush=True)
+    t.check(dom is not None, "speedscope opened 10 s of the strategy within 30 s")
+    dom = dom or ""
+    t.check("<title>strategy - speedscope</title>" in dom, f"speedscope imported it (title): {dom[:300]!r}")
+    t.check(" (pid " in dom and "strategy (tid " in dom, "speedscope shows a thread's profile by name")
+    del doc
+
+    path, err = strategy_trace("ring", 3, ["--format", "speedscope", "--max-mb", "2"])
+    size = os.path.getsize(path)
+    t.check(size <= 2000000, f"ring: --max-mb 2 keeps the file within 2,000,000 bytes ({size})")
+    with open(path) as f:
+        doc = json.load(f)
+    t.eq(doc["qprof"]["collector"], "ring", "ring: the trace's collector")
+    t.check(doc["qprof"]["cut_scopes"] > 0 and "cut_at_ns" in doc["qprof"], "ring: the trace says it was cut")
+    t.check("[cut at +" in doc["name"] and "the 2 MB cap]" in doc["name"], f"ring: the file's name: {doc['name']}")
+    t.check("note: the trace was cut at the 2 MB cap" in err, f"ring: the CLI says it was cut: {err.strip()}")
+    dom = open_in_speedscope(rel, path, tmpdir) or ""
+    t.check("the 2 MB cap]" in dom, f"ring: speedscope shows the cut in the profile's name: {dom[:300]!r}")
+    path, err = strategy_trace("ring", 2, ["--max-mb", "2"])
+    size = os.path.getsize(path)
+    with open(path) as f:
+        doc = json.load(f)
+    t.check(size <= 2000000 and doc["otherData"]["cut_events"] > 0, f"ring: Chrome JSON within the cap ({size})")
+    cut = [e for e in doc["traceEvents"] if e["name"].startswith("qprof: trace cut here (the 2 MB cap)")]
+    t.check(len(cut) == 1 and cut[0]["args"]["events_left_out"] == doc["otherData"]["cut_events"],
+            "ring: one event says where Chrome JSON was cut")
 sys.exit(t.done())

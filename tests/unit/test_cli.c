@@ -80,7 +80,6 @@ static void test_args(void)
 	expect_usage((const char *[]){ "logs", "--since", "x", NULL }, "invalid --since 'x'");
 	expect_usage((const char *[]){ "values", "--pid", "0", NULL }, "--pid");
 	/* CPU commands: their own argument errors */
-	expect_usage((const char *[]){ "flamegraph", NULL }, "-o FILE is required");
 	expect_usage((const char *[]){ "pprof", "--seconds", "0", "-o", "x", NULL }, "--seconds");
 	expect_usage((const char *[]){ "folded", "--callgraph", NULL }, "--callgraph is an option of flamegraph");
 	expect_usage((const char *[]){ "folded", "--scope", "", NULL }, "--scope wants a scope name");

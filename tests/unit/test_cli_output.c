@@ -10,7 +10,44 @@
 #define _GNU_SOURCE	/* strcasestr */
 #include "cli_harness.h"
 
+#include <pty.h>
 #include <sys/stat.h>
+
+/* qprof-cli ARGS with standard output a terminal (a pty): its exit code,
+ * its stderr in ERR. */
+static int run_on_tty(const char *const *args, char *err, size_t len)
+{
+	const char *argv[16];
+	int master, slave, status = 0, ep[2];
+	size_t n = 0, got = 0;
+	ssize_t k;
+	pid_t pid;
+
+	argv[n++] = cli_path;
+	while (*args && n < 15)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+	if (openpty(&master, &slave, NULL, NULL, NULL) || pipe(ep))
+		return -1;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		dup2(slave, 1);
+		dup2(ep[1], 2);
+		setenv("QPROF_SOCKET", "/nonexistent/qprof.sock", 1);
+		execv(cli_path, (char *const *)argv);
+		_exit(127);
+	}
+	close(slave);
+	close(ep[1]);
+	while (got + 1 < len && (k = read(ep[0], err + got, len - 1 - got)) > 0)
+		got += (size_t)k;
+	err[got] = '\0';
+	close(ep[0]);
+	close(master);
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 static const char note_head[] =
 	"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -52,8 +89,6 @@ static void test_json(void)
 	expect_json_usage((const char *[]){ "folded", "--json", "--seconds", "0", NULL },
 			  "{\"error\":\"invalid --seconds '0': a whole number of seconds from 1 "
 			  "to 300\"}\n");
-	expect_json_usage((const char *[]){ "--json", "flamegraph", NULL },
-			  "{\"error\":\"-o FILE is required (the output is binary or SVG)\"}\n");
 	/* values are checked once all options are read: --json may come last */
 	expect_json_usage((const char *[]){ "scopes", "--pid", "x", "--json", NULL },
 			  "{\"error\":\"invalid --pid 'x': a process id is a whole number from 1 "
@@ -165,6 +200,32 @@ static void test_stdout(void)
 	CHECK_STR(r.out, pb);
 	CHECK_STR(r.err, "");
 	CHECK(!exists("-"));
+
+	/* pprof and flamegraph without -o: standard output when it is no
+	 * terminal; on a terminal, a usage error that says what to do */
+	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"
+		 "Content-Length: %zu\r\n\r\n", strlen(pb));
+	run_fake(&r, &f, (const char *const[]){ head, pb, NULL },
+		 (const char *[]){ "pprof", "--seconds", "1", NULL });
+	CHECK_INT(r.code, 0);
+	CHECK_STR(r.out, pb);
+	CHECK(strncmp(f.req, "GET /pprof/profile?seconds=1 HTTP/1.1\r\n", 39) == 0);
+	CHECK(!exists("-"));
+	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: image/svg+xml\r\n"
+		 "Content-Length: %zu\r\n\r\n", strlen(svg));
+	run_fake(&r, &f, (const char *const[]){ head, svg, NULL },
+		 (const char *[]){ "flamegraph", NULL });
+	CHECK_INT(r.code, 0);
+	CHECK_STR(r.out, svg);
+	{
+		char err[1024];
+
+		CHECK_INT(run_on_tty((const char *[]){ "pprof", NULL }, err, sizeof(err)), 2);
+		CHECK_HAS(err, "pprof writes a gzipped protobuf: give -o FILE.pb.gz, or send standard "
+			  "output to a file or a pipe (qprof-cli pprof > FILE.pb.gz)");
+		CHECK_INT(run_on_tty((const char *[]){ "flamegraph", NULL }, err, sizeof(err)), 2);
+		CHECK_HAS(err, "flamegraph writes SVG: give -o FILE.svg");
+	}
 
 	/* offcpu: the route follows the file name (folded without -o) */
 	snprintf(head, sizeof(head), "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
