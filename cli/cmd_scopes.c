@@ -18,6 +18,13 @@ static const char scopes_help[] =
 	"and counted probes) as a call tree per process: COUNT, MEAN, P50, P90, P99,\n"
 	"P99.9, MAX and TOTAL time; marks and probes have counts only (\"-\").\n"
 	"\n"
+	"The BPF collector takes its probes' own cost (measured at start) off every\n"
+	"duration: an instance shorter than that reads 0, and a figure of 0 shows as\n"
+	"\"<N ns\" (less than N, how much less unknown). Its MAX also holds any time the\n"
+	"thread was preempted inside a probe, which the program's own clock does not\n"
+	"see: a one-off MAX may exceed it by milliseconds on a busy machine. The ring\n"
+	"collector (qprofd --ring) reads the program's own clock: neither applies.\n"
+	"\n"
 	"  --pid N      only process N\n"
 	"  --seconds S  collect the next S seconds (1..300) instead of everything\n"
 	"               since attach\n"
@@ -34,6 +41,7 @@ struct scope_row {
 	const char *kind, *name, *parent;	/* owned by the JSON document */
 	double dur[D_N];
 	bool has_dur[D_N];
+	uint64_t calibration_ns;	/* taken off each duration (BPF collector) */
 	bool visited;
 	bool expands;	/* the first row of its name: children go under it */
 };
@@ -70,8 +78,13 @@ static void add_row(struct table *t, const struct scope_row *r, int depth)
 		depth = 32;
 	table_cellf(t, "%*s%s", 2 * depth, "", r->name);
 	table_cell(t, r->has_count ? qp_fmt_count(buf, sizeof(buf), r->count) : NULL);
-	for (i = 0; i < D_N; i++)
-		table_cell(t, qp_fmt_duration(buf, sizeof(buf), r->dur[i], r->has_dur[i]));
+	for (i = 0; i < D_N; i++) {
+		if (r->has_dur[i] && r->dur[i] < 0.5 && r->calibration_ns && r->count)
+			/* measured at or below the probes' cost: a bound, not 0 */
+			table_cellf(t, "<%llu ns", (unsigned long long)r->calibration_ns);
+		else
+			table_cell(t, qp_fmt_duration(buf, sizeof(buf), r->dur[i], r->has_dur[i]));
+	}
 }
 
 static bool is_child(const struct scope_row *parent, const struct scope_row *r)
@@ -188,6 +201,7 @@ static int print_scopes(const struct cli_ctx *ctx, const json_t *root)
 		if (!r->name)
 			r->name = "?";
 		r->parent = cli_json_str(o, "parent");
+		cli_json_u64(o, "calibration_ns", &r->calibration_ns);
 		for (k = 0; k < D_N; k++)
 			r->has_dur[k] = cli_json_double(o, dur_keys[k], &r->dur[k]);
 	}

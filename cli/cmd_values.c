@@ -17,7 +17,9 @@ static const char values_help[] =
 	"QPROF_VALUE sites: COUNT, MIN, MEAN, P50, P99, MAX and LAST of the finite\n"
 	"values since attach; NaN and infinities are counted apart (NON-FINITE).\n"
 	"MIN, MAX, LAST and the counts are exact; MEAN and percentiles are read\n"
-	"from a histogram whose buckets are 1/4096 of their value wide.\n";
+	"from a histogram whose buckets are 1/4096 of their value wide: they show\n"
+	"with \"~\" and 4 significant digits (\"~2\": the bucket around 2), or exact\n"
+	"when every value was the same.\n";
 
 static const char logs_help[] =
 	"Usage: qprof-cli logs [--pid N] [--since SEQ] [-f] [--json]\n"
@@ -39,6 +41,26 @@ static void fmt_num(char *buf, size_t len, const json_t *o, const char *key)
 		snprintf(buf, len, "-");
 	else
 		snprintf(buf, len, "%.6g", v);
+}
+
+/* A figure read from the histogram: "~" and 4 significant digits, kept
+ * within [MIN, MAX] (exact when they are equal); "-" when absent. */
+static void fmt_approx(char *buf, size_t len, const json_t *o, const char *key)
+{
+	double v, lo, hi;
+
+	if (!cli_json_double(o, key, &v)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (cli_json_double(o, "min", &lo) && cli_json_double(o, "max", &hi)) {
+		if (lo == hi) {
+			snprintf(buf, len, "%.6g", lo);
+			return;
+		}
+		v = v < lo ? lo : v > hi ? hi : v;
+	}
+	snprintf(buf, len, "~%.4g", v);
 }
 
 static int print_values(const struct cli_ctx *ctx, const json_t *root)
@@ -71,9 +93,9 @@ static int print_values(const struct cli_ctx *ctx, const json_t *root)
 		cli_json_u64(o, "count", &u);
 		qp_fmt_count(cnt, sizeof(cnt), u);
 		fmt_num(mn, sizeof(mn), o, "min");
-		fmt_num(mean, sizeof(mean), o, "mean");
-		fmt_num(p50, sizeof(p50), o, "p50");
-		fmt_num(p99, sizeof(p99), o, "p99");
+		fmt_approx(mean, sizeof(mean), o, "mean");
+		fmt_approx(p50, sizeof(p50), o, "p50");
+		fmt_approx(p99, sizeof(p99), o, "p99");
 		fmt_num(mx, sizeof(mx), o, "max");
 		fmt_num(last, sizeof(last), o, "last");
 		cli_json_u64(o, "nan", &nan);

@@ -152,8 +152,8 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		snprintf(err, errlen, "libbpf's USDT spec layout is not the one qprofd writes");
 		goto fail;
 	}
-	qp_info("scope aggregates: %u chunks preallocated, %u more allocated on demand, %u KiB of dirty "
-		"keys: %llu KiB reserved", sz.chunks_pre, sz.chunks_more, sz.dirty_bytes >> 10,
+	qp_info("scope figures: room for %u scopes (one per process, scope and caller; --max-sites "
+		"for more), %llu KiB of kernel memory reserved", max_sites,
 		(unsigned long long)(sz.reserved_bytes >> 10));
 	ret = qp_scope_poll_init(s);
 	if (!ret)

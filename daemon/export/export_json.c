@@ -78,6 +78,7 @@ static void scope_item(struct qp_json *j, const struct qp_scope_item *it)
 		qp_json_kv_double(j, "p90_ns", it->p90_ns);
 		qp_json_kv_double(j, "p99_ns", it->p99_ns);
 		qp_json_kv_double(j, "p999_ns", it->p999_ns);
+		qp_json_kv_u64(j, "calibration_ns", it->calibration_ns);
 		qp_json_kv_str(j, "parent", it->parent);
 		kernel_figures(j, it);
 	} else {

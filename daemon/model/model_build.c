@@ -115,6 +115,19 @@ int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_q
 	if (!q->reg_locked)
 		pthread_mutex_lock(&src->reg->lock);
 	ret = qp_scope_model_make(&in, &nm, out);
+	if (!ret) {
+		/* what the BPF collector took off each duration of its targets'
+		 * rows (the ring collector's clock needs no correction) */
+		uint64_t cal = src->scopes ? qp_scopes_calibration(src->scopes) : 0;
+		size_t i;
+
+		for (i = 0; i < out->n && cal; i++) {
+			const struct qp_target *t = qp_registry_find(src->reg, out->items[i].pid);
+
+			if (out->items[i].shape == QP_ITEM_TIMED && t && !t->ring)
+				out->items[i].calibration_ns = cal;
+		}
+	}
 	if (!q->reg_locked)
 		pthread_mutex_unlock(&src->reg->lock);
 	reading_free(&base);

@@ -41,6 +41,10 @@ struct qp_scope_item {
 	/* QP_ITEM_TIMED */
 	uint64_t total_ns, min_ns, max_ns;
 	double mean_ns, p50_ns, p90_ns, p99_ns, p999_ns;
+	/* the probes' own cost the BPF collector took off each duration (0:
+	 * the ring collector's row, or none): a figure of 0 is an instance
+	 * measured at or below it, whose true length is < calibration_ns */
+	uint64_t calibration_ns;
 	const struct qp_hist_count *hist;	/* the non-empty buckets of bpf/hist.h, in order */
 	size_t nhist;
 	const char *parent;	/* the enclosing scope's name, NULL at top level */

@@ -43,6 +43,7 @@ static int cmp_folded(const void *a, const void *b)
 struct maker {
 	struct qp_arena *a;
 	struct qp_symbolizer *sym;
+	struct qp_ring *ring;	/* NULL: no ring collector */
 	int pid;
 	bool oom;
 };
@@ -150,7 +151,10 @@ static void make_item(struct maker *mk, const struct qp_slow_inst *in, struct qp
 	it->tid = in->r.tid;
 	memcpy(comm, in->r.comm, 16);
 	comm[16] = '\0';
-	if (!comm[0]) {	/* the ring collector's: the thread's name now */
+	if (!comm[0] && !qp_ring_thread_name(mk->ring, mk->pid, in->r.tid, comm, sizeof(comm))) {
+		/* the ring collector's records carry no name: the name it read
+		 * when it first met the thread (kept after the thread exits),
+		 * else the thread's name now */
 		char path[64];
 		FILE *f;
 
@@ -399,6 +403,7 @@ int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_que
 		goto out;
 	}
 	mk.sym = src->reg->sym;
+	mk.ring = src->reg->ring;
 	for (i = 0; i < out->n; i++) {
 		make_item(&mk, &v[i], &out->items[i]);
 		out->items[i].parent = parents[i];

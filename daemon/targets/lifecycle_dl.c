@@ -175,8 +175,18 @@ static void ldso_add(struct qp_lifecycle *lc, const char *path, int fd, dev_t de
 			"the 1 s rescan only", path, strerror(errno));
 		return;
 	}
-	qp_info("following the libraries loaded through %s (_dl_debug_state at 0x%llx%s)", path,
-		(unsigned long long)off, delta ? "" : ", no _r_debug: every call reported");
+	{
+		/* PATH may be a /proc/PID/map_files/ link (the very inode
+		 * mapped): name the file itself */
+		char real[PATH_MAX];
+		ssize_t n = strstr(path, "/map_files/") ? readlink(path, real, sizeof(real) - 1) : -1;
+
+		if (n > 0)
+			real[n] = '\0';
+		qp_info("libraries loaded later (dlopen) are probed as they load: the dynamic loader %s is "
+			"watched%s", n > 0 ? real : path, delta ? "" : " (every call of its _dl_debug_state "
+			"reported: no _r_debug found)");
+	}
 }
 
 void qp_lifecycle_watch_ldso(struct qp_lifecycle *lc, int pid, const struct qp_maps *maps)

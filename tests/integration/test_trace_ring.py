@@ -7,7 +7,8 @@ a mark, a value and a log line).
 1. seconds=N: exact counts per name, nesting against depth, monotonic times
    per thread, the kernel's thread names (the threads have exited by the
    end of the trace), durations adding up exactly to /api/scopes' totals,
-   collector "ring".
+   collector "ring"; the slowest instances of outer name their threads
+   after the threads exited.
 2. No seconds=: the flight recorder answers the same events at once (and
    qprof-cli trace without --seconds writes them); a second daemon with
    --flight-events 1000 keeps exactly the last 1000 instances.
@@ -76,10 +77,10 @@ def check_events(doc, what, totals=None):
         b, end = ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
         while st and st[-1] <= b:
             st.pop()
-        if e["args"]["depth"] != len(st) or (st and end > st[-1]):
+        if {"outer": 0, "inner": 1}.get(e["name"]) != len(st) or (st and end > st[-1]) or "args" in e:
             nest_ok = False
         st.append(end)
-    t.check(nest_ok, f"{what}: nesting consistent with depth")
+    t.check(nest_ok, f"{what}: nesting: outer at depth 0, inner at 1, no args")
     if totals:
         for name in ("outer", "inner"):
             total = sum(ns(e["dur"]) for e in rest if e["ph"] == "X" and e["name"] == name)
@@ -132,6 +133,18 @@ try:
         t.check("0 events" in r.stderr, f"an idle window: {r.stderr.strip()}")
     st, status = d.get("/api/status")
     t.eq(status["trace"]["active"], 0, "no trace left running")
+    # the start-up lines in a user's words: no chunk counts, no /proc path
+    log = d.logtext()
+    dl = [ln for ln in log.splitlines() if "libraries loaded later (dlopen) are probed as they load" in ln]
+    t.check(dl and all("the dynamic loader /" in ln and "/proc/" not in ln for ln in dl),
+            f"the loader's line names the file: {dl}")
+    t.check("scope figures: room for 4096 scopes (one per process, scope and caller; --max-sites for more)"
+            in log and "chunks preallocated" not in log, "the scope maps' line in words")
+    # the slowest instances keep their threads' names after the threads exited
+    st, slow = d.get(f"/api/scopes/slowest?pid={prog.pid}&name=outer&n=8")
+    threads = {i.get("thread") for i in (slow or {}).get("instances", slow.get("items", []) if slow else [])}
+    t.check(st == 200 and threads and threads <= {"worker0", "worker1"},
+            f"slow: the exited threads' names kept: {st} {sorted(map(str, threads))}")
 finally:
     prog.kill()
     t.eq(d.stop(), 0, "qprofd exits 0")

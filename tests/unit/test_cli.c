@@ -157,8 +157,9 @@ static const char status_text[] =
 	"4242  unloaded       2      3    1m 01s  /opt/s/libmr?.so\n"
 	"4242  refused        0      0         -  /opt/s/libx.so\n";
 
-/* A call tree: main > {calc_ma, io > calc_ma, rec > rec}, a mark, a row
- * whose parent is not in the answer, and a second pid. Deliberately out of
+/* A call tree: main > {calc_ma, io > calc_ma, rec > rec}, a mark, rows
+ * whose parent is not in the answer (one of the BPF collector whose P50
+ * and P90 are 0 after its calibration: "<691 ns"), and a second pid. Deliberately out of
  * order. */
 static const char scopes_json[] =
 	"{\"scopes\":["
@@ -194,6 +195,10 @@ static const char scopes_json[] =
 	"\"function\":\"x\",\"count\":4,\"total_ns\":400,\"mean_ns\":100,"
 	"\"min_ns\":100,\"max_ns\":100,\"p50_ns\":100,\"p90_ns\":100,\"p99_ns\":100,"
 	"\"p999_ns\":100,\"parent\":\"gone\"},"
+	"{\"pid\":100,\"kind\":\"scope\",\"name\":\"tiny\",\"file\":\"s.c\",\"line\":60,"
+	"\"function\":\"x\",\"count\":5,\"total_ns\":1500,\"mean_ns\":300,"
+	"\"min_ns\":0,\"max_ns\":900,\"p50_ns\":0,\"p90_ns\":0,\"p99_ns\":900,"
+	"\"p999_ns\":900,\"calibration_ns\":691,\"parent\":\"gone\"},"
 	"{\"pid\":7,\"kind\":\"probe\",\"name\":\"python:gc__start\",\"file\":null,\"line\":0,"
 	"\"function\":null,\"count\":9,\"total_ns\":null,\"mean_ns\":null,"
 	"\"min_ns\":null,\"max_ns\":null,\"p50_ns\":null,\"p90_ns\":null,\"p99_ns\":null,"
@@ -210,13 +215,46 @@ static const char scopes_text[] =
 	"100  scope    rec                 3  2.33 us  2.00 us  4.00 us  4.00 us  4.00 us  4.00 us  7.00 us\n"
 	"100  scope      rec               2  1.50 us  1.00 us  2.00 us  2.00 us  2.00 us  2.00 us  3.00 us\n"
 	"100  mark   signal            12.3k        -        -        -        -        -        -        -\n"
+	"100  scope  tiny                  5   300 ns  <691 ns  <691 ns   900 ns   900 ns   900 ns  1.50 us\n"
 	"100  scope  lost                  4   100 ns   100 ns   100 ns   100 ns   100 ns   100 ns   400 ns\n";
+
+/* values: histogram figures shown as such ("~"), exact when all equal */
+static const char values_json[] =
+	"{\"values\":["
+	"{\"pid\":100,\"name\":\"qty\",\"file\":\"s.c\",\"line\":3,\"count\":1000,\"min\":2,"
+	"\"max\":2,\"mean\":2.00024,\"p50\":2.00024,\"p99\":2.00024,\"last\":2,\"nan\":0,"
+	"\"pos_inf\":0,\"neg_inf\":0},"
+	"{\"pid\":100,\"name\":\"price\",\"file\":\"s.c\",\"line\":4,\"count\":100,\"min\":1,"
+	"\"max\":100,\"mean\":50.5061,\"p50\":50.0061,\"p99\":100.012,\"last\":7,\"nan\":1,"
+	"\"pos_inf\":0,\"neg_inf\":0}"
+	"]}";
+static const char values_text[] =
+	"PID  NAME   COUNT  MIN    MEAN     P50   P99  MAX  LAST  NON-FINITE\n"
+	"100  qty     1000    2       2       2     2    2     2           0\n"
+	"100  price    100    1  ~50.51  ~50.01  ~100  100     7           1\n";
+
+static void test_values(void)
+{
+	struct fake f;
+	struct run r;
+	char cl[64];
+
+	snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n\r\n", strlen(values_json));
+	run_fake(&r, &f,
+		 (const char *const[]){ "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n",
+					cl, values_json, NULL },
+		 (const char *[]){ "values", NULL });
+	CHECK_INT(r.code, 0);
+	CHECK_STR(r.out, values_text);
+}
 
 static void test_http(void)
 {
 	struct fake f;
 	struct run r;
 	char cl[64];
+
+	test_values();
 
 	/* Content-Length */
 	snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n\r\n", strlen(status_json));
