@@ -4,7 +4,8 @@ with a known workload on two named threads, recorded while it runs. Exact
 counts per scope name, mark, value and log; nesting consistent with depth;
 timestamps monotonic per thread; thread and process names from the kernel;
 the durations add up to /api/scopes' total exactly; one trace per target
-(409); no seconds= is a 400 saying why; the cap drops and says how many;
+(409); no seconds= is a 400 saying why, so are a bad format= or max_mb=
+(at once); the cap drops and says how many;
 a ring buffer too small loses records, and kept + lost = emitted exactly.
 
 usage: test_trace.py QPROFD TRACE_TARGET QPROF_CLI"""
@@ -116,6 +117,15 @@ try:
                     ("pid=999999&seconds=1", 404), ("seconds=1&follow=1", 400)):
         st, _ = d.get("/api/trace?" + q)
         t.eq(st, want, f"/api/trace?{q}")
+    # format= and max_mb= are checked before anything is recorded (at once,
+    # no session started)
+    for q, words in (("format=perfetto", "format must be chrome"), ("format=", "format must be chrome"),
+                     ("max_mb=0", "max_mb must be an integer in 1..4096"),
+                     ("max_mb=4097", "max_mb must be an integer"), ("max_mb=1.5", "max_mb must be"),
+                     ("max_mb=", "max_mb must be")):
+        st, body = d.get(f"/api/trace?pid={prog.pid}&seconds=300&{q}")
+        t.check(st == 400 and words in (body or {}).get("error", ""), f"/api/trace?{q}: {st} {body}")
+    t.eq(d.get("/api/status")[1]["trace"]["sessions"], sessions0, "no session started by a bad request")
 
     out = {}
     th = start_trace(d, f"pid={prog.pid}&seconds=5", out)

@@ -79,6 +79,13 @@ static void test_args(void)
 	CHECK_HAS(r.out, "logs");
 	expect_usage((const char *[]){ "logs", "--since", "x", NULL }, "invalid --since 'x'");
 	expect_usage((const char *[]){ "values", "--pid", "0", NULL }, "--pid");
+	/* trace: --format and --max-mb checked before anything is asked */
+	expect_usage((const char *[]){ "trace", "-o", "x", "--format", "perfetto", NULL },
+		     "--format must be chrome or speedscope");
+	expect_usage((const char *[]){ "trace", "-o", "x", "--max-mb", "0", NULL },
+		     "--max-mb must be an integer in 1..4096");
+	expect_usage((const char *[]){ "trace", "-o", "x", "--max-mb", "4097", NULL },
+		     "--max-mb must be an integer in 1..4096");
 	/* CPU commands: their own argument errors */
 	expect_usage((const char *[]){ "pprof", "--seconds", "0", "-o", "x", NULL }, "--seconds");
 	expect_usage((const char *[]){ "folded", "--callgraph", NULL }, "--callgraph is an option of flamegraph");
@@ -248,6 +255,35 @@ static void test_values(void)
 	CHECK_STR(r.out, values_text);
 }
 
+/* trace: the query asked for, and the summary of a speedscope trailer
+ * that says it was cut (on stderr, the file on stdout with -o -) */
+static void test_trace_summary(void)
+{
+	static const char body[] =
+		"{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"profiles\":[],"
+		"\"qprof\":{\"collector\":\"ring\",\"begin_ns\":1000000000,\"end_ns\":3000000000,"
+		"\"scopes\":1234,\"dropped_events\":0,\"lost_events\":0,\"max_bytes\":2000000,"
+		"\"cut_scopes\":55,\"cut_at_ns\":1250000000,\"left_out\":{\"marks\":3,\"values\":4,"
+		"\"logs\":0,\"span_events\":6}}}";
+	struct fake f;
+	struct run r;
+	char cl[64], want[512];
+
+	snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n\r\n", strlen(body));
+	run_fake(&r, &f,
+		 (const char *const[]){ "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n", cl, body, NULL },
+		 (const char *[]){ "trace", "-o", "-", "--format", "speedscope", "--max-mb", "2", "--pid", "42",
+				   NULL });
+	CHECK_INT(r.code, 0);
+	CHECK_STR(r.out, body);
+	CHECK(strncmp(f.req, "GET /api/trace?max_mb=2&format=speedscope&pid=42 HTTP/1.1\r\n", 59) == 0);
+	snprintf(want, sizeof(want), "wrote standard output: 1234 scopes (%zu bytes)\n"
+		 "note: the trace was cut at the 2 MB cap, 0.250 s into the window: 55 later scopes left out\n"
+		 "note: the speedscope format holds scopes only: 3 marks, 4 values, 0 log lines and 6 span "
+		 "events are in --format chrome\n", strlen(body));
+	CHECK_STR(r.err, want);
+}
+
 static void test_http(void)
 {
 	struct fake f;
@@ -255,6 +291,7 @@ static void test_http(void)
 	char cl[64];
 
 	test_values();
+	test_trace_summary();
 
 	/* Content-Length */
 	snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n\r\n", strlen(status_json));
