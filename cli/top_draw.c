@@ -211,9 +211,14 @@ static void draw_scopes(struct top_screen *s, const struct round *r, size_t rows
 		else
 			snprintf(buf, sizeof(buf), "%.1f", sr->rate);
 		sc_cell(s, buf, wn, true, false);
-		for (k = 0; k < 5; k++)
-			sc_cell(s, qp_fmt_duration(buf, sizeof(buf), sr->dur[durs[k]], sr->has_dur[durs[k]]),
-				wn, true, k == 4 && !kern);
+		for (k = 0; k < 5; k++) {
+			if (sr->has_dur[durs[k]] && sr->dur[durs[k]] < 0.5 && sr->calibration_ns && sr->count)
+				/* at or below the probes' cost: a bound (scopes --help) */
+				snprintf(buf, sizeof(buf), "<%llu ns", (unsigned long long)sr->calibration_ns);
+			else
+				qp_fmt_duration(buf, sizeof(buf), sr->dur[durs[k]], sr->has_dur[durs[k]]);
+			sc_cell(s, buf, wn, true, k == 4 && !kern);
+		}
 		if (kern)
 			kernel_cells(s, sr, wn);
 		sc_endl(s);

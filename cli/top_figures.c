@@ -167,6 +167,7 @@ int top_take_scopes(struct round *r, const json_t *root)
 		s->rate = (double)s->count / r->interval;
 		for (k = 0; k < SD_N; k++)
 			s->has_dur[k] = cli_json_double(o, sd_keys[k], &s->dur[k]);
+		cli_json_u64(o, "calibration_ns", &s->calibration_ns);
 		/* null (not traced) or absent: no kernel figures */
 		s->has_kernel = cli_json_u64(o, "off_cpu_ns", &s->off_cpu_ns) &&
 				cli_json_u64(o, "voluntary_switches", &s->voluntary) &&

@@ -206,6 +206,27 @@ static void test_kernel_columns(void)
 	f = frame(r2, 0);
 	CHECK(!strstr(f, "OFF ms") && strstr(f, "TOTAL*\n"));
 	free(f);
+	/* a P50 of 0 after the BPF collector's calibration is a bound */
+	{
+		const char *cal = "{\"scopes\":[{\"pid\":7,\"name\":\"tiny\",\"parent\":null,"
+				  "\"kind\":\"scope\",\"count\":500,\"p50_ns\":0,\"p99_ns\":900,"
+				  "\"p999_ns\":900,\"max_ns\":900,\"total_ns\":90000,\"calibration_ns\":691}]}";
+		struct round *r3 = calloc(1, sizeof(*r3));
+		json_t *root3 = json_loads(cal, 0, NULL);
+		char text3[] = "s;f 4\n";
+
+		r3->interval = 2;
+		r3->pid = 7;
+		CHECK_INT(top_take_scopes(r3, root3), 0);
+		CHECK_INT(top_take_folded(r3, text3, strlen(text3)), 0);
+		r3->filled = true;
+		f = frame(r3, 0);
+		n = cells(f, "tiny", c, 16);
+		CHECK(n >= 5 && !strcmp(c[3], "<691") && !strcmp(c[4], "ns") && !strcmp(c[5], "900"));
+		free(f);
+		json_decref(root3);
+		top_round_free(r3);
+	}
 	json_decref(root);
 	json_decref(root2);
 	top_round_free(r);
