@@ -47,6 +47,7 @@ def open_time(path, tmp):
     it did not within the timeout, or did not import it."""
     with open(path, "rb") as f:
         data = base64.b64encode(f.read()).decode()
+    os.makedirs(tmp, exist_ok=True)
     js = os.path.join(tmp, "profile.js")
     with open(js, "w") as f:
         f.write("window.alert = function (m) { document.title = 'alert: ' + m; };\n")
@@ -95,7 +96,9 @@ try:
             sum(len(p["events"]) for p in doc["profiles"])
         del doc
         files[fmt] = (path, events)
-        print(f"{fmt}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ''}", flush=True)
+        for line in r.stderr.splitlines():
+            if line.startswith(("wrote ", "note: ")):
+                print(f"{fmt}: {line}", flush=True)
     for p in reversed(started):
         p.send_signal(signal.SIGINT if p is prog else signal.SIGTERM)
         p.wait(timeout=60)

@@ -122,12 +122,14 @@ done:
 	free(d);
 	if (ret) {
 		snprintf(out->error, sizeof(out->error), "%s", err[0] ? err : strerror(-ret));
-		qp_warn("calibration: %s: durations include the probes' own cost", out->error);
+		qp_warn("cannot measure the probes' own cost (%s): the BPF collector's durations include it",
+			out->error);
 	} else {
-		qp_info("calibration: %llu empty scopes, p10/p50/p90 %llu/%llu/%llu ns: %llu ns taken "
-			"off every duration", (unsigned long long)n, (unsigned long long)out->p10_ns,
-			(unsigned long long)out->p50_ns, (unsigned long long)out->p90_ns,
-			(unsigned long long)out->correction_ns);
+		qp_info("the probes' own cost: %llu ns (an empty scope timed %llu times: %llu to %llu ns "
+			"for 8 in 10), taken off every duration the BPF collector measures "
+			"(--no-calibrate keeps them as measured)", (unsigned long long)out->correction_ns,
+			(unsigned long long)n, (unsigned long long)out->p10_ns,
+			(unsigned long long)out->p90_ns);
 	}
 	return ret;
 }
