@@ -28,7 +28,8 @@ static const char folded_help[] =
 	"No samples (none yet, or none inside --scope NAME, for instance an unknown\n"
 	"scope): the daemon's reason on stderr, nothing written, exit status 1.\n";
 static const char flame_help[] =
-	"Usage: qprof-cli flamegraph -o FILE.svg [--pid N] [--seconds S] [--scope NAME] [--callgraph]\n"
+	"Usage: qprof-cli flamegraph [-o FILE.svg] [--pid N] [--seconds S] [--scope NAME]\n"
+	"                            [--callgraph]\n"
 	"\n"
 	"A self-contained SVG flame graph of the CPU samples: open it in a browser,\n"
 	"hover for names and shares, click to zoom, Ctrl-F to search. --callgraph\n"
@@ -50,7 +51,7 @@ static const char offcpu_help[] =
 	"No interval (none yet, or none inside --scope NAME): the daemon's reason on\n"
 	"stderr, nothing written, exit status 1.\n";
 static const char pprof_help[] =
-	"Usage: qprof-cli pprof -o FILE.pb.gz [--pid N] [--seconds S] [--scope NAME]\n"
+	"Usage: qprof-cli pprof [-o FILE.pb.gz] [--pid N] [--seconds S] [--scope NAME]\n"
 	"\n"
 	"The CPU samples as a gzipped pprof profile: go tool pprof -top FILE.pb.gz\n"
 	"-o - (or no -o, standard output not a terminal) writes it to standard output.\n"
