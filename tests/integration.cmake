@@ -347,3 +347,13 @@ add_test(NAME integration_slow_window
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_slow_window.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_target>)
 set_tests_properties(integration_slow_window PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# A target's life at its edges: the semaphores of a child forked while
+# attached, execs in a row, many targets exiting at once.
+add_executable(edge_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/edge_target.c)
+target_include_directories(edge_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(edge_target PRIVATE -O2 -g)
+add_test(NAME integration_fork_semaphores
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_fork_semaphores.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target>)
+set_tests_properties(integration_fork_semaphores PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)

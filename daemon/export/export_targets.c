@@ -156,6 +156,8 @@ static void lifecycle(const struct qp_targets_view *v, struct qp_json *j)
 	qp_json_kv_u64(j, "sites_restored_nop", f->sites_restored_nop);
 	qp_json_kv_u64(j, "sites_restored_int3", f->sites_restored_int3);
 	qp_json_kv_u64(j, "site_rewrites_failed", f->site_rewrites_failed);
+	qp_json_kv_u64(j, "semaphores_lowered", f->semaphores_lowered);
+	qp_json_kv_u64(j, "semaphore_writes_failed", f->semaphore_writes_failed);
 	qp_json_kv_u64(j, "child_stall_max_ns", f->child_stall_max_ns);
 	qp_json_kv_u64(j, "child_stall_mean_ns", f->child_stall_mean_ns);
 	qp_json_kv_u64(j, "execs", f->execs);

@@ -440,6 +440,8 @@ void qp_lifecycle_figures(struct qp_lifecycle *lc, struct qp_lifecycle_figures *
 	out->sites_restored_nop = lc->rep.nop;
 	out->sites_restored_int3 = lc->rep.int3;
 	out->site_rewrites_failed = lc->rep.failed;
+	out->semaphores_lowered = lc->rep.sema_lowered;
+	out->semaphore_writes_failed = lc->rep.sema_failed;
 	out->child_stall_max_ns = lc->stall_max_ns;
 	out->child_stall_mean_ns = lc->resumed ? lc->stall_sum_ns / lc->resumed : 0;
 	out->execs = lc->execs_seen;

@@ -2,7 +2,13 @@
  * that hold the kernel's call to its parent's uprobe trampoline are written
  * back, through /proc/CHILD/mem, to the original nop5 or to int3 + its last
  * four bytes. Only USDT sites whose bytes on disk are a nop5 are looked at:
- * the kernel optimizes no other uprobe, and it alone writes a call there. */
+ * the kernel optimizes no other uprobe, and it alone writes a call there.
+ *
+ * A site written back to its nop5 is, for the kernel, no longer probed in
+ * the child: when the uprobe goes (detach, or qprofd's death) it finds no
+ * breakpoint there and leaves the child's USDT semaphore as fork copied it,
+ * raised for ever. So the repair lowers that semaphore by one, as the
+ * kernel's removal of the breakpoint would have (update_ref_ctr). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -28,6 +34,7 @@ struct lc_module {
 	off_t size;
 	struct timespec mtime;
 	uint64_t *offs;
+	uint64_t *semas;	/* file offset of each site's semaphore, 0 if none */
 	size_t n;
 	uint64_t last_use;
 };
@@ -46,40 +53,52 @@ struct lc_sites *lc_sites_new(void)
 static void module_clear(struct lc_module *m)
 {
 	free(m->offs);
+	free(m->semas);
 	memset(m, 0, sizeof(*m));
 }
 
-/* Offsets of the nop5 USDT sites of the file open as FD (path PATH). */
+/* File offset of link-time address ADDR through the PT_LOAD segments (the
+ * kernel's ref_ctr_offset of a semaphore is computed the same way), 0 if
+ * none holds it. */
+static uint64_t elf_offset(const struct qp_elf_probes *elf, uint64_t addr)
+{
+	size_t j;
+
+	for (j = 0; j < elf->nsegs; j++) {
+		const struct qp_elf_segment *g = &elf->segs[j];
+
+		if (addr >= g->vaddr && addr - g->vaddr < g->filesz)
+			return addr - g->vaddr + g->offset;
+	}
+	return 0;
+}
+
+/* Offsets of the nop5 USDT sites of the file open as FD (path PATH), and of
+ * their semaphores. */
 static int module_scan(struct lc_module *m, int fd, const char *path)
 {
 	struct qp_elf_probes *elf;
 	char err[256];
-	size_t i, j;
+	size_t i;
 	int ret;
 
 	ret = qp_elf_probes_open(path, &elf, err, sizeof(err));
 	if (ret)
 		return ret;	/* not ELF, no notes: nothing of ours */
 	m->offs = calloc(elf->nnotes ? elf->nnotes : 1, sizeof(*m->offs));
-	if (!m->offs) {
+	m->semas = calloc(elf->nnotes ? elf->nnotes : 1, sizeof(*m->semas));
+	if (!m->offs || !m->semas) {
 		qp_elf_probes_free(elf);
 		return -ENOMEM;
 	}
 	for (i = 0; i < elf->nnotes; i++) {
-		uint64_t pc = elf->notes[i].pc;
+		uint64_t off = elf_offset(elf, elf->notes[i].pc);
 		unsigned char b[5];
 
-		for (j = 0; j < elf->nsegs; j++) {
-			const struct qp_elf_segment *g = &elf->segs[j];
-
-			if (pc >= g->vaddr && pc - g->vaddr < g->filesz) {
-				uint64_t off = pc - g->vaddr + g->offset;
-
-				if (pread(fd, b, 5, (off_t)off) == 5 && !memcmp(b, nop5, 5))
-					m->offs[m->n++] = off;
-				break;
-			}
-		}
+		if (!off || pread(fd, b, 5, (off_t)off) != 5 || memcmp(b, nop5, 5))
+			continue;
+		m->offs[m->n] = off;
+		m->semas[m->n++] = elf->notes[i].sema ? elf_offset(elf, elf->notes[i].sema) : 0;
 	}
 	qp_elf_probes_free(elf);
 	return 0;
@@ -148,6 +167,42 @@ static int open_mapped(int pid, const struct qp_map *m, char *path, size_t len)
 	return -1;
 }
 
+/* Lower by one the semaphore at file offset SEMA of the file that mapping
+ * X maps: the kernel's counter lives in a private writable mapping of that
+ * same file (find_ref_ctr_vma), and never goes below 0. */
+static void sema_lower(const struct qp_maps *maps, const struct qp_map *x, uint64_t sema, int mem,
+		       int pid, struct lc_repair *res)
+{
+	size_t i;
+
+	for (i = 0; i < maps->n; i++) {
+		const struct qp_map *w = &maps->v[i];
+		uint64_t addr;
+		uint16_t v;
+
+		if (w->inode != x->inode || w->dev != x->dev || strcmp(w->path, x->path) ||
+		    w->perms[1] != 'w' || w->perms[3] != 'p' || sema < w->offset ||
+		    sema - w->offset + sizeof(v) > w->end - w->start)
+			continue;
+		addr = w->start + (sema - w->offset);
+		if (pread(mem, &v, sizeof(v), (off_t)addr) != sizeof(v)) {
+			res->sema_failed++;
+			return;
+		}
+		if (!v)
+			return;	/* already down: never below 0, as the kernel */
+		v--;
+		if (pwrite(mem, &v, sizeof(v), (off_t)addr) != sizeof(v)) {
+			res->sema_failed++;
+			qp_warn("pid %d: cannot lower the USDT semaphore at 0x%llx: %s", pid,
+				(unsigned long long)addr, strerror(errno));
+			return;
+		}
+		res->sema_lowered++;
+		return;
+	}
+}
+
 void lc_sites_repair(struct lc_sites *lc, int pid, lc_is_binary_fn is_binary, void *arg,
 		     struct lc_repair *res)
 {
@@ -200,10 +255,13 @@ void lc_sites_repair(struct lc_sites *lc, int pid, lc_is_binary_fn is_binary, vo
 					(unsigned long long)addr, strerror(errno));
 				continue;
 			}
-			if (binary)
-				res->int3++;
-			else
+			if (binary) {
+				res->int3++;	/* still a breakpoint: the kernel lowers it later */
+			} else {
 				res->nop++;
+				if (mod->semas[k])
+					sema_lower(&maps, m, mod->semas[k], mem, pid, res);
+			}
 		}
 	}
 	close(mem);

@@ -13,6 +13,8 @@ struct lc_repair {
 	uint64_t nop;		/* sites written back to the original nop5 */
 	uint64_t int3;		/* sites written back to int3 (a --binary file: still probed) */
 	uint64_t failed;	/* writes refused */
+	uint64_t sema_lowered;	/* USDT semaphores lowered for sites written back to nop5 */
+	uint64_t sema_failed;	/* semaphores that could not be read or written */
 };
 
 /* True when the file DEV/INO is a --binary target (its sites get int3). */

@@ -81,6 +81,8 @@ struct qp_lifecycle_figures {
 		 dl_hold_mean_ns, dl_linkers;
 	/* loads not held because the hold could not help (lifecycle.bpf.c) */
 	uint64_t dl_skipped_unresponsive, dl_skipped_traced, dl_skipped_no_signal;
+	/* USDT semaphores of forked children lowered with their sites' nop5 */
+	uint64_t semaphores_lowered, semaphore_writes_failed;
 };
 
 struct qp_targets_view {

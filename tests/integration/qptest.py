@@ -176,6 +176,15 @@ def wait_for(pred, timeout=10, step=0.05):
     return pred()
 
 
+def collector_args(qprofd, collector):
+    """qprofd's flags for COLLECTOR: --ring, or --collector bpf where qprofd
+    has --collector (the BPF collector is the default where it has not)."""
+    if collector == "ring":
+        return ["--ring"]
+    out = subprocess.run([qprofd, "--help"], stdout=subprocess.PIPE, text=True).stdout
+    return ["--collector", "bpf"] if "--collector" in out else []
+
+
 def require_root():
     if os.geteuid() != 0:
         print("SKIP: integration tests need root to load BPF", flush=True)

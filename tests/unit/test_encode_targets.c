@@ -44,7 +44,7 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 	v->exited_forgotten = 6;
 	v->has_lifecycle = true;
 	v->lifecycle = (struct qp_lifecycle_figures){ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
-						      18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28 };
+						      18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30 };
 }
 
 #define T0 "{\"pid\":100,\"comm\":\"strategy\",\"exe\":\"/opt/s/strategy\",\"state\":\"running\"," \
@@ -70,7 +70,8 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 	"\"collector\":\"bpf\",\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
 #define LC "{\"forks\":1,\"shared_mm_children\":2,\"children_stopped\":3,\"stop_failed\":4,\"records_lost\":5," \
 	"\"descendants_unwatched\":6,\"children_resumed\":7,\"sites_restored_nop\":8,\"sites_restored_int3\":9," \
-	"\"site_rewrites_failed\":10,\"child_stall_max_ns\":11,\"child_stall_mean_ns\":12,\"execs\":13," \
+	"\"site_rewrites_failed\":10,\"semaphores_lowered\":29,\"semaphore_writes_failed\":30," \
+	"\"child_stall_max_ns\":11,\"child_stall_mean_ns\":12,\"execs\":13," \
 	"\"exec_stall_max_ns\":14,\"binary_starts\":15,\"execs_seen_in_proc\":16,\"execs_dropped\":17," \
 	"\"dl_rendezvous\":18,\"dl_held\":19,\"dl_unheld\":20,\"dl_released\":21,\"dl_released_late\":22," \
 	"\"dl_hold_max_ns\":23,\"dl_hold_mean_ns\":24,\"dl_linkers\":25,\"dl_skipped_unresponsive\":26," \
