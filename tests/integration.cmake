@@ -357,3 +357,7 @@ add_test(NAME integration_fork_semaphores
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_fork_semaphores.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target>)
 set_tests_properties(integration_fork_semaphores PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+add_test(NAME integration_exec_marks
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exec_marks.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 100)
+set_tests_properties(integration_exec_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)

@@ -105,4 +105,7 @@ int qp_value_poll(struct qp_scopes *s);
 /* All keys of a map whose keys start with the tgid (of PID when pid > 0),
  * as an array of KSZ-byte keys. */
 int qp_map_keys(int fd, size_t ksz, int pid, void **out, size_t *n);
+/* Drop PID's buckets from s->vbuckets (S->poll_lock held). 0 or -errno
+ * (the table unchanged). */
+int qp_value_poll_forget(struct qp_scopes *s, uint32_t pid);
 #endif

@@ -310,6 +310,21 @@ int qp_map_keys(int fd, size_t ksz, int pid, void **out, size_t *n)
 	return 0;
 }
 
+/* Delete the keys of PID from map FD, whose keys are KSZ bytes starting
+ * with the tgid. */
+static int forget_keys(int fd, size_t ksz, uint32_t pid)
+{
+	unsigned char *keys = NULL;
+	size_t n = 0, i;
+	int ret;
+
+	ret = qp_map_keys(fd, ksz, (int)pid, (void **)&keys, &n);
+	for (i = 0; !ret && i < n; i++)
+		bpf_map_delete_elem(fd, keys + i * ksz);
+	free(keys);
+	return ret;
+}
+
 int qp_scopes_forget(struct qp_scopes *s, uint32_t pid)
 {
 	int fds[2] = { bpf_map__fd(s->skel->maps.scope_chunks),
@@ -333,6 +348,20 @@ int qp_scopes_forget(struct qp_scopes *s, uint32_t pid)
 		free(keys);
 	}
 	qp_scope_store_forget(&s->store, pid);
+	/* its marks, counted probes and values too: after an exec the same pid
+	 * is another image, whose sites may sit at other addresses (the old
+	 * rows would stay as raw addresses) or at the same ones (they would
+	 * add up) */
+	if (!ret)
+		ret = forget_keys(bpf_map__fd(s->skel->maps.mark_stats), sizeof(struct mark_key), pid);
+	if (!ret)
+		ret = forget_keys(bpf_map__fd(s->skel->maps.probe_counts), sizeof(struct probe_key), pid);
+	if (!ret)
+		ret = forget_keys(bpf_map__fd(s->skel->maps.value_stats), sizeof(struct mark_key), pid);
+	if (!ret)
+		ret = forget_keys(bpf_map__fd(s->skel->maps.value_hist), sizeof(struct value_bucket_key), pid);
+	if (!ret)
+		ret = qp_value_poll_forget(s, pid);
 	pthread_mutex_unlock(&s->poll_lock);
 	return ret;
 }

@@ -43,6 +43,39 @@ static int scan_put(void *ctx, const void *key, const void *val)
 	return put(ctx, key, v.count);
 }
 
+int qp_value_poll_forget(struct qp_scopes *s, uint32_t pid)
+{
+	struct qp_htab keep;
+	size_t i;
+	int ret = 0;
+
+	qp_htab_init(&keep, sizeof(__u64));
+	for (i = 0; i < s->vbuckets.n && !ret; i++) {
+		struct value_bucket_key k;
+		__u64 c;
+
+		memcpy(&k, qp_htab_key(&s->vbuckets, i, NULL), sizeof(k));
+		if (k.tgid == pid)
+			continue;
+		memcpy(&c, qp_htab_value(&s->vbuckets, i), sizeof(c));
+		{
+			int64_t j = qp_htab_add(&keep, &k, sizeof(k), NULL);
+
+			if (j < 0)
+				ret = (int)j;
+			else
+				memcpy(qp_htab_value(&keep, (size_t)j), &c, sizeof(c));
+		}
+	}
+	if (ret) {
+		qp_htab_free(&keep);
+		return ret;	/* the old table stays whole */
+	}
+	qp_htab_free(&s->vbuckets);
+	s->vbuckets = keep;
+	return 0;
+}
+
 int qp_value_poll(struct qp_scopes *s)
 {
 	int fd = bpf_map__fd(s->skel->maps.value_hist);
