@@ -361,3 +361,7 @@ add_test(NAME integration_exec_marks
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exec_marks.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 100)
 set_tests_properties(integration_exec_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
+add_test(NAME integration_exit_storm
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exit_storm.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 10)
+set_tests_properties(integration_exit_storm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -42,38 +42,63 @@ static void link_free(struct qp_scope_link *l)
 	free(l);
 }
 
-/* One thread per link: each release waits for its own grace periods, so
- * they overlap instead of adding up. */
-static void *close_one(void *arg)
+/* The kernel side of one link: its release waits for grace periods. */
+static void close_kernel(struct qp_scope_link *l)
 {
-	struct qp_scope_link *l = arg;
-
+	if (!l)
+		return;
 	if (l->fd >= 0)
 		close(l->fd);
 	l->fd = -1;
 	bpf_link__destroy(l->blink);
 	l->blink = NULL;
+}
+
+/* A pool of closers taking the next link of a batch: every release waits
+ * for its own grace periods, which overlap instead of adding up (the
+ * kernel serves the waiters of one grace period together). */
+struct close_pool {
+	struct qp_scope_link **links;
+	size_t n;
+	size_t next;		/* atomic */
+};
+
+static void *close_worker(void *arg)
+{
+	struct close_pool *p = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n)
+		close_kernel(p->links[i]);
 	return NULL;
 }
 
+#define CLOSE_POOL_MAX 128
+
 void qp_scopes_close_links(struct qp_scope_link **links, size_t n)
 {
-	pthread_t th[64];
-	bool started[64];
-	size_t i, k;
+	struct close_pool p = { .links = links, .n = n };
+	pthread_t th[CLOSE_POOL_MAX];
+	size_t k, nt = n < CLOSE_POOL_MAX ? n : CLOSE_POOL_MAX, started = 0;
+	pthread_attr_t attr;
+	bool attr_ok;
 
-	for (i = 0; i < n; i += 64) {
-		size_t m = n - i < 64 ? n - i : 64;
-
-		for (k = 0; k < m; k++)
-			started[k] = !pthread_create(&th[k], NULL, close_one, links[i + k]);
-		for (k = 0; k < m; k++) {
-			if (started[k])
-				pthread_join(th[k], NULL);
-			else
-				close_one(links[i + k]);
-		}
+	if (n <= 1) {
+		close_worker(&p);
+		return;
 	}
+	/* small stacks: a closer only makes a system call */
+	attr_ok = !pthread_attr_init(&attr) && !pthread_attr_setstacksize(&attr, 64 << 10);
+	for (k = 0; k + 1 < nt; k++) {
+		if (pthread_create(&th[started], attr_ok ? &attr : NULL, close_worker, &p))
+			break;	/* the ones started, and this thread, do the rest */
+		started++;
+	}
+	if (attr_ok)
+		pthread_attr_destroy(&attr);
+	close_worker(&p);
+	for (k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
 }
 
 /* Caller holds the owner's lock. */
@@ -85,62 +110,15 @@ static void links_free(struct qp_scope_link **links, size_t n)
 		link_free(links[i]);
 }
 
-/* The kernel side of links I, I + STEP, ... of a batch: closing a uprobe
- * link waits for a grace period, so a batch is closed by several threads
- * at once (an exec'd target stays stopped until its old links are gone). */
-struct close_job {
-	struct qp_scope_link **links;
-	size_t n, first, step;
-	pthread_t tid;
-	bool started;
-};
-
-static void *close_some(void *arg)
-{
-	struct close_job *j = arg;
-	size_t i;
-
-	for (i = j->first; i < j->n; i += j->step) {
-		struct qp_scope_link *l = j->links[i];
-
-		if (!l)
-			continue;
-		if (l->fd >= 0)
-			close(l->fd);
-		l->fd = -1;
-		bpf_link__destroy(l->blink);
-		l->blink = NULL;
-	}
-	return NULL;
-}
-
-#define CLOSE_THREADS 16
-
-static void close_parallel(struct qp_scope_link **links, size_t n)
-{
-	struct close_job jobs[CLOSE_THREADS];
-	size_t k, nj = n < CLOSE_THREADS ? n : CLOSE_THREADS;
-
-	for (k = 0; k < nj; k++) {
-		jobs[k] = (struct close_job){ .links = links, .n = n, .first = k, .step = nj };
-		if (k)	/* job 0 is this thread's; one that cannot start runs here too */
-			jobs[k].started = !pthread_create(&jobs[k].tid, NULL, close_some, &jobs[k]);
-	}
-	close_some(&jobs[0]);
-	for (k = 1; k < nj; k++) {
-		if (jobs[k].started)
-			pthread_join(jobs[k].tid, NULL);
-		else
-			close_some(&jobs[k]);
-	}
-}
-
+/* Closing a uprobe link waits for a grace period, so a target's links are
+ * closed by several threads at once (an exec'd target stays stopped until
+ * its old links are gone). */
 void qp_scopes_detach_links(struct qp_scope_link **links, size_t n)
 {
 	size_t i;
 
 	if (n > 1)
-		close_parallel(links, n);
+		qp_scopes_close_links(links, n);
 	for (i = 0; i < n; i++) {
 		struct qp_scopes *s = links[i] ? links[i]->owner : NULL;
 
@@ -215,6 +193,25 @@ struct uprobe_multi_attr {
 	uint32_t cnt, multi_flags, pid;
 	uint32_t pad[9];
 };
+
+int qp_uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs, const uint64_t *refs,
+			 const uint64_t *cookies, uint32_t cnt, int pid)
+{
+	struct uprobe_multi_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (uint32_t)prog_fd;
+	a.attach_type = ATTACH_UPROBE_MULTI;
+	a.path = (uint64_t)(uintptr_t)path;
+	a.offsets = (uint64_t)(uintptr_t)offs;
+	a.ref_ctr_offsets = (uint64_t)(uintptr_t)refs;
+	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.cnt = cnt;
+	a.pid = pid > 0 ? (uint32_t)pid : 0;
+	fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : fd;
+}
 
 static int attach_multi(struct qp_scopes *s, struct bpf_program *prog, const char *provider,
 			const char *name, bool parse_args, int pid, const char *path,

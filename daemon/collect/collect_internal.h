@@ -105,6 +105,11 @@ int qp_value_poll(struct qp_scopes *s);
 /* All keys of a map whose keys start with the tgid (of PID when pid > 0),
  * as an array of KSZ-byte keys. */
 int qp_map_keys(int fd, size_t ksz, int pid, void **out, size_t *n);
+/* A BPF_TRACE_UPROBE_MULTI link of program PROG_FD on CNT offsets of PATH
+ * (REFS, COOKIES may be NULL), for PID (<= 0: every process): its fd, or
+ * -errno. */
+int qp_uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs, const uint64_t *refs,
+			 const uint64_t *cookies, uint32_t cnt, int pid);
 /* Drop PID's buckets from s->vbuckets (S->poll_lock held). 0 or -errno
  * (the table unchanged). */
 int qp_value_poll_forget(struct qp_scopes *s, uint32_t pid);

@@ -45,6 +45,7 @@ struct qp_ring {
 	struct ring_buffer *rb;
 	pthread_t thread;
 	bool running;
+	bool multi;	/* ring_register attaches as a uprobe-multi link (closed in parallel) */
 	volatile int stop;
 	pthread_mutex_t lock;		/* everything below */
 	struct qp_ring_opts o;

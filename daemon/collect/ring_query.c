@@ -63,10 +63,17 @@ int qp_ring_attach(struct qp_ring *g, struct qp_scopes *owner, int pid, const ch
 		*links = v;
 		l->owner = owner; /* whose lock qp_scopes_detach_links takes */
 		l->fd = -1;
-		l->blink = bpf_program__attach_uprobe_opts(g->skel->progs.ring_register, pid, path, (size_t)off,
-							   &opts);
-		if (!l->blink) {
-			ret = -errno;
+		if (g->multi) {
+			/* released without the kernel's lock of perf-event uprobes */
+			l->fd = qp_uprobe_multi_link(bpf_program__fd(g->skel->progs.ring_register), path, &off,
+						     &sema, NULL, 1, pid);
+			ret = l->fd < 0 ? l->fd : 0;
+		} else {
+			l->blink = bpf_program__attach_uprobe_opts(g->skel->progs.ring_register, pid, path,
+								   (size_t)off, &opts);
+			ret = l->blink ? 0 : -errno;
+		}
+		if (ret) {
 			free(l);
 			snprintf(err, errlen, "cannot attach qprof:ring_register in %s: %s", path, strerror(-ret));
 			goto undo;

@@ -61,6 +61,26 @@ void qp_target_free(struct qp_registry *r, struct qp_target *t)
 	free(t);
 }
 
+/* The kernel side of every target's links, all at once (one target after
+ * the other, each waiting for its grace periods, took seconds to stop a
+ * qprofd with many targets); qp_target_free frees the rest. */
+static void close_all_links(struct qp_registry *r)
+{
+	struct qp_scope_link **all;
+	size_t i, n = 0;
+
+	for (i = 0; i < r->ntargets; i++)
+		n += r->targets[i]->nlinks;
+	if (n < 2 || !(all = malloc(n * sizeof(*all))))
+		return;	/* without memory, target by target */
+	for (i = 0, n = 0; i < r->ntargets; i++) {
+		memcpy(all + n, r->targets[i]->links, r->targets[i]->nlinks * sizeof(*all));
+		n += r->targets[i]->nlinks;
+	}
+	qp_scopes_close_links(all, n);
+	free(all);
+}
+
 void qp_registry_destroy(struct qp_registry *r)
 {
 	size_t i;
@@ -69,6 +89,7 @@ void qp_registry_destroy(struct qp_registry *r)
 	qp_registry_wait_reapers(r);	/* they free links under the lock */
 	qp_lifecycle_forget_files(r->lc);	/* before the --binary uprobes go */
 	qp_watch_stop(r);	/* first: it reads the binaries */
+	close_all_links(r);
 	for (i = 0; i < r->ntargets; i++)
 		qp_target_free(r, r->targets[i]);
 	for (i = 0; i < r->nbinaries; i++)

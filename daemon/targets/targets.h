@@ -189,6 +189,7 @@ struct qp_registry {
 	qp_report_collect_fn report_collect;	/* NULL: no reports */
 	qp_report_emit_fn report_emit;
 	void *report_arg;
+	bool (*report_stop)(void);	/* true: stop writing reports (a shutdown is asked) */
 	struct qp_usdt_def *defs;
 	size_t ndefs;
 	struct qp_scopes *scopes;
@@ -282,8 +283,12 @@ uint64_t qp_target_serial(void);
 /* The report writer (main.c's), called without r->lock. */
 void qp_registry_set_reporter(struct qp_registry *r, qp_report_collect_fn collect, qp_report_emit_fn emit,
 			      void *arg);
+/* STOP (NULL: none), asked between two reports: true ends the writing of
+ * pending reports (qprofd is asked to stop; the ones left are logged). */
+void qp_registry_set_report_stop(struct qp_registry *r, bool (*stop)(void));
 /* Write the pending exit reports, r->lock NOT held: the targets are taken
- * and pinned under the lock, the lock is dropped, each report is written,
+ * and pinned under the lock, the lock is dropped, the reports are written
+ * by a few threads at once (each file is fsync'ed: their waits overlap),
  * and report_dir is set under the lock again. Returns how many. */
 size_t qp_registry_write_reports(struct qp_registry *r);
 /* The exec of a target T, in two steps. First, r->lock held on entry and

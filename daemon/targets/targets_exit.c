@@ -61,15 +61,6 @@ void qp_target_exited(struct qp_registry *r, struct qp_target *t)
 	qp_info("pid %d (%s) exited; its data is kept until it is detached", t->pid, t->comm);
 }
 
-/* Links of targets found dead, detached after the registry lock is
- * dropped (the kernel's uprobe unregistration waits for RCU grace
- * periods); the target turns "exited" only once they are gone. */
-struct dead_links {
-	int pid;
-	struct qp_scope_link **links;
-	size_t nlinks;
-};
-
 /* A running target's mappings, read again without the lock on a rescan
  * (so that a library loaded later resolves). */
 struct fresh_maps {
@@ -95,17 +86,33 @@ static bool still_record(struct qp_registry *r, int pid, uint64_t serial)
 	return same;
 }
 
+/* T is found dead: it turns "exited" now, and its links go to a thread of
+ * their own with every other link being released (the kernel's uprobe
+ * unregistration waits for RCU grace periods: one target after the other,
+ * 200 targets exiting together took minutes). A dead process runs no
+ * probe, and its links name its task, not its pid: a process that reuses
+ * the pid is not counted by them meanwhile. r->lock held. */
+static void target_dead(struct qp_registry *r, struct qp_target *t)
+{
+	static const struct qp_file_id none;
+
+	if (t->nlinks) {
+		qp_target_libs_drop_links(t);
+		qp_reap_push(r, t->pid, 0, &none, t->links, t->nlinks);	/* ino 0: no library's */
+		t->links = NULL;
+		t->nlinks = 0;
+	}
+	qp_target_exited(r, t);
+}
+
 void qp_registry_poll(struct qp_registry *r, bool rescan)
 {
-	struct dead_links *dead = NULL;
 	struct fresh_maps *fresh = NULL;
 	size_t i, nfresh = 0, ndead = 0;
 
 	pthread_mutex_lock(&r->lock);
 	if (rescan && r->ntargets)
 		fresh = calloc(r->ntargets, sizeof(*fresh));
-	if (r->ntargets)
-		dead = malloc(r->ntargets * sizeof(*dead));
 	for (i = 0; i < r->ntargets; i++) {
 		struct qp_target *t = r->targets[i];
 		bool gone;
@@ -121,15 +128,9 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 
 			gone = qp_proc_starttime(t->pid, &st) || st != t->starttime;
 		}
-		if (gone && dead && t->nlinks) {	/* its links detach first, unlocked */
-			dead[ndead].pid = t->pid;
-			dead[ndead].links = t->links;
-			dead[ndead++].nlinks = t->nlinks;
-			qp_target_libs_drop_links(t);
-			t->links = NULL;
-			t->nlinks = 0;
-		} else if (gone) {
-			qp_target_exited(r, t);
+		if (gone) {
+			target_dead(r, t);
+			ndead++;
 		} else if (fresh) {
 			fresh[nfresh].pid = t->pid;
 			fresh[nfresh].serial = t->serial;
@@ -139,22 +140,12 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 	}
 	qp_binaries_refresh(r, rescan);
 	pthread_mutex_unlock(&r->lock);
-	for (i = 0; i < ndead; i++) {
-		qp_scopes_detach_links(dead[i].links, dead[i].nlinks);
-		free(dead[i].links);
-	}
+	if (ndead)	/* their links, all at once, on a thread of their own */
+		qp_registry_reap_links(r);
 	for (i = 0; i < nfresh; i++)
 		fresh[i].read = !qp_maps_read(fresh[i].pid, &fresh[i].maps);
-	if (ndead || nfresh) {
+	if (nfresh) {
 		pthread_mutex_lock(&r->lock);
-		for (i = 0; i < ndead; i++) {
-			struct qp_target *t = qp_registry_find(r, dead[i].pid);
-
-			/* still the record we took the links from (not detached,
-			 * not attached again meanwhile) */
-			if (t && t->state == QP_TARGET_RUNNING && !t->nlinks)
-				qp_target_exited(r, t);
-		}
 		for (i = 0; i < nfresh; i++) {
 			struct qp_target *t = qp_registry_find(r, fresh[i].pid);
 			struct qp_maps keep, sym;
@@ -185,7 +176,6 @@ void qp_registry_poll(struct qp_registry *r, bool rescan)
 		}
 		pthread_mutex_unlock(&r->lock);
 	}
-	free(dead);
 	qp_registry_reap_links(r);
 	/* the symbolizer reads the mappings and any new file (ELF, debug
 	 * files) under its own lock only: nobody waits for the registry */
@@ -288,18 +278,68 @@ void qp_registry_emit_report(struct qp_registry *r, void *figs, struct qp_target
 	pthread_mutex_unlock(&r->lock);
 }
 
+void qp_registry_set_report_stop(struct qp_registry *r, bool (*stop)(void))
+{
+	pthread_mutex_lock(&r->lock);
+	r->report_stop = stop;
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* The pinned targets of one qp_registry_write_reports, written by a few
+ * threads taking the next one. */
+struct report_pool {
+	struct qp_registry *r;
+	qp_report_collect_fn collect;
+	qp_report_emit_fn emit;
+	bool (*stop)(void);
+	void *arg;
+	struct qp_target **v;
+	size_t n;
+	size_t next;		/* atomic */
+	size_t skipped;		/* atomic: left unwritten, a shutdown was asked */
+};
+
+static void *report_worker(void *arg)
+{
+	struct report_pool *p = arg;
+	size_t i;
+
+	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->n) {
+		struct qp_target *t = p->v[i];
+		char dir[sizeof(t->report_dir)] = "";
+
+		if (p->stop && p->stop()) {
+			__atomic_fetch_add(&p->skipped, 1, __ATOMIC_RELAXED);
+			pthread_mutex_lock(&p->r->lock);
+			unpin(p->r, t, NULL, false);	/* still pending: the next poll would write it */
+			pthread_mutex_unlock(&p->r->lock);
+			continue;
+		}
+		write_one(p->collect, p->emit, p->arg, t, dir, sizeof(dir));
+		pthread_mutex_lock(&p->r->lock);
+		qp_target_report_end(p->r, t, dir);
+		pthread_mutex_unlock(&p->r->lock);
+	}
+	return NULL;
+}
+
+#define REPORT_WRITERS 8
+
 size_t qp_registry_write_reports(struct qp_registry *r)
 {
+	struct report_pool p = { .r = r };
+	pthread_t th[REPORT_WRITERS];
 	struct qp_target **v = NULL;
 	qp_report_collect_fn collect;
 	qp_report_emit_fn emit;
 	void *arg;
-	size_t n = 0, i;
+	size_t n = 0, i, started = 0;
 
 	pthread_mutex_lock(&r->lock);
 	collect = r->report_collect;
 	emit = r->report_emit;
 	arg = r->report_arg;
+	p.stop = r->report_stop;
 	for (i = 0; i < r->ntargets; i++)
 		n += r->targets[i]->report_pending && !r->targets[i]->reporting;
 	if (n)
@@ -313,16 +353,25 @@ size_t qp_registry_write_reports(struct qp_registry *r)
 		}
 	}
 	pthread_mutex_unlock(&r->lock);
-	/* the slow part (the scopes, the CPU profile, five files and an SVG):
-	 * the HTTP threads and the exits of other targets go on meanwhile */
-	for (i = 0; i < n; i++) {
-		char dir[sizeof(v[i]->report_dir)];
-
-		write_one(collect, emit, arg, v[i], dir, sizeof(dir));
-		pthread_mutex_lock(&r->lock);
-		qp_target_report_end(r, v[i], dir);
-		pthread_mutex_unlock(&r->lock);
+	/* the slow part (the scopes, the CPU profile, five files and an SVG,
+	 * each fsync'ed): the HTTP threads and the exits of other targets go
+	 * on meanwhile; many targets exiting together are written by several
+	 * threads (200 reports one after the other took 5 to 15 s) */
+	p.collect = collect;
+	p.emit = emit;
+	p.arg = arg;
+	p.v = v;
+	p.n = n;
+	for (i = 0; n > 1 && i + 1 < REPORT_WRITERS && i + 1 < n; i++) {
+		if (pthread_create(&th[started], NULL, report_worker, &p))
+			break;
+		started++;
 	}
+	report_worker(&p);
+	for (i = 0; i < started; i++)
+		pthread_join(th[i], NULL);
+	if (p.skipped)
+		qp_warn("%zu exit report(s) not written: qprofd is stopping", p.skipped);
 	free(v);
-	return n;
+	return n - p.skipped;
 }

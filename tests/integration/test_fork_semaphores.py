@@ -52,7 +52,9 @@ def run(collector, ending):
         st = d.get("/api/status")[1]
         t.eq([x.get("collector") for x in st["targets"] if x["pid"] == prog.pid], [collector],
              f"{what}: the parent's collector")
-        lc = st.get("lifecycle") or {}
+        # the child is stopped until its sites are repaired
+        lc = wait_for(lambda: (lambda l: l if l.get("children_resumed", 0) >= 1 else None)(
+            d.get("/api/status")[1].get("lifecycle") or {}), timeout=10) or {}
         t.check(lc.get("sites_restored_nop", 0) >= 1, f"{what}: the child's sites were repaired ({lc})")
         t.eq(lc.get("semaphore_writes_failed"), 0, f"{what}: no semaphore write failed")
         if ending == "detach":
