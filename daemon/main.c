@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/libbpf.h>
 #include <systemd/sd-daemon.h>
 #include "collect_cpu.h"
@@ -124,7 +125,54 @@ static void usage(FILE *f)
 		"  -h, --help          this text\n"
 		"  --version           print the version\n"
 		"\n"
-		"Exit status: 0 clean shutdown, 1 error, 2 bad usage, 3 BPF unavailable.\n");
+		"Exit status: 0 clean shutdown, 1 error, 2 bad usage (a --pid of no process, a\n"
+		"--binary of no file among them: checked before anything is loaded), 3 BPF\n"
+		"unavailable.\n");
+}
+
+/* The phases of start-up and shutdown, timed for the log: where the time
+ * goes (bench/lifecycle.sh reads these lines). */
+#define MAX_PHASES 24
+
+struct phases {
+	const char *name[MAX_PHASES];
+	uint64_t ns[MAX_PHASES];
+	size_t n;
+	uint64_t t0, last;
+};
+
+static void phase_begin(struct phases *p)
+{
+	p->n = 0;
+	p->t0 = p->last = qp_now_ns();
+}
+
+static void phase_mark(struct phases *p, const char *name)
+{
+	uint64_t now = qp_now_ns();
+
+	if (p->n < MAX_PHASES) {
+		p->name[p->n] = name;
+		p->ns[p->n++] = now - p->last;
+	}
+	p->last = now;
+}
+
+static void phase_log(const struct phases *p, const char *what)
+{
+	char buf[1024];
+	size_t i, off = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < p->n && off < sizeof(buf); i++) {
+		int k = snprintf(buf + off, sizeof(buf) - off, "%s%s %.1f", i ? ", " : "", p->name[i],
+				 (double)p->ns[i] / 1e6);
+
+		if (k < 0)
+			break;
+		off += (size_t)k;
+	}
+	qp_info("%s in %.1f ms (ms: %s)", what, (double)(p->last - p->t0) / 1e6, buf);
 }
 
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -144,6 +192,34 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 		fprintf(stderr, "qprofd: %s wants an integer in %lld..%lld, got '%s'\n", name,
 			(long long)min, (long long)max, s);
 		return -1;
+	}
+	return 0;
+}
+
+/* The targets named on the command line exist, before anything is loaded
+ * (a BPF load and a calibration take a second): a --pid of no process, or
+ * a --binary of no regular file, is a usage error. Whether a process can
+ * be attached is known only when it is (its markers, its permissions). */
+static int check_targets(const struct options *o)
+{
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < o->npids; i++) {
+		if (kill(o->pids[i], 0) && errno == ESRCH) {
+			fprintf(stderr, "qprofd: --pid %d: no such process\n", o->pids[i]);
+			return 2;
+		}
+	}
+	for (i = 0; i < o->nbinaries; i++) {
+		if (stat(o->binaries[i], &st)) {
+			fprintf(stderr, "qprofd: --binary %s: %s\n", o->binaries[i], strerror(errno));
+			return 2;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			fprintf(stderr, "qprofd: --binary %s: not a regular file\n", o->binaries[i]);
+			return 2;
+		}
 	}
 	return 0;
 }
@@ -333,7 +409,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		fprintf(stderr, "qprofd: --token-file is for --listen (the unix socket checks the peer itself)\n");
 		return 2;
 	}
-	return 0;
+	return check_targets(o);
 }
 
 /* Each connection holds two descriptors (the server's and the watchdog's
@@ -348,6 +424,42 @@ static void *warm_kernel_symbols(void *arg)
 	struct qp_sym y;
 
 	qp_sym_kernel(arg, 0, &y);
+	return NULL;
+}
+
+/* A shutdown is asked (the signals the main loop waits for are pending):
+ * the writing of a storm of exit reports stops, so that SIGTERM is obeyed
+ * at once. */
+static bool stop_pending(void)
+{
+	sigset_t p;
+
+	if (sigpending(&p))
+		return false;
+	return sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1 || sigismember(&p, SIGHUP) == 1;
+}
+
+/* The BPF objects that nothing else needs at start (thread stacks, the
+ * heap): loaded on a thread of their own while the main thread loads the
+ * scopes, the ring, the lifecycle and CPU objects and calibrates (the
+ * kernel's verifier takes most of the start-up: on 2 CPUs the two halves
+ * overlap). */
+struct side_load {
+	struct qprofd *d;
+	const struct qp_heap_opts *heap_opts;
+	int heap_ret;
+};
+
+static void *side_load(void *arg)
+{
+	struct side_load *s = arg;
+
+	/* thread stacks (GET /api/threads): a task iterator, loaded once */
+	if (qp_threads_open(&s->d->threads, s->d->threads_error, sizeof(s->d->threads_error)))
+		s->d->threads = NULL;
+	/* loaded always (a POST may ask for a heap); its tracepoints and
+	 * probes only come with a heap target */
+	s->heap_ret = qp_heap_open(&s->d->heap, s->heap_opts, s->d->heap_error, sizeof(s->d->heap_error));
 	return NULL;
 }
 
@@ -390,7 +502,12 @@ int main(int argc, char **argv)
 	uint64_t next_poll;
 	size_t i;
 	const char *env;
+	struct phases ph;
+	struct side_load side = { .d = &d, .heap_opts = &o.heap_opts };
+	pthread_t side_th;
+	bool side_started = false;
 
+	phase_begin(&ph);
 	if ((env = getenv("QPROF_SOCKET")) && *env)
 		o.socket = env;
 	ret = parse_args(argc, argv, &o);
@@ -408,6 +525,7 @@ int main(int argc, char **argv)
 		exit_code = 2;
 		goto out_free;
 	}
+	phase_mark(&ph, "arguments");
 	qp_http_policy_unix(&pol_unix);
 	if (qp_raise_fd_limit(8192))
 		qp_warn("cannot raise the descriptor limit: %s", strerror(errno));
@@ -426,6 +544,7 @@ int main(int argc, char **argv)
 		}
 	}
 
+	phase_mark(&ph, "sockets");
 	/* signals are taken by the main loop only: block them before threads */
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
@@ -437,6 +556,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	d.start_ns = qp_now_ns();
+	side_started = !pthread_create(&side_th, NULL, side_load, &side);
+	if (!side_started)
+		side_load(&side);
 	d.frequency_hz = o.frequency;
 	d.report_dir = o.report_dir;
 	qp_stop_init(&d.stop);
@@ -448,6 +570,7 @@ int main(int argc, char **argv)
 		exit_code = 3;
 		goto out_free;
 	}
+	phase_mark(&ph, "scopes BPF");
 	qp_registry_init(&d.reg, d.scopes);
 	{
 		/* 1 ms drains; the flight recorder per target, grown as it fills */
@@ -462,7 +585,9 @@ int main(int argc, char **argv)
 		d.reg.ring_default = o.ring;
 		qp_scopes_set_ring(d.scopes, ring);
 	}
+	phase_mark(&ph, "ring BPF");
 	qp_registry_set_reporter(&d.reg, collect_report, emit_report, &d);
+	qp_registry_set_report_stop(&d.reg, stop_pending);
 	d.reg.sym = qp_symbolizer_new(NULL);
 	if (!d.reg.sym) {
 		fprintf(stderr, "qprofd: out of memory\n");
@@ -477,6 +602,7 @@ int main(int argc, char **argv)
 		exit_code = ret == -EPERM || ret == -ENOTDIR ? 2 : 1;
 		goto out;
 	}
+	phase_mark(&ph, "symbolizer, report dir");
 	/* before any target: their forks and execs are watched from the start;
 	 * execs are handled on a thread of their own, at once */
 	ret = qp_exec_thread_start(&execs, &d.reg, SIGRTMIN);
@@ -489,6 +615,7 @@ int main(int argc, char **argv)
 			"children to optimized uprobe sites", err);
 	d.reg.lc = lc;
 	qp_exec_thread_go(&execs);
+	phase_mark(&ph, "lifecycle BPF");
 	d.sample_all = o.all;
 	ret = qp_cpu_open(&d.cpu, qp_scopes_thread_stacks_fd(d.scopes), qp_ring_tids_fd(ring),
 			  qp_scopes_slow_rb_fd(d.scopes), qp_scopes_slow_min_fd(d.scopes), o.frequency, o.all, o.unwind,
@@ -496,19 +623,8 @@ int main(int argc, char **argv)
 	if (ret)
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d.cpu_error);
 	d.reg.cpu = d.cpu;
-	/* thread stacks (GET /api/threads): a task iterator, loaded once */
-	if (qp_threads_open(&d.threads, d.threads_error, sizeof(d.threads_error)))
-		qp_warn("thread stacks unavailable: %s", d.threads_error);
-	/* loaded always (a POST may ask for a heap); its tracepoints and
-	 * probes only come with a heap target */
+	phase_mark(&ph, "CPU BPF");
 	d.heap_default = o.heap;
-	if (qp_heap_open(&d.heap, &o.heap_opts, d.heap_error, sizeof(d.heap_error))) {
-		if (o.heap) {
-			fprintf(stderr, "qprofd: --heap: %s\n", d.heap_error);
-			goto out;
-		}
-		qp_warn("heap profiling unavailable: %s", d.heap_error);
-	}
 	if (qp_logs_start(&d.logs, qp_scopes_logs_fd(d.scopes), 65536, err, sizeof(err)))
 		qp_warn("QPROF_LOG messages unavailable: %s", err);
 	qp_ring_set_logs(ring, d.logs);
@@ -516,6 +632,7 @@ int main(int argc, char **argv)
 	d.metrics = o.metrics;
 	if (qp_tracer_open(&d.tracer, d.scopes, err, sizeof(err)))
 		qp_warn("traces unavailable: %s", err);
+	phase_mark(&ph, "logs, tracer");
 	/* before any target: every duration measured gets the same correction */
 	if (o.no_calibrate)
 		snprintf(d.calib.error, sizeof(d.calib.error), "turned off (--no-calibrate)");
@@ -526,6 +643,20 @@ int main(int argc, char **argv)
 	/* after the calibration, whose 60 000 scopes are not the targets' */
 	qp_scopes_set_slow(d.scopes, qp_cpu_slow_on(d.cpu));
 	qp_cpu_set_ring(d.cpu, ring);
+	phase_mark(&ph, "calibration");
+	if (side_started)
+		pthread_join(side_th, NULL);
+	side_started = false;
+	phase_mark(&ph, "threads and heap BPF (waited for)");
+	if (!d.threads)
+		qp_warn("thread stacks unavailable: %s", d.threads_error);
+	if (side.heap_ret) {
+		if (o.heap) {
+			fprintf(stderr, "qprofd: --heap: %s\n", d.heap_error);
+			goto out;
+		}
+		qp_warn("heap profiling unavailable: %s", d.heap_error);
+	}
 
 	for (i = 0; i < o.npids; i++) {
 		int status;
@@ -551,6 +682,7 @@ int main(int argc, char **argv)
 		}
 	}
 
+	phase_mark(&ph, "targets");
 	if (qp_http_start(&d, fd_unix, &pol_unix, &http, err, sizeof(err))) {
 		fprintf(stderr, "qprofd: %s\n", err);
 		goto out;
@@ -565,6 +697,8 @@ int main(int argc, char **argv)
 	}
 	qp_info("serving on %s%s%s%s", o.socket, o.listen ? " and " : "", o.listen ? o.listen : "",
 		!o.listen ? "" : token ? " (POST/DELETE over TCP with the token)" : " (GET only over TCP: no --token-file)");
+	phase_mark(&ph, "HTTP");
+	phase_log(&ph, "started");
 	fprintf(stderr, "qprofd: ready on %s (%zu target(s))\n", o.socket, d.reg.ntargets);
 	/* systemd (Type=notify): started once the socket answers; a no-op
 	 * without $NOTIFY_SOCKET */
@@ -578,6 +712,7 @@ int main(int argc, char **argv)
 
 		if (sig > 0) {
 			qp_info("signal %d: shutting down", sig);
+			phase_begin(&ph);
 			sd_notify(0, "STOPPING=1\nSTATUS=detaching");
 			break;
 		}
@@ -605,30 +740,50 @@ out_http:
 	qp_stop_set(&d.stop);
 	qp_http_stop(http_tcp);
 	qp_http_stop(http);
+	phase_mark(&ph, "HTTP");
 out:
+	if (side_started)	/* a start that failed before the join */
+		pthread_join(side_th, NULL);
+	side_started = false;
 	qp_tracer_close(d.tracer);	/* no handler is left to end a session */
 	qp_ring_set_logs(ring, NULL);	/* the drain stops pushing before the store goes */
 	qp_logs_stop(d.logs);
+	phase_mark(&ph, "tracer, logs");
 	qp_cpu_set_ring(d.cpu, NULL);
 	qp_cpu_close(d.cpu);	/* perf events first: no sample while the rest goes */
+	phase_mark(&ph, "CPU");
 	qp_threads_close(d.threads);
 	d.threads = NULL;
 	qp_heap_close(d.heap);	/* its probes, before the targets' */
 	d.heap = NULL;
 	d.reg.cpu = NULL;
+	phase_mark(&ph, "threads, heap");
 	if (warm_started)
 		pthread_join(warm, NULL);
 	qp_symbolizer_free(d.reg.sym);
 	d.reg.sym = NULL;
+	phase_mark(&ph, "symbolizer");
 	qp_exec_thread_stop(&execs);	/* before the registry and the lifecycle go */
+	phase_mark(&ph, "exec thread");
 	qp_registry_destroy(&d.reg);
+	phase_mark(&ph, "targets");
 	qp_scopes_set_ring(d.scopes, NULL);
 	qp_ring_close(ring);
+	phase_mark(&ph, "ring");
 	qp_lifecycle_close(lc);	/* after the uprobes: it resumes any child still stopped */
+	phase_mark(&ph, "lifecycle");
 	qp_scopes_close(d.scopes);
-	if (!exit_code)
+	phase_mark(&ph, "scopes");
+	if (!exit_code) {
+		phase_log(&ph, "stopped");
 		fprintf(stderr, "qprofd: stopped, everything detached\n");
+	}
 out_free:
+	if (side_started) {	/* BPF unavailable: what it loaded goes too */
+		pthread_join(side_th, NULL);
+		qp_threads_close(d.threads);
+		qp_heap_close(d.heap);
+	}
 	if (fd_tcp >= 0)
 		close(fd_tcp);
 	if (fd_unix >= 0)

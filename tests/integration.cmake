@@ -365,3 +365,7 @@ add_test(NAME integration_exit_storm
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exit_storm.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 10)
 set_tests_properties(integration_exit_storm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# qprofd's command line: the targets it names are checked before any load.
+add_test(NAME unit_qprofd_args
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_qprofd_args.py $<TARGET_FILE:qprofd>)
+set_tests_properties(unit_qprofd_args PROPERTIES TIMEOUT 120)

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -128,6 +130,8 @@ static void *lc_thread(void *arg)
 	struct qp_lifecycle *lc = arg;
 
 	for (;;) {
+		struct pollfd p[2] = { { .fd = ring_buffer__epoll_fd(lc->rb), .events = POLLIN },
+				       { .fd = lc->stop_fd, .events = POLLIN } };
 		bool stop;
 		int n;
 
@@ -136,7 +140,14 @@ static void *lc_thread(void *arg)
 		pthread_mutex_unlock(&lc->lock);
 		if (stop)
 			break;
-		n = ring_buffer__poll(lc->rb, 100);
+		/* the ring's epoll and the stop: a shutdown waits for no timeout */
+		if (poll(p, lc->stop_fd >= 0 ? 2 : 1, 100) < 0 && errno != EINTR) {
+			qp_warn("lifecycle thread: poll: %s", strerror(errno));
+			break;
+		}
+		if (p[1].revents)
+			break;
+		n = ring_buffer__consume(lc->rb);
 		if (n < 0 && n != -EINTR) {
 			qp_warn("lifecycle ring buffer: %s", strerror(-n));
 			break;
@@ -158,6 +169,7 @@ int qp_lifecycle_open(struct qp_lifecycle **out, pthread_t main, int wake, unsig
 	lc->main = main;
 	lc->wake = wake;
 	lc->releaser_pipe = -1;
+	lc->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	lc->hold_ns = (uint64_t)hold_ms * 1000000ull;
 	lc->sites = lc_sites_new();
 	if (!lc->sites) {
@@ -234,8 +246,12 @@ void qp_lifecycle_close(struct qp_lifecycle *lc)
 		pthread_mutex_lock(&lc->lock);
 		lc->stopping = true;
 		pthread_mutex_unlock(&lc->lock);
+		if (lc->stop_fd >= 0 && eventfd_write(lc->stop_fd, 1))
+			qp_warn("lifecycle thread: cannot wake it: %s", strerror(errno));
 		pthread_join(lc->thread, NULL);
 	}
+	if (lc->stop_fd >= 0)
+		close(lc->stop_fd);
 	/* the ld.so links first (no new hold), then the release process ends
 	 * every hold left */
 	lc_dl_stop(lc);

@@ -32,6 +32,7 @@ struct qp_lifecycle {
 	struct ring_buffer *rb;
 	pthread_t thread, main;
 	int wake;
+	int stop_fd;		/* eventfd: the thread ends at once when written */
 	bool started;
 	pthread_mutex_t lock;	/* guards what follows */
 	bool stopping;

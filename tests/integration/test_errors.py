@@ -166,7 +166,7 @@ try:
         t.check(p.stderr.strip() != "", f"qprofd {what} says why")
     p = subprocess.run([qprofd, "--socket", d.sock + ".x", "--pid", "4194999"],
                        capture_output=True, text=True, timeout=30)
-    t.eq(p.returncode, 1, "qprofd --pid of a missing process exits 1")
+    t.eq(p.returncode, 2, "qprofd --pid of a missing process exits 2 (checked before anything is loaded)")
     t.check("no such process" in p.stderr, f"and says so: {p.stderr.strip()}")
     p = subprocess.run([qprofd, "--help"], capture_output=True, text=True, timeout=30)
     t.eq(p.returncode, 0, "qprofd --help")
