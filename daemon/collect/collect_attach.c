@@ -298,6 +298,23 @@ out:
 	return ret;
 }
 
+/* Wait (without S's lock: detaches go on) for the late span programs
+ * when ELF has span sites that WHICH asks for. */
+static void late_wait(struct qp_scopes *s, const struct qp_elf_probes *elf, unsigned int which)
+{
+	size_t k;
+
+	if (!(which & QP_PROBES_ASYNC))
+		return;
+	for (k = 0; k < elf->nnotes; k++) {
+		if (!strcmp(elf->notes[k].provider, "qprof") &&
+		    (!strcmp(elf->notes[k].name, "span_end") || !strcmp(elf->notes[k].name, "span_step"))) {
+			qp_scopes_late_prog(s, s->skel->progs.async_end);
+			return;
+		}
+	}
+}
+
 static int attach_locked(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
 			 uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
 			 size_t errlen)
@@ -342,7 +359,15 @@ int qp_scopes_attach_some(struct qp_scopes *s, int pid, const char *path, const 
 			goto undo;
 		}
 		if (s->multi) {
-			ret = attach_multi(s, progs[i], "qprof", names[i], true, pid, path, elf, cookie, &l,
+			struct bpf_program *prog = qp_scopes_late_prog(s, progs[i]);
+
+			if (!prog) {
+				ret = -errno;
+				snprintf(err, errlen, "cannot attach qprof:%s in %s: its program is not loaded (%s)",
+					 names[i], path, strerror(errno));
+				goto undo;
+			}
+			ret = attach_multi(s, prog, "qprof", names[i], true, pid, path, elf, cookie, &l,
 					   err, errlen);
 			if (ret < 0)
 				goto undo;
@@ -387,6 +412,7 @@ int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struc
 {
 	int ret;
 
+	late_wait(s, elf, QP_PROBES_ALL);
 	pthread_mutex_lock(&s->lock);
 	ret = attach_locked(s, pid, path, elf, epoch, links, nlinks, err, errlen);
 	pthread_mutex_unlock(&s->lock);
@@ -418,6 +444,13 @@ static int attach_usdt_locked(struct qp_scopes *s, int pid, const char *path,
 		return -EILSEQ;
 	}
 	if (s->multi) {
+		prog = qp_scopes_late_prog(s, prog);
+		if (!prog) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot attach %s:%s in %s: its program is not loaded (%s)",
+				 req->provider, req->name, path, strerror(-ret));
+			return ret;
+		}
 		ret = attach_multi(s, prog, req->provider, req->name, false, pid, path, elf, cookie, &l,
 				   err, errlen);
 		if (ret <= 0)
@@ -453,6 +486,8 @@ int qp_scopes_attach_usdt(struct qp_scopes *s, int pid, const char *path,
 {
 	int ret;
 
+	if (req->role == QP_USDT_SPAN_END)	/* its program may still be loading: not under the lock */
+		qp_scopes_late_prog(s, s->skel->progs.usdt_span_end);
 	pthread_mutex_lock(&s->lock);
 	ret = attach_usdt_locked(s, pid, path, elf, epoch, req, links, nlinks, err, errlen);
 	pthread_mutex_unlock(&s->lock);

@@ -56,7 +56,26 @@ struct qp_scopes {
 	/* the same for value histogram buckets (value_poll.c), under poll_lock */
 	struct qp_htab vbuckets;	/* struct value_bucket_key -> __u64 count */
 	struct qp_dirty vdirty;		/* struct value_bucket_key, QPROF_CNT_VALUE_DIRTY_LOST */
+	/* the span programs (async_step, async_end, usdt_span_end: most of the
+	 * verifier's time at start) in a second instance of the object that
+	 * shares every map, loaded on a thread of its own after qprofd serves
+	 * (collect_scopes.c); an attach that needs one waits for it */
+	struct scopes *late;		/* NULL: not loaded (yet, or it failed) */
+	struct scopes *late_pending;	/* opened, its maps those of skel: the thread loads it */
+	pthread_t late_thread;
+	bool late_started;
+	bool late_done;			/* with late_lock */
+	bool late_abandoned;		/* with late_lock: closed before it was done (S is left) */
+	int late_err;			/* -errno when late is NULL and done */
+	pthread_mutex_t late_lock;
+	pthread_cond_t late_cond;
 };
+
+/* The span program of S in the second instance (PROG is the first
+ * instance's program of that name), waiting for its load; NULL if it
+ * failed (errno set). Programs loaded with the first instance are returned
+ * as they are. */
+struct bpf_program *qp_scopes_late_prog(struct qp_scopes *s, struct bpf_program *prog);
 
 /* One attachment of one probe name in one file: a uprobe-multi link and the
  * spec ids it holds in __bpf_usdt_specs, or a libbpf USDT link. */
