@@ -38,7 +38,23 @@
 #define AGE_EVERY_S 10
 #define AGE_FLOOR (256u << 10)	/* below this many bytes nothing is aged: small profiles keep all since attach */
 #define DRAIN_MS 50	/* reads drain first anyway: this only keeps the ring from filling */
-#define RING_BYTES_COPY (32u << 20)	/* with stack copies (18 KiB a sample): ~0.9 s at 999 Hz on 2 CPUs */
+#define RING_BYTES_COPY_MAX (32u << 20)	/* with stack copies: ~0.9 s at 999 Hz on 2 CPUs */
+#define RING_COPY_SAMPLE (19u << 10)	/* a sample with its 16 KiB stack copy, rounded up */
+
+/* The ring with stack copies: room for about a second of samples at FREQ
+ * on every CPU (it is drained every DRAIN_MS), a power of two, 1 to 32
+ * MiB: 4 MiB at the default 99 Hz on 2 CPUs (it was 32 MiB at any
+ * frequency, and qprofd's RSS counts a ring twice: the kernel maps its
+ * pages twice). A sample that finds it full is counted lost. */
+static __u32 copy_ring_bytes(unsigned int freq, long ncpu)
+{
+	uint64_t want = (uint64_t)freq * (uint64_t)(ncpu > 0 ? ncpu : 1) * RING_COPY_SAMPLE;
+	__u32 b = 1u << 20;
+
+	while (b < want && b < RING_BYTES_COPY_MAX)
+		b <<= 1;
+	return b;
+}
 
 
 static const char *const mode_names[] = { "fp", "dwarf", "dwarf-all" };
@@ -276,7 +292,7 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int
 			snprintf(err, errlen, "out of memory");
 			goto fail;
 		}
-		ret = bpf_map__set_max_entries(c->skel->maps.cpu_ring, RING_BYTES_COPY);
+		ret = bpf_map__set_max_entries(c->skel->maps.cpu_ring, copy_ring_bytes(freq, nconf));
 		if (ret) {
 			snprintf(err, errlen, "cannot size the CPU sample ring buffer: %s", strerror(-ret));
 			goto fail;
