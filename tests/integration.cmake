@@ -363,8 +363,12 @@ add_test(NAME integration_exec_marks
 set_tests_properties(integration_exec_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
 add_test(NAME integration_exit_storm
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exit_storm.py
-          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 10)
-set_tests_properties(integration_exit_storm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 10 bpf sigterm)
+add_test(NAME integration_exit_storm_ring
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exit_storm.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 10 ring)
+set_tests_properties(integration_exit_storm integration_exit_storm_ring PROPERTIES
+  SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 # qprofd's command line: the targets it names are checked before any load.
 add_test(NAME unit_qprofd_args
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_qprofd_args.py $<TARGET_FILE:qprofd>)

@@ -12,7 +12,8 @@ kernel's grace periods: 150 BPF targets exiting, 113 seen exited after
 The bounds are generous (a loaded CI machine): the figures measured are
 printed; bench/lifecycle.sh measures them against a baseline.
 
-usage: test_exit_storm.py QPROFD EDGE_TARGET [N [BOUND_S]]"""
+usage: test_exit_storm.py QPROFD EDGE_TARGET N BOUND_S COLLECTOR [sigterm]
+(sigterm: also the SIGTERM in the middle of a storm)"""
 import json
 import os
 import signal
@@ -25,10 +26,12 @@ import qptest  # noqa: E402
 from qptest import collector_args, Daemon, Failures, require_root, wait_for  # noqa: E402
 
 qprofd, edge = sys.argv[1:3]
-N = int(sys.argv[3]) if len(sys.argv) > 3 else 200
-BOUND = float(sys.argv[4]) if len(sys.argv) > 4 else 10.0
+N = int(sys.argv[3])
+BOUND = float(sys.argv[4])
+COLLECTOR = sys.argv[5]
+SIGTERM = sys.argv[6:] == ["sigterm"]
 require_root()
-t = Failures("integration_exit_storm")
+t = Failures(f"integration_exit_storm ({sys.argv[5]})")
 
 
 def spawn(n):
@@ -133,8 +136,7 @@ def sigterm_mid_storm(collector):
         p.wait(timeout=30)
 
 
-base = baseline_links("bpf")  # the ring collector attaches nothing without targets
-for collector in ("bpf", "ring"):
-    storm(collector, base)
-sigterm_mid_storm("bpf")
+storm(COLLECTOR, baseline_links(COLLECTOR))
+if SIGTERM:
+    sigterm_mid_storm(COLLECTOR)
 sys.exit(t.done())
