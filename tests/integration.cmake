@@ -274,6 +274,15 @@ add_test(NAME integration_heap
           $<TARGET_FILE:heap_static>)
 set_tests_properties(integration_heap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
+# A host without tracefs or debugfs (a private mount namespace where they
+# are unmounted and covered): every attach path (scopes, CPU, off-CPU,
+# threads, heap at start-up and by POST, the ring collector) works there.
+add_test(NAME integration_no_tracefs
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_no_tracefs.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:heap_target>
+          $<TARGET_FILE:ring_target>)
+set_tests_properties(integration_no_tracefs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+
 # Libraries loaded after attach (issue 16): a host that dlopens marked
 # plugins when told; the plugin built as a rebuilt version (v2), without
 # markers, and without its spin (the load/unload cycles).
