@@ -42,6 +42,14 @@ add_test(NAME integration_cpu
           $<TARGET_FILE:cpu_target>)
 set_tests_properties(integration_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 
+# The symbolizer reads the target's own file: the target runs from a tmpfs
+# of its own mount namespace, another program at that path on another tmpfs
+# in qprofd's (the same inode number); the profile names the target's functions.
+add_test(NAME integration_sym_namespace
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_sym_namespace.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:cpu_target> $<TARGET_FILE:scope_target>)
+set_tests_properties(integration_sym_namespace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+
 # The perf-event uprobe path (kernels before 6.6) on the same faults.
 add_test(NAME integration_drops_perf_uprobes
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_drops.py
