@@ -282,6 +282,16 @@ add_test(NAME integration_heap
           $<TARGET_FILE:heap_static>)
 set_tests_properties(integration_heap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
+# A target's pid reused by an unrelated process (clone3 set_tid) after it
+# exited: its threads are a 410, never the new process's.
+add_executable(pid_reuse ${CMAKE_CURRENT_SOURCE_DIR}/integration/pid_reuse.c)
+target_compile_options(pid_reuse PRIVATE -O1 -g -fno-omit-frame-pointer)
+target_link_libraries(pid_reuse Threads::Threads)
+add_test(NAME integration_pid_reuse
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_pid_reuse.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:pid_reuse>)
+set_tests_properties(integration_pid_reuse PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+
 # A host without tracefs or debugfs (a private mount namespace where they
 # are unmounted and covered): every attach path (scopes, CPU, off-CPU,
 # threads, heap at start-up and by POST, the ring collector) works there.
