@@ -292,6 +292,14 @@ add_test(NAME integration_pid_reuse
           $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:pid_reuse>)
 set_tests_properties(integration_pid_reuse PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
 
+# What a client names is the file it sees: /proc/self/exe and other magic
+# links, qprofd's own executable and pid refused (403) for a non-root client,
+# a path of another mount namespace told apart (404).
+add_test(NAME integration_client_paths
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_client_paths.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:cpu_target>)
+set_tests_properties(integration_client_paths PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+
 # A host without tracefs or debugfs (a private mount namespace where they
 # are unmounted and covered): every attach path (scopes, CPU, off-CPU,
 # threads, heap at start-up and by POST, the ring collector) works there.
