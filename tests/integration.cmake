@@ -283,7 +283,7 @@ add_test(NAME integration_heap
 set_tests_properties(integration_heap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
 # A target's pid reused by an unrelated process (clone3 set_tid) after it
-# exited: its threads are a 410, never the new process's.
+# exited: its threads are a 404, never the new process's.
 add_executable(pid_reuse ${CMAKE_CURRENT_SOURCE_DIR}/integration/pid_reuse.c)
 target_compile_options(pid_reuse PRIVATE -O1 -g -fno-omit-frame-pointer)
 target_link_libraries(pid_reuse Threads::Threads)

@@ -52,7 +52,7 @@ static bool build(struct qprofd *d, const struct qp_request *req, struct qp_resp
 	/* the threads are read live, and only of the target itself: once it
 	 * exited its pid may be another process's, never shown for it */
 	if (qp_registry_target_live(&d->reg, pid)) {
-		qp_reply_error(resp, 410, "process %d has exited: its threads are not kept", pid);
+		qp_reply_error(resp, 404, "process %d has exited: its threads are not kept", pid);
 		return false;
 	}
 	qprofd_model_src(d, &src);
@@ -62,7 +62,7 @@ static bool build(struct qprofd *d, const struct qp_request *req, struct qp_resp
 		ret = -ESRCH;
 	}
 	if (ret == -ESRCH) {
-		qp_reply_error(resp, 410, "process %d has exited: its threads are not kept", pid);
+		qp_reply_error(resp, 404, "process %d has exited: its threads are not kept", pid);
 		return false;
 	}
 	if (ret == -ENOTSUP) {
