@@ -13,9 +13,11 @@ nothing can reach tracefs. Every attach path must work there:
   the heap's growth (brk/mmap probes) under the keeper >= 7 MiB;
 - POST "collector": "ring" on an ABI-2 program: its scopes counted exactly;
 - a second POST of a target with "heap": 409, the target as it was (its
-  heap still traced, no scope counted wrongly: exit_without_enter 0).
+  heap still traced, no scope counted wrongly: exit_without_enter 0);
+- --no-uprobe-multi (libbpf's USDT attach, a perf-event uprobe per site):
+  the scopes counted exactly.
 
-About 15 s. usage: test_no_tracefs.py QPROFD SCOPE_TARGET HEAP_TARGET RING_TARGET"""
+About 20 s. usage: test_no_tracefs.py QPROFD SCOPE_TARGET HEAP_TARGET RING_TARGET"""
 import json
 import os
 import shutil
@@ -172,4 +174,19 @@ try:
 finally:
     code = d.stop()
 t.eq(code, 0, "qprofd exits 0 on SIGTERM")
+
+# ---- libbpf's USDT attach (one perf-event uprobe per site) ------------------
+prog = Target([scope_bin, "--iters", "200"])
+d = Daemon(qprofd, ["--no-uprobe-multi", "--pid", str(prog.pid)])
+try:
+    prog.start()
+    mine = prog.result()
+    rows = wait_for(lambda: (lambda r: r if r.get(("inner", "outer"), {}).get("count") == mine["inner_n"]
+                             else None)(rows_of(d, prog.pid)), 20, 0.1) or rows_of(d, prog.pid)
+    t.eq(rows.get(("outer", None), {}).get("count"), mine["outer_n"], "--no-uprobe-multi: outer exact")
+    t.eq(rows.get(("inner", "outer"), {}).get("count"), mine["inner_n"], "--no-uprobe-multi: inner exact")
+    prog.finish()
+finally:
+    code = d.stop()
+t.eq(code, 0, "qprofd --no-uprobe-multi exits 0")
 sys.exit(t.done())
