@@ -1,6 +1,6 @@
 /* collect_heap.h - the user side of bpf/heap.bpf.c: which processes are
  * heap profiled (uprobes on the allocator entry points of the files they
- * map, the raw syscall tracepoints for brk and mmap), and reads of what was sampled: per stack,
+ * map, the brk and mmap syscall tracepoints), and reads of what was sampled: per stack,
  * the estimated allocations since attach, the live ones, and the heap's
  * growth. Targets are added and removed by the daemon (main.c, the HTTP
  * handlers); the registry knows nothing of them. Thread-safe (one mutex,

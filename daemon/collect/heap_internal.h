@@ -22,8 +22,9 @@ struct qp_heap {
 	int ncpus;
 	uint64_t interval;
 	uint32_t gen;
-	struct bpf_link *tp[2];	/* sys_enter and sys_exit (brk, mmap), once a target exists */
+	struct bpf_link *tp[4];	/* brk/mmap syscall tracepoints, once a target exists */
 	bool tp_attached;
+	bool tp_raw;		/* the raw sys_enter/sys_exit (no tracefs), not syscalls/ */
 	struct heap_target *t;
 	size_t nt;
 };

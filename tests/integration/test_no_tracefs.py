@@ -169,8 +169,9 @@ try:
     rp.wait(timeout=30)
 
     log = d.logtext()
-    t.check("tracefs" not in log and "debugfs" not in log and "kprobe_events" not in log,
-            "qprofd's log never mentions tracefs")
+    t.check("failed to determine tracepoint" not in log and "uprobe_events" not in log,
+            "libbpf never looked for tracefs files")
+    t.check("heap growth: the raw syscall tracepoints" in log, "the heap's growth on the raw tracepoints")
 finally:
     code = d.stop()
 t.eq(code, 0, "qprofd exits 0 on SIGTERM")
