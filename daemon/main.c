@@ -661,12 +661,13 @@ int main(int argc, char **argv)
 	for (i = 0; i < o.npids; i++) {
 		int status;
 
-		if (qp_registry_add_pid(&d.reg, o.pids[i], NULL, NULL, &status, err, sizeof(err))) {
-			fprintf(stderr, "qprofd: --pid %d: %s\n", o.pids[i], err);
-			goto out;
-		}
+		/* the heap first: when it cannot be profiled, no scope link was made */
 		if (o.heap && qp_heap_attach(d.heap, o.pids[i], NULL, err, sizeof(err))) {
 			fprintf(stderr, "qprofd: --pid %d --heap: %s\n", o.pids[i], err);
+			goto out;
+		}
+		if (qp_registry_add_pid(&d.reg, o.pids[i], NULL, NULL, &status, err, sizeof(err))) {
+			fprintf(stderr, "qprofd: --pid %d: %s\n", o.pids[i], err);
 			goto out;
 		}
 	}

@@ -42,6 +42,14 @@ add_test(NAME integration_cpu
           $<TARGET_FILE:cpu_target>)
 set_tests_properties(integration_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 
+# The symbolizer reads the target's own file: the target runs from a tmpfs
+# of its own mount namespace, another program at that path on another tmpfs
+# in qprofd's (the same inode number); the profile names the target's functions.
+add_test(NAME integration_sym_namespace
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_sym_namespace.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:cpu_target> $<TARGET_FILE:scope_target>)
+set_tests_properties(integration_sym_namespace PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+
 # The perf-event uprobe path (kernels before 6.6) on the same faults.
 add_test(NAME integration_drops_perf_uprobes
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_drops.py
@@ -273,6 +281,33 @@ add_test(NAME integration_heap
           $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:heap_target>
           $<TARGET_FILE:heap_static>)
 set_tests_properties(integration_heap PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# A target's pid reused by an unrelated process (clone3 set_tid) after it
+# exited: its threads are a 404, never the new process's.
+add_executable(pid_reuse ${CMAKE_CURRENT_SOURCE_DIR}/integration/pid_reuse.c)
+target_compile_options(pid_reuse PRIVATE -O1 -g -fno-omit-frame-pointer)
+target_link_libraries(pid_reuse Threads::Threads)
+add_test(NAME integration_pid_reuse
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_pid_reuse.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:pid_reuse>)
+set_tests_properties(integration_pid_reuse PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+
+# What a client names is the file it sees: /proc/self/exe and other magic
+# links, qprofd's own executable and pid refused (403) for a non-root client,
+# a path of another mount namespace told apart (404).
+add_test(NAME integration_client_paths
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_client_paths.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:cpu_target>)
+set_tests_properties(integration_client_paths PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+
+# A host without tracefs or debugfs (a private mount namespace where they
+# are unmounted and covered): every attach path (scopes, CPU, off-CPU,
+# threads, heap at start-up and by POST, the ring collector) works there.
+add_test(NAME integration_no_tracefs
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_no_tracefs.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:heap_target>
+          $<TARGET_FILE:ring_target>)
+set_tests_properties(integration_no_tracefs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
 
 # Libraries loaded after attach (issue 16): a host that dlopens marked
 # plugins when told; the plugin built as a rebuilt version (v2), without

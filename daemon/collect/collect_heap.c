@@ -4,8 +4,10 @@
  * symbols (elf_syms.h) and attached through /proc/PID/map_files (that very
  * inode), and its generation in heap_targets. Return probes are attached
  * before entry probes, and the pid enters heap_targets last: no call is
- * seen whose return is not. The brk/mmap tracepoints are attached with the
- * first target (until then nothing else of the system pays for them). */
+ * seen whose return is not. The brk/mmap probes (the syscalls/
+ * tracepoints, or the raw syscall tracepoints where tracefs is not
+ * mounted) are attached with the first target and detached with the last:
+ * otherwise nothing else of the system pays for them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -243,19 +245,65 @@ static int attach_file(struct qp_heap *h, struct heap_target *t, const struct qp
 	return done;
 }
 
-static int attach_tracepoints(struct qp_heap *h, char *err, size_t errlen)
+/* No target traced any more: the syscall tracepoints go (each syscall of
+ * the system runs them while they are attached). h->lock held. */
+static void growth_probes_release_locked(struct qp_heap *h)
 {
-	struct bpf_program *p[4] = { h->skel->progs.heap_brk_enter, h->skel->progs.heap_brk_exit,
-				     h->skel->progs.heap_mmap_enter, h->skel->progs.heap_mmap_exit };
-	int i, ret;
+	size_t i;
+
+	for (i = 0; i < h->nt; i++)
+		if (h->t[i].st.tracing || h->t[i].held)
+			return;
+	for (i = 0; i < 4; i++) {
+		bpf_link__destroy(h->tp[i]);
+		h->tp[i] = NULL;
+	}
+	h->tp_attached = false;
+}
+
+/* The syscall tracepoints through tracefs when it is mounted (a program
+ * runs for brk and mmap only), else the raw ones (no tracefs; every
+ * syscall of the system calls into BPF while they are attached). */
+static int attach_growth_probes(struct qp_heap *h, char *err, size_t errlen)
+{
+	struct bpf_program *ev[4] = { h->skel->progs.heap_brk_enter, h->skel->progs.heap_brk_exit,
+				      h->skel->progs.heap_mmap_enter, h->skel->progs.heap_mmap_exit };
+	struct bpf_program *raw[2] = { h->skel->progs.heap_sys_enter, h->skel->progs.heap_sys_exit };
+	int i, ret = 0;
 
 	if (h->tp_attached)
 		return 0;
-	for (i = 0; i < 4; i++) {
-		h->tp[i] = bpf_program__attach(p[i]);
+	/* where libbpf looks for their ids: without them, the raw ones at
+	 * once (no libbpf warning on a host that has no tracefs) */
+	if (!access("/sys/kernel/tracing/events/syscalls/sys_enter_brk/id", F_OK) ||
+	    !access("/sys/kernel/debug/tracing/events/syscalls/sys_enter_brk/id", F_OK)) {
+		for (i = 0; i < 4; i++) {
+			h->tp[i] = bpf_program__attach(ev[i]);
+			if (!h->tp[i]) {
+				ret = -errno;
+				break;
+			}
+		}
+		if (i == 4) {
+			h->tp_raw = false;
+			h->tp_attached = true;
+			return 0;
+		}
+		while (i-- > 0) {
+			bpf_link__destroy(h->tp[i]);
+			h->tp[i] = NULL;
+		}
+	} else {
+		ret = -ENOENT;
+	}
+	qp_info("heap growth: the raw syscall tracepoints (the syscalls/ ones: %s, tracefs not mounted?); "
+		"every syscall of the system calls into BPF while a heap target exists", strerror(-ret));
+	for (i = 0; i < 2; i++) {
+		h->tp[i] = bpf_program__attach(raw[i]);
 		if (!h->tp[i]) {
 			ret = -errno;
-			snprintf(err, errlen, "cannot attach the brk/mmap tracepoints: %s", strerror(-ret));
+			snprintf(err, errlen, "cannot attach the brk/mmap probes (raw syscall tracepoints): %s",
+				 strerror(-ret));
 			while (i-- > 0) {
 				bpf_link__destroy(h->tp[i]);
 				h->tp[i] = NULL;
@@ -263,6 +311,7 @@ static int attach_tracepoints(struct qp_heap *h, char *err, size_t errlen)
 			return ret;
 		}
 	}
+	h->tp_raw = true;
 	h->tp_attached = true;
 	return 0;
 }
@@ -306,7 +355,7 @@ static int attach_locked(struct qp_heap *h, struct heap_target *t, char *err, si
 		snprintf(t->st.note, sizeof(t->st.note),
 			 "allocations made through other functions (an allocator of the program's own, "
 			 "direct mmap, libraries loaded after the attach) are not traced, except as growth");
-	ret = attach_tracepoints(h, err, errlen);
+	ret = attach_growth_probes(h, err, errlen);
 	if (ret)
 		goto out;
 	{
@@ -333,7 +382,8 @@ out:
 	return ret;
 }
 
-int qp_heap_attach(struct qp_heap *h, int pid, struct qp_heap_status *st, char *err, size_t errlen)
+static int heap_attach(struct qp_heap *h, int pid, bool held, struct qp_heap_status *st, char *err,
+		       size_t errlen)
 {
 	struct heap_target *v, *t;
 	int ret;
@@ -354,10 +404,12 @@ int qp_heap_attach(struct qp_heap *h, int pid, struct qp_heap_status *st, char *
 	t = &h->t[h->nt];
 	memset(t, 0, sizeof(*t));
 	t->pid = t->st.pid = pid;
+	t->held = held;
 	ret = attach_locked(h, t, err, errlen);
 	if (ret) {
 		target_unlink(h, t);
 		qp_heap_map_forget(h, pid);
+		growth_probes_release_locked(h);
 		pthread_mutex_unlock(&h->lock);
 		if (ret == -ESRCH || kill(pid, 0))
 			snprintf(err, errlen, "process %d exited while its heap probes were attached", pid);
@@ -372,14 +424,37 @@ int qp_heap_attach(struct qp_heap *h, int pid, struct qp_heap_status *st, char *
 	return 0;
 }
 
+int qp_heap_attach(struct qp_heap *h, int pid, struct qp_heap_status *st, char *err, size_t errlen)
+{
+	return heap_attach(h, pid, false, st, err, errlen);
+}
+
+int qp_heap_attach_held(struct qp_heap *h, int pid, struct qp_heap_status *st, char *err, size_t errlen)
+{
+	return heap_attach(h, pid, true, st, err, errlen);
+}
+
+void qp_heap_release(struct qp_heap *h, int pid)
+{
+	struct heap_target *t;
+
+	pthread_mutex_lock(&h->lock);
+	t = find_locked(h, pid);
+	if (t)
+		t->held = false;
+	pthread_mutex_unlock(&h->lock);
+}
+
 void qp_heap_stop(struct qp_heap *h, int pid)
 {
 	struct heap_target *t;
 
 	pthread_mutex_lock(&h->lock);
 	t = find_locked(h, pid);
-	if (t && t->st.tracing)
+	if (t && t->st.tracing && !t->held) {
 		target_unlink(h, t);
+		growth_probes_release_locked(h);
+	}
 	pthread_mutex_unlock(&h->lock);
 }
 
@@ -389,10 +464,11 @@ void qp_heap_forget(struct qp_heap *h, int pid)
 
 	pthread_mutex_lock(&h->lock);
 	t = find_locked(h, pid);
-	if (t) {
+	if (t && !t->held) {
 		target_unlink(h, t);
 		*t = h->t[--h->nt];
 		qp_heap_map_forget(h, pid);
+		growth_probes_release_locked(h);
 	}
 	pthread_mutex_unlock(&h->lock);
 }

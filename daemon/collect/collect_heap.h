@@ -1,6 +1,6 @@
 /* collect_heap.h - the user side of bpf/heap.bpf.c: which processes are
  * heap profiled (uprobes on the allocator entry points of the files they
- * map, the brk/mmap tracepoints), and reads of what was sampled: per stack,
+ * map, the brk and mmap syscall tracepoints), and reads of what was sampled: per stack,
  * the estimated allocations since attach, the live ones, and the heap's
  * growth. Targets are added and removed by the daemon (main.c, the HTTP
  * handlers); the registry knows nothing of them. Thread-safe (one mutex,
@@ -39,6 +39,11 @@ uint64_t qp_heap_interval(const struct qp_heap *h);
  * same); -EEXIST when it is already, -ESRCH when it is gone, else -errno
  * with err set. */
 int qp_heap_attach(struct qp_heap *h, int pid, struct qp_heap_status *st, char *err, size_t errlen);
+/* The same, for a pid not yet a target (its scopes are attached next):
+ * held, qp_heap_stop and qp_heap_forget leave it alone until
+ * qp_heap_release. */
+int qp_heap_attach_held(struct qp_heap *h, int pid, struct qp_heap_status *st, char *err, size_t errlen);
+void qp_heap_release(struct qp_heap *h, int pid);
 /* PID exited: its probes go, its figures stay. */
 void qp_heap_stop(struct qp_heap *h, int pid);
 /* PID is no target any more: its probes and its figures go. */

@@ -12,6 +12,7 @@ struct heap_target {
 	uint32_t gen;		/* heap_targets' value while it is traced */
 	struct bpf_link **links;
 	size_t nlinks;
+	bool held;		/* attached ahead of its target: stop/forget leave it alone */
 	struct qp_heap_status st;
 };
 
@@ -21,8 +22,9 @@ struct qp_heap {
 	int ncpus;
 	uint64_t interval;
 	uint32_t gen;
-	struct bpf_link *tp[4];	/* brk and mmap tracepoints, once a target exists */
+	struct bpf_link *tp[4];	/* brk/mmap syscall tracepoints, once a target exists */
 	bool tp_attached;
+	bool tp_raw;		/* the raw sys_enter/sys_exit (no tracefs), not syscalls/ */
 	struct heap_target *t;
 	size_t nt;
 };

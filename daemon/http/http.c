@@ -44,6 +44,7 @@ struct conn {
 	bool token_ok;
 	char peer[96];		/* "uid 1000 pid 4242" or "127.0.0.1:50312" */
 	bool privileged;
+	int peer_pid;		/* SO_PEERCRED's pid on the unix socket, 0 over TCP */
 	char why[320];
 };
 
@@ -256,6 +257,7 @@ static void peer_of(struct qp_http *h, struct MHD_Connection *c, struct conn *cn
 		snprintf(cn->peer, sizeof(cn->peer), "uid %u gid %u pid %d", (unsigned int)uc.uid,
 			 (unsigned int)uc.gid, (int)uc.pid);
 		cn->privileged = uc.uid == 0;
+		cn->peer_pid = uc.pid > 0 ? (int)uc.pid : 0;
 	} else {
 		struct sockaddr_in sa;
 		socklen_t len = sizeof(sa);
@@ -458,7 +460,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		req = (struct qp_request){
 			.method = method, .url = url, .body = cn->body, .body_len = cn->len,
 			.body_too_large = cn->too_large, .query = query_get, .query_keys = query_keys,
-			.arg = c, .header = header_get, .gone = client_gone, .privileged = cn->privileged,
+			.arg = c, .header = header_get, .gone = client_gone, .privileged = cn->privileged, .peer_pid = cn->peer_pid,
 		};
 		qp_http_route(h->d, &req, &resp);
 		if (slot && !resp.read) {

@@ -49,6 +49,9 @@ struct qp_request {
 	/* a root peer on the unix socket: sees kernel addresses, may name any
 	 * ELF file. False for TCP clients (and by default). */
 	bool privileged;
+	/* the client's pid (SO_PEERCRED) on the unix socket: paths it names
+	 * are resolved in its root; 0 over TCP (qprofd's root) */
+	int peer_pid;
 };
 
 struct qp_response {

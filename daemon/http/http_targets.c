@@ -103,24 +103,33 @@ static bool parse_extra(json_t *root, struct qp_attach_extra *x, struct qp_respo
 	return true;
 }
 
-/* Profile the heap of PID, just attached: when that fails, PID is detached
- * again (a target is made whole or not at all). */
+/* Profile the heap of PID before its scopes are attached: a heap that
+ * cannot be profiled leaves the process exactly as it was (no scope link
+ * made and removed under a running program). 1: PID is a target or being
+ * attached already, the registry answers (409) and nothing is touched. */
 static int heap_attach(struct qprofd *d, int pid, struct qp_heap_status *st, int *status, char *err,
 		       size_t errlen)
 {
-	int ret = qp_heap_attach(d->heap, pid, st, err, errlen);
+	struct qp_heap_status old;
+	bool busy;
+	int ret;
 
-	if (ret == -EEXIST) {	/* left from an earlier target of that pid */
+	pthread_mutex_lock(&d->reg.lock);
+	busy = qp_registry_busy(&d->reg, pid);
+	pthread_mutex_unlock(&d->reg.lock);
+	if (busy)
+		return 1;
+	ret = qp_heap_attach_held(d->heap, pid, st, err, errlen);
+	if (ret == -EEXIST && qp_heap_status_of(d->heap, pid, &old) && !old.tracing) {
+		/* the figures left from an earlier target of that pid */
 		qp_heap_forget(d->heap, pid);
-		ret = qp_heap_attach(d->heap, pid, st, err, errlen);
+		ret = qp_heap_attach_held(d->heap, pid, st, err, errlen);
 	}
 	if (!ret)
 		return 0;
-	*status = ret == -ESRCH ? 404 : 500;
-	pthread_mutex_lock(&d->reg.lock);
-	qp_registry_remove_pid(&d->reg, pid);
-	pthread_mutex_unlock(&d->reg.lock);
-	qp_registry_reap(&d->reg);
+	if (ret == -EEXIST)
+		snprintf(err, errlen, "process %d is being attached by another request", pid);
+	*status = ret == -ESRCH ? 404 : ret == -EEXIST ? 409 : 500;
 	return ret;
 }
 
@@ -171,7 +180,7 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	struct qp_heap_status hst = { 0 };
 	struct qp_json j;
 	int status = 500, ret;
-	bool heap, existing = false;
+	bool heap, existing = false, heap_ours = false;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
@@ -209,6 +218,7 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	if (!parse_extra(root, &extra, resp))
 		goto out;
 	extra.privileged = req->privileged;
+	extra.client_pid = req->peer_pid;
 	if ((v = json_object_get(root, "collector"))) {
 		const char *c = json_is_string(v) ? json_string_value(v) : "";
 
@@ -248,13 +258,22 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 			qp_reply_error(resp, 400, "\"pid\" must be a positive integer");
 			goto out;
 		}
+		ret = heap ? heap_attach(d, (int)pid, &hst, &status, err, sizeof(err)) : 0;
+		heap_ours = heap && !ret;
 		/* takes the lock itself, around the parse and attach only briefly */
-		ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &tv, &status, err, sizeof(err));
-		if (!ret && heap)
-			ret = heap_attach(d, (int)pid, &hst, &status, err, sizeof(err));
-		else if (ret == -EEXIST && heap && json_object_size(root) == 2 &&
-			 !(ret = heap_of_target(d, (int)pid, &tv, &hst, &status, err, sizeof(err))))
+		if (ret >= 0)
+			ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &tv, &status, err, sizeof(err));
+		if (heap_ours) {
+			qp_heap_release(d->heap, (int)pid);
+			/* not attached after all (but for an answer that ran out of memory) */
+			pthread_mutex_lock(&d->reg.lock);
+			if (ret && !qp_registry_find(&d->reg, (int)pid))
+				qp_heap_forget(d->heap, (int)pid);
+			pthread_mutex_unlock(&d->reg.lock);
+		} else if (ret == -EEXIST && heap && json_object_size(root) == 2 &&
+			   !(ret = heap_of_target(d, (int)pid, &tv, &hst, &status, err, sizeof(err)))) {
 			existing = true;
+		}
 		if (!ret) {
 			qp_json_obj_begin(&j);
 			qp_export_target_keys(&tv, &j);

@@ -49,10 +49,20 @@ static bool build(struct qprofd *d, const struct qp_request *req, struct qp_resp
 		return false;
 	if (!pid && !(pid = only_target(d, resp)))
 		return false;
+	/* the threads are read live, and only of the target itself: once it
+	 * exited its pid may be another process's, never shown for it */
+	if (qp_registry_target_live(&d->reg, pid)) {
+		qp_reply_error(resp, 404, "process %d has exited: its threads are not kept", pid);
+		return false;
+	}
 	qprofd_model_src(d, &src);
 	ret = qp_thread_model_build(&src, pid, m, err, sizeof(err));
+	if (!ret && qp_registry_target_live(&d->reg, pid)) {
+		qp_thread_model_free(m);
+		ret = -ESRCH;
+	}
 	if (ret == -ESRCH) {
-		qp_reply_error(resp, 404, "process %d has exited", pid);
+		qp_reply_error(resp, 404, "process %d has exited: its threads are not kept", pid);
 		return false;
 	}
 	if (ret == -ENOTSUP) {

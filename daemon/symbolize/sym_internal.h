@@ -117,6 +117,7 @@ struct qp_sym_process {
 	struct qp_sym_process *next;
 	int pid;
 	bool gone;
+	uint64_t start;		/* its start time (clock ticks), 0: unknown */
 	const char *exe;	/* interned path of its executable, NULL: unknown */
 	uint64_t last_refresh_ns;
 	uint64_t ticket;	/* of the mappings installed: an older read never replaces them */

@@ -2,10 +2,12 @@
  * from PROC_ROOT/PID/maps (common/procfs.c, the tree's one maps reader)
  * while it lives and kept after it exits, so it is still symbolized; an
  * address goes through its mapping to a file offset and to the file's
- * symbol (sym_elf.c). A mapped file is opened by its path, then through
- * PROC_ROOT/PID/root, then PROC_ROOT/PID/map_files, and only when its inode
- * matches the mapping: a binary replaced or deleted on disk is never read
- * as the wrong file. The maps file and any new ELF file are read without
+ * symbol (sym_elf.c). A mapped file is opened through PROC_ROOT/PID/root
+ * (the process's own view), then PROC_ROOT/PID/map_files, then by its path
+ * in qprofd's namespace (device and inode checked), and only when its inode
+ * matches the mapping: a binary replaced or deleted on disk, or another
+ * file at that path in qprofd's namespace, is never read as the wrong
+ * file. The maps file and any new ELF file are read without
  * the symbolizer's lock; the new mapping list is swapped in under it. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,24 +40,34 @@ static const char *base_name(const char *p)
 	return b && b[1] ? b + 1 : p;
 }
 
-/* Open the file behind mapping M of PID: by its path, through the process
- * root, through map_files; only a regular file with the mapping's inode.
- * No lock held. */
+/* Open the file behind mapping M of PID: by its path as the process sees
+ * it (PROC_ROOT/PID/root: its own mount namespace), through map_files (the
+ * very mapping; needs CAP_SYS_ADMIN), and last by the path in qprofd's own
+ * mount namespace. The inode must match the maps line; on that last path,
+ * the device as well: another file system mounted there (a container's
+ * tmpfs and qprofd's) has files of the same inode numbers. Btrfs and
+ * overlayfs show another device in maps than stat, so the first two are
+ * checked by inode alone: they name what the process itself maps.
+ * Only regular files. No lock held. */
 static struct symfile *map_file(struct qp_symbolizer *s, int pid, const struct qp_map *m,
 				const char *path, bool deleted)
 {
 	char cand[3][PATH_MAX];
-	bool dirok[3] = { true, true, false };
+	bool dirok[3] = { true, false, true }, devcheck[3] = { false, false, true };
 	int ncand = 0, i;
 
-	if (!deleted && path[0] == '/') {
-		snprintf(cand[ncand++], PATH_MAX, "%s", path);
-		if (snprintf(cand[ncand], PATH_MAX, "%s/%d/root%s", s->proc_root, pid, path) < PATH_MAX)
-			ncand++;
-	}
+	if (!deleted && path[0] == '/' &&
+	    snprintf(cand[ncand], PATH_MAX, "%s/%d/root%s", s->proc_root, pid, path) < PATH_MAX)
+		ncand++;
 	snprintf(cand[ncand], PATH_MAX, "%s/%d/map_files/%" PRIx64 "-%" PRIx64, s->proc_root,
 		 pid, m->start, m->end);
-	dirok[ncand++] = false;
+	dirok[ncand] = devcheck[ncand] = false;
+	ncand++;
+	if (!deleted && path[0] == '/') {
+		snprintf(cand[ncand], PATH_MAX, "%s", path);
+		dirok[ncand] = devcheck[ncand] = true;
+		ncand++;
+	}
 	for (i = 0; i < ncand; i++) {
 		struct symfile *f;
 		struct stat st;
@@ -65,7 +77,8 @@ static struct symfile *map_file(struct qp_symbolizer *s, int pid, const struct q
 
 		if (fd < 0)
 			continue;
-		if (m->inode && (uint64_t)st.st_ino != m->inode) {
+		if ((m->inode && (uint64_t)st.st_ino != m->inode) ||
+		    (devcheck[i] && (uint64_t)st.st_dev != m->dev)) {
 			close(fd);
 			continue;
 		}
@@ -219,10 +232,36 @@ static struct symmap *carry_unmapped(struct symmap *v, size_t *n, const struct q
 	return w;
 }
 
+/* The start time of PID under PROC_ROOT (field 22 of its stat), 0 when it
+ * cannot be read (gone, or a fixture without one). */
+static uint64_t start_of(const struct qp_symbolizer *s, int pid)
+{
+	char path[PATH_MAX], buf[1024];
+	uint64_t t = 0;
+	ssize_t n;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%d/stat", s->proc_root, pid) >= (int)sizeof(path))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return qp_stat_parse_starttime(buf, &t) ? 0 : t;
+}
+
 /* PID's mappings are MAPS (taken over and freed), or ERR when they could
  * not be read. CARRY: keep the unloaded ranges of the list it replaces
- * (a read of /proc; the registry's own lists already hold them). */
-static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, int err, bool carry)
+ * (a read of /proc; the registry's own lists already hold them): then a
+ * process of another START time than the one known is another process
+ * of the same pid, whose mappings never name the first one's addresses.
+ * START 0: unknown. */
+static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, int err, bool carry,
+		       uint64_t start)
 {
 	static const char deleted_sfx[] = " (deleted)";
 	struct qp_sym_process *p;
@@ -266,6 +305,14 @@ static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, in
 	p = proc_find(s, pid);
 	if (p)
 		p->last_refresh_ns = qp_now_ns();
+	if (p && carry && start && p->start && start != p->start) {
+		/* the process known exited; what it mapped stays its own */
+		p->gone = true;
+		pthread_mutex_unlock(&s->lock);
+		qp_maps_free(&maps);
+		free(deleted);
+		return -ESRCH;
+	}
 	v = maps_name_locked(s, p, &maps, deleted, &missing);
 	pthread_mutex_unlock(&s->lock);
 	if (!v) {
@@ -290,6 +337,8 @@ static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, in
 		p->n = n;
 		p->ticket = ticket;
 		p->gone = false;
+		if (start || !carry)
+			p->start = start;
 		if (n > 0)
 			p->exe = sym_intern_locked(s, exe);
 		p->last_refresh_ns = qp_now_ns();
@@ -304,12 +353,21 @@ static int process_set(struct qp_symbolizer *s, int pid, struct qp_maps maps, in
 int qp_sym_process_refresh(struct qp_symbolizer *s, int pid)
 {
 	struct qp_maps maps = { 0 };
+	uint64_t before, after;
 	int err;
 
 	if (!s || pid <= 0)
 		return -EINVAL;
+	/* the same process before and after the read: a pid reused meanwhile
+	 * would hand over another program's mappings */
+	before = start_of(s, pid);
 	err = qp_maps_read_at(s->proc_root, pid, &maps);
-	return process_set(s, pid, maps, err, true);
+	after = start_of(s, pid);
+	if (!err && before != after) {
+		qp_maps_free(&maps);
+		err = -ESRCH;
+	}
+	return process_set(s, pid, maps, err, true, after);
 }
 
 int qp_sym_process_set_maps(struct qp_symbolizer *s, int pid, const struct qp_maps *maps)
@@ -320,7 +378,7 @@ int qp_sym_process_set_maps(struct qp_symbolizer *s, int pid, const struct qp_ma
 	if (!s || pid <= 0 || !maps)
 		return -EINVAL;
 	err = qp_maps_copy(maps, &copy);
-	return err ? err : process_set(s, pid, copy, 0, false);
+	return err ? err : process_set(s, pid, copy, 0, false, start_of(s, pid));
 }
 
 void qp_sym_forget(struct qp_symbolizer *s, int pid)

@@ -399,6 +399,11 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 		snprintf(err, errlen, "pid must be a positive integer");
 		return -EINVAL;
 	}
+	if (pid == getpid()) {
+		*status = 403;
+		snprintf(err, errlen, "process %d is qprofd itself: qprofd never profiles itself", pid);
+		return -EPERM;
+	}
 	pthread_mutex_lock(&r->lock);
 	ret = pid_free(r, pid, status, err, errlen);
 	pthread_mutex_unlock(&r->lock);

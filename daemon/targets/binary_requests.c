@@ -10,15 +10,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "collect_scopes.h"
 #include "log.h"
 #include "targets_priv.h"
 #include "util.h"
 
-/* Does any process map the file (DEV, INO)? What an unprivileged client
- * may name. */
+/* Does any process but qprofd map the file (DEV, INO)? What an
+ * unprivileged client may name. */
 static bool mapped_by_any_process(uint64_t dev, uint64_t ino)
 {
 	struct qp_maps maps;
@@ -32,7 +37,8 @@ static bool mapped_by_any_process(uint64_t dev, uint64_t ino)
 	while (!found && (de = readdir(d))) {
 		int64_t pid;
 
-		if (qp_parse_i64(de->d_name, 1, INT32_MAX, &pid) || qp_maps_read((int)pid, &maps))
+		if (qp_parse_i64(de->d_name, 1, INT32_MAX, &pid) || pid == getpid() ||
+		    qp_maps_read((int)pid, &maps))
 			continue;
 		for (i = 0; i < maps.n && !found; i++)
 			found = maps.v[i].inode == ino && maps.v[i].dev == dev && maps.v[i].path[0] == '/';
@@ -40,6 +46,92 @@ static bool mapped_by_any_process(uint64_t dev, uint64_t ino)
 	}
 	closedir(d);
 	return found;
+}
+
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	while (path[0] == '/' && path[1] == '/')
+		path++;
+	return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* PATH as the client sees it: looked up in its root (/proc/CLIENT/root;
+ * qprofd's own for a TCP client), through no magic link (/proc/self/exe,
+ * /proc/PID/fd/N: what they name depends on who reads them, and qprofd
+ * would read its own), and never a file of /proc or /sys. 0 with the
+ * file's stat in *OUT; 1: openat2 is missing (kernel before 5.6); -errno
+ * with *status and err when refused outright, -ENOENT when not found
+ * (the caller's one answer for missing files). */
+static int client_view(int client_pid, const char *path, struct stat *out, int *status, char *err,
+		       size_t errlen)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	char root[64];
+	struct statfs sf;
+	int rfd, fd, e;
+
+	if (path_under(path, "/proc/self") || path_under(path, "/proc/thread-self")) {
+		*status = 403;
+		snprintf(err, errlen, "%.3000s names a file of whoever reads it (qprofd itself): name the "
+			 "file by its own path", path);
+		return -EPERM;
+	}
+	if (client_pid > 0)
+		snprintf(root, sizeof(root), "/proc/%d/root", client_pid);
+	else
+		snprintf(root, sizeof(root), "/");
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0) {
+		e = errno;
+		*status = 403;
+		snprintf(err, errlen, "cannot see the files as the client (pid %d) does: %s", client_pid,
+			 strerror(e));
+		return -e;
+	}
+	fd = (int)syscall(SYS_openat2, rfd, path, &how, sizeof(how));
+	e = errno;
+	close(rfd);
+	if (fd < 0 && e == ENOSYS)
+		return 1;
+	if (fd < 0 && e == ELOOP) {
+		*status = 403;
+		snprintf(err, errlen, "%.3000s goes through a /proc link that names a file of whoever reads "
+			 "it (/proc/PID/exe, /proc/PID/fd/N, /proc/PID/root): name the file by its own path",
+			 path);
+		return -ELOOP;
+	}
+	if (fd < 0)
+		return -ENOENT;
+	if (fstat(fd, out) || fstatfs(fd, &sf)) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	close(fd);
+	if (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC || sf.f_type == DEBUGFS_MAGIC ||
+	    sf.f_type == TRACEFS_MAGIC) {
+		*status = 403;
+		snprintf(err, errlen, "%.3000s is a file of /proc, /sys or tracefs, never an executable", path);
+		return -EPERM;
+	}
+	if (!S_ISREG(out->st_mode)) {
+		*status = 400;
+		snprintf(err, errlen, "%.3000s is not a regular file", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Is ST qprofd's own executable? It is never a target: every qprofd on
+ * the host would probe itself. */
+static bool own_executable(const struct stat *st)
+{
+	struct stat self;
+
+	return !stat("/proc/self/exe", &self) && self.st_dev == st->st_dev && self.st_ino == st->st_ino;
 }
 
 /* Exclude from B's links every --pid target that maps B, and every process
@@ -164,14 +256,28 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct
 	bool priv = extra && extra->privileged;
 	struct qp_elf_probes *elf = NULL;
 	struct qp_binary *b = NULL;
+	/* a request's, not the command line's (which has no client pid and is root's) */
+	bool client = extra && (extra->client_pid > 0 || !extra->privileged);
 	char real[PATH_MAX], oerr[256];
-	struct stat st;
-	int fd = -1, ret;
+	struct stat st, cst;
+	int fd = -1, ret = 0, cv = 1;
 
 	if (path[0] != '/') {
 		*status = 400;
 		snprintf(err, errlen, "binary must be an absolute path");
 		return -EINVAL;
+	}
+	/* a client's path is the file it sees (flags of the command line are
+	 * qprofd's own: no client) */
+	if (client && (cv = client_view(extra->client_pid, path, &cst, status, err, errlen)) < 0) {
+		ret = cv;
+		if (ret == -ENOENT && !priv)
+			goto hidden;
+		if (ret == -ENOENT) {
+			*status = 404;
+			snprintf(err, errlen, "%.3000s: no such file", path);
+		}
+		return ret;
 	}
 	if (!realpath(path, real)) {
 		ret = -errno;
@@ -191,7 +297,27 @@ int qp_registry_add_binary(struct qp_registry *r, const char *path, const struct
 		snprintf(err, errlen, "%.3000s: %s", real, oerr);
 		return ret;
 	}
-	if (!priv && (fstat(fd, &st) || !mapped_by_any_process((uint64_t)st.st_dev, (uint64_t)st.st_ino))) {
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		*status = 500;
+		snprintf(err, errlen, "%.3000s: cannot stat: %s", real, strerror(-ret));
+		return ret;
+	}
+	if (client && cv == 0 && (cst.st_dev != st.st_dev || cst.st_ino != st.st_ino)) {
+		close(fd);
+		*status = 404;
+		snprintf(err, errlen, "%.3000s is another file for qprofd than for the client (another mount "
+			 "namespace or root): attach its processes by pid", path);
+		return -ENOENT;
+	}
+	if (own_executable(&st)) {
+		close(fd);
+		*status = 403;
+		snprintf(err, errlen, "%.3000s is qprofd's own executable: qprofd never profiles itself", path);
+		return -EPERM;
+	}
+	if (!priv && !mapped_by_any_process((uint64_t)st.st_dev, (uint64_t)st.st_ino)) {
 		close(fd);
 		ret = -ENOENT;
 		goto hidden;

@@ -124,6 +124,28 @@ struct qp_target *qp_registry_find(struct qp_registry *r, int pid)
 	return NULL;
 }
 
+int qp_registry_target_live(struct qp_registry *r, int pid)
+{
+	struct qp_target *t;
+	uint64_t start = 0, now;
+	bool running = false;
+
+	pthread_mutex_lock(&r->lock);
+	t = qp_registry_find(r, pid);
+	if (t) {
+		running = t->state == QP_TARGET_RUNNING;
+		start = t->starttime;
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (!t)
+		return -ENOENT;
+	/* a pid is identified by its start time: the same pid with another
+	 * is a process that came after the target */
+	if (!running || qp_proc_starttime(pid, &now) || now != start || !qp_pid_alive(pid))
+		return -ESRCH;
+	return 0;
+}
+
 /* Alive and not exiting: kill(pid, 0) still succeeds on a zombie and on a
  * process on its way out, which the kernel refuses to probe (ESRCH). */
 bool qp_pid_alive(int pid)

@@ -159,6 +159,8 @@ struct qp_attach_extra {
 	size_t nspans;
 	const char *const *span_names, *const *span_begin, *const *span_end;
 	bool privileged;	/* root client on the unix socket: may name any ELF file */
+	int client_pid;		/* the client's pid: a path it names is resolved in its root
+				 * (/proc/PID/root); 0: in qprofd's */
 	enum qp_collector collector; /* QP_COLLECTOR_DEFAULT: the registry's ring_default */
 	bool probes_required;	/* no CPU-only target: a process without probes is refused
 				 * (an exec'd target's new image: it stops being a target) */
@@ -263,6 +265,12 @@ void qp_registry_wait_reaped(struct qp_registry *r, int pid);
  * so no event is lost or counted twice; a second call detaches it. */
 int qp_registry_remove_pid(struct qp_registry *r, int pid);
 struct qp_target *qp_registry_find(struct qp_registry *r, int pid);
+/* Is the process at PID now the running target of that pid (the same start
+ * time, alive)? r->lock NOT held. 0: yes; -ESRCH: the target exited (PID
+ * may be another process's by now); -ENOENT: no target has that pid.
+ * Whatever reads a target's /proc checks it before and after reading: a
+ * pid is not reused while its process lives. */
+int qp_registry_target_live(struct qp_registry *r, int pid);
 
 /* Keep at most MAX_EXITED exited targets (whose reports are written): the
  * oldest go first, counted in exited_forgotten. A --binary target on a

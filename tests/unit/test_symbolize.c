@@ -15,9 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "elf_syms.h"
 #include "procfs.h"
 #include "symbolize.h"
 #include "testlib.h"
@@ -369,6 +371,58 @@ static void test_hostile(void)
  * registry's, which keeps its own unloaded ranges) replaces all. Before,
  * the first miss after a dlclose dropped the plugin's range and its frames
  * turned [unknown] (integration_dlopen's CPU check, 2 runs in 20). */
+/* A path of qprofd's own mount namespace is the mapped file only when its
+ * device and inode both match the maps line: the same inode number on
+ * another file system (a container's tmpfs) is another file. */
+static void test_other_device(void)
+{
+	char root[4096], dir[4200], path[4400], maps[1024];
+	struct qp_sym_opts o = { .kallsyms = arg_kallsyms };
+	struct qp_symbolizer *s = NULL;
+	struct stat pie;
+	struct qp_sym q;
+	unsigned int other;
+	uint64_t off = 0;
+	int n;
+
+	snprintf(root, sizeof(root), "%s/proc-otherdev", arg_tmp);
+	snprintf(dir, sizeof(dir), "%s/4260", root);
+	snprintf(path, sizeof(path), "%s/maps", dir);
+	mkdir(root, 0755);
+	mkdir(dir, 0755);
+	o.proc_root = root;
+	if (stat(arg_pie, &pie) || !(s = qp_symbolizer_new(&o))) {
+		CHECK(!"stat/new");
+		return;
+	}
+	{
+		struct qp_elf_func f = { .name = "sf_alpha" };
+		char err[128];
+		int fd = open(arg_pie, O_RDONLY | O_CLOEXEC);
+
+		CHECK_INT(fd >= 0 ? qp_elf_find_funcs(fd, &f, 1, err, sizeof(err)) : -1, 1);
+		if (fd >= 0)
+			close(fd);
+		off = f.offset;
+	}
+	CHECK(off > 0 && off < 0x80000);
+	other = minor(pie.st_dev) ^ 0x5a;
+	n = snprintf(maps, sizeof(maps),
+		     "10000000-10080000 r-xp 00000000 %02x:%02x %llu %s\n"
+		     "20000000-20080000 r-xp 00000000 %02x:%02x %llu %s\n",
+		     major(pie.st_dev), other, (unsigned long long)pie.st_ino, arg_pie,
+		     major(pie.st_dev), minor(pie.st_dev), (unsigned long long)pie.st_ino, arg_pie);
+	CHECK_INT(write_file(path, maps, (size_t)n), 0);
+	CHECK_INT(qp_sym_process_refresh(s, 4260), 0);
+	qp_sym_user(s, 4260, 0x10000000 + off, &q);
+	CHECK(!q.found);
+	CHECK(starts(q.name, "sf_pie+0x"));
+	qp_sym_user(s, 4260, 0x20000000 + off, &q);	/* the same file on its own device: read */
+	CHECK(q.found);
+	CHECK_STR(q.name, "sf_alpha");
+	qp_symbolizer_free(s);
+}
+
 static void test_unloaded(void)
 {
 	char root[4096], dir[4200], path[4400], maps[1024];
@@ -389,18 +443,21 @@ static void test_unloaded(void)
 		CHECK(!"stat/new");
 		return;
 	}
-	/* the host (sf_pie) and its plugin (sf_nopie) */
+	/* the host (sf_pie) and its plugin (sf_nopie), on their real device: a
+	 * fixture has no PID/root, and a path of qprofd's own namespace must
+	 * match device and inode */
 	n = snprintf(maps, sizeof(maps),
-		     "10000000-10080000 r-xp 00000000 08:01 %llu %s\n"
-		     "20000000-20080000 r-xp 00000000 08:01 %llu %s\n",
-		     (unsigned long long)pie.st_ino, arg_pie, (unsigned long long)nopie.st_ino, arg_nopie);
+		     "10000000-10080000 r-xp 00000000 %02x:%02x %llu %s\n"
+		     "20000000-20080000 r-xp 00000000 %02x:%02x %llu %s\n",
+		     major(pie.st_dev), minor(pie.st_dev), (unsigned long long)pie.st_ino, arg_pie,
+		     major(nopie.st_dev), minor(nopie.st_dev), (unsigned long long)nopie.st_ino, arg_nopie);
 	CHECK_INT(write_file(path, maps, (size_t)n), 0);
 	CHECK_INT(qp_sym_process_refresh(s, 4250), 0);
 	qp_sym_user(s, 4250, 0x20000100, &q);
 	CHECK_STR(q.module, "sf_nopie");
 	/* dlclose: the plugin's range is gone from /proc */
-	n = snprintf(maps, sizeof(maps), "10000000-10080000 r-xp 00000000 08:01 %llu %s\n",
-		     (unsigned long long)pie.st_ino, arg_pie);
+	n = snprintf(maps, sizeof(maps), "10000000-10080000 r-xp 00000000 %02x:%02x %llu %s\n",
+		     major(pie.st_dev), minor(pie.st_dev), (unsigned long long)pie.st_ino, arg_pie);
 	CHECK_INT(write_file(path, maps, (size_t)n), 0);
 	CHECK_INT(qp_sym_process_refresh(s, 4250), 0);
 	qp_sym_user(s, 4250, 0x20000100, &q);
@@ -414,9 +471,10 @@ static void test_unloaded(void)
 	/* another file mapped over part of it: the new one names its range,
 	 * the old range is dropped whole (never half of each) */
 	n = snprintf(maps, sizeof(maps),
-		     "10000000-10080000 r-xp 00000000 08:01 %llu %s\n"
-		     "20040000-20050000 r-xp 00000000 08:01 %llu %s\n",
-		     (unsigned long long)pie.st_ino, arg_pie, (unsigned long long)pie.st_ino, arg_pie);
+		     "10000000-10080000 r-xp 00000000 %02x:%02x %llu %s\n"
+		     "20040000-20050000 r-xp 00000000 %02x:%02x %llu %s\n",
+		     major(pie.st_dev), minor(pie.st_dev), (unsigned long long)pie.st_ino, arg_pie,
+		     major(pie.st_dev), minor(pie.st_dev), (unsigned long long)pie.st_ino, arg_pie);
 	CHECK_INT(write_file(path, maps, (size_t)n), 0);
 	CHECK_INT(qp_sym_process_refresh(s, 4250), 0);
 	qp_sym_user(s, 4250, 0x20040100, &q);
@@ -552,5 +610,6 @@ int main(int argc, char **argv)
 	test_replaced(true, true);
 	test_hostile();
 	test_unloaded();
+	test_other_device();
 	return test_done("test_symbolize");
 }
