@@ -31,6 +31,7 @@
 #include "qprofd.h"
 #include "report.h"
 #include "ring_collect.h"
+#include "otlp_push.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/qprof/qprofd.sock"
@@ -119,7 +120,9 @@ static void usage(FILE *f)
 		"                      stopped, until its markers are probed (0..1000,\n"
 		"                      default 100; 0: no wait, its first calls may be missed)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
-		"                      kernels before 6.6 (slower; for comparison and tests)\n"
+		"                      kernels before 6.6 (slower; for comparison and tests)\n");
+	qp_fleet_usage(f);	/* --otlp-*, --debuginfod */
+	fprintf(f,
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
 		"  -h, --help          this text\n"
 		"  --version           print the version\n"
@@ -384,6 +387,7 @@ int main(int argc, char **argv)
 	char err[512] = "";
 	sigset_t sigs, stop_sigs;
 	struct qp_exec_thread execs = { 0 };
+	struct qp_fleet_opts fleet = { 0 };
 	pthread_t warm;
 	bool warm_started = false;
 	int ret, tick = 0, exit_code = 1;
@@ -393,7 +397,9 @@ int main(int argc, char **argv)
 
 	if ((env = getenv("QPROF_SOCKET")) && *env)
 		o.socket = env;
-	ret = parse_args(argc, argv, &o);
+	ret = qp_fleet_args(&argc, argv, &fleet);
+	if (!ret)
+		ret = parse_args(argc, argv, &o);
 	if (ret) {
 		free(o.pids);
 		free(o.binaries);
@@ -563,6 +569,11 @@ int main(int argc, char **argv)
 		}
 		fd_tcp = -1;
 	}
+	/* the fleet: OTLP push (its own threads) */
+	if (qp_otlp_start(&d, &fleet, &d.otlp, err, sizeof(err))) {
+		fprintf(stderr, "qprofd: %s\n", err);
+		goto out_http;
+	}
 	qp_info("serving on %s%s%s%s", o.socket, o.listen ? " and " : "", o.listen ? o.listen : "",
 		!o.listen ? "" : token ? " (POST/DELETE over TCP with the token)" : " (GET only over TCP: no --token-file)");
 	fprintf(stderr, "qprofd: ready on %s (%zu target(s))\n", o.socket, d.reg.ntargets);
@@ -602,6 +613,8 @@ int main(int argc, char **argv)
 	}
 	exit_code = 0;
 out_http:
+	qp_otlp_stop(d.otlp);	/* before the collectors it reads */
+	d.otlp = NULL;
 	qp_stop_set(&d.stop);
 	qp_http_stop(http_tcp);
 	qp_http_stop(http);
