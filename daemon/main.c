@@ -121,7 +121,7 @@ static void usage(FILE *f)
 		"                      default 100; 0: no wait, its first calls may be missed)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n");
-	qp_fleet_usage(f);	/* --otlp-*, --debuginfod */
+	qp_fleet_usage(f);	/* --otlp-* */
 	fprintf(f,
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
 		"  -h, --help          this text\n"

@@ -348,8 +348,8 @@ add_test(NAME integration_slow_window
           $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_target>)
 set_tests_properties(integration_slow_window PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
-# Fleet: labels in pprof, OTLP export, debuginfod (fleet_target: named
-# threads, nested scopes, a 1:2:3 split; a stripped copy and its debug file).
+# Fleet: labels in pprof and the OTLP export (fleet_target: named
+# threads, nested scopes, a 1:2:3 split).
 add_executable(fleet_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/fleet_target.c)
 target_include_directories(fleet_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(fleet_target PRIVATE -O1 -g -fno-inline -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)

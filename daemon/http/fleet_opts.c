@@ -9,13 +9,12 @@ struct fleet_opt {
 	int id;
 };
 
-enum { O_ENDPOINT, O_HEADER, O_INTERVAL, O_TIMEOUT, O_QUEUE, O_SERVICE, O_DEBUGINFOD, O_DI_TIMEOUT };
+enum { O_ENDPOINT, O_HEADER, O_INTERVAL, O_TIMEOUT, O_QUEUE, O_SERVICE };
 
 static const struct fleet_opt opts[] = {
 	{ "--otlp-endpoint", O_ENDPOINT },	{ "--otlp-header", O_HEADER },
 	{ "--otlp-interval", O_INTERVAL },	{ "--otlp-timeout-ms", O_TIMEOUT },
 	{ "--otlp-queue", O_QUEUE },		{ "--otlp-service-name", O_SERVICE },
-	{ "--debuginfod", O_DEBUGINFOD },	{ "--debuginfod-timeout", O_DI_TIMEOUT },
 };
 
 void qp_fleet_usage(FILE *f)
@@ -30,10 +29,7 @@ void qp_fleet_usage(FILE *f)
 		"  --otlp-queue N      pushes waiting, 1..1024 (default 16; beyond, the\n"
 		"                      oldest is dropped and counted)\n"
 		"  --otlp-service-name NAME  service.name (default $OTEL_SERVICE_NAME, then\n"
-		"                      $OTEL_RESOURCE_ATTRIBUTES' one, then unknown_service:EXE)\n"
-		"  --debuginfod URLS   fetch the debug files of binaries without symbols by\n"
-		"                      build id (space-separated; default $DEBUGINFOD_URLS)\n"
-		"  --debuginfod-timeout S  one fetch, 1..600 (default 30)\n");
+		"                      $OTEL_RESOURCE_ATTRIBUTES' one, then unknown_service:EXE)\n");
 }
 
 static int bad(const char *name, const char *what, const char *v)
@@ -84,16 +80,6 @@ static int set(struct qp_fleet_opts *o, int id, const char *name, const char *v)
 			return bad(name, "a name of 1..255 bytes", v);
 		o->service_name = v;
 		return 0;
-	case O_DEBUGINFOD:
-		if (!v[0] || strlen(v) > 4096)
-			return bad(name, "URLs (1..4096 bytes)", v);
-		o->debuginfod = v;
-		return 0;
-	case O_DI_TIMEOUT:
-		if (qp_parse_i64(v, 1, 600, &n))
-			return bad(name, "seconds in 1..600", v);
-		o->debuginfod_timeout_s = (unsigned int)n;
-		return 0;
 	}
 	return 2;
 }
@@ -109,8 +95,6 @@ int qp_fleet_args(int *argc, char **argv, struct qp_fleet_opts *o)
 		o->otlp_timeout_ms = 5000;
 	if (!o->otlp_queue)
 		o->otlp_queue = 16;
-	if (!o->debuginfod_timeout_s)
-		o->debuginfod_timeout_s = 30;
 	for (i = 1; i < *argc; i++) {
 		const char *a = argv[i];
 		bool taken = false;

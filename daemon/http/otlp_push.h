@@ -8,8 +8,8 @@
  * waited for. Neither thread holds a lock of the collectors across a
  * push; a build takes their snapshots as a request does.
  *
- * Also the command-line options of the fleet features (OTLP, debuginfod),
- * taken out of argv before the daemon's own parser sees it. */
+ * Also the command-line options of the fleet features (--otlp-*), taken
+ * out of argv before the daemon's own parser sees it. */
 #ifndef QPROF_OTLP_PUSH_H
 #define QPROF_OTLP_PUSH_H
 #include <stdbool.h>
@@ -31,8 +31,6 @@ struct qp_fleet_opts {
 	unsigned int otlp_timeout_ms;	/* one POST, 100..60000, default 5000 */
 	unsigned int otlp_queue;	/* requests waiting, 1..1024, default 16 */
 	const char *service_name;	/* --otlp-service-name, else OTEL_SERVICE_NAME, ... */
-	const char *debuginfod;		/* --debuginfod URLS, else DEBUGINFOD_URLS */
-	unsigned int debuginfod_timeout_s;	/* one fetch, default 30 */
 };
 
 /* Take the fleet options out of ARGV (ARGC updated); "--opt VALUE" and

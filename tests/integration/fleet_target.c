@@ -9,8 +9,8 @@
  *   fl_sleeper  sleeps 2 ms at a time inside scope "wait_io" (off-CPU time
  *               under a scope), using next to no CPU.
  *
- * The main thread waits. Built -O1 -g -fno-inline -fno-omit-frame-pointer;
- * the tests also strip a copy (debuginfod). */
+ * The main thread waits. Built -O1 -g -fno-inline -fno-omit-frame-pointer.
+ */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
