@@ -120,9 +120,8 @@ static void usage(FILE *f)
 		"                      stopped, until its markers are probed (0..1000,\n"
 		"                      default 100; 0: no wait, its first calls may be missed)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
-		"                      kernels before 6.6 (slower; for comparison and tests)\n");
-	qp_fleet_usage(f);	/* --otlp-* */
-	fprintf(f,
+		"                      kernels before 6.6 (slower; for comparison and tests)\n"
+		QP_FLEET_USAGE	/* --otlp-*: otlp_push.h */
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
 		"  -h, --help          this text\n"
 		"  --version           print the version\n"
@@ -397,9 +396,7 @@ int main(int argc, char **argv)
 
 	if ((env = getenv("QPROF_SOCKET")) && *env)
 		o.socket = env;
-	ret = qp_fleet_args(&argc, argv, &fleet);
-	if (!ret)
-		ret = parse_args(argc, argv, &o);
+	ret = qp_fleet_args(&argc, argv, &fleet) ? 2 : parse_args(argc, argv, &o);
 	if (ret) {
 		free(o.pids);
 		free(o.binaries);
@@ -557,6 +554,8 @@ int main(int argc, char **argv)
 		}
 	}
 
+	if (qp_otlp_start(&d, &fleet, &d.otlp))	/* the OTLP push, on threads of its own */
+		goto out;
 	if (qp_http_start(&d, fd_unix, &pol_unix, &http, err, sizeof(err))) {
 		fprintf(stderr, "qprofd: %s\n", err);
 		goto out;
@@ -568,11 +567,6 @@ int main(int argc, char **argv)
 			goto out_http;
 		}
 		fd_tcp = -1;
-	}
-	/* the fleet: OTLP push (its own threads) */
-	if (qp_otlp_start(&d, &fleet, &d.otlp, err, sizeof(err))) {
-		fprintf(stderr, "qprofd: %s\n", err);
-		goto out_http;
 	}
 	qp_info("serving on %s%s%s%s", o.socket, o.listen ? " and " : "", o.listen ? o.listen : "",
 		!o.listen ? "" : token ? " (POST/DELETE over TCP with the token)" : " (GET only over TCP: no --token-file)");
@@ -613,12 +607,11 @@ int main(int argc, char **argv)
 	}
 	exit_code = 0;
 out_http:
-	qp_otlp_stop(d.otlp);	/* before the collectors it reads */
-	d.otlp = NULL;
 	qp_stop_set(&d.stop);
 	qp_http_stop(http_tcp);
 	qp_http_stop(http);
 out:
+	qp_otlp_stop(d.otlp);	/* after the server that shows it, before the collectors it reads */
 	qp_tracer_close(d.tracer);	/* no handler is left to end a session */
 	qp_ring_set_logs(ring, NULL);	/* the drain stops pushing before the store goes */
 	qp_logs_stop(d.logs);

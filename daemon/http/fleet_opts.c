@@ -17,21 +17,6 @@ static const struct fleet_opt opts[] = {
 	{ "--otlp-queue", O_QUEUE },		{ "--otlp-service-name", O_SERVICE },
 };
 
-void qp_fleet_usage(FILE *f)
-{
-	fprintf(f,
-		"  --otlp-endpoint URL  push profiles (OTLP, protobuf over HTTP) to URL's\n"
-		"                      /v1development/profiles, e.g. http://127.0.0.1:4318;\n"
-		"                      https:// checks the server's certificate\n"
-		"  --otlp-header K=V   an HTTP header of every push (repeatable)\n"
-		"  --otlp-interval S   seconds a push covers, 1..3600 (default 10)\n"
-		"  --otlp-timeout-ms MS  one push, 100..60000 (default 5000)\n"
-		"  --otlp-queue N      pushes waiting, 1..1024 (default 16; beyond, the\n"
-		"                      oldest is dropped and counted)\n"
-		"  --otlp-service-name NAME  service.name (default $OTEL_SERVICE_NAME, then\n"
-		"                      $OTEL_RESOURCE_ATTRIBUTES' one, then unknown_service:EXE)\n");
-}
-
 static int bad(const char *name, const char *what, const char *v)
 {
 	fprintf(stderr, "qprofd: %s wants %s, got '%s'\n", name, what, v);

@@ -496,8 +496,7 @@ static void env_attributes(struct qp_otlp *p)
 	}
 }
 
-int qp_otlp_start(struct qprofd *d, const struct qp_fleet_opts *o, struct qp_otlp **out, char *err,
-		  size_t errlen)
+int qp_otlp_start(struct qprofd *d, const struct qp_fleet_opts *o, struct qp_otlp **out)
 {
 	struct qp_otlp *p;
 	const char *env;
@@ -508,13 +507,13 @@ int qp_otlp_start(struct qprofd *d, const struct qp_fleet_opts *o, struct qp_otl
 	if (!o->otlp_endpoint)
 		return 0;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
-		snprintf(err, errlen, "--otlp-endpoint: libcurl cannot start");
+		fprintf(stderr, "qprofd: --otlp-endpoint: libcurl cannot start\n");
 		return -EIO;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p || !(p->q = calloc(o->otlp_queue, sizeof(*p->q)))) {
 		free(p);
-		snprintf(err, errlen, "out of memory");
+		fprintf(stderr, "qprofd: out of memory\n");
 		return -ENOMEM;
 	}
 	p->d = d;
@@ -551,14 +550,14 @@ int qp_otlp_start(struct qprofd *d, const struct qp_fleet_opts *o, struct qp_otl
 	qp_cond_init_monotonic(&p->cond);
 	if (!p->headers) {
 		qp_otlp_stop(p);
-		snprintf(err, errlen, "out of memory");
+		fprintf(stderr, "qprofd: out of memory\n");
 		return -ENOMEM;
 	}
 	p->sender_on = !pthread_create(&p->sender, NULL, sender_main, p);
 	p->builder_on = p->sender_on && !pthread_create(&p->builder, NULL, builder_main, p);
 	if (!p->builder_on) {
 		qp_otlp_stop(p);
-		snprintf(err, errlen, "cannot start the OTLP threads");
+		fprintf(stderr, "qprofd: cannot start the OTLP threads\n");
 		return -EAGAIN;
 	}
 	qp_info("pushing profiles to %s every %u s", p->url, p->interval_s);

@@ -37,12 +37,21 @@ struct qp_fleet_opts {
  * "--opt=VALUE". 0, or 2 (bad usage) with the message printed. */
 int qp_fleet_args(int *argc, char **argv, struct qp_fleet_opts *o);
 /* Their lines of qprofd --help. */
-void qp_fleet_usage(FILE *f);
+#define QP_FLEET_USAGE                                                                             \
+	"  --otlp-endpoint URL  push profiles (OTLP, protobuf over HTTP) to URL's\n"                \
+	"                      /v1development/profiles, e.g. http://127.0.0.1:4318;\n"            \
+	"                      https:// checks the server's certificate\n"                        \
+	"  --otlp-header K=V   an HTTP header of every push (repeatable)\n"                        \
+	"  --otlp-interval S   seconds a push covers, 1..3600 (default 10)\n"                      \
+	"  --otlp-timeout-ms MS  one push, 100..60000 (default 5000)\n"                            \
+	"  --otlp-queue N      pushes waiting, 1..1024 (default 16; beyond, the\n"                 \
+	"                      oldest is dropped and counted)\n"                                   \
+	"  --otlp-service-name NAME  service.name (default $OTEL_SERVICE_NAME, then\n"             \
+	"                      $OTEL_RESOURCE_ATTRIBUTES' one, then unknown_service:EXE)\n"
 
 /* Start pushing for D (O->otlp_endpoint set); *OUT stays NULL when there
- * is nothing to push. 0, or -errno with ERR set (a bad endpoint). */
-int qp_otlp_start(struct qprofd *d, const struct qp_fleet_opts *o, struct qp_otlp **out, char *err,
-		  size_t errlen);
+ * is nothing to push. 0, or -errno with the reason printed. */
+int qp_otlp_start(struct qprofd *d, const struct qp_fleet_opts *o, struct qp_otlp **out);
 /* Stop both threads (an unfinished POST is abandoned) and free; accepts NULL. */
 void qp_otlp_stop(struct qp_otlp *p);
 /* The "otlp" object of /api/status. */
