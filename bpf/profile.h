@@ -45,7 +45,7 @@ struct sample_key {
 	__u32 pad;
 	__u64 scopes[QPROF_SAMPLE_SCOPES]; /* innermost first, 0 = none */
 	__s32 open_stack;	/* the ring's open scopes (outermost first) as a stack id, < 0: none */
-	__u32 pad2;
+	__u32 tid;		/* the thread: its name (comm) and labels go with it */
 };
 
 enum profile_counter {

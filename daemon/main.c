@@ -32,6 +32,7 @@
 #include "qprofd.h"
 #include "report.h"
 #include "ring_collect.h"
+#include "otlp_push.h"
 #include "util.h"
 
 #define DEFAULT_SOCKET "/run/qprof/qprofd.sock"
@@ -121,6 +122,7 @@ static void usage(FILE *f)
 		"                      default 100; 0: no wait, its first calls may be missed)\n"
 		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
 		"                      kernels before 6.6 (slower; for comparison and tests)\n"
+		QP_FLEET_USAGE	/* --otlp-*: otlp_push.h */
 		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
 		"  -h, --help          this text\n"
 		"  --version           print the version\n"
@@ -496,6 +498,7 @@ int main(int argc, char **argv)
 	char err[512] = "";
 	sigset_t sigs, stop_sigs;
 	struct qp_exec_thread execs = { 0 };
+	struct qp_fleet_opts fleet = { 0 };
 	pthread_t warm;
 	bool warm_started = false;
 	int ret, tick = 0, exit_code = 1;
@@ -510,7 +513,7 @@ int main(int argc, char **argv)
 	phase_begin(&ph);
 	if ((env = getenv("QPROF_SOCKET")) && *env)
 		o.socket = env;
-	ret = parse_args(argc, argv, &o);
+	ret = qp_fleet_args(&argc, argv, &fleet) ? 2 : parse_args(argc, argv, &o);
 	if (ret) {
 		free(o.pids);
 		free(o.binaries);
@@ -684,6 +687,8 @@ int main(int argc, char **argv)
 	}
 
 	phase_mark(&ph, "targets");
+	if (qp_otlp_start(&d, &fleet, &d.otlp))	/* the OTLP push, on threads of its own */
+		goto out;
 	if (qp_http_start(&d, fd_unix, &pol_unix, &http, err, sizeof(err))) {
 		fprintf(stderr, "qprofd: %s\n", err);
 		goto out;
@@ -746,6 +751,7 @@ out:
 	if (side_started)	/* a start that failed before the join */
 		pthread_join(side_th, NULL);
 	side_started = false;
+	qp_otlp_stop(d.otlp);	/* after the server that shows it, before the collectors it reads */
 	qp_tracer_close(d.tracer);	/* no handler is left to end a session */
 	qp_ring_set_logs(ring, NULL);	/* the drain stops pushing before the store goes */
 	qp_logs_stop(d.logs);

@@ -13,6 +13,7 @@ build_pkgs=(
   libbpf-dev bpftool libelf-dev zlib1g-dev libmicrohttpd-dev libjansson-dev
   libdw-dev                # elfutils' libdw/libdwfl: source lines, inlined frames, CFI unwinding
   libsystemd-dev           # sd_notify: qprofd.service is Type=notify
+  libcurl4-openssl-dev     # qprofd --otlp-endpoint: the pushes over http and https (OpenSSL)
   python3                  # the man pages are generated from --help at build time
 )
 # the test suite and the benchmarks, on top of the build
@@ -31,6 +32,7 @@ test_pkgs=(
   prometheus               # promtool checks /metrics; the Prometheus test scrapes qprofd
   dpkg-dev                 # dpkg-shlibdeps: the .deb's Depends (install_deb)
   man-db groff-base        # the man pages read and checked in the tests
+  protobuf-compiler        # protoc --decode: integration_otlp decodes every push against the schema
 )
 
 mode=all

@@ -408,3 +408,17 @@ set_tests_properties(integration_exit_storm integration_exit_storm_ring PROPERTI
 add_test(NAME unit_qprofd_args
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_qprofd_args.py $<TARGET_FILE:qprofd>)
 set_tests_properties(unit_qprofd_args PROPERTIES TIMEOUT 120)
+# Fleet: labels in pprof and the OTLP export (fleet_target: named
+# threads, nested scopes, a 1:2:3 split).
+add_executable(fleet_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/fleet_target.c)
+target_include_directories(fleet_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(fleet_target PRIVATE -O1 -g -fno-inline -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+target_link_libraries(fleet_target Threads::Threads)
+add_test(NAME integration_pprof_labels
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_pprof_labels.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:fleet_target>)
+set_tests_properties(integration_pprof_labels PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+add_test(NAME integration_otlp
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_otlp.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:fleet_target>)
+set_tests_properties(integration_otlp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -121,6 +121,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	}
 	qp_cpu_fill_in(&in, r->tgid, r->ips, r->kern_len, r->user_len, r->open_len, (const uint64_t *)r->scopes,
 		       r->comm);
+	in.tid = r->tid;
 	if (r->copy_len && c->uw)
 		unwind_copy(c, r, (const uint8_t *)r->ips + r->kern_len + r->user_len + r->open_len, &in);
 	if (qp_cpu_table_add_ids(&c->tab, &in, &h.kid, &h.uid)) {

@@ -87,6 +87,7 @@ static inline void qp_cpu_fill_in(struct qp_cpu_sample_in *in, uint32_t tgid, co
 	uint32_t i;
 
 	in->tgid = tgid;
+	in->tid = 0;
 	in->kern = ips;
 	in->nkern = kern_len / 8;
 	in->user = in->kern + in->nkern;

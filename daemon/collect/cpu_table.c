@@ -72,7 +72,8 @@ static uint64_t hash_ips(const uint64_t *ips, uint32_t n)
 /* the serial (pad) is not part of what a sample is counted under */
 static uint64_t hash_key(const struct sample_key *k)
 {
-	uint64_t h = mix(k->tgid, ((uint64_t)(uint32_t)k->user_stack << 32) | (uint32_t)k->kern_stack);
+	uint64_t h = mix(((uint64_t)k->tid << 32) | k->tgid,
+			 ((uint64_t)(uint32_t)k->user_stack << 32) | (uint32_t)k->kern_stack);
 	int i;
 
 	for (i = 0; i < QPROF_SAMPLE_SCOPES; i++)
@@ -82,7 +83,7 @@ static uint64_t hash_key(const struct sample_key *k)
 
 static bool key_eq(const struct sample_key *a, const struct sample_key *b)
 {
-	return a->tgid == b->tgid && a->user_stack == b->user_stack && a->kern_stack == b->kern_stack &&
+	return a->tgid == b->tgid && a->tid == b->tid && a->user_stack == b->user_stack && a->kern_stack == b->kern_stack &&
 	       a->open_stack == b->open_stack && !memcmp(a->scopes, b->scopes, sizeof(a->scopes));
 }
 
@@ -306,6 +307,7 @@ bool qp_cpu_table_add_ids(struct qp_cpu_table *c, const struct qp_cpu_sample_in 
 	struct qp_cpu_agg *a;
 
 	key.tgid = in->tgid;
+	key.tid = in->tid;
 	memcpy(key.scopes, in->scopes, sizeof(key.scopes));
 	key.kern_stack = key.user_stack = key.open_stack = -1;
 	if (in->nkern && (key.kern_stack = stack_intern(c, in->kern, in->nkern)) < 0)

@@ -58,7 +58,7 @@ struct qp_cpu_table {
 
 /* One sample: stacks leaf first, N frames each (0 = none). */
 struct qp_cpu_sample_in {
-	uint32_t tgid;
+	uint32_t tgid, tid;
 	const uint64_t *kern, *user;
 	uint32_t nkern, nuser;
 	const uint64_t *scopes;		/* QPROF_SAMPLE_SCOPES, innermost first */

@@ -74,8 +74,10 @@ int qp_render_dot_svg_timeout(const char *dot, size_t len, struct qp_buf *svg, c
  * gzipped. sample_type [samples/count, cpu/nanoseconds], period_type
  * cpu/nanoseconds (an off-CPU profile: sample_type [off_cpu/nanoseconds],
  * values [count], period_type off_cpu/nanoseconds, period 1), period = period_ns; a sample per model sample, locations
- * leaf first, values [count, count * period_ns], labels pid (num) and comm
- * (str). A frame and the frames inlined into it at the same address make
+ * leaf first, values [count, count * period_ns], labels pid (num), comm
+ * and, when the thread is known (CPU, off-CPU), thread (str: its name) and tid (num), and when a
+ * qprof scope was open qprof_scope (str: the innermost) and qprof_scopes
+ * (str: all open ones, innermost first, joined by ';'). A frame and the frames inlined into it at the same address make
  * one Location with one Line (function, line) per level, the innermost
  * first; locations are deduplicated by (mapping, address, their lines),
  * functions by (name, source file, module); Function.filename is the

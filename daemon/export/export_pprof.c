@@ -110,6 +110,29 @@ static int gzip_into(const struct qp_buf *raw, struct qp_buf *out)
 	return out->failed ? -ENOMEM : 0;
 }
 
+/* A string label KEY = VALUE of a sample (M), through scratch L. */
+static void put_str_label(struct qp_buf *m, struct qp_buf *l, int64_t key, int64_t value)
+{
+	put_uint(l, 1, (uint64_t)key);
+	put_uint(l, 2, (uint64_t)value);
+	qp_pb_msg(m, 3, l);
+}
+
+/* S's open scopes, innermost first, joined by ';' into J (emptied first). */
+static const char *scopes_joined(const struct qp_cpu_sample *s, struct qp_buf *j)
+{
+	size_t i;
+
+	j->len = 0;
+	for (i = 0; i < s->nscopes; i++) {
+		if (i)
+			qp_buf_add(j, ";", 1);
+		qp_buf_add(j, s->scopes[i], strlen(s->scopes[i]));
+	}
+	qp_buf_add(j, "", 1);
+	return j->failed ? NULL : j->data;
+}
+
 #define CHECK_IDX(x)                                                                               \
 	do {                                                                                       \
 		if ((x) < 0) {                                                                     \
@@ -121,8 +144,9 @@ static int gzip_into(const struct qp_buf *raw, struct qp_buf *out)
 int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 {
 	struct enc e;
-	struct qp_buf raw, m, line, ids, vals;
+	struct qp_buf raw, m, line, ids, vals, join;
 	int64_t s_samples, s_count, s_cpu, s_ns, s_pid, s_comm, s_kmap, s_title = 0;
+	int64_t s_thread, s_tid, s_scope, s_scopes;
 	uint64_t kmin = UINT64_MAX, kmax = 0;
 	uint32_t kmap = 0, *locs = NULL, *slocs = NULL;
 	uint8_t *mflags = NULL;	/* per mapping: 1 file names, 2 line numbers, 4 inlined frames */
@@ -138,6 +162,7 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	qp_buf_init(&line);
 	qp_buf_init(&ids);
 	qp_buf_init(&vals);
+	qp_buf_init(&join);
 	/* Pass 1: strings, functions and locations, each sample's location ids. */
 	CHECK_IDX(str_get(&e.str, ""));
 	CHECK_IDX(s_samples = str_get(&e.str, "samples"));
@@ -147,6 +172,10 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 	CHECK_IDX(s_pid = str_get(&e.str, "pid"));
 	CHECK_IDX(s_comm = str_get(&e.str, "comm"));
 	CHECK_IDX(s_kmap = str_get(&e.str, "[kernel.kallsyms]"));
+	CHECK_IDX(s_thread = str_get(&e.str, "thread"));
+	CHECK_IDX(s_tid = str_get(&e.str, "tid"));
+	CHECK_IDX(s_scope = str_get(&e.str, "qprof_scope"));
+	CHECK_IDX(s_scopes = str_get(&e.str, "qprof_scopes"));
 	if (p->title)
 		CHECK_IDX(s_title = str_get(&e.str, p->title));
 	for (i = 0; i < p->nvalues; i++) {
@@ -186,6 +215,16 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		if (!s->count)
 			continue;
 		CHECK_IDX(str_get(&e.str, s->comm));
+		if (s->nscopes) {
+			const char *all = scopes_joined(s, &join);
+
+			if (!all) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			CHECK_IDX(str_get(&e.str, s->scopes[0]));
+			CHECK_IDX(str_get(&e.str, all));
+		}
 		for (j = 0; j < s->nframes; j += n) {
 			const struct qp_cpu_frame *f0 = &s->frames[j];
 			uint64_t map = f0->mapping && f0->mapping <= p->nmappings ? f0->mapping
@@ -268,9 +307,17 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		put_uint(&line, 1, (uint64_t)s_pid); /* label pid = num */
 		put_uint(&line, 3, s->pid);
 		qp_pb_msg(&m, 3, &line);
-		put_uint(&line, 1, (uint64_t)s_comm); /* label comm = str */
-		put_uint(&line, 2, (uint64_t)str_get(&e.str, s->comm));
-		qp_pb_msg(&m, 3, &line);
+		put_str_label(&m, &line, s_comm, str_get(&e.str, s->comm));
+		if (s->tid) {	/* a heap sample knows no thread */
+			put_str_label(&m, &line, s_thread, str_get(&e.str, s->comm));
+			put_uint(&line, 1, (uint64_t)s_tid); /* label tid = num */
+			put_uint(&line, 3, s->tid);
+			qp_pb_msg(&m, 3, &line);
+		}
+		if (s->nscopes) {	/* interned in pass 1: no allocation fails here */
+			put_str_label(&m, &line, s_scope, str_get(&e.str, s->scopes[0]));
+			put_str_label(&m, &line, s_scopes, str_get(&e.str, scopes_joined(s, &join)));
+		}
 		qp_pb_msg(&raw, P_SAMPLE, &m);
 	}
 	for (i = 0; i < p->nmappings; i++) {
@@ -349,6 +396,7 @@ out:
 	qp_buf_free(&line);
 	qp_buf_free(&ids);
 	qp_buf_free(&vals);
+	qp_buf_free(&join);
 	free(locs);
 	free(slocs);
 	free(mflags);

@@ -22,11 +22,17 @@ void qp_pb_uint(struct qp_buf *b, int field, uint64_t v)
 
 void qp_pb_double(struct qp_buf *b, int field, double v)
 {
-	unsigned char x[8];
 	uint64_t u;
-	int i;
 
 	memcpy(&u, &v, sizeof(u));
+	qp_pb_fixed64(b, field, u);
+}
+
+void qp_pb_fixed64(struct qp_buf *b, int field, uint64_t u)
+{
+	unsigned char x[8];
+	int i;
+
 	for (i = 0; i < 8; i++)
 		x[i] = (unsigned char)(u >> (8 * i));
 	qp_pb_varint(b, (uint64_t)field << 3 | 1);

@@ -13,6 +13,8 @@ void qp_pb_varint(struct qp_buf *b, uint64_t v);
 void qp_pb_uint(struct qp_buf *b, int field, uint64_t v);
 /* A double field (wire type 1, little-endian). */
 void qp_pb_double(struct qp_buf *b, int field, double v);
+/* A fixed64 field (wire type 1, little-endian). */
+void qp_pb_fixed64(struct qp_buf *b, int field, uint64_t v);
 /* A length-delimited field of the N bytes at P. */
 void qp_pb_bytes(struct qp_buf *b, int field, const void *p, size_t n);
 /* Append scratch M as submessage FIELD of B and empty M. */

@@ -15,6 +15,7 @@
 #include "model_scopes.h"
 #include "model_status.h"
 #include "model_values.h"
+#include "otlp_push.h"
 #include "qprofd.h"
 #include "http_routes.h"
 
@@ -55,6 +56,7 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	qp_export_status_figures_json(&m, &j);
 	qp_export_heap_status_json(&hm, &j);
 	qp_heap_status_free(&hm);
+	qp_otlp_status_json(d->otlp, &j);
 	/* the limits of http_conn.h, summed over the socket and --listen */
 	qp_conns_totals(&hs);
 	qp_json_key(&j, "http");

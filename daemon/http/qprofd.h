@@ -16,6 +16,7 @@
 #include "targets.h"
 
 struct qp_threads;
+struct qp_otlp;
 
 #define QPROF_VERSION "0.1.0"
 
@@ -40,6 +41,7 @@ struct qprofd {
 	struct qp_report_fs report_fs;	/* that directory, opened at start */
 	struct qp_stop stop;		/* set at shutdown: windows and streams end */
 	struct qp_metrics_opts metrics;	/* --metrics-pid-label, --metrics-max-sets */
+	struct qp_otlp *otlp;		/* --otlp-endpoint: the push (otlp_push.h), NULL: none */
 };
 
 /* The model's view of D: its registry, collectors, settings, and the stop

@@ -26,11 +26,16 @@ struct qp_cpu_frame {
 
 struct qp_cpu_sample {
 	uint32_t pid;
-	const char *comm;	/* process name: the root of folded stacks */
+	uint32_t tid;		/* the thread, 0 when unknown (the heap) */
+	const char *comm;	/* the thread's name (its first sample's): the root of folded stacks */
 	uint64_t count;		/* samples with exactly this stack */
 	size_t nframes;
 	struct qp_cpu_frame *frames;	/* frames[0] is the root, frames[nframes-1] the leaf */
 	const int64_t *values;	/* nvalues of them when the profile has value types, else NULL */
+	/* The qprof scopes open when it was taken, innermost first (named;
+	 * sites that could not be named are left out); none: nscopes 0. */
+	size_t nscopes;
+	const char *const *scopes;
 };
 
 /* A pprof sample or period type: "inuse_space", "bytes". */

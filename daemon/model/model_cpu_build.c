@@ -216,6 +216,51 @@ static bool in_scope(struct qp_cpu *cpu, bool off, struct qp_registry *reg, cons
 	       qp_registry_site_named(reg, (int)r->key.tgid, open, n, name);
 }
 
+struct scope_names {
+	struct qp_arena *a;
+	const char **v;
+	size_t n;
+	bool failed;
+};
+
+static void scope_name(void *arg, const char *name)
+{
+	struct scope_names *sn = arg;
+
+	if (!(sn->v[sn->n++] = qp_arena_strdup(sn->a, name)))
+		sn->failed = true;
+}
+
+/* S (just added for R) gets its thread and its open scopes' names,
+ * innermost first: a ring thread's whole open list when it has one, else
+ * the BPF collector's innermost scopes. */
+static int sample_scopes(struct qp_cpu_builder *b, struct qp_cpu *cpu, bool off, struct qp_registry *reg,
+			 const struct qp_cpu_raw *r, struct qp_cpu_sample *s)
+{
+	uint64_t open[QPROF_STACK_DEPTH], inner[QPROF_STACK_DEPTH];
+	struct scope_names sn = { .a = b->a };
+	size_t n = 0, i;
+
+	s->tid = r->key.tid;
+	if (r->key.open_stack >= 0 && !qp_cpu_stack(cpu, off, r->key.open_stack, open, &n) && n) {
+		for (i = 0; i < n; i++)
+			inner[i] = open[n - 1 - i];
+	} else {
+		for (n = 0; n < QPROF_SAMPLE_SCOPES && r->key.scopes[n]; n++)
+			inner[n] = r->key.scopes[n];
+	}
+	if (!n || !reg)
+		return 0;
+	if (!(sn.v = qp_arena_alloc(b->a, n * sizeof(*sn.v))))
+		return -ENOMEM;
+	qp_registry_site_names(reg, (int)r->key.tgid, inner, n, scope_name, &sn);
+	if (sn.failed)
+		return -ENOMEM;
+	s->scopes = sn.v;
+	s->nscopes = sn.n;
+	return 0;
+}
+
 int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_registry *reg,
 		 const struct qp_cpu_snapshot *now, const struct qp_cpu_snapshot *base,
 		 const struct qp_cpu_query *q, struct qp_cpu_profile *out)
@@ -242,6 +287,8 @@ int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_regist
 		if (q->scope && !in_scope(cpu, now->off, reg, r, q->scope))
 			continue;
 		ret = add_sample(&b, cpu, sym, now->off, r, count);
+		if (!ret)
+			ret = sample_scopes(&b, cpu, now->off, reg, r, &b.p->samples[b.p->nsamples - 1]);
 	}
 	ret = qp_cpu_builder_finish(&b, ret);
 	if (ret)

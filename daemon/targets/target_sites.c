@@ -138,3 +138,23 @@ bool qp_registry_site_named(struct qp_registry *r, int pid, const uint64_t *addr
 	pthread_mutex_unlock(&r->lock);
 	return hit;
 }
+
+size_t qp_registry_site_names(struct qp_registry *r, int pid, const uint64_t *addrs, size_t n,
+			      void (*fn)(void *arg, const char *name), void *arg)
+{
+	struct qp_target *t;
+	size_t i, got = 0;
+
+	pthread_mutex_lock(&r->lock);
+	t = qp_registry_find(r, pid);
+	for (i = 0; t && i < n && addrs[i]; i++) {
+		const struct qp_site_info *s = qp_target_site(r, t, addrs[i]);
+
+		if (s && s->name) {
+			fn(arg, s->name);
+			got++;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return got;
+}

@@ -316,6 +316,11 @@ void qp_registry_wait_reports(struct qp_registry *r);
  * built without the lock. */
 bool qp_registry_site_named(struct qp_registry *r, int pid, const uint64_t *addrs, size_t n,
 			    const char *name);
+/* The names of the qprof sites at ADDRS[0..N) of process PID (a 0 ends
+ * them), in that order, each given to FN (r->lock held: FN copies it and
+ * takes no lock); sites that name nothing are skipped. Returns how many FN got. */
+size_t qp_registry_site_names(struct qp_registry *r, int pid, const uint64_t *addrs, size_t n,
+			      void (*fn)(void *arg, const char *name), void *arg);
 /* Make sure every pid in PIDS (from the BPF maps) is a known target when a
  * --binary attachment produced it. */
 void qp_registry_adopt(struct qp_registry *r, int pid);

@@ -1,0 +1,96 @@
+/* fleet_target.c - a known workload for the fleet tests (pprof labels,
+ * OTLP export, debuginfod). Prints {"pid": N}, waits for SIGUSR1, then
+ * runs two named threads until SIGUSR2:
+ *
+ *   fl_worker   inside scope "session" for good, spins in work_one,
+ *               work_two and work_three (1:2:3 of its CPU time), the third
+ *               inside scope "on_tick": a sample there has the scopes
+ *               on_tick (innermost) and session open.
+ *   fl_sleeper  sleeps 2 ms at a time inside scope "wait_io" (off-CPU time
+ *               under a scope), using next to no CPU.
+ *
+ * The main thread waits. Built -O1 -g -fno-inline -fno-omit-frame-pointer.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#include <qprof/qprof.h>
+
+static volatile sig_atomic_t go, leave;
+static void on_usr1(int s) { (void)s; go = 1; }
+static void on_usr2(int s) { (void)s; leave = 1; }
+
+static volatile uint64_t sink;
+
+#define SPIN(units)                                                                \
+	do {                                                                       \
+		uint64_t x = sink;                                                 \
+		for (unsigned int i = 0; i < (units) * 200000u; i++)               \
+			x = x * 6364136223846793005ull + 1442695040888963407ull;   \
+		sink = x;                                                          \
+	} while (0)
+
+__attribute__((noinline)) void work_one(void) { SPIN(1); }
+__attribute__((noinline)) void work_two(void) { SPIN(2); }
+__attribute__((noinline)) void work_three(void)
+{
+	QPROF_SCOPE("on_tick");
+	SPIN(3);
+}
+
+__attribute__((noinline)) static void worker_loop(void)
+{
+	QPROF_SCOPE("session");
+	while (!leave) {
+		work_one();
+		work_two();
+		work_three();
+	}
+}
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "fl_worker");
+	worker_loop();
+	return NULL;
+}
+
+__attribute__((noinline)) void wait_io(void)
+{
+	struct timespec ts = { 0, 2000000 };
+
+	QPROF_SCOPE("wait_io");
+	nanosleep(&ts, NULL);
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "fl_sleeper");
+	while (!leave)
+		wait_io();
+	return NULL;
+}
+
+int main(void)
+{
+	pthread_t a, b;
+
+	signal(SIGUSR1, on_usr1);
+	signal(SIGUSR2, on_usr2);
+	printf("{\"pid\": %d}\n", (int)getpid());
+	fflush(stdout);
+	while (!go)
+		usleep(1000);
+	if (pthread_create(&a, NULL, worker, NULL) || pthread_create(&b, NULL, sleeper, NULL))
+		return 1;
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	printf("{\"done\": true}\n");
+	return 0;
+}

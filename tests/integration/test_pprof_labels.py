@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Labels of the pprof profiles: every sample of /pprof/profile and
+/pprof/offcpu carries thread and, inside a scope, qprof_scope (innermost)
+and qprof_scopes (all open ones). fleet_target's worker spins 1:2:3 in
+work_one, work_two, work_three inside scope "session", the third inside
+"on_tick" too; its sleeper sleeps inside "wait_io". With the target stopped
+(SIGSTOP: the samples stand still) `go tool pprof -tagfocus` on each scope
+must give the share of the profile, and the split of functions, of
+/api/cpu/folded?scope= within 2 points; -tags must list the labels with
+the threads' names.
+
+usage: test_pprof_labels.py QPROFD FLEET_TARGET"""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from qptest import Daemon, Failures, Target, require_root  # noqa: E402
+
+qprofd, target = sys.argv[1:3]
+require_root()
+t = Failures("integration_pprof_labels")
+go = shutil.which("go")
+if not go:
+    print("SKIP: go is not installed (go tool pprof reads the labels)", flush=True)
+    sys.exit(77)
+FUNCS = ("work_one", "work_two", "work_three")
+
+
+def folded_split(text):
+    """Total samples and, per function of FUNCS, those whose innermost of FUNCS it is."""
+    total, by = 0, {}
+    for line in text.splitlines():
+        stack, _, n = line.rpartition(" ")
+        n = int(n)
+        total += n
+        for f in reversed(stack.split(";")):
+            if f in FUNCS:
+                by[f] = by.get(f, 0) + n
+                break
+    return total, by
+
+
+def pprof(path, *args):
+    env = {**os.environ, "HOME": d.dir, "GOCACHE": os.path.join(d.dir, "gocache")}
+    out = subprocess.run([go, "tool", "pprof", *args, path], capture_output=True, text=True,
+                         timeout=300, env=env)
+    t.eq(out.returncode, 0, f"go tool pprof {' '.join(args)} ({out.stderr[-300:]})")
+    return out.stdout
+
+
+def traces_split(text):
+    """The same from `go tool pprof -traces` (frames leaf first)."""
+    total, by = 0, {}
+    for block in text.split("-----------+")[1:]:
+        count, frames = None, []
+        for line in block.splitlines():
+            m = re.match(r"^\s+(\d+)\s+(\S.*)$", line)
+            if count is None and m and ":" not in line.split()[0]:
+                count = int(m.group(1))
+                frames.append(m.group(2).strip())
+            elif count is not None and line.strip():
+                frames.append(line.strip())
+        if count is None:
+            continue
+        total += count
+        for f in frames:
+            f = f.replace(" (inline)", "")
+            if f in FUNCS:
+                by[f] = by.get(f, 0) + count
+                break
+    return total, by
+
+
+prog = Target([target])
+d = Daemon(qprofd, ["--pid", str(prog.pid), "--frequency", "999"])
+try:
+    prog.start()
+    time.sleep(5)
+    os.kill(prog.pid, signal.SIGSTOP)
+    time.sleep(1)  # the last samples drained
+    st, _, body = d.request("GET", f"/pprof/profile?pid={prog.pid}")
+    t.eq(st, 200, "/pprof/profile answers")
+    cpu = os.path.join(d.dir, "cpu.pb.gz")
+    open(cpu, "wb").write(body)
+    folded = {}
+    for scope in (None, "on_tick", "session"):
+        q = f"/api/cpu/folded?pid={prog.pid}" + (f"&scope={scope}" if scope else "")
+        st, _, body = d.request("GET", q)
+        t.eq(st, 200, f"GET {q}")
+        folded[scope] = folded_split(body.decode())
+    st, _, body = d.request("GET", f"/pprof/offcpu?pid={prog.pid}")
+    t.eq(st, 200, "/pprof/offcpu answers")
+    off = os.path.join(d.dir, "off.pb.gz")
+    open(off, "wb").write(body)
+    st, _, body = d.request("GET", f"/api/offcpu/folded?pid={prog.pid}&scope=wait_io")
+    t.eq(st, 200, "/api/offcpu/folded?scope=wait_io answers")
+    off_wait_folded = sum(int(l.rpartition(" ")[2]) for l in body.decode().splitlines())
+    os.kill(prog.pid, signal.SIGCONT)
+
+    tags = pprof(cpu, "-tags")
+    for key in ("thread:", "qprof_scope:", "qprof_scopes:", "tid:"):
+        t.check(key in tags, f"-tags lists {key} {tags[:600]}")
+    t.check("fl_worker" in tags, "-tags: thread fl_worker")
+    t.check(re.search(r"\bon_tick\b", tags) and re.search(r"on_tick;session", tags),
+            f"-tags: qprof_scope on_tick, qprof_scopes on_tick;session: {tags}")
+
+    all_total, _ = folded[None]
+    t.check(all_total >= 300, f"samples in the profile: {all_total}")
+    ptotal, _ = traces_split(pprof(cpu, "-traces", "-sample_index=samples"))
+    t.eq(ptotal, all_total, "pprof and folded hold the same samples (target stopped)")
+    # innermost on_tick, and qprof_scopes holding session, against scope=
+    for label, scope in (("qprof_scope=^on_tick$", "on_tick"), ("qprof_scopes=(^|;)session(;|$)", "session")):
+        ftotal, fby = folded[scope]
+        gtotal, gby = traces_split(pprof(cpu, "-traces", "-sample_index=samples", f"-tagfocus={label}"))
+        fshare, gshare = ftotal / all_total, gtotal / all_total
+        print(f"{scope}: folded {ftotal} ({fshare:.3f}), pprof -tagfocus {gtotal} ({gshare:.3f})", flush=True)
+        t.check(abs(fshare - gshare) <= 0.02, f"{scope}: share of the profile {gshare:.3f} vs {fshare:.3f} +- 0.02")
+        for f in FUNCS:
+            a = fby.get(f, 0) / ftotal if ftotal else 0
+            b = gby.get(f, 0) / gtotal if gtotal else 0
+            t.check(abs(a - b) <= 0.02, f"{scope}: {f} share {b:.3f} vs folded {a:.3f} +- 0.02")
+    # the worker's split (all its samples are in session): 1:2:3 within 3 points
+    _, sby = folded["session"]
+    n = sum(sby.values())
+    for f, want in zip(FUNCS, (1 / 6, 2 / 6, 3 / 6)):
+        got = sby.get(f, 0) / n if n else 0
+        t.check(abs(got - want) <= 0.03, f"worker {f} share {got:.3f} vs {want:.3f}")
+    # on_tick is work_three's only
+    ftotal, fby = folded["on_tick"]
+    t.check(ftotal and fby.get("work_three", 0) >= 0.95 * ftotal, f"on_tick is work_three: {fby} of {ftotal}")
+    gtotal, _ = traces_split(pprof(cpu, "-traces", "-sample_index=samples", "-tagfocus=thread=fl_worker"))
+    t.check(gtotal >= 0.9 * all_total, f"thread=fl_worker holds the CPU samples: {gtotal} of {all_total}")
+
+    # off-CPU: the sleeper's time inside wait_io
+    tags = pprof(off, "-tags")
+    t.check("fl_sleeper" in tags and re.search(r"\bwait_io\b", tags), f"offcpu -tags: fl_sleeper, wait_io: {tags[:800]}")
+    gtotal, _ = traces_split(pprof(off, "-traces", "-tagfocus=qprof_scope=^wait_io$"))
+    t.check(off_wait_folded > 0, f"off-CPU ns inside wait_io: {off_wait_folded}")
+    # -traces prints times (ms) for nanosecond samples: compare through -raw instead
+    raw = pprof(off, "-raw", "-tagfocus=qprof_scope=^wait_io$")
+    vals = []
+    in_samples = False
+    for line in raw.splitlines():
+        if line.startswith("Samples:"):
+            in_samples = True
+            continue
+        if in_samples and line.startswith("Locations"):
+            break
+        m = re.match(r"^\s+(\d+):\s", line)
+        if in_samples and m:
+            vals.append(int(m.group(1)))
+    got = sum(vals)
+    t.check(off_wait_folded and abs(got - off_wait_folded) <= 0.02 * off_wait_folded,
+            f"off-CPU ns in wait_io: pprof -tagfocus {got} vs folded {off_wait_folded}")
+finally:
+    if prog.proc.poll() is None:
+        os.kill(prog.pid, signal.SIGCONT)
+    prog.finish()
+    d.stop()
+sys.exit(t.done())
