@@ -281,6 +281,13 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "refused", m->ring.refused);
 	qp_json_kv_u64(j, "lost", m->ring.lost);
 	qp_json_kv_u64(j, "dropped_rings", m->ring.dropped_rings);
+	qp_json_kv_u64(j, "thread_exits", m->ring.exits);
+	qp_json_kv_u64(j, "thread_exits_lost", m->ring.exits_lost);
+	qp_json_kv_bool(j, "exit_hook", m->ring.exit_hook);
+	if (m->ring.ring_records)
+		qp_json_kv_u64(j, "ring_records", m->ring.ring_records);
+	else
+		qp_json_kv_null(j, "ring_records");
 	qp_json_kv_double(j, "tsc_ns_per_tick", m->ring.ns_per_tick);
 	qp_json_obj_end(j);
 }
