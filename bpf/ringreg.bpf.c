@@ -7,7 +7,7 @@
  * all of it. The arguments are in rdi and rsi (ring.h's announce asm). It
  * also notes which ring the thread writes (ring_tids) for the CPU
  * sampler, which reads only that thread's own ring, only while its owner.
- * A second program, at the entry of the kernel's do_exit (the exiting
+ * A second program, at the entry of the kernel's do_exit (fentry) (the exiting
  * thread's memory still mapped), sends the head of the ring that thread
  * announced last: what a process wrote before it ended is known even when
  * its memory is gone before the drain reads it. */
@@ -76,11 +76,12 @@ static void count(__u32 k)
 		__sync_fetch_and_add(c, 1);
 }
 
-/* A thread exits (any thread of the system: the lookup filters). Its
+/* A thread exits (any thread of the system: the lookup filters), at the
+ * entry of do_exit (fentry: kernels without kprobe events have it). Its
  * memory is still there at do_exit's entry; the ring it announced last
  * has a head that the drain may never read if the whole process ends. */
-SEC("kprobe/do_exit")
-int ring_thread_exit(struct pt_regs *ctx)
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ring_thread_exit, struct task_struct *p)
 {
 	__u64 pt = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pt;

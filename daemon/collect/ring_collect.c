@@ -123,6 +123,21 @@ static void pend(struct qp_ring *g, const struct ring_announce *a)
 	g->pend[g->npend++ % RING_PENDING] = *a;
 }
 
+/* Is [ADDR, ADDR + SIZE) of PID inside one mapping (whatever its access)? */
+static bool mapped_whole(uint32_t pid, uint64_t addr, uint64_t size)
+{
+	struct qp_maps m = { 0 };
+	const struct qp_map *x;
+	bool ok;
+
+	if (qp_maps_read((int)pid, &m))
+		return false;
+	x = qp_maps_find(&m, addr);
+	ok = x && addr + size <= x->end;
+	qp_maps_free(&m);
+	return ok;
+}
+
 /* A ring announced by a target: checked under the lock, its header read
  * without it (a read of the process may take long: never with the lock
  * held). Called and returns with the lock held. */
@@ -131,7 +146,8 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 	struct qprof_ring h;
 	struct ring_pid *p;
 	struct ring_ent *e;
-	bool ok;
+	bool ok, later;
+	int ret;
 
 	if (ent_of(g, a->pid, a->addr))
 		return; /* known: announced again */
@@ -142,12 +158,18 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 		return;
 	}
 	pthread_mutex_unlock(&g->lock);
-	ok = !peek(a->pid, a->addr, &h, sizeof(h)) && header_ok(&h, a->size);
+	ret = peek(a->pid, a->addr, &h, sizeof(h));
+	ok = !ret && header_ok(&h, a->size);
+	/* mapped whole but unreadable now (PROT_NONE a while): taken, its
+	 * header checked at its first read (nrec 0 until then) */
+	later = ret == -EFAULT && mapped_whole(a->pid, a->addr, a->size);
 	pthread_mutex_lock(&g->lock);
-	if (!ok) {
+	if (!ok && !later) {
 		g->glob.bad++;
 		return;
 	}
+	if (later)
+		memset(&h, 0, sizeof(h));
 	p = pid_of(g, a->pid);
 	if (!p || ent_of(g, a->pid, a->addr))
 		return; /* forgotten meanwhile */
@@ -166,8 +188,8 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 	e->pid = a->pid;
 	e->addr = a->addr;
 	e->size = a->size;
-	e->nrec = h.nrec;
-	e->hdr = rec_offset(&h);
+	e->nrec = h.nrec; /* 0: not checked yet */
+	e->hdr = later ? 0 : rec_offset(&h);
 	e->mono = h.flags & QPROF_RING_F_MONO;
 	/* what the ring still holds; records older than the target's start
 	 * are skipped. A ring announced by a thread other than its owner is a
@@ -269,7 +291,9 @@ struct job {
 	uint32_t pid;
 	uint64_t addr, size, tail;	/* as the entry was when the pass began */
 	uint64_t hdr;			/* where its records start */
-	uint32_t nrec;
+	uint32_t nrec;			/* 0: its header not checked yet */
+	bool checked;			/* ... and checked by this read (nrec, hdr, mono set) */
+	bool mono;
 	uint32_t known_tid;		/* the owner whose name the entry has */
 	uint32_t tid;			/* a new owner ... */
 	char comm[16];			/* ... and its name, read from /proc ("" if gone) */
@@ -298,6 +322,13 @@ static void job_read(struct qp_ring *g, struct job *j)
 	}
 	if (ret)
 		return; /* tried again next time */
+	j->checked = false;
+	if (!j->nrec && header_ok(&h, j->size)) {
+		j->nrec = h.nrec;
+		j->hdr = rec_offset(&h);
+		j->mono = h.flags & QPROF_RING_F_MONO;
+		j->checked = true;
+	}
 	if (!header_ok(&h, j->size) || h.nrec != j->nrec || rec_offset(&h) != j->hdr) {
 		j->what = JOB_BAD;
 		return;
@@ -386,6 +417,7 @@ static void first_read(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p
 	if (e->ann_head_ok && e->ann_head <= 1) {
 		e->lost += over;
 		qp_ring_gap(&e->rd, over, &p->c);
+		e->rd.gap_thread++; /* record 0 of a new ring is its THREAD record */
 		return;
 	}
 	if (j->n > j->skip && g->buf[j->skip].ts < e->min_ts) {
@@ -435,6 +467,13 @@ static bool job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p,
 	if (e->unreadable_ns) {
 		p->c.unreadable_ns += mono_ns() - e->unreadable_ns;
 		e->unreadable_ns = 0;
+	}
+	if (j->checked && !e->nrec) {
+		e->nrec = j->nrec;
+		e->hdr = j->hdr;
+		e->mono = j->mono;
+		if (e->mono)
+			e->min_ts = p->from_ns;
 	}
 	e->gone_ns = 0;
 	if (j->tid && p->names.n < RING_MAX_NAMES) {
@@ -558,6 +597,24 @@ static void *drain(void *arg)
 	return NULL;
 }
 
+/* The BPF object, with or without its do_exit program. */
+static struct ringreg *load_skel(bool exit_prog)
+{
+	struct ringreg *k = ringreg__open();
+	int ret;
+
+	if (!k)
+		return NULL;
+	bpf_program__set_autoload(k->progs.ring_thread_exit, exit_prog);
+	ret = ringreg__load(k);
+	if (ret) {
+		ringreg__destroy(k);
+		errno = -ret;
+		return NULL;
+	}
+	return k;
+}
+
 int qp_ring_open(struct qp_ring **out, const struct qp_ring_opts *o, char *err, size_t errlen)
 {
 	struct qp_ring *g = calloc(1, sizeof(*g));
@@ -571,19 +628,23 @@ int qp_ring_open(struct qp_ring **out, const struct qp_ring_opts *o, char *err, 
 	qp_ring_agg_init(&g->agg, o->max_rows);
 	/* the queue of span events: at most 1 M waiting for the watermark */
 	qp_ring_spans_init(&g->spans, o->span_pending, o->span_timeout_ns, 1u << 20);
-	g->skel = ringreg__open_and_load();
+	g->skel = load_skel(true);
+	if (!g->skel) /* a kernel without BPF trampolines: the rest of it still serves */
+		g->skel = load_skel(false);
 	if (!g->skel) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot load the ring BPF object: %s", strerror(errno));
 		goto fail;
 	}
 	/* the heads exiting threads leave; without it (a kernel that refuses
-	 * the kprobe) what a process wrote unread before it ended is not
+	 * the fentry program) what a process wrote unread before it ended is not
 	 * counted, and status says so (exit_hook false) */
-	g->exit_link = bpf_program__attach(g->skel->progs.ring_thread_exit);
+	g->exit_link = bpf_program__fd(g->skel->progs.ring_thread_exit) >= 0
+			       ? bpf_program__attach(g->skel->progs.ring_thread_exit)
+			       : NULL;
 	if (!g->exit_link)
-		qp_warn("ring collector: no do_exit kprobe (%s): records unread when a process ends are not "
-			"counted", strerror(errno));
+		qp_warn("ring collector: no do_exit program (%s): records unread when a process ends are "
+			"not counted", strerror(errno));
 	g->glob.exit_hook = g->exit_link != NULL;
 	g->rb = ring_buffer__new(bpf_map__fd(g->skel->maps.announces), on_announce, g, NULL);
 	if (!g->rb) {

@@ -372,7 +372,7 @@ void qp_ring_lost_add(struct qp_ring_lost_est *to, const struct qp_ring_lost_est
 void qp_ring_lost_of(const struct qp_ring_reader *rd, struct qp_ring_lost_est *out)
 {
 	uint64_t open_in = rd->gap_open > rd->gap_closed ? rd->gap_open - rd->gap_closed : 0;
-	uint64_t known = open_in + rd->gap_orphans, rest, mix, sc;
+	uint64_t known = open_in + rd->gap_orphans + rd->gap_thread, rest, mix, sc;
 	struct qp_ring_lost_est e = { .records = rd->gap_recs };
 
 	/* the scopes counted one by one: open at a gap, or ended after one

@@ -193,6 +193,7 @@ struct qp_ring_reader {
 	uint64_t gap_open;	/* scopes open at a gap (their EXIT taken to be in it) */
 	uint64_t gap_closed;	/* ... of them whose EXIT came after the gap after all */
 	uint64_t gap_orphans;	/* EXITs after a gap with no ENTER: their ENTER was in it */
+	uint64_t gap_thread;	/* THREAD records known to be in a gap (a new ring's first) */
 	bool had_gap;		/* since the ring's owner began */
 	uint32_t nlostf;	/* the keys of the scopes open at the gaps, outermost first */
 	uint64_t lostf[QPROF_MAX_DEPTH];

@@ -168,6 +168,18 @@ static void add_stats(struct scope_stats *to, const struct scope_stats *p)
 		to->hist[b] += p->hist[b];
 }
 
+/* What P's rings lost, in events: the gone ones' and the live ones' (g->lock held). */
+static struct qp_ring_lost_est pid_lost(const struct qp_ring *g, const struct ring_pid *p)
+{
+	struct qp_ring_lost_est e = p->gone_est;
+	size_t i;
+
+	for (i = 0; i < g->nents; i++)
+		if (g->ents[i].pid == p->pid)
+			qp_ring_lost_of(&g->ents[i].rd, &e);
+	return e;
+}
+
 static int cmp_row(const void *a, const void *b)
 {
 	return qp_scope_key_cmp(&((const struct qp_scope_row *)a)->key, &((const struct qp_scope_row *)b)->key);
@@ -198,6 +210,7 @@ int qp_ring_merge_rows(struct qp_ring *g, int pid, struct qp_scope_snapshot *sna
 		snap->counters[QPROF_CNT_SPAN_STEP_NO_BEGIN] += c->span_step_no_begin;
 		snap->counters[QPROF_CNT_SPAN_ID_REUSED] += c->span_id_reused;
 		snap->counters[QPROF_CNT_SPAN_ABANDONED] += c->span_abandoned;
+		snap->counters[QPROF_CNT_RING_LOST] += pid_lost(g, &g->pids[i]).scopes;
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (ret)

@@ -221,6 +221,7 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "span_id_reused", d->span_id_reused);
 	qp_json_kv_u64(j, "span_table_full", d->span_table_full);
 	qp_json_kv_u64(j, "span_abandoned", d->span_abandoned);
+	qp_json_kv_u64(j, "ring_lost", d->ring_lost);
 	qp_json_obj_end(j);
 	qp_json_kv_u64(j, "minmax_inexact", m->scopes.minmax_inexact);
 	qp_json_key(j, "poll");

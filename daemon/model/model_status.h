@@ -19,6 +19,7 @@ struct qp_scope_drops {
 	/* spans across threads */
 	uint64_t span_end_without_begin, span_step_without_begin, span_id_reused, span_table_full,
 		span_abandoned;
+	uint64_t ring_lost;		/* scopes whose records a ring lost (ring_pair.h's estimate) */
 };
 
 struct qp_status_model {
