@@ -96,6 +96,23 @@ def check_exact(d, prog, tag, want_lost=None):
     return r, c
 
 
+def summary_of(d, timeout=30):
+    """The exit report's summary.txt (written when the target exits)."""
+    found = []
+
+    def look():
+        for dirpath, _, files in os.walk(os.path.join(d.dir, "reports")):
+            if "summary.txt" in files:
+                found.append(os.path.join(dirpath, "summary.txt"))
+        return found
+    wait_for(look, timeout, 0.1)
+    if not found:
+        t.check(False, "an exit report was written")
+        return ""
+    with open(found[0]) as f:
+        return f.read()
+
+
 def cli_out(d, *args):
     out = subprocess.run([cli, "--socket", d.sock, *args], capture_output=True, text=True, timeout=60)
     t.eq(out.returncode, 0, f"qprof-cli {' '.join(args)}")
@@ -161,6 +178,22 @@ try:
     res = prog.cmd("exit 2 200000")
     prog.p.wait(timeout=30)
     r, _ = check_exact(d, prog, "a process that exits after its burst")
+    text = summary_of(d)
+    t.check("scopes lost on the ring" in text, f"the exit report says the loss:\n{text}")
+finally:
+    d.stop()
+    prog.quit()
+
+# a process that lost nothing: its exit report says nothing of losses
+prog = Prog()
+d = Daemon(qprofd, ["--ring", "--pid", str(prog.pid)])
+try:
+    prog.cmd("burst 1 1000")
+    check_exact(d, prog, "1000 scopes, then quit", want_lost=False)
+    prog.quit()
+    text = summary_of(d)
+    t.check("exact" in text and "lost on the ring" not in text,
+            f"the exit report says no loss when there is none:\n{text}")
 finally:
     d.stop()
     prog.quit()
