@@ -11,6 +11,12 @@
 #include "ring_pair.h"
 #include "ring_spans.h"
 
+static void hints_clear(struct qp_ring_agg *a)
+{
+	for (size_t i = 0; i < QP_RING_ROW_HINTS; i++)
+		a->hint[i].i = -1;
+}
+
 void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows)
 {
 	memset(a, 0, sizeof(*a));
@@ -19,6 +25,7 @@ void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows)
 	qp_htab_init(&a->values, sizeof(struct qp_ring_value));
 	qp_htab_init(&a->vhist, sizeof(uint64_t));
 	a->max_rows = max_rows;
+	hints_clear(a);
 }
 
 void qp_ring_agg_free(struct qp_ring_agg *a)
@@ -59,7 +66,10 @@ static int rebuild_without(struct qp_htab *t, uint32_t pid)
 
 int qp_ring_agg_forget(struct qp_ring_agg *a, uint32_t pid)
 {
-	int ret = rebuild_without(&a->rows, pid);
+	int ret;
+
+	hints_clear(a);
+	ret = rebuild_without(&a->rows, pid);
 
 	if (!ret)
 		ret = rebuild_without(&a->marks, pid);
@@ -78,10 +88,15 @@ void qp_ring_agg_add(struct qp_ring_agg *a, uint32_t pid, uint64_t site, uint64_
 		     struct qp_ring_counts *c)
 {
 	struct scope_key k = { .tgid = pid, .site = site, .parent = parent };
+	struct qp_ring_row_hint *h =
+		&a->hint[((site >> 3) ^ (parent >> 1) ^ pid ^ (site >> 13)) & (QP_RING_ROW_HINTS - 1)];
 	struct scope_stats *s;
-	int64_t i;
+	int64_t i = -1;
 
-	i = qp_htab_find(&a->rows, &k, sizeof(k));
+	if (h->i >= 0 && h->k.site == site && h->k.parent == parent && h->k.tgid == pid)
+		i = h->i;
+	if (i < 0)
+		i = qp_htab_find(&a->rows, &k, sizeof(k));
 	if (i < 0) {
 		if (used(a) >= a->max_rows) {
 			c->table_full++;
@@ -93,6 +108,8 @@ void qp_ring_agg_add(struct qp_ring_agg *a, uint32_t pid, uint64_t site, uint64_
 			return;
 		}
 	}
+	h->k = k;
+	h->i = i;
 	s = qp_htab_value(&a->rows, (size_t)i);
 	if (!s->count || dur < s->min_ns)
 		s->min_ns = dur;

@@ -219,6 +219,7 @@ struct qp_ring_lost_est {
 void qp_ring_lost_of(const struct qp_ring_reader *rd, struct qp_ring_lost_est *out);
 void qp_ring_lost_add(struct qp_ring_lost_est *to, const struct qp_ring_lost_est *x);
 
+#define QP_RING_ROW_HINTS 256
 struct qp_ring_agg {
 	struct qp_htab rows;	/* struct scope_key -> struct scope_stats */
 	struct qp_htab marks;	/* struct mark_key -> struct mark_stats */
@@ -227,6 +228,13 @@ struct qp_ring_agg {
 	size_t max_rows;	/* rows + marks + values + buckets past it: counted table_full */
 	qp_ring_log_fn log_fn;	/* where QPROF_LOG messages go (NULL: counted only) */
 	void *log_arg;
+	/* rows' indexes by key, direct-mapped, so that most durations skip
+	 * the hash table's lookup (rows are never removed but by forget, which
+	 * empties it) */
+	struct qp_ring_row_hint {
+		struct scope_key k;
+		int64_t i;	/* -1: empty */
+	} hint[QP_RING_ROW_HINTS];
 };
 
 struct qp_ring_spans;
