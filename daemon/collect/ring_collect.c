@@ -218,6 +218,11 @@ static void exit_seen(struct qp_ring *g, const struct ring_announce *a)
 {
 	struct ring_ent *e = ent_of(g, a->pid, a->addr);
 
+	/* a kernel whose sched_process_exit comes after the memory is gone
+	 * (before 6.16 or so): no head; what the process left unread is then
+	 * not counted, and status says how often */
+	if (e && !a->head_ok)
+		g->glob.exit_heads_unread++;
 	if (e && a->head_ok && a->head > e->head && a->head - e->tail <= (uint64_t)e->nrec * 4096)
 		e->head = a->head;
 }

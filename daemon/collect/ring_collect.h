@@ -117,6 +117,8 @@ struct qp_ring_global {
 	uint64_t dropped_rings;	/* rings dropped later: header changed */
 	uint64_t exits;		/* thread exits of ring threads the kernel reported */
 	uint64_t exits_lost;	/* ... that found the ring buffer full */
+	uint64_t exit_heads_unread; /* ... of a watched ring whose head the kernel could not read
+				 * (the memory gone at sched_process_exit: older kernels) */
 	bool exit_hook;		/* the do_exit program is attached (else: what a process
 				 * wrote before it ended unread is not counted) */
 	uint32_t ring_records;	/* records a new ring is asked to have (0: the markers' own) */

@@ -284,6 +284,7 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "dropped_rings", m->ring.dropped_rings);
 	qp_json_kv_u64(j, "thread_exits", m->ring.exits);
 	qp_json_kv_u64(j, "thread_exits_lost", m->ring.exits_lost);
+	qp_json_kv_u64(j, "thread_exit_heads_unread", m->ring.exit_heads_unread);
 	qp_json_kv_bool(j, "exit_hook", m->ring.exit_hook);
 	if (m->ring.ring_records)
 		qp_json_kv_u64(j, "ring_records", m->ring.ring_records);

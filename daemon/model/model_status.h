@@ -68,6 +68,7 @@ struct qp_status_model {
 		bool is_default;	/* qprofd --ring */
 		uint64_t announces, not_target, bad, refused, lost, dropped_rings;
 		uint64_t exits, exits_lost;	/* thread exits of ring threads reported */
+		uint64_t exit_heads_unread;	/* ... without the ring's head (older kernels) */
 		bool exit_hook;		/* the do_exit program is attached */
 		uint32_t ring_records;	/* records a new ring is asked to have (0: the markers') */
 		double ns_per_tick;	/* TSC calibration */

@@ -156,7 +156,7 @@ static const char status_json[] =
 	"\"calibration\":{\"done\":true,\"correction_ns\":412,\"samples\":40000,\"p10_ns\":380,"
 	"\"p50_ns\":412,\"p90_ns\":470,\"mean_ns\":0},"
 	"\"ring\":{\"running\":false,\"default\":false,\"announcements\":0,\"not_target\":0,\"bad\":0,"
-	"\"refused\":0,\"lost\":0,\"dropped_rings\":0,\"thread_exits\":0,\"thread_exits_lost\":0,"
+	"\"refused\":0,\"lost\":0,\"dropped_rings\":0,\"thread_exits\":0,\"thread_exits_lost\":0,\"thread_exit_heads_unread\":0,"
 	"\"exit_hook\":false,\"ring_records\":null,\"tsc_ns_per_tick\":0}}";
 
 static const char *wait_frames[] = { "schedule_[k]", "sleep_2ms" };
