@@ -5,11 +5,19 @@
 #ifndef QPROF_RINGREG_H
 #define QPROF_RINGREG_H
 
+enum ring_ann_kind {
+	QPROF_RING_ANN_RING = 0,	/* a ring_register hit */
+	QPROF_RING_ANN_EXIT = 1,	/* the thread that announced ADDR last is exiting */
+};
+
 struct ring_announce {
 	__u32 pid;	/* tgid of the announcing thread, from the kernel */
 	__u32 tid;	/* its thread id, from the kernel */
 	__u64 addr;	/* arg 1 (rdi): the ring's address in the process: unchecked */
-	__u64 size;	/* arg 2 (rsi): its size in bytes: unchecked */
+	__u64 size;	/* arg 2 (rsi): its size in bytes: unchecked (0 for an exit) */
+	__u64 head;	/* the ring's head read by the program then (unchecked; 0: unreadable) */
+	__u32 kind;	/* enum ring_ann_kind */
+	__u32 head_ok;	/* 1: head was read */
 };
 
 /* Map `ring_tids`: thread id (the kernel's) -> the ring it announced last,
@@ -43,6 +51,8 @@ struct ring_hdr {
 /* Counters (array map `ring_counters`). */
 enum ring_counter {
 	QPROF_RING_CNT_LOST = 0,	/* announcements the ring buffer had no room for */
+	QPROF_RING_CNT_EXITS = 1,	/* thread exits of ring threads seen (with a ring in ring_tids) */
+	QPROF_RING_CNT_EXITS_LOST = 2,	/* ... the ring buffer had no room for */
 	QPROF_RING_CNT__MAX,
 };
 

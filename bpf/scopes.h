@@ -256,6 +256,8 @@ enum scope_counter {
 	QPROF_CNT_SPAN_ABANDONED,	/* never incremented by BPF: the daemon's sweep
 					 * counts begins older than the timeout here */
 	QPROF_CNT_SLOW_LOST,		/* slow-instance records slow_rb had no room for */
+	QPROF_CNT_RING_LOST,		/* never incremented by BPF: scopes the ring
+					 * collector lost (records overwritten unread) */
 	QPROF_CNT__MAX,
 };
 

@@ -142,6 +142,12 @@ const char *cli_json_str(const json_t *obj, const char *key);	/* NULL if absent 
 
 /* Human table of targets (status, attach); ARR is a JSON array of targets. */
 int cli_print_targets(const struct cli_ctx *ctx, const json_t *arr);
+/* A line per ring target of ARR (a JSON array of targets; only PID's when
+ * PID) that lost records: its losses in scopes, marks and values, exact
+ * or estimated. Nothing for one that lost none. */
+void cli_print_ring_losses(const json_t *targets, uint64_t pid);
+/* The same after GET /api/status (nothing when it fails). */
+void cli_ring_loss_footer(const struct cli_ctx *ctx, uint64_t pid);
 
 int cmd_status(struct cli_ctx *ctx, int argc, char **argv);
 int cmd_attach(struct cli_ctx *ctx, int argc, char **argv);

@@ -182,6 +182,7 @@ static int print_scopes(const struct cli_ctx *ctx, const json_t *root)
 	n = json_array_size(arr);
 	if (!n) {
 		printf("no scopes recorded\n");
+		cli_ring_loss_footer(ctx, 0);
 		return CLI_OK;
 	}
 	rows = calloc(n, sizeof(*rows));
@@ -215,8 +216,15 @@ static int print_scopes(const struct cli_ctx *ctx, const json_t *root)
 	}
 	rc = table_print(&t, stdout);
 	table_free(&t);
-	free(rows);
-	free(stack);
+	{
+		/* one pid shown: its losses only */
+		uint64_t only = n && rows[0].pid == rows[n - 1].pid ? rows[0].pid : 0;
+
+		free(rows);
+		free(stack);
+		if (!rc)
+			cli_ring_loss_footer(ctx, only);
+	}
 	return rc ? cli_fail(ctx, "out of memory") : CLI_OK;
 }
 

@@ -143,6 +143,57 @@ static int print_modules(const struct cli_ctx *ctx, const json_t *targets)
 	return rc ? cli_fail(ctx, "out of memory") : CLI_OK;
 }
 
+void cli_ring_loss_footer(const struct cli_ctx *ctx, uint64_t pid)
+{
+	struct http_response resp;
+	json_t *root;
+
+	if (cli_api_call(ctx, "GET", "/api/status", NULL, CLI_HTTP_TIMEOUT_S, &resp))
+		return;
+	root = cli_api_json(ctx, &resp);
+	http_response_free(&resp);
+	if (!root)
+		return;
+	cli_print_ring_losses(json_object_get(root, "targets"), pid);
+	json_decref(root);
+}
+
+void cli_print_ring_losses(const json_t *targets, uint64_t pid)
+{
+	const json_t *tg;
+	size_t i;
+
+	json_array_foreach(targets, i, tg) {
+		const json_t *r = json_object_get(tg, "ring");
+		uint64_t p = 0, recs = 0, sc = 0, marks = 0, values = 0, other = 0, exitl = 0;
+		bool est = json_is_true(json_object_get(r, "lost_estimated"));
+		const char *tilde = est ? "~" : "";
+		char a[32], b[32];
+
+		cli_json_u64(tg, "pid", &p);
+		if (!json_is_object(r) || (pid && p != pid) || !cli_json_u64(r, "lost", &recs) || !recs)
+			continue;
+		cli_json_u64(r, "lost_scopes", &sc);
+		cli_json_u64(r, "lost_marks", &marks);
+		cli_json_u64(r, "lost_values", &values);
+		cli_json_u64(r, "lost_other_records", &other);
+		cli_json_u64(r, "lost_at_exit", &exitl);
+		printf("pid %llu: %s%s scopes lost on the ring", (unsigned long long)p, tilde,
+		       qp_fmt_count(a, sizeof(a), sc));
+		if (marks)
+			printf(", %s%s marks", tilde, qp_fmt_count(a, sizeof(a), marks));
+		if (values)
+			printf(", %s%s values", tilde, qp_fmt_count(a, sizeof(a), values));
+		if (other)
+			printf(", %s%s records of spans and logs", tilde, qp_fmt_count(a, sizeof(a), other));
+		printf(" (%s records overwritten before they were read", qp_fmt_count(b, sizeof(b), recs));
+		if (exitl)
+			printf(", %s of them left unread when the process ended", qp_fmt_count(a, sizeof(a), exitl));
+		printf("%s): counts may be short by that\n",
+		       est ? "; ~ a share of the mix read, an estimate" : "; exact");
+	}
+}
+
 static int print_status(const struct cli_ctx *ctx, const json_t *root)
 {
 	const json_t *cpu = json_object_get(root, "cpu");
@@ -196,7 +247,12 @@ static int print_status(const struct cli_ctx *ctx, const json_t *root)
 		return CLI_OK;
 	}
 	rc = cli_print_targets(ctx, targets);
-	return rc ? rc : print_modules(ctx, targets);
+	if (!rc) {
+		/* a figure that may be short says so */
+		cli_print_ring_losses(targets, 0);
+		rc = print_modules(ctx, targets);
+	}
+	return rc;
 }
 
 int cmd_status(struct cli_ctx *ctx, int argc, char **argv)

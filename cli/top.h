@@ -39,6 +39,8 @@ struct scope_row {
 struct target {
 	int64_t pid;
 	char comm[32];
+	uint64_t ring_lost;	/* scopes its rings lost since attach (status's lost_scopes) */
+	bool ring_lost_est;	/* ... an estimate */
 };
 
 struct round {

@@ -244,8 +244,14 @@ static void draw_header(struct top_screen *s, const struct round *r, int64_t pid
 	sc_text(s, "targets:");
 	if (!r || !r->ntargets)
 		sc_text(s, " none");
-	for (i = 0; r && i < r->ntargets; i++)
-		sc_printf(s, " %lld (%s)", (long long)r->targets[i].pid, r->targets[i].comm);
+	for (i = 0; r && i < r->ntargets; i++) {
+		sc_printf(s, " %lld (%s", (long long)r->targets[i].pid, r->targets[i].comm);
+		/* a count that may be short says so */
+		if (r->targets[i].ring_lost)
+			sc_printf(s, ", %s%llu scopes lost on the ring since attach", r->targets[i].ring_lost_est ? "~" : "",
+				  (unsigned long long)r->targets[i].ring_lost);
+		sc_text(s, ")");
+	}
 	sc_endl(s);
 }
 

@@ -59,6 +59,14 @@ int top_take_status(struct round *r, const json_t *root)
 		r->targets[r->ntargets].pid = (int64_t)pid;
 		snprintf(r->targets[r->ntargets].comm, sizeof(r->targets[0].comm), "%s",
 			 comm ? comm : "?");
+		{
+			const json_t *ring = json_object_get(o, "ring");
+			uint64_t lost = 0;
+
+			if (cli_json_u64(ring, "lost", &lost) && lost)
+				cli_json_u64(ring, "lost_scopes", &r->targets[r->ntargets].ring_lost);
+			r->targets[r->ntargets].ring_lost_est = json_is_true(json_object_get(ring, "lost_estimated"));
+		}
 		r->ntargets++;
 	}
 	return 0;

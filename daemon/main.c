@@ -40,6 +40,12 @@
 /* the calibration: 3 rounds of 10 000 empty scopes, 1 us apart (the first one warms up) */
 #define CALIB_ROUNDS 3
 #define CALIB_ITERS 10000
+/* New rings' records by default (--ring-records): 4 MiB a thread, what
+ * kept a 3-thread program at 1 M scopes/s per thread exact on a loaded
+ * 2-core VM (docs/guide/ring.md) */
+#define QP_RING_RECORDS_DEFAULT 262144
+#define QP_XSTR(x) #x
+#define QP_STR(x) QP_XSTR(x)
 
 struct options {
 	const char *socket;
@@ -61,6 +67,7 @@ struct options {
 	bool no_calibrate;
 	unsigned int trace_max_events;
 	unsigned int flight_events;
+	unsigned int ring_records;	/* --ring-records: new rings' size asked of the markers */
 	bool ring;
 	struct qp_metrics_opts metrics;
 	bool heap;
@@ -107,6 +114,10 @@ static void usage(FILE *f)
 		"                      (default 1000; the rest are counted as omitted)\n"
 		"  --ring              time the scopes of new targets (pid and --binary) with the\n"
 		"                      ring collector (markers of ABI 2; others: BPF, with a note)\n"
+		"  --ring-records N    records (16 bytes each) a ring target's new thread rings\n"
+		"                      get, a power of two 1024..16777216 (default "
+		QP_STR(QP_RING_RECORDS_DEFAULT) "; 0: the\n"
+		"                      markers' own QPROF_RING_RECORDS)\n"
 		"  --flight-events N   events kept per ring target for GET /api/trace without\n"
 		"                      seconds= (0..16777216, default 1048576, 48 bytes each)\n"
 		"  --heap              profile the heap of every target (else per target:\n"
@@ -231,7 +242,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
 	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
 	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS,
-	       OPT_DL_HOLD, OPT_UNWIND, OPT_FLIGHT };
+	       OPT_DL_HOLD, OPT_UNWIND, OPT_FLIGHT, OPT_RING_RECORDS };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -243,6 +254,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "max-sites", required_argument, NULL, OPT_MAXS },
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
 		{ "ring", no_argument, NULL, OPT_RING },
+		{ "ring-records", required_argument, NULL, OPT_RING_RECORDS },
 		{ "heap", no_argument, NULL, OPT_HEAP },
 		{ "heap-interval", required_argument, NULL, OPT_HEAP_INTERVAL },
 		{ "heap-live", required_argument, NULL, OPT_HEAP_LIVE },
@@ -357,6 +369,16 @@ static int parse_args(int argc, char **argv, struct options *o)
 			if (parse_uint_opt("--trace-max-events", optarg, 1, 100000000, &v))
 				return 2;
 			o->trace_max_events = (unsigned int)v;
+			break;
+		case OPT_RING_RECORDS:
+			if (parse_uint_opt("--ring-records", optarg, 0, QPROF_RING_CFG_MAX, &v))
+				return 2;
+			if (v && (v < QPROF_RING_CFG_MIN || (v & (v - 1)))) {
+				fprintf(stderr, "qprofd: --ring-records wants 0 or a power of two in %u..%u, got '%s'\n",
+					QPROF_RING_CFG_MIN, QPROF_RING_CFG_MAX, optarg);
+				return 2;
+			}
+			o->ring_records = (unsigned int)v;
 			break;
 		case OPT_FLIGHT:
 			if (parse_uint_opt("--flight-events", optarg, 0, 1 << 24, &v))
@@ -486,7 +508,8 @@ int main(int argc, char **argv)
 {
 	struct options o = { .socket = DEFAULT_SOCKET, .frequency = 99, .unwind = QP_CPU_UNWIND_DWARF, .max_sites = 4096,
 			     .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
-			     .trace_max_events = 1000000, .flight_events = 1u << 20, .dl_hold_ms = QP_DL_HOLD_DEFAULT_MS,
+			     .trace_max_events = 1000000, .flight_events = 1u << 20,
+			     .ring_records = QP_RING_RECORDS_DEFAULT, .dl_hold_ms = QP_DL_HOLD_DEFAULT_MS,
 			     .heap_opts = { .interval = 512 * 1024, .max_live = 65536, .max_stacks = 16384 } };
 	struct qp_http *http = NULL, *http_tcp = NULL;
 	struct qp_http_policy pol_unix, pol_tcp;
@@ -578,7 +601,7 @@ int main(int argc, char **argv)
 	{
 		/* 1 ms drains; the flight recorder per target, grown as it fills */
 		struct qp_ring_opts ro = { .max_rows = o.max_sites, .max_rings = 65536, .flight = o.flight_events,
-					   .period_us = 1000 };
+					   .period_us = 1000, .ring_records = o.ring_records };
 
 		ro.span_pending = o.spans.pending ? o.spans.pending : QP_SPAN_PENDING_DEFAULT;
 		ro.span_timeout_ns = (o.spans.timeout_ms ? o.spans.timeout_ms : QP_SPAN_TIMEOUT_MS_DEFAULT) * 1000000ull;

@@ -226,6 +226,17 @@ set_tests_properties(integration_ring PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600
 # The rest of the ring collector: QPROF_LOG through the ring, the exact
 # mean of values, CPU samples tagged at any depth (8 nested scopes), and
 # --binary targets on the ring (3 processes started after the attach).
+# The ring collector's accounting by arithmetic: every record read or
+# counted lost from the first, losses in scopes, rings sized by qprofd,
+# a ring made PROT_NONE a while, a process gone before its rings are read.
+add_executable(ring_exact_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/ring_exact_target.c)
+target_include_directories(ring_exact_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(ring_exact_target PRIVATE -O2 -g)
+target_link_libraries(ring_exact_target Threads::Threads)
+add_test(NAME integration_ring_exact
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring_exact.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:ring_exact_target> $<TARGET_FILE:qprof-cli>)
+set_tests_properties(integration_ring_exact PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 add_executable(ring2_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/ring2_target.c)
 target_include_directories(ring2_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(ring2_target PRIVATE -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer

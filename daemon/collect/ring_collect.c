@@ -5,6 +5,7 @@
  * and at worst counted and skipped. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -122,6 +123,21 @@ static void pend(struct qp_ring *g, const struct ring_announce *a)
 	g->pend[g->npend++ % RING_PENDING] = *a;
 }
 
+/* Is [ADDR, ADDR + SIZE) of PID inside one mapping (whatever its access)? */
+static bool mapped_whole(uint32_t pid, uint64_t addr, uint64_t size)
+{
+	struct qp_maps m = { 0 };
+	const struct qp_map *x;
+	bool ok;
+
+	if (qp_maps_read((int)pid, &m))
+		return false;
+	x = qp_maps_find(&m, addr);
+	ok = x && addr + size <= x->end;
+	qp_maps_free(&m);
+	return ok;
+}
+
 /* A ring announced by a target: checked under the lock, its header read
  * without it (a read of the process may take long: never with the lock
  * held). Called and returns with the lock held. */
@@ -130,7 +146,8 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 	struct qprof_ring h;
 	struct ring_pid *p;
 	struct ring_ent *e;
-	bool ok;
+	bool ok, later;
+	int ret;
 
 	if (ent_of(g, a->pid, a->addr))
 		return; /* known: announced again */
@@ -141,12 +158,18 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 		return;
 	}
 	pthread_mutex_unlock(&g->lock);
-	ok = !peek(a->pid, a->addr, &h, sizeof(h)) && header_ok(&h, a->size);
+	ret = peek(a->pid, a->addr, &h, sizeof(h));
+	ok = !ret && header_ok(&h, a->size);
+	/* mapped whole but unreadable now (PROT_NONE a while): taken, its
+	 * header checked at its first read (nrec 0 until then) */
+	later = ret == -EFAULT && mapped_whole(a->pid, a->addr, a->size);
 	pthread_mutex_lock(&g->lock);
-	if (!ok) {
+	if (!ok && !later) {
 		g->glob.bad++;
 		return;
 	}
+	if (later)
+		memset(&h, 0, sizeof(h));
 	p = pid_of(g, a->pid);
 	if (!p || ent_of(g, a->pid, a->addr))
 		return; /* forgotten meanwhile */
@@ -165,8 +188,8 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 	e->pid = a->pid;
 	e->addr = a->addr;
 	e->size = a->size;
-	e->nrec = h.nrec;
-	e->hdr = rec_offset(&h);
+	e->nrec = h.nrec; /* 0: not checked yet */
+	e->hdr = later ? 0 : rec_offset(&h);
 	e->mono = h.flags & QPROF_RING_F_MONO;
 	/* what the ring still holds; records older than the target's start
 	 * are skipped. A ring announced by a thread other than its owner is a
@@ -175,10 +198,33 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 	e->min_ts = e->mono ? p->from_ns : p->from_ts;
 	if (h.tid != a->tid)
 		e->min_ts = e->mono ? p->watch_ns : p->watch_ts;
-	e->tail = h.head > h.nrec ? h.head - h.nrec : 0;
+	/* from the ring's first record: its first read (job_apply) counts
+	 * what the writer overwrote before it, or tells it was not ours */
+	e->tail = 0;
+	e->fresh = true;
+	e->ann_head = a->head;
+	e->ann_head_ok = a->head_ok;
+	e->head = a->head_ok ? a->head : 0;
+	e->owner = a->tid;
 	e->rd.pid = a->pid;
 	e->rd.tid = a->tid;
 	p->rings++;
+}
+
+/* A thread of PID that announced the ring at ADDR is exiting, with the
+ * ring's head then: what the drain must read or count, even if the
+ * process is gone by then. */
+static void exit_seen(struct qp_ring *g, const struct ring_announce *a)
+{
+	struct ring_ent *e = ent_of(g, a->pid, a->addr);
+
+	/* a kernel whose sched_process_exit comes after the memory is gone
+	 * (before 6.16 or so): no head; what the process left unread is then
+	 * not counted, and status says how often */
+	if (e && !a->head_ok)
+		g->glob.exit_heads_unread++;
+	if (e && a->head_ok && a->head > e->head && a->head - e->tail <= (uint64_t)e->nrec * 4096)
+		e->head = a->head;
 }
 
 static int on_announce(void *ctx, void *data, size_t len)
@@ -190,6 +236,11 @@ static int on_announce(void *ctx, void *data, size_t len)
 		return 0;
 	memcpy(&a, data, sizeof(a));
 	pthread_mutex_lock(&g->lock);
+	if (a.kind == QPROF_RING_ANN_EXIT) {
+		exit_seen(g, &a);
+		pthread_mutex_unlock(&g->lock);
+		return 0;
+	}
 	g->glob.announces++;
 	if (!pid_of(g, a.pid)) {
 		g->glob.not_target++;
@@ -201,13 +252,43 @@ static int on_announce(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/* The ring's figures into its target's, for good: it is gone. */
+static void fold_ent(struct ring_pid *p, const struct ring_ent *e)
+{
+	p->gone_head += e->head > e->tail ? e->head : e->tail;
+	p->gone_base += e->base;
+	p->gone_read += e->read;
+	p->gone_lost += e->lost;
+	if (e->size > p->gone_bytes_max)
+		p->gone_bytes_max = e->size;
+	qp_ring_lost_of(&e->rd, &p->gone_est);
+	p->rings_gone++;
+}
+
 static void drop_ent(struct qp_ring *g, size_t i)
 {
 	struct ring_pid *p = pid_of(g, g->ents[i].pid);
 
-	if (p && p->rings)
-		p->rings--;
+	if (p) {
+		fold_ent(p, &g->ents[i]);
+		if (p->rings)
+			p->rings--;
+	}
 	g->ents[i] = g->ents[--g->nents];
+}
+
+/* Records E's writer published that were never read: lost (its process
+ * ended, or the ring is dropped). */
+static void count_unread(struct ring_ent *e, struct ring_pid *p)
+{
+	uint64_t n = e->head > e->tail ? e->head - e->tail : 0;
+
+	if (!n)
+		return;
+	e->lost += n;
+	p->c.lost_at_exit += n;
+	qp_ring_gap(&e->rd, n, &p->c);
+	e->tail = e->head;
 }
 
 /* One ring's reading, made without the lock. */
@@ -215,11 +296,13 @@ struct job {
 	uint32_t pid;
 	uint64_t addr, size, tail;	/* as the entry was when the pass began */
 	uint64_t hdr;			/* where its records start */
-	uint32_t nrec;
+	uint32_t nrec;			/* 0: its header not checked yet */
+	bool checked;			/* ... and checked by this read (nrec, hdr, mono set) */
+	bool mono;
 	uint32_t known_tid;		/* the owner whose name the entry has */
 	uint32_t tid;			/* a new owner ... */
 	char comm[16];			/* ... and its name, read from /proc ("" if gone) */
-	enum { JOB_NONE, JOB_READ, JOB_DROP, JOB_BAD } what;
+	enum { JOB_NONE, JOB_READ, JOB_DROP, JOB_BAD, JOB_UNREADABLE } what;
 	uint64_t head, lapped, skip, n; /* JOB_READ: records [tail, head) in buf, the first skip
 					 * of them overwritten while read; lapped lost before */
 };
@@ -238,11 +321,19 @@ static void job_read(struct qp_ring *g, struct job *j)
 	j->what = JOB_NONE;
 	ret = peek(j->pid, j->addr, &h, sizeof(h));
 	if (ret == -ESRCH || ret == -EFAULT) {
-		j->what = ret == -ESRCH ? JOB_DROP : JOB_BAD; /* gone, or unmapped */
+		/* gone, or unmapped or PROT_NONE for now: tried again */
+		j->what = ret == -ESRCH ? JOB_DROP : JOB_UNREADABLE;
 		return;
 	}
 	if (ret)
 		return; /* tried again next time */
+	j->checked = false;
+	if (!j->nrec && header_ok(&h, j->size)) {
+		j->nrec = h.nrec;
+		j->hdr = rec_offset(&h);
+		j->mono = h.flags & QPROF_RING_F_MONO;
+		j->checked = true;
+	}
 	if (!header_ok(&h, j->size) || h.nrec != j->nrec || rec_offset(&h) != j->hdr) {
 		j->what = JOB_BAD;
 		return;
@@ -258,18 +349,18 @@ static void job_read(struct qp_ring *g, struct job *j)
 			j->comm[0] = '\0';
 	}
 	head = h.head;
-	if (head == tail)
-		return;
 	j->head = head;
 	j->what = JOB_READ;
 	j->lapped = j->skip = j->n = 0;
-	if (head < tail)
-		return; /* head went back: garbage, applied as such */
+	if (head <= tail)
+		return; /* nothing new (applied: a ring readable again), or head went back */
 	if (head - tail > j->nrec) {
 		j->lapped = head - j->nrec - tail;
 		tail = head - j->nrec;
 	}
 	j->n = head - tail;
+	if (j->n > j->nrec / 2)
+		g->busy = true; /* more than half full: the next pass at once */
 	if (j->n > g->bufcap) {
 		struct qprof_ring_rec *b = realloc(g->buf, j->nrec * sizeof(*b));
 
@@ -293,12 +384,14 @@ static void job_read(struct qp_ring *g, struct job *j)
 	l.iov_len = (size_t)j->n * sizeof(*g->buf);
 	got = process_vm_readv((pid_t)j->pid, &l, 1, r, nr, 0);
 	if (got != (ssize_t)l.iov_len) {
-		j->what = got < 0 && errno == ESRCH ? JOB_DROP : JOB_BAD;
+		/* a ring unmapped (or made unreadable) mid-read: tried again */
+		j->what = got < 0 && errno == ESRCH ? JOB_DROP : JOB_UNREADABLE;
 		return;
 	}
 	/* what the writer may have overwritten while we copied */
-	if (peek(j->pid, j->addr + offsetof(struct qprof_ring, head), &head2, sizeof(head2))) {
-		j->what = JOB_DROP;
+	ret = peek(j->pid, j->addr + offsetof(struct qprof_ring, head), &head2, sizeof(head2));
+	if (ret) {
+		j->what = ret == -ESRCH ? JOB_DROP : JOB_UNREADABLE;
 		return;
 	}
 	if (head2 < head)
@@ -309,16 +402,85 @@ static void job_read(struct qp_ring *g, struct job *j)
 		j->skip = j->n;
 }
 
+/* The first read of E: records [0, lapped + skip) were overwritten before
+ * it. Whose were they? A ring first announced at head 1 was made while
+ * watched: all ours, lost. Else (a qprofd started after the ring, a forked
+ * child's copy) the oldest record read tells: stamped before the session
+ * began, every earlier one was too (base, not ours); stamped after, the
+ * session began somewhere in what was overwritten: not later than its
+ * first announcement, not much earlier (a ring announces itself every
+ * QPROF_RING_ANNOUNCE records), counted lost from there, an upper bound
+ * (start_unknown). */
+static void first_read(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p, const struct job *j,
+		       uint64_t over)
+{
+	uint64_t from;
+
+	e->fresh = false;
+	if (!over)
+		return;
+	if (e->ann_head_ok && e->ann_head <= 1) {
+		e->lost += over;
+		qp_ring_gap(&e->rd, over, &p->c);
+		e->rd.gap_thread++; /* record 0 of a new ring is its THREAD record */
+		return;
+	}
+	if (j->n > j->skip && g->buf[j->skip].ts < e->min_ts) {
+		e->base = over;
+		return;
+	}
+	from = e->ann_head_ok && e->ann_head > 2ull * QPROF_RING_ANNOUNCE ? e->ann_head - 2ull * QPROF_RING_ANNOUNCE : 0;
+	if (from > over)
+		from = over;
+	e->base = from;
+	e->lost += over - from;
+	e->start_unknown = true;
+	p->c.start_unknown++;
+	qp_ring_gap(&e->rd, over - from, &p->c);
+}
+
 /* Under the lock: the job's reading into its entry (if it is still the
- * same one). false: drop the entry. */
+ * same one). false: drop the entry. Every move of e->tail adds to exactly
+ * one of base, read and lost (ring_internal.h). */
 static bool job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p, const struct job *j)
 {
-	if (j->what == JOB_DROP)
-		return false;
-	if (j->what == JOB_BAD) {
-		g->glob.dropped_rings++;
+	uint64_t now;
+
+	if (j->what == JOB_DROP) {
+		/* the process is gone (or its leader is): its other threads'
+		 * exits may still be on their way with the heads they left */
+		now = mono_ns();
+		if (!e->gone_ns)
+			e->gone_ns = now;
+		if (now - e->gone_ns < RING_GONE_GRACE_NS)
+			return true;
+		count_unread(e, p);
 		return false;
 	}
+	if (j->what == JOB_BAD) {
+		g->glob.dropped_rings++;
+		count_unread(e, p);
+		return false;
+	}
+	if (j->what == JOB_UNREADABLE) {
+		if (!e->unreadable_ns) {
+			e->unreadable_ns = mono_ns();
+			p->c.unreadable++;
+		}
+		return true;
+	}
+	if (e->unreadable_ns) {
+		p->c.unreadable_ns += mono_ns() - e->unreadable_ns;
+		e->unreadable_ns = 0;
+	}
+	if (j->checked && !e->nrec) {
+		e->nrec = j->nrec;
+		e->hdr = j->hdr;
+		e->mono = j->mono;
+		if (e->mono)
+			e->min_ts = p->from_ns;
+	}
+	e->gone_ns = 0;
 	if (j->tid && p->names.n < RING_MAX_NAMES) {
 		int64_t k = qp_htab_add_u64(&p->names, j->tid, NULL);
 
@@ -329,17 +491,25 @@ static bool job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p,
 	if (j->what != JOB_READ || e->tail != j->tail)
 		return true;
 	if (j->head < e->tail) {
+		/* head went back: no writer of ours did that */
 		p->c.garbage++;
 		qp_ring_gap(&e->rd, 0, &p->c);
-		e->tail = j->head;
-		return true;
+		g->glob.dropped_rings++;
+		return false;
 	}
-	if (j->lapped + j->skip)
+	if (j->head > e->head)
+		e->head = j->head;
+	if (e->fresh)
+		first_read(g, e, p, j, j->lapped + j->skip);
+	else if (j->lapped + j->skip) {
+		e->lost += j->lapped + j->skip;
 		qp_ring_gap(&e->rd, j->lapped + j->skip, &p->c);
+	}
 	e->rd.fl = &p->fl;	/* p moves when pids grows: set for each read */
 	e->rd.spans = &g->spans;
 	qp_ring_feed(&g->agg, &e->rd, g->buf + j->skip, (size_t)(j->n - j->skip), &g->clk, e->mono,
 		     e->min_ts, &p->c);
+	e->read += j->n - j->skip;
 	e->tail = j->head;
 	return true;
 }
@@ -359,6 +529,18 @@ static void who(void *arg, uint32_t pid, struct qp_ring_counts **c, struct qp_ri
  * and the head store), so every BEGIN precedes its END in the queue. */
 #define SPAN_SLACK_NS 5000000ull
 
+/* Sleep US microseconds, or less: until an announcement (or a thread's
+ * exit) is in the ring buffer, so that a new ring is read within a pass
+ * of its first record rather than a period later. */
+static void wait_announce(struct qp_ring *g, unsigned int us)
+{
+	struct pollfd pf = { .fd = ring_buffer__epoll_fd(g->rb), .events = POLLIN };
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+
+	if (ppoll(&pf, 1, &ts, NULL) < 0)
+		usleep(us);
+}
+
 static void *drain(void *arg)
 {
 	struct qp_ring *g = arg;
@@ -369,7 +551,7 @@ static void *drain(void *arg)
 	while (!g->stop) {
 		uint64_t pass = mono_ns();
 
-		ring_buffer__poll(g->rb, 0);
+		ring_buffer__consume(g->rb);
 		pthread_mutex_lock(&g->lock);
 		if (mono_ns() - last_cal > 1000000000ull) {
 			clock_update(g);
@@ -390,6 +572,7 @@ static void *drain(void *arg)
 						.tail = e->tail, .hdr = e->hdr, .nrec = e->nrec, .known_tid = e->named_tid };
 		}
 		pthread_mutex_unlock(&g->lock);
+		g->busy = false;
 		for (i = 0; i < n && !g->stop; i++) {
 			struct ring_ent *e;
 			struct ring_pid *p;
@@ -397,6 +580,9 @@ static void *drain(void *arg)
 			job_read(g, &jobs[i]);
 			if (jobs[i].what == JOB_NONE && !jobs[i].tid)
 				continue;
+			/* a process gone: its threads' last heads first */
+			if (jobs[i].what == JOB_DROP)
+				ring_buffer__consume(g->rb);
 			pthread_mutex_lock(&g->lock);
 			e = ent_of(g, jobs[i].pid, jobs[i].addr);
 			p = e ? pid_of(g, e->pid) : NULL;
@@ -409,10 +595,31 @@ static void *drain(void *arg)
 			qp_ring_spans_pair(&g->spans, &g->agg, pass - SPAN_SLACK_NS, who, g);
 		g->pass_done_ns = pass;
 		pthread_mutex_unlock(&g->lock);
-		usleep(n ? g->o.period_us : 20000);
+		if (!g->busy)
+			wait_announce(g, n ? g->o.period_us : RING_IDLE_US);
 	}
 	free(jobs);
 	return NULL;
+}
+
+/* The BPF object, with or without its do_exit program. */
+static struct ringreg *load_skel(bool exit_prog, bool multi)
+{
+	struct ringreg *k = ringreg__open();
+	int ret;
+
+	if (!k)
+		return NULL;
+	bpf_program__set_autoload(k->progs.ring_thread_exit, exit_prog);
+	if (multi)
+		bpf_program__set_expected_attach_type(k->progs.ring_register, ATTACH_UPROBE_MULTI);
+	ret = ringreg__load(k);
+	if (ret) {
+		ringreg__destroy(k);
+		errno = -ret;
+		return NULL;
+	}
+	return k;
 }
 
 int qp_ring_open(struct qp_ring **out, const struct qp_ring_opts *o, char *err, size_t errlen)
@@ -431,26 +638,27 @@ int qp_ring_open(struct qp_ring **out, const struct qp_ring_opts *o, char *err, 
 	/* ring_register as a uprobe-multi program first: its links are
 	 * released in parallel (a perf-event uprobe's release is serialized by
 	 * the kernel: 200 exiting ring targets took 8 s to detach), else as a
-	 * perf-event uprobe (kernels before 6.6) */
-	for (int attempt = 0; attempt < 2 && !g->skel; attempt++) {
-		g->skel = ringreg__open();
-		if (!g->skel)
-			break;
-		g->multi = attempt == 0;
-		if (g->multi)
-			bpf_program__set_expected_attach_type(g->skel->progs.ring_register, ATTACH_UPROBE_MULTI);
-		ret = ringreg__load(g->skel);
-		if (ret) {
-			ringreg__destroy(g->skel);
-			g->skel = NULL;
-			errno = -ret;
-		}
+	 * perf-event uprobe (kernels before 6.6); the thread-exit program
+	 * where the kernel has BPF trampolines, else without it */
+	for (int attempt = 0; attempt < 4 && !g->skel; attempt++) {
+		g->multi = !(attempt & 1);
+		g->skel = load_skel(attempt < 2, g->multi);
 	}
 	if (!g->skel) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot load the ring BPF object: %s", strerror(errno));
 		goto fail;
 	}
+	/* the heads exiting threads leave; without it (a kernel that refuses
+	 * the fentry program) what a process wrote unread before it ended is not
+	 * counted, and status says so (exit_hook false) */
+	g->exit_link = bpf_program__fd(g->skel->progs.ring_thread_exit) >= 0
+			       ? bpf_program__attach(g->skel->progs.ring_thread_exit)
+			       : NULL;
+	if (!g->exit_link)
+		qp_warn("ring collector: no do_exit program (%s): records unread when a process ends are "
+			"not counted", strerror(errno));
+	g->glob.exit_hook = g->exit_link != NULL;
 	g->rb = ring_buffer__new(bpf_map__fd(g->skel->maps.announces), on_announce, g, NULL);
 	if (!g->rb) {
 		ret = -errno;
@@ -485,6 +693,7 @@ void qp_ring_close(struct qp_ring *g)
 		pthread_join(g->thread, NULL);
 	}
 	ring_buffer__free(g->rb);
+	bpf_link__destroy(g->exit_link);
 	ringreg__destroy(g->skel);
 	qp_ring_agg_free(&g->agg);
 	qp_ring_spans_free(&g->spans);

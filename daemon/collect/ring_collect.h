@@ -25,6 +25,8 @@ struct qp_ring_opts {
 	unsigned int period_us;	/* drain period */
 	size_t span_pending;	/* spans across threads pending at once, all targets */
 	uint64_t span_timeout_ns; /* a begin pending longer is abandoned */
+	uint32_t ring_records;	/* records a target's new rings are asked to have (qprofd
+				 * --ring-records; 0: the markers' own QPROF_RING_RECORDS) */
 };
 
 /* Load the BPF object, calibrate the clock, start the drain thread. */
@@ -66,6 +68,11 @@ struct qp_scopes;
 int qp_ring_attach(struct qp_ring *g, struct qp_scopes *owner, int pid, const char *path,
 		   const struct qp_elf_probes *elf, struct qp_scope_link ***links, size_t *nlinks, char *err,
 		   size_t errlen);
+/* Ask the new rings of PID's module at PATH (its notes ELF) for
+ * ring_records records (ring_layout.h's qprof_ring_cfg, written only
+ * where its magic is). qp_ring_attach does it for its pid first. Returns
+ * the configurations written. */
+int qp_ring_configure(struct qp_ring *g, int pid, const char *path, const struct qp_elf_probes *elf);
 /* Stop draining PID and drop its aggregates and counters. */
 void qp_ring_forget(struct qp_ring *g, int pid);
 
@@ -78,10 +85,26 @@ int qp_ring_merge_marks(struct qp_ring *g, int pid, struct qp_mark_row **rows, s
 struct qp_value_row;
 int qp_ring_merge_values(struct qp_ring *g, int pid, struct qp_value_row **rows, size_t *n);
 
-/* PID's counters and rings; false when PID was never watched. */
+/* PID's counters and rings; false when PID was never watched. The
+ * accounting (ring_internal.h's): base + read + lost + unread == head over
+ * its rings, the gone ones included; unread is 0 at any quiescent point. */
+struct qp_ring_one {
+	uint64_t addr, bytes;
+	uint32_t tid, nrec;	/* tid: the owner of its last announcement */
+	uint64_t head, base, read, lost;
+	bool unreadable, start_unknown;
+};
+#define QP_RING_STATUS_LIST 64	/* rings listed one by one */
 struct qp_ring_status {
 	struct qp_ring_counts c;
 	size_t rings;		/* drained now */
+	size_t rings_gone;	/* drained once, gone since (their figures kept below) */
+	uint64_t head, base, read, lost, unread;
+	uint64_t bytes;		/* the rings' memory in the process now (headers and records) */
+	uint64_t bytes_max;	/* the largest ring */
+	struct qp_ring_lost_est est;	/* lost, in events */
+	size_t nlist;
+	struct qp_ring_one list[QP_RING_STATUS_LIST];
 };
 bool qp_ring_pid_status(struct qp_ring *g, int pid, struct qp_ring_status *st);
 /* The collector's own counters (not per target). */
@@ -91,7 +114,15 @@ struct qp_ring_global {
 	uint64_t bad;		/* ... naming no valid ring (address, size, header): skipped */
 	uint64_t refused;	/* ... past max_rings */
 	uint64_t lost;		/* ... the BPF ring buffer had no room for */
-	uint64_t dropped_rings;	/* rings dropped later: header changed, unmapped */
+	uint64_t dropped_rings;	/* rings dropped later: header changed */
+	uint64_t exits;		/* thread exits of ring threads the kernel reported */
+	uint64_t exits_lost;	/* ... that found the ring buffer full */
+	uint64_t exit_heads_unread; /* ... of a watched ring whose head the kernel could not read
+				 * (the memory gone at sched_process_exit: older kernels) */
+	bool exit_hook;		/* the do_exit program is attached (else: what a process
+				 * wrote before it ended unread is not counted) */
+	uint32_t ring_records;	/* records a new ring is asked to have (0: the markers' own) */
+	uint64_t configured;	/* modules whose qprof_ring_cfg was written */
 	double ns_per_tick;	/* the clock's calibration */
 };
 void qp_ring_global_status(struct qp_ring *g, struct qp_ring_global *out);

@@ -15,7 +15,25 @@
 #define RING_MAX_REC (1u << 24)
 #define MAX_PIDS 4096
 #define RING_PENDING 1024	/* announcements of processes not (yet) targets, kept */
+#define RING_IDLE_US 20000	/* the drain's period while it holds no ring (announcements wake it) */
+/* A process's rings are counted out this long after it was first found
+ * gone (its leader's memory gone, other threads maybe still exiting) */
+#define RING_GONE_GRACE_NS 50000000ull
 
+/* The accounting of one ring, records by their index (ring.h: record i
+ * is the i-th the ring ever took; head is one past the last published):
+ *
+ *   base + read + lost == tail <= head
+ *
+ * base: records written before this qprofd watched the ring (not its
+ * session's: neither read nor lost); read: records copied out and fed to
+ * the pairing (accepted, garbage or before the attach alike); lost: records
+ * the writer overwrote before they were read, or that were never read
+ * because the process ended first (counted from the head its exiting
+ * threads left, ringreg.bpf.c). Every move of tail adds to exactly one of
+ * the three, so at any quiescent point (the writer stopped, one drain pass
+ * after) tail == head: read + lost == head - base, from the ring's first
+ * record (base 0 for a ring made while watched). */
 struct ring_ent {
 	uint32_t pid;
 	uint64_t addr, size;
@@ -23,6 +41,15 @@ struct ring_ent {
 	uint64_t hdr;			/* where its records start (version 1: 64) */
 	bool mono;
 	uint64_t tail;			/* next record to read */
+	uint64_t base, read, lost;	/* the accounting above */
+	uint64_t head;			/* the last head seen (read, or an exiting thread's) */
+	uint64_t ann_head;		/* the head its first announcement saw (1: a new ring) */
+	bool ann_head_ok;
+	bool fresh;			/* never read yet */
+	bool start_unknown;		/* its first read could not tell where the session began */
+	uint32_t owner;			/* the tid of its last announcement */
+	uint64_t unreadable_ns;		/* CLOCK_MONOTONIC it became unreadable (0: readable) */
+	uint64_t gone_ns;		/* CLOCK_MONOTONIC its process was first found gone */
 	uint32_t named_tid;		/* the owner whose name was last read */
 	uint64_t min_ts;		/* records stamped before it are not the target's */
 	struct qp_ring_reader rd;
@@ -37,12 +64,18 @@ struct ring_pid {
 	struct qp_ring_flight fl;	/* its flight recorder */
 	uint64_t feed_seq;		/* its next instance for qp_ring_instances_all */
 	struct qp_htab names;		/* tid -> char[16]: its comm when its ring was first read */
+	/* the rings it no longer has (the process or ring gone): their
+	 * accounting and their share of the lost events, kept */
+	uint64_t gone_head, gone_base, gone_read, gone_lost, gone_bytes_max;
+	struct qp_ring_lost_est gone_est;
+	uint64_t rings_gone;
 };
 #define RING_MAX_NAMES 65536		/* thread names kept per process */
 
 struct qp_ring {
 	struct ringreg *skel;
 	struct ring_buffer *rb;
+	struct bpf_link *exit_link;	/* ringreg.bpf.c's ring_thread_exit */
 	pthread_t thread;
 	bool running;
 	bool multi;	/* ring_register attaches as a uprobe-multi link (closed in parallel) */
@@ -61,6 +94,7 @@ struct qp_ring {
 	struct qp_ring_global glob;
 	struct ring_announce pend[RING_PENDING]; /* the last ones from no target */
 	size_t npend;			/* ever kept */
+	bool busy;			/* the drain's: a ring was more than half full this pass */
 	struct qprof_ring_rec *buf;	/* one ring's records, copied out */
 	size_t bufcap;
 };

@@ -11,6 +11,12 @@
 #include "ring_pair.h"
 #include "ring_spans.h"
 
+static void hints_clear(struct qp_ring_agg *a)
+{
+	for (size_t i = 0; i < QP_RING_ROW_HINTS; i++)
+		a->hint[i].i = -1;
+}
+
 void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows)
 {
 	memset(a, 0, sizeof(*a));
@@ -19,6 +25,7 @@ void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows)
 	qp_htab_init(&a->values, sizeof(struct qp_ring_value));
 	qp_htab_init(&a->vhist, sizeof(uint64_t));
 	a->max_rows = max_rows;
+	hints_clear(a);
 }
 
 void qp_ring_agg_free(struct qp_ring_agg *a)
@@ -59,7 +66,10 @@ static int rebuild_without(struct qp_htab *t, uint32_t pid)
 
 int qp_ring_agg_forget(struct qp_ring_agg *a, uint32_t pid)
 {
-	int ret = rebuild_without(&a->rows, pid);
+	int ret;
+
+	hints_clear(a);
+	ret = rebuild_without(&a->rows, pid);
 
 	if (!ret)
 		ret = rebuild_without(&a->marks, pid);
@@ -78,10 +88,15 @@ void qp_ring_agg_add(struct qp_ring_agg *a, uint32_t pid, uint64_t site, uint64_
 		     struct qp_ring_counts *c)
 {
 	struct scope_key k = { .tgid = pid, .site = site, .parent = parent };
+	struct qp_ring_row_hint *h =
+		&a->hint[((site >> 3) ^ (parent >> 1) ^ pid ^ (site >> 13)) & (QP_RING_ROW_HINTS - 1)];
 	struct scope_stats *s;
-	int64_t i;
+	int64_t i = -1;
 
-	i = qp_htab_find(&a->rows, &k, sizeof(k));
+	if (h->i >= 0 && h->k.site == site && h->k.parent == parent && h->k.tgid == pid)
+		i = h->i;
+	if (i < 0)
+		i = qp_htab_find(&a->rows, &k, sizeof(k));
 	if (i < 0) {
 		if (used(a) >= a->max_rows) {
 			c->table_full++;
@@ -93,6 +108,8 @@ void qp_ring_agg_add(struct qp_ring_agg *a, uint32_t pid, uint64_t site, uint64_
 			return;
 		}
 	}
+	h->k = k;
+	h->i = i;
 	s = qp_htab_value(&a->rows, (size_t)i);
 	if (!s->count || dur < s->min_ns)
 		s->min_ns = dur;
@@ -227,13 +244,32 @@ static void enter(struct qp_ring_reader *rd, uint64_t site, uint64_t key, uint64
 	rd->depth++;
 }
 
+/* An EXIT with no open enter. Before any loss on the ring: an exit whose
+ * enter was never written (the scope began before the semaphore rose),
+ * counted no_enter. After a loss: the innermost scope open at the gap
+ * ending after all (already counted after_loss), or a scope whose enter
+ * was in the gap (a scope lost, counted in the gap's figures). */
+static void no_enter(struct qp_ring_reader *rd, uint64_t key, struct qp_ring_counts *c)
+{
+	if (!rd->had_gap) {
+		c->no_enter++;
+		return;
+	}
+	if (rd->nlostf && rd->lostf[rd->nlostf - 1] == key) {
+		rd->nlostf--;
+		rd->gap_closed++;
+		return;
+	}
+	rd->gap_orphans++;
+}
+
 static void leave(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key, uint64_t ns,
 		  uint32_t kind, struct qp_ring_counts *c)
 {
 	uint32_t i;
 
 	if (!rd->depth) {
-		c->no_enter++;
+		no_enter(rd, key, c);
 		return;
 	}
 	if (rd->depth > QPROF_MAX_DEPTH) {
@@ -251,7 +287,7 @@ static void leave(struct qp_ring_agg *a, struct qp_ring_reader *rd, uint64_t key
 		rd->depth = i;
 		return;
 	}
-	c->no_enter++;
+	no_enter(rd, key, c);
 }
 
 /* QPROF_SCOPE_BEGIN: a slot of its own (bpf/spans.bpf.h's rule): begun
@@ -325,9 +361,57 @@ static uint64_t begins_clear(struct qp_ring_reader *rd)
 
 void qp_ring_gap(struct qp_ring_reader *rd, uint64_t lost, struct qp_ring_counts *c)
 {
+	uint32_t d = rd->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : rd->depth, i;
+
 	c->lost += lost;
-	c->after_loss += (rd->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : rd->depth) + begins_clear(rd);
+	c->after_loss += d + begins_clear(rd);
+	if (lost) {
+		rd->had_gap = true;
+		rd->gap_recs += lost;
+		rd->gap_open += d;
+		for (i = 0; i < d && rd->nlostf < QPROF_MAX_DEPTH; i++)
+			rd->lostf[rd->nlostf++] = rd->f[i].key;
+	}
 	rd->depth = 0;
+}
+
+void qp_ring_lost_add(struct qp_ring_lost_est *to, const struct qp_ring_lost_est *x)
+{
+	to->records += x->records;
+	to->scopes += x->scopes;
+	to->scopes_partial += x->scopes_partial;
+	to->marks += x->marks;
+	to->values += x->values;
+	to->other += x->other;
+	to->estimated |= x->estimated;
+}
+
+void qp_ring_lost_of(const struct qp_ring_reader *rd, struct qp_ring_lost_est *out)
+{
+	uint64_t open_in = rd->gap_open > rd->gap_closed ? rd->gap_open - rd->gap_closed : 0;
+	uint64_t known = open_in + rd->gap_orphans + rd->gap_thread, rest, mix, sc;
+	struct qp_ring_lost_est e = { .records = rd->gap_recs };
+
+	/* the scopes counted one by one: open at a gap, or ended after one
+	 * without their enter */
+	e.scopes_partial = rd->gap_open + rd->gap_orphans;
+	rest = rd->gap_recs > known ? rd->gap_recs - known : 0;
+	mix = rd->n_scope + rd->n_mark + rd->n_value + rd->n_other;
+	if (!rest) {
+		e.scopes = e.scopes_partial;
+	} else if (!mix || mix == rd->n_scope) {
+		/* ENTER and EXIT records only (or nothing read to tell): two a scope */
+		e.scopes = e.scopes_partial + rest / 2;
+		e.estimated = !mix || (rest & 1);
+	} else {
+		sc = (uint64_t)((long double)rest * rd->n_scope / mix + 0.5L);
+		e.scopes = e.scopes_partial + sc / 2;
+		e.marks = (uint64_t)((long double)rest * rd->n_mark / mix + 0.5L);
+		e.values = (uint64_t)((long double)rest * rd->n_value / mix / 2 + 0.5L);
+		e.other = (uint64_t)((long double)rest * rd->n_other / mix + 0.5L);
+		e.estimated = true;
+	}
+	qp_ring_lost_add(out, &e);
 }
 
 static bool is_arg(const struct qprof_ring_rec *r)
@@ -371,6 +455,7 @@ static size_t log_rec(struct qp_ring_agg *a, struct qp_ring_reader *rd, const st
 		return 1 + nt;
 	}
 	c->records += 1 + nt;
+	rd->n_other += 1 + nt;
 	c->logs++;
 	if (len > strlen(msg))
 		c->logs_cut++;
@@ -439,6 +524,8 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 			c->thread_exit += (rd->depth > QPROF_MAX_DEPTH ? QPROF_MAX_DEPTH : rd->depth) +
 					  begins_clear(rd);
 			rd->depth = 0;
+			rd->had_gap = false; /* the new owner's exits are its own */
+			rd->nlostf = 0;
 			rd->tid = (uint32_t)((r[i].word & 0xffffffffu) >> 3);
 			continue;
 		}
@@ -455,6 +542,7 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 						      .id = id, .pid = rd->pid, .tid = rd->tid, .kind = kind };
 			int err = rd->spans ? qp_ring_spans_add(rd->spans, &ev, clk->ns0) : -ERANGE;
 
+			rd->n_other += 3;
 			if (!err)
 				c->records += 3;
 			else if (err == -ENOSPC)
@@ -464,6 +552,14 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 			continue;
 		}
 		c->records += 1 + has_arg;
+		if (kind == QPROF_REC_ENTER || kind == QPROF_REC_EXIT)
+			rd->n_scope++;
+		else if (kind == QPROF_REC_MARK)
+			rd->n_mark++;
+		else if (kind == QPROF_REC_VALUE)
+			rd->n_value += 2;
+		else
+			rd->n_other += 1 + has_arg;
 		ns = qp_ring_clock_ns(clk, ts, mono);
 		switch (kind) {
 		case QPROF_REC_ENTER:

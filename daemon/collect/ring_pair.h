@@ -103,6 +103,11 @@ struct qp_ring_counts {
 	/* spans across threads, by the reasons of bpf/scopes.h's counters */
 	uint64_t begin_unended;	/* QPROF_SCOPE_BEGIN spans replaced before their END */
 	uint64_t span_end_no_begin, span_step_no_begin, span_id_reused, span_table_full, span_abandoned;
+	uint64_t lost_at_exit;	/* ... of lost: published, never read, the process gone first */
+	uint64_t start_unknown;	/* rings whose first read found their session's start lapped
+				 * (a qprofd started after them): their lost is an upper bound */
+	uint64_t unreadable;	/* times a ring became unreadable (unmapped, PROT_NONE): retried */
+	uint64_t unreadable_ns;	/* ... for this long in all (the episodes ended) */
 	uint64_t logs;		/* QPROF_LOG messages read (ring_layout.h) */
 	uint64_t logs_cut;	/* ... of them cut (longer than the ring's text) */
 };
@@ -177,8 +182,44 @@ struct qp_ring_reader {
 	struct qp_ring_begin b[QPROF_MAX_BEGINS];
 	struct qp_ring_flight *fl;	/* the process's flight recorder (NULL: none) */
 	struct qp_ring_spans *spans;	/* where spans across threads go (NULL: counted garbage) */
+	/* What the records lost in gaps (qp_ring_gap) were, for qp_ring_lost_of:
+	 * the mix of the records read, by what they were, ... */
+	uint64_t n_scope;	/* ENTER and EXIT records */
+	uint64_t n_mark;	/* MARK records alone */
+	uint64_t n_value;	/* VALUE groups' records (2 each) */
+	uint64_t n_other;	/* the rest: BEGIN/END groups, spans across threads, logs */
+	/* ... and what is known exactly of the gaps */
+	uint64_t gap_recs;	/* records lost */
+	uint64_t gap_open;	/* scopes open at a gap (their EXIT taken to be in it) */
+	uint64_t gap_closed;	/* ... of them whose EXIT came after the gap after all */
+	uint64_t gap_orphans;	/* EXITs after a gap with no ENTER: their ENTER was in it */
+	uint64_t gap_thread;	/* THREAD records known to be in a gap (a new ring's first) */
+	bool had_gap;		/* since the ring's owner began */
+	uint32_t nlostf;	/* the keys of the scopes open at the gaps, outermost first */
+	uint64_t lostf[QPROF_MAX_DEPTH];
 };
 
+/* What the records a ring lost were, in events a user counts. What can be
+ * said exactly: the records lost; the scopes open when records were lost
+ * (their exit unknowable) and the scopes that ended after a loss without
+ * their enter. What is a share: the scopes, marks and values wholly inside
+ * a gap, estimated from the mix of the records read on the same ring. A
+ * ring that held ENTER and EXIT records only (flat or nested QPROF_SCOPE
+ * and QPROF_FUNC) has an exact figure: every record lost there is half a
+ * scope, so estimated stays false. Sums over rings with qp_ring_lost_of. */
+struct qp_ring_lost_est {
+	uint64_t records;	/* records lost */
+	uint64_t scopes;	/* scopes short in the counts (partial + wholly lost) */
+	uint64_t scopes_partial; /* ... of them known one by one (open at a loss, no enter after one) */
+	uint64_t marks, values;	/* marks and values wholly lost (a share) */
+	uint64_t other;		/* records of other kinds lost (spans, logs; a share) */
+	bool estimated;		/* some figure above is a share of the mix, not a count */
+};
+/* Add RD's losses to OUT. */
+void qp_ring_lost_of(const struct qp_ring_reader *rd, struct qp_ring_lost_est *out);
+void qp_ring_lost_add(struct qp_ring_lost_est *to, const struct qp_ring_lost_est *x);
+
+#define QP_RING_ROW_HINTS 256
 struct qp_ring_agg {
 	struct qp_htab rows;	/* struct scope_key -> struct scope_stats */
 	struct qp_htab marks;	/* struct mark_key -> struct mark_stats */
@@ -187,6 +228,13 @@ struct qp_ring_agg {
 	size_t max_rows;	/* rows + marks + values + buckets past it: counted table_full */
 	qp_ring_log_fn log_fn;	/* where QPROF_LOG messages go (NULL: counted only) */
 	void *log_arg;
+	/* rows' indexes by key, direct-mapped, so that most durations skip
+	 * the hash table's lookup (rows are never removed but by forget, which
+	 * empties it) */
+	struct qp_ring_row_hint {
+		struct scope_key k;
+		int64_t i;	/* -1: empty */
+	} hint[QP_RING_ROW_HINTS];
 };
 
 struct qp_ring_spans;
@@ -207,7 +255,9 @@ void qp_ring_feed(struct qp_ring_agg *a, struct qp_ring_reader *rd, const struct
 		  size_t n, const struct qp_ring_clock *clk, bool mono, uint64_t min_ts,
 		  struct qp_ring_counts *c);
 /* LOST records were not read before the writer reused their slots: the
- * open scopes of the thread are dropped (counted after_loss). */
+ * open scopes of the thread are dropped (counted after_loss) and noted, so
+ * that their exits read later are not taken for scopes whose enter was
+ * lost. LOST 0: the reader's state is reset (garbage), no gap. */
 void qp_ring_gap(struct qp_ring_reader *rd, uint64_t lost, struct qp_ring_counts *c);
 
 /* Append the scope rows of PID (all when pid <= 0) to *ROWS (*N of them,

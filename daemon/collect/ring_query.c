@@ -4,13 +4,17 @@
  * collector's snapshots, counters, the flight recorder. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/libbpf.h>
 #include "collect_internal.h"
 #include "collect_scopes.h"
 #include "elf_probes.h"
+#include "procfs.h"
 #include "ring_internal.h"
 #include "ringreg.skel.h"
 
@@ -30,12 +34,79 @@ static int file_offset(const struct qp_elf_probes *elf, uint64_t addr, uint64_t 
 	return -ENOENT;
 }
 
+/* The note qprof:ring_config of ELF (ring_layout.h) as mapped in PID
+ * (MAPS): where its qprof_ring_cfg is, 0 when not found whole in a
+ * writable mapping of PATH's file. */
+static uint64_t cfg_addr(const struct qp_elf_probes *elf, const struct qp_maps *maps, const struct stat *st,
+			 const struct qp_usdt_note *nt)
+{
+	uint64_t off;
+	size_t i;
+
+	if (file_offset(elf, nt->sema, &off))
+		return 0;
+	for (i = 0; i < maps->n; i++) {
+		const struct qp_map *m = &maps->v[i];
+
+		if (m->inode != (uint64_t)st->st_ino || m->dev != (uint64_t)st->st_dev || m->perms[1] != 'w' ||
+		    off < m->offset || off - m->offset + sizeof(struct qprof_ring_cfg) > m->end - m->start)
+			continue;
+		return m->start + (off - m->offset);
+	}
+	return 0;
+}
+
+int qp_ring_configure(struct qp_ring *g, int pid, const char *path, const struct qp_elf_probes *elf)
+{
+	struct qp_maps maps = { 0 };
+	struct stat st;
+	uint32_t want;
+	int done = 0;
+	size_t k;
+
+	if (!g || pid <= 0)
+		return 0;
+	want = g->o.ring_records;
+	if (!want)
+		return 0;
+	for (k = 0; k < elf->nnotes; k++) {
+		const struct qp_usdt_note *nt = &elf->notes[k];
+		struct qprof_ring_cfg cfg;
+		struct iovec l = { &cfg, sizeof(cfg) }, r;
+		uint64_t a;
+
+		if (nt->bad || !nt->sema || strcmp(nt->provider, "qprof") || strcmp(nt->name, "ring_config"))
+			continue;
+		if (!maps.n && (stat(path, &st) || qp_maps_read(pid, &maps)))
+			break;
+		a = cfg_addr(elf, &maps, &st, nt);
+		if (!a)
+			continue;
+		/* the magic first: nothing is written where no qprof_ring_cfg is */
+		r = (struct iovec){ (void *)(uintptr_t)a, sizeof(cfg) };
+		if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(cfg) || cfg.magic != QPROF_RING_CFG_MAGIC)
+			continue;
+		l = (struct iovec){ &want, sizeof(want) };
+		r = (struct iovec){ (void *)(uintptr_t)(a + offsetof(struct qprof_ring_cfg, records)), sizeof(want) };
+		if (process_vm_writev(pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(want))
+			done++;
+	}
+	qp_maps_free(&maps);
+	pthread_mutex_lock(&g->lock);
+	g->glob.configured += (uint64_t)done;
+	pthread_mutex_unlock(&g->lock);
+	return done;
+}
+
 int qp_ring_attach(struct qp_ring *g, struct qp_scopes *owner, int pid, const char *path,
 		   const struct qp_elf_probes *elf, struct qp_scope_link ***links, size_t *nlinks, char *err,
 		   size_t errlen)
 {
 	size_t k, first = *nlinks;
 	int made = 0, ret;
+
+	/* the size of new rings first: the semaphore is not up yet */
+	qp_ring_configure(g, pid, path, elf);
 
 	for (k = 0; k < elf->nnotes; k++) {
 		const struct qp_usdt_note *nt = &elf->notes[k];
@@ -104,6 +175,18 @@ static void add_stats(struct scope_stats *to, const struct scope_stats *p)
 		to->hist[b] += p->hist[b];
 }
 
+/* What P's rings lost, in events: the gone ones' and the live ones' (g->lock held). */
+static struct qp_ring_lost_est pid_lost(const struct qp_ring *g, const struct ring_pid *p)
+{
+	struct qp_ring_lost_est e = p->gone_est;
+	size_t i;
+
+	for (i = 0; i < g->nents; i++)
+		if (g->ents[i].pid == p->pid)
+			qp_ring_lost_of(&g->ents[i].rd, &e);
+	return e;
+}
+
 static int cmp_row(const void *a, const void *b)
 {
 	return qp_scope_key_cmp(&((const struct qp_scope_row *)a)->key, &((const struct qp_scope_row *)b)->key);
@@ -134,6 +217,7 @@ int qp_ring_merge_rows(struct qp_ring *g, int pid, struct qp_scope_snapshot *sna
 		snap->counters[QPROF_CNT_SPAN_STEP_NO_BEGIN] += c->span_step_no_begin;
 		snap->counters[QPROF_CNT_SPAN_ID_REUSED] += c->span_id_reused;
 		snap->counters[QPROF_CNT_SPAN_ABANDONED] += c->span_abandoned;
+		snap->counters[QPROF_CNT_RING_LOST] += pid_lost(g, &g->pids[i]).scopes;
 	}
 	pthread_mutex_unlock(&g->lock);
 	if (ret)
@@ -223,23 +307,50 @@ int qp_ring_merge_values(struct qp_ring *g, int pid, struct qp_value_row **rows,
 
 bool qp_ring_pid_status(struct qp_ring *g, int pid, struct qp_ring_status *st)
 {
-	bool found = false;
+	const struct ring_pid *p = NULL;
 	size_t i;
 
 	memset(st, 0, sizeof(*st));
 	if (!g)
 		return false;
 	pthread_mutex_lock(&g->lock);
-	for (i = 0; i < g->npids; i++) {
-		if (g->pids[i].pid != (uint32_t)pid)
-			continue;
-		st->c = g->pids[i].c;
-		st->rings = g->pids[i].rings;
-		found = true;
-		break;
+	for (i = 0; i < g->npids; i++)
+		if (g->pids[i].pid == (uint32_t)pid)
+			p = &g->pids[i];
+	if (p) {
+		st->c = p->c;
+		st->rings = p->rings;
+		st->rings_gone = p->rings_gone;
+		st->head = p->gone_head;
+		st->base = p->gone_base;
+		st->read = p->gone_read;
+		st->lost = p->gone_lost;
+		st->bytes_max = p->gone_bytes_max;
+		st->est = p->gone_est;
+		for (i = 0; i < g->nents; i++) {
+			const struct ring_ent *e = &g->ents[i];
+			uint64_t head = e->head > e->tail ? e->head : e->tail;
+
+			if (e->pid != (uint32_t)pid)
+				continue;
+			st->head += head;
+			st->base += e->base;
+			st->read += e->read;
+			st->lost += e->lost;
+			st->bytes += e->size;
+			if (e->size > st->bytes_max)
+				st->bytes_max = e->size;
+			qp_ring_lost_of(&e->rd, &st->est);
+			if (st->nlist < QP_RING_STATUS_LIST)
+				st->list[st->nlist++] = (struct qp_ring_one){
+					.addr = e->addr, .bytes = e->size, .tid = e->owner, .nrec = e->nrec,
+					.head = head, .base = e->base, .read = e->read, .lost = e->lost,
+					.unreadable = e->unreadable_ns != 0, .start_unknown = e->start_unknown };
+		}
+		st->unread = st->head - st->base - st->read - st->lost;
 	}
 	pthread_mutex_unlock(&g->lock);
-	return found;
+	return p != NULL;
 }
 
 void qp_ring_global_status(struct qp_ring *g, struct qp_ring_global *out)
@@ -255,6 +366,13 @@ void qp_ring_global_status(struct qp_ring *g, struct qp_ring_global *out)
 	*out = g->glob;
 	pthread_mutex_unlock(&g->lock);
 	out->lost = lost;
+	out->ring_records = g->o.ring_records;
+	k = QPROF_RING_CNT_EXITS;
+	if (!bpf_map__lookup_elem(g->skel->maps.ring_counters, &k, sizeof(k), &lost, sizeof(lost), 0))
+		out->exits = lost;
+	k = QPROF_RING_CNT_EXITS_LOST;
+	if (!bpf_map__lookup_elem(g->skel->maps.ring_counters, &k, sizeof(k), &lost, sizeof(lost), 0))
+		out->exits_lost = lost;
 }
 
 size_t qp_ring_instances(struct qp_ring *g, int pid, uint64_t *since, struct qp_ring_inst *out,

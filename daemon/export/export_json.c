@@ -221,6 +221,7 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "span_id_reused", d->span_id_reused);
 	qp_json_kv_u64(j, "span_table_full", d->span_table_full);
 	qp_json_kv_u64(j, "span_abandoned", d->span_abandoned);
+	qp_json_kv_u64(j, "ring_lost", d->ring_lost);
 	qp_json_obj_end(j);
 	qp_json_kv_u64(j, "minmax_inexact", m->scopes.minmax_inexact);
 	qp_json_key(j, "poll");
@@ -281,6 +282,14 @@ void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_js
 	qp_json_kv_u64(j, "refused", m->ring.refused);
 	qp_json_kv_u64(j, "lost", m->ring.lost);
 	qp_json_kv_u64(j, "dropped_rings", m->ring.dropped_rings);
+	qp_json_kv_u64(j, "thread_exits", m->ring.exits);
+	qp_json_kv_u64(j, "thread_exits_lost", m->ring.exits_lost);
+	qp_json_kv_u64(j, "thread_exit_heads_unread", m->ring.exit_heads_unread);
+	qp_json_kv_bool(j, "exit_hook", m->ring.exit_hook);
+	if (m->ring.ring_records)
+		qp_json_kv_u64(j, "ring_records", m->ring.ring_records);
+	else
+		qp_json_kv_null(j, "ring_records");
 	qp_json_kv_double(j, "tsc_ns_per_tick", m->ring.ns_per_tick);
 	qp_json_obj_end(j);
 }

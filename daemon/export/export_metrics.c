@@ -469,7 +469,7 @@ static void daemon_families(struct walk *k, const struct qp_status_model *st)
 		{ "span_end_without_begin", d->span_end_without_begin },
 		{ "span_step_without_begin", d->span_step_without_begin },
 		{ "span_id_reused", d->span_id_reused }, { "span_table_full", d->span_table_full },
-		{ "span_abandoned", d->span_abandoned },
+		{ "span_abandoned", d->span_abandoned }, { "ring_lost", d->ring_lost },
 	};
 	const struct {
 		const char *family;

@@ -42,6 +42,50 @@ static void modules(const struct qp_target_view *t, struct qp_json *j)
 	qp_json_arr_end(j);
 }
 
+/* The ring's accounting: base + read + lost + unread == head, over its
+ * rings (ring_internal.h), the losses in events, the rings one by one. */
+static void ring_accounting(const struct qp_ring_status *st, struct qp_json *j)
+{
+	const struct qp_ring_lost_est *e = &st->est;
+	size_t i;
+
+	qp_json_kv_u64(j, "rings_gone", st->rings_gone);
+	qp_json_kv_u64(j, "head", st->head);
+	qp_json_kv_u64(j, "base", st->base);
+	qp_json_kv_u64(j, "read", st->read);
+	qp_json_kv_u64(j, "unread", st->unread);
+	qp_json_kv_u64(j, "lost_at_exit", st->c.lost_at_exit);
+	qp_json_kv_u64(j, "start_unknown", st->c.start_unknown);
+	qp_json_kv_u64(j, "unreadable", st->c.unreadable);
+	qp_json_kv_u64(j, "unreadable_ms", st->c.unreadable_ns / 1000000);
+	qp_json_kv_u64(j, "bytes", st->bytes);
+	qp_json_kv_u64(j, "bytes_max_ring", st->bytes_max);
+	qp_json_kv_u64(j, "lost_scopes", e->scopes);
+	qp_json_kv_u64(j, "lost_scopes_partial", e->scopes_partial);
+	qp_json_kv_u64(j, "lost_marks", e->marks);
+	qp_json_kv_u64(j, "lost_values", e->values);
+	qp_json_kv_u64(j, "lost_other_records", e->other);
+	qp_json_kv_bool(j, "lost_estimated", e->estimated || st->c.start_unknown);
+	qp_json_key(j, "list");
+	qp_json_arr_begin(j);
+	for (i = 0; i < st->nlist; i++) {
+		const struct qp_ring_one *r = &st->list[i];
+
+		qp_json_obj_begin(j);
+		qp_json_kv_u64(j, "tid", r->tid);
+		qp_json_kv_u64(j, "records", r->nrec);
+		qp_json_kv_u64(j, "bytes", r->bytes);
+		qp_json_kv_u64(j, "head", r->head);
+		qp_json_kv_u64(j, "base", r->base);
+		qp_json_kv_u64(j, "read", r->read);
+		qp_json_kv_u64(j, "lost", r->lost);
+		qp_json_kv_bool(j, "unreadable", r->unreadable);
+		qp_json_kv_bool(j, "start_unknown", r->start_unknown);
+		qp_json_obj_end(j);
+	}
+	qp_json_arr_end(j);
+}
+
 void qp_export_target_json(const struct qp_target_view *t, struct qp_json *j)
 {
 	qp_json_obj_begin(j);
@@ -83,6 +127,7 @@ void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j)
 		qp_json_kv_u64(j, "before_attach", c->before_attach);
 		qp_json_kv_u64(j, "logs", c->logs);
 		qp_json_kv_u64(j, "logs_cut", c->logs_cut);
+		ring_accounting(&t->ring_status, j);
 		qp_json_obj_end(j);
 	}
 	modules(t, j);

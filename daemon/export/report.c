@@ -76,6 +76,8 @@ struct qp_report {
 	struct qp_cpu_profile prof;
 	struct funcs funcs;
 	struct func *by_self, *by_total;	/* sorted copies of funcs.v */
+	bool ring_ok;				/* a ring target: its losses below */
+	struct qp_ring_status *ring;
 };
 
 static void fmt_time(char *buf, size_t len, uint64_t ms)
@@ -341,6 +343,18 @@ static void write_summary(struct qp_report *r, const char *dir, struct qp_buf *b
 	qp_buf_printf(b, "  exited:    %s\n", ex);
 	qp_buf_printf(b, "  duration:  %s (attached to exit)\n", dur);
 	qp_buf_printf(b, "  scopes:    %zu rows\n", r->nrows);
+	if (r->ring_ok && r->ring->lost) {
+		const struct qp_ring_lost_est *e = &r->ring->est;
+		const char *tilde = e->estimated || r->ring->c.start_unknown ? "~" : "";
+
+		qp_buf_printf(b, "  lost:      %s%" PRIu64 " scopes lost on the ring", tilde, e->scopes);
+		if (e->marks)
+			qp_buf_printf(b, ", %s%" PRIu64 " marks", tilde, e->marks);
+		if (e->values)
+			qp_buf_printf(b, ", %s%" PRIu64 " values", tilde, e->values);
+		qp_buf_printf(b, " (%" PRIu64 " records overwritten before they were read%s): the counts below may be short by that\n",
+			      r->ring->lost, *tilde ? "; ~ an estimate" : "; exact");
+	}
 	if (r->cpu_ok)
 		qp_buf_printf(b, "  cpu:       %" PRIu64 " samples at %u Hz\n", r->funcs.samples,
 			      r->frequency_hz);
@@ -486,6 +500,11 @@ struct qp_report *qp_report_collect(const struct qp_model_src *src, const struct
 		r->nrows = 0;
 	}
 	collect_cpu(r);
+	/* a ring target's losses: its scope counts may be short by them */
+	if (t->ring) {
+		r->ring = malloc(sizeof(*r->ring));
+		r->ring_ok = r->ring && qp_ring_pid_status(t->ring, t->pid, r->ring);
+	}
 	r->src = NULL;
 	return r;
 }
@@ -495,6 +514,7 @@ void qp_report_free(struct qp_report *r)
 	if (!r)
 		return;
 	report_free(r);
+	free(r->ring);
 	free(r);
 }
 

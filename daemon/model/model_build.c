@@ -212,6 +212,11 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 		out->ring.refused = g.refused;
 		out->ring.lost = g.lost;
 		out->ring.dropped_rings = g.dropped_rings;
+		out->ring.exits = g.exits;
+		out->ring.exits_lost = g.exits_lost;
+		out->ring.exit_heads_unread = g.exit_heads_unread;
+		out->ring.exit_hook = g.exit_hook;
+		out->ring.ring_records = g.ring_records;
 		out->ring.ns_per_tick = g.ns_per_tick;
 	}
 	out->logs.running = src->logs != NULL;

@@ -17,13 +17,15 @@ void qp_scope_drops_from(const uint64_t *c, struct qp_scope_drops *out)
 	out->span_id_reused = c[QPROF_CNT_SPAN_ID_REUSED];
 	out->span_table_full = c[QPROF_CNT_SPAN_TABLE_FULL];
 	out->span_abandoned = c[QPROF_CNT_SPAN_ABANDONED];
+	out->ring_lost = c[QPROF_CNT_RING_LOST];
 }
 
 uint64_t qp_scope_drops_total(const struct qp_scope_drops *d)
 {
 	return d->exit_without_enter + d->out_of_order + d->too_deep + d->thread_exit + d->map_full +
 	       d->stack_unavailable + d->begin_unended + d->span_end_without_begin +
-	       d->span_step_without_begin + d->span_id_reused + d->span_table_full + d->span_abandoned;
+	       d->span_step_without_begin + d->span_id_reused + d->span_table_full + d->span_abandoned +
+	       d->ring_lost;
 }
 
 void qp_status_from_snapshot(const struct qp_scope_snapshot *snap, struct qp_status_model *out)

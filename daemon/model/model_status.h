@@ -19,6 +19,7 @@ struct qp_scope_drops {
 	/* spans across threads */
 	uint64_t span_end_without_begin, span_step_without_begin, span_id_reused, span_table_full,
 		span_abandoned;
+	uint64_t ring_lost;		/* scopes whose records a ring lost (ring_pair.h's estimate) */
 };
 
 struct qp_status_model {
@@ -66,6 +67,10 @@ struct qp_status_model {
 		bool running;		/* the ring collector started */
 		bool is_default;	/* qprofd --ring */
 		uint64_t announces, not_target, bad, refused, lost, dropped_rings;
+		uint64_t exits, exits_lost;	/* thread exits of ring threads reported */
+		uint64_t exit_heads_unread;	/* ... without the ring's head (older kernels) */
+		bool exit_hook;		/* the do_exit program is attached */
+		uint32_t ring_records;	/* records a new ring is asked to have (0: the markers') */
 		double ns_per_tick;	/* TSC calibration */
 	} ring;
 };

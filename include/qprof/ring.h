@@ -63,6 +63,8 @@
 
 #define QPROF_RING_BYTES \
 	((uint64_t)QPROF_RING_HDR_SIZE + (uint64_t)QPROF_RING_RECORDS * sizeof(struct qprof_ring_rec))
+/* The bytes of a ring of N records. */
+#define QPROF__RING_BYTES_OF(n) ((uint64_t)QPROF_RING_HDR_SIZE + (uint64_t)(n) * sizeof(struct qprof_ring_rec))
 /* The thread's ring pointer while it has none and may not take one: its
  * mmap failed, or its ring went back to the free list at its exit. */
 #define QPROF__RING_NONE ((struct qprof_ring *)1)
@@ -91,6 +93,12 @@ __attribute__((weak, visibility("hidden"))) int qprof__ring_lock;
 __attribute__((weak, visibility("hidden"))) pthread_once_t qprof__ring_once = PTHREAD_ONCE_INIT;
 __attribute__((weak, visibility("hidden"))) pthread_key_t qprof__ring_key;
 __attribute__((weak, visibility("hidden"))) int qprof__ring_key_ok;
+/* qprofd's wish for new rings' size (ring_layout.h), written by qprofd;
+ * in .probes beside the semaphores, where qprofd checks a note's
+ * semaphore field points */
+__attribute__((weak, visibility("hidden"), aligned(8), section(".probes"))) struct qprof_ring_cfg qprof__ring_cfg = {
+	QPROF_RING_CFG_MAGIC, 0
+};
 #ifdef __cplusplus
 }
 #endif
@@ -134,13 +142,29 @@ static inline uint32_t qprof__gettid(void)
  * spans on BPF. */
 static __attribute__((noinline, cold, unused)) void qprof__ring_announce(struct qprof_ring *r)
 {
+	uint64_t bytes = QPROF__RING_BYTES_OF(r->nrec);
+
 #if defined(__x86_64__)
 	__asm__ __volatile__(QPROF__NOTE("ring_register", "qprof_ring_semaphore", "8@%%rdi 8@%%rsi 4@$2")
-			     : : "D"(r), "S"((uint64_t)QPROF_RING_BYTES) : "memory");
+			     : : "D"(r), "S"(bytes) : "memory");
 #else
-	QPROF__PROBE2("ring_register", "qprof_ring_semaphore", (const void *)r,
-		      (uint64_t)QPROF_RING_BYTES);
+	QPROF__PROBE2("ring_register", "qprof_ring_semaphore", (const void *)r, bytes);
 #endif
+}
+
+/* The records a new ring gets: qprofd's wish when it is one it may ask
+ * for, else the markers' own. The note qprof:ring_config tells qprofd
+ * where the wish is (its semaphore field); its nop is never probed. */
+static __attribute__((unused)) uint32_t qprof__ring_nrec(void)
+{
+	uint32_t want;
+
+	__asm__ __volatile__(QPROF__NOTE("ring_config", "qprof__ring_cfg", "") : : : "memory");
+	want = __atomic_load_n(&qprof__ring_cfg.records, __ATOMIC_RELAXED);
+	if (qprof__ring_cfg.magic == QPROF_RING_CFG_MAGIC && want >= QPROF_RING_CFG_MIN &&
+	    want <= QPROF_RING_CFG_MAX && !(want & (want - 1)))
+		return want;
+	return QPROF_RING_RECORDS;
 }
 
 static __attribute__((unused)) void qprof__ring_lock_take(void)
@@ -197,8 +221,9 @@ static __attribute__((noinline, cold, unused)) struct qprof_ring *qprof__ring_fi
 		qprof__ring_free = r->next;
 	qprof__ring_lock_drop();
 	if (!r) {
-		void *m = mmap(NULL, QPROF_RING_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | QPROF__MAP_ANON,
-			       -1, 0);
+		uint32_t nrec = qprof__ring_nrec();
+		void *m = mmap(NULL, QPROF__RING_BYTES_OF(nrec), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | QPROF__MAP_ANON, -1, 0);
 
 		if (m == MAP_FAILED)
 			return NULL;
@@ -206,7 +231,7 @@ static __attribute__((noinline, cold, unused)) struct qprof_ring *qprof__ring_fi
 		r->magic = QPROF_RING_MAGIC;
 		r->version = QPROF_RING_VERSION;
 		r->rec_size = sizeof(struct qprof_ring_rec);
-		r->nrec = QPROF_RING_RECORDS;
+		r->nrec = nrec;
 #if !defined(__x86_64__) && !defined(__i386__)
 		r->flags = QPROF_RING_F_MONO;
 #endif

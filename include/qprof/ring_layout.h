@@ -20,7 +20,8 @@
 #define QPROF_RING_HDR_SIZE 320
 #define QPROF_RING_HDR_SIZE_V1 64
 #define QPROF_RING_OPEN 32 /* open scopes kept in the header, outermost first */
-/* Records per thread ring (16 bytes each): 1 MiB by default. */
+/* Records per thread ring (16 bytes each) when no qprofd asks otherwise
+ * (qprof_ring_cfg below): 1 MiB. */
 #ifndef QPROF_RING_RECORDS
 #define QPROF_RING_RECORDS 65536
 #endif
@@ -28,6 +29,22 @@
  * started after the ring was made finds it. */
 #define QPROF_RING_ANNOUNCE 4096
 #define QPROF_RING_F_MONO 1u /* ts is CLOCK_MONOTONIC ns, not TSC */
+
+/* The size qprofd asks new rings to have (qprofd --ring-records): one per
+ * module, found by qprofd through the note qprof:ring_config, whose
+ * semaphore field is its address (the note's site is a nop that nothing
+ * probes). qprofd checks magic before it writes records, a power of two in
+ * [QPROF_RING_CFG_MIN, QPROF_RING_CFG_MAX]; 0 (no qprofd asked) means
+ * QPROF_RING_RECORDS. A thread's first ring, when the free list has none,
+ * is mapped with what records says then; rings already made keep theirs
+ * (each ring's header says its own nrec). */
+#define QPROF_RING_CFG_MAGIC 0x47464351u /* "QCFG" little-endian */
+#define QPROF_RING_CFG_MIN 1024u
+#define QPROF_RING_CFG_MAX (1u << 24)
+struct qprof_ring_cfg {
+	uint32_t magic;		/* QPROF_RING_CFG_MAGIC */
+	uint32_t records;	/* records a new ring gets (0: QPROF_RING_RECORDS) */
+};
 
 /* The record scheme (one for all markers). A record is {ts, word}; the
  * word's low 3 bits are its kind, all 8 taken, so a group of records is

@@ -105,7 +105,7 @@ static void status_model(struct qp_status_model *m)
 	snprintf(m->cpu.error, sizeof(m->cpu.error), "perf_event_open: \"denied\"");
 	m->scopes.sites = 7;
 	m->scopes.events = 47;
-	m->scopes.drops = (struct qp_scope_drops){ 3, 5, 7, 11, 13, 17, 2, 4, 6, 8, 10, 12 };
+	m->scopes.drops = (struct qp_scope_drops){ 3, 5, 7, 11, 13, 17, 2, 4, 6, 8, 10, 12, 1 };
 	m->scopes.spans_pending = 9;
 	m->scopes.span_table = 65536;
 	m->scopes.dropped = qp_scope_drops_total(&m->scopes.drops);
@@ -144,10 +144,10 @@ static const char status_json[] =
 	"\"offcpu\":{\"running\":true,\"intervals\":5000,\"lost\":3,\"no_state\":1,\"kstats_full\":2,"
 	"\"slow\":{\"records\":40,\"lost\":8,\"pending_lost\":4,\"refused\":5,\"partial\":6,\"ring_missed\":7,\"kevents\":9,\"kevents_lost\":10,"
 	"\"received\":9,\"windows_open\":1,\"window_records\":11,\"windows_refused\":2}},"
-	"\"scopes\":{\"sites\":7,\"events\":47,\"dropped\":98,\"dropped_by_reason\":{\"exit_without_enter\":3,"
+	"\"scopes\":{\"sites\":7,\"events\":47,\"dropped\":99,\"dropped_by_reason\":{\"exit_without_enter\":3,"
 	"\"out_of_order\":5,\"too_deep\":7,\"thread_exit\":11,\"map_full\":13,\"stack_unavailable\":17,"
 	"\"begin_unended\":2,\"span_end_without_begin\":4,\"span_step_without_begin\":6,"
-	"\"span_id_reused\":8,\"span_table_full\":10,\"span_abandoned\":12},"
+	"\"span_id_reused\":8,\"span_table_full\":10,\"span_abandoned\":12,\"ring_lost\":1},"
 	"\"minmax_inexact\":2,\"poll\":{\"polls\":3,\"chunks_read\":1000,\"full_scans\":1,\"cpu_us\":4567,\"chunks\":900},"
 	"\"spans_pending\":9,\"span_table\":65536},"
 	"\"logs\":{\"running\":true,\"received\":100,\"lost\":19,\"oldest_seq\":42},"
@@ -156,7 +156,8 @@ static const char status_json[] =
 	"\"calibration\":{\"done\":true,\"correction_ns\":412,\"samples\":40000,\"p10_ns\":380,"
 	"\"p50_ns\":412,\"p90_ns\":470,\"mean_ns\":0},"
 	"\"ring\":{\"running\":false,\"default\":false,\"announcements\":0,\"not_target\":0,\"bad\":0,"
-	"\"refused\":0,\"lost\":0,\"dropped_rings\":0,\"tsc_ns_per_tick\":0}}";
+	"\"refused\":0,\"lost\":0,\"dropped_rings\":0,\"thread_exits\":0,\"thread_exits_lost\":0,\"thread_exit_heads_unread\":0,"
+	"\"exit_hook\":false,\"ring_records\":null,\"tsc_ns_per_tick\":0}}";
 
 static const char *wait_frames[] = { "schedule_[k]", "sleep_2ms" };
 static struct qp_slow_wait waits[] = {

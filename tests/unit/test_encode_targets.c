@@ -25,7 +25,13 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 		.state = QP_TARGET_RUNNING, .attached_ms = 1700000000123ULL, .exited_ms = 99, .probes = 12,
 		.sites_refused = 1, .files_unopened = 2, .ring = true, .has_ring_status = true,
 		.ring_status = { .c = { .records = 10, .lost = 11, .garbage = 12, .after_loss = 13,
-					.before_attach = 14, .logs = 15, .logs_cut = 16 }, .rings = 3 },
+					.before_attach = 14, .logs = 15, .logs_cut = 16, .lost_at_exit = 4,
+					.start_unknown = 0, .unreadable = 1, .unreadable_ns = 1500000000 },
+				.rings = 3, .rings_gone = 1, .head = 40, .base = 2, .read = 27, .lost = 11,
+				.bytes = 4194624, .bytes_max = 4194624,
+				.est = { .records = 11, .scopes = 6, .scopes_partial = 1 }, .nlist = 1,
+				.list = { { .addr = 0x7f0000000000, .bytes = 4194624, .tid = 101, .nrec = 262144,
+					    .head = 40, .base = 2, .read = 27, .lost = 11 } } },
 		.modules = mods_t0, .nmodules = 2, .libs_loaded = 3,
 		.libs_unloaded = 4, .libs_without_markers = 5, .libs_refused = 6, .sites_reused = 7 };
 	t[1] = (struct qp_target_view){ .pid = 200, .comm = "md\"feed", .exe = "/opt/m d/feed\n(deleted)",
@@ -51,7 +57,12 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 	"\"attached_ms\":1700000000123,\"probes\":12,\"cpu_only\":false,\"exited_ms\":null,\"attached_by\":\"pid\"," \
 	"\"sites_refused\":1,\"files_unopened\":2,\"collector\":\"ring\",\"collector_note\":null," \
 	"\"ring\":{\"rings\":3,\"records\":10,\"lost\":11,\"garbage\":12,\"open_at_loss\":13," \
-	"\"before_attach\":14,\"logs\":15,\"logs_cut\":16},\"modules\":[{\"path\":\"/opt/s/libmr.so\"," \
+	"\"before_attach\":14,\"logs\":15,\"logs_cut\":16,\"rings_gone\":1,\"head\":40,\"base\":2," \
+	"\"read\":27,\"unread\":0,\"lost_at_exit\":4,\"start_unknown\":0,\"unreadable\":1,\"unreadable_ms\":1500," \
+	"\"bytes\":4194624,\"bytes_max_ring\":4194624,\"lost_scopes\":6,\"lost_scopes_partial\":1,\"lost_marks\":0," \
+	"\"lost_values\":0,\"lost_other_records\":0,\"lost_estimated\":false,\"list\":[{\"tid\":101," \
+	"\"records\":262144,\"bytes\":4194624,\"head\":40,\"base\":2,\"read\":27,\"lost\":11," \
+	"\"unreadable\":false,\"start_unknown\":false}]},\"modules\":[{\"path\":\"/opt/s/libmr.so\"," \
 	"\"state\":\"unloaded\",\"probes\":2,\"attached_ms\":1700000000200,\"detached_ms\":1700000000300," \
 	"\"loads\":2},{\"path\":\"/tmp/x\\\"y.so\",\"state\":\"refused\",\"probes\":0,\"attached_ms\":null," \
 	"\"detached_ms\":null,\"loads\":0,\"error\":\"1 unreadable note\"}],\"libs_loaded\":3," \

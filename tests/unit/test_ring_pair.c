@@ -185,9 +185,96 @@ static void test_drops(void)
 	CHECK_INT(c.after_loss, 1);
 	put(500, A, QPROF_REC_EXIT);
 	feed(&a, &rd, &c, 0);
-	CHECK_INT(c.no_enter, 3);
+	/* its exit came after the gap: the scope open at the loss, already
+	 * counted after_loss, not one more without an enter */
+	CHECK_INT(c.no_enter, 2);
+	CHECK_INT(rd.gap_closed, 1);
 	CHECK_INT(row(&a, 7, A, 0)->count, 1); /* still only the first */
 	qp_ring_agg_free(&a);
+}
+
+/* A ring of scopes only, N of them written, records [lo, hi) of each
+ * listed gap lost: counted + lost scopes == N, exactly, whatever the gaps
+ * cut (an enter, an exit, whole scopes); nested scopes too. */
+static uint64_t lost_run(unsigned nest, const uint64_t (*gaps)[2], size_t ngaps, uint64_t n,
+			 struct qp_ring_lost_est *e)
+{
+	static struct qprof_ring_rec all[4096];
+	struct qp_ring_reader rd = { .pid = 9, .tid = 1 };
+	struct qp_ring_counts c = { 0 };
+	struct qp_ring_agg a;
+	uint64_t i, w = 0, counted = 0, from = 0;
+	size_t g;
+
+	qp_ring_agg_init(&a, 100);
+	/* nest 0: flat A scopes; nest 1: each A holds one B */
+	for (i = 0; i < n; i++) {
+		all[w++] = (struct qprof_ring_rec){ 10 * w, A | QPROF_REC_ENTER };
+		if (nest) {
+			all[w++] = (struct qprof_ring_rec){ 10 * w, B | QPROF_REC_ENTER };
+			all[w++] = (struct qprof_ring_rec){ 10 * w, B | QPROF_REC_EXIT };
+		}
+		all[w++] = (struct qprof_ring_rec){ 10 * w, A | QPROF_REC_EXIT };
+	}
+	for (g = 0; g <= ngaps; g++) {
+		uint64_t to = g < ngaps ? gaps[g][0] : w;
+
+		qp_ring_feed(&a, &rd, all + from, (size_t)(to - from), &clk, false, 0, &c);
+		if (g < ngaps) {
+			qp_ring_gap(&rd, gaps[g][1] - gaps[g][0], &c);
+			from = gaps[g][1];
+		}
+	}
+	memset(e, 0, sizeof(*e));
+	qp_ring_lost_of(&rd, e);
+	/* every row: a scope after a gap may have lost its parent */
+	for (i = 0; i < a.rows.n; i++)
+		counted += ((const struct scope_stats *)qp_htab_value(&a.rows, (size_t)i))->count;
+	CHECK_INT(c.no_enter, 0);
+	qp_ring_agg_free(&a);
+	return counted;
+}
+
+static void test_lost_scopes(void)
+{
+	static const uint64_t flat[][2] = { { 1, 2 }, { 10, 30 }, { 41, 100 }, { 200, 201 }, { 300, 1000 } };
+	static const uint64_t nested[][2] = { { 1, 2 }, { 10, 31 }, { 42, 101 }, { 203, 205 }, { 300, 1000 } };
+	struct qp_ring_lost_est e;
+	uint64_t got;
+
+	got = lost_run(0, flat, 5, 1000, &e);
+	CHECK_INT(got + e.scopes, 1000);
+	CHECK_INT(e.records, 1 + 20 + 59 + 1 + 700);
+	CHECK(!e.estimated);
+	got = lost_run(1, nested, 5, 500, &e);
+	CHECK_INT(got + e.scopes, 1000);
+	CHECK(!e.estimated);
+	got = lost_run(0, flat, 0, 1000, &e);
+	CHECK_INT(got, 1000);
+	CHECK_INT(e.scopes, 0);
+
+	/* a ring with marks too: the whole scopes in a gap are a share, said so */
+	{
+		struct qp_ring_reader rd = { .pid = 9, .tid = 1 };
+		struct qp_ring_counts c = { 0 };
+		struct qp_ring_agg a;
+		int i;
+
+		qp_ring_agg_init(&a, 100);
+		for (i = 0; i < 40; i++) {
+			put(10 + 3 * (uint64_t)i, A, QPROF_REC_ENTER);
+			put(11 + 3 * (uint64_t)i, A, QPROF_REC_EXIT);
+			put(12 + 3 * (uint64_t)i, B, QPROF_REC_MARK);
+		}
+		feed(&a, &rd, &c, 0);
+		qp_ring_gap(&rd, 30, &c);
+		memset(&e, 0, sizeof(e));
+		qp_ring_lost_of(&rd, &e);
+		CHECK(e.estimated);
+		CHECK_INT(e.scopes, 10);
+		CHECK_INT(e.marks, 10);
+		qp_ring_agg_free(&a);
+	}
 }
 
 static void test_garbage(void)
@@ -581,5 +668,6 @@ int main(void)
 	test_drops();
 	test_garbage();
 	test_begin_slots();
+	test_lost_scopes();
 	return test_done("ring_pair");
 }
