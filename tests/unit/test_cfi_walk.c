@@ -1,0 +1,502 @@
+/* test_cfi_walk.c - the oracle for the compiled CFI tables: this program
+ * (built -O2 without frame pointers) compiles a table for every file it
+ * maps (itself, glibc, libstdc++, libgcc_s, the vDSO), takes its own
+ * registers and stack copies the way the sampler does, and walks each copy
+ * twice: by the tables (cfi_walk.c) and by libdwfl (unwind.c held to
+ * libdwfl alone). Where the tables walk to the end, the frames and the
+ * result must be libdwfl's exactly; where a frame needs a rule the tables
+ * do not hold, the frames before it must be libdwfl's first frames, and
+ * the fallback is counted. Stacks: a plain chain, glibc's qsort calling
+ * back, a signal handler (through the restorer's signal frame), a
+ * std::thread (libstdc++'s thread start), then sweeps from every 61st byte
+ * of glibc's and libstdc++'s code over a real stack. Also: the tables are
+ * sorted and merged, the cache shares a file's table and evicts to its
+ * budget (counted), a missing or non-ELF file is refused (counted). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "../testlib.h"
+#include "cfi_table.h"
+#include "cfi_walk.h"
+#include "unwind.h"
+#include "unwind_fast.h"
+
+#define MAX_FRAMES 127
+
+static uint64_t regs[QP_UNWIND_REGS];
+static uint8_t copy[16384];
+static size_t copy_len;
+static uint64_t stack_top;
+static void *ra_l1, *ra_l2, *ra_l3, *ra_cmp, *ra_sig;
+volatile uint64_t sink;
+
+#define CAPTURE()                                                                    \
+	do {                                                                         \
+		__asm__ volatile("lea 0(%%rip), %%rax\n\t"                           \
+				 "mov %%rax, 128(%0)\n\t"                            \
+				 "mov %%rsp, 56(%0)\n\t"                             \
+				 "mov %%rbp, 48(%0)\n\t"                             \
+				 "mov %%rbx, 24(%0)\n\t"                             \
+				 "mov %%r12, 96(%0)\n\t"                             \
+				 "mov %%r13, 104(%0)\n\t"                            \
+				 "mov %%r14, 112(%0)\n\t"                            \
+				 "mov %%r15, 120(%0)\n\t"                            \
+				 :                                                   \
+				 : "r"(regs)                                         \
+				 : "rax", "memory");                                 \
+		copy_len = stack_top - regs[7] < sizeof(copy) ? stack_top - regs[7]  \
+							      : sizeof(copy);        \
+		memcpy(copy, (const void *)regs[7], copy_len);                       \
+	} while (0)
+
+__attribute__((noinline, noclone)) void level3(void)
+{
+	ra_l3 = __builtin_return_address(0);
+	CAPTURE();
+	sink++;
+}
+
+__attribute__((noinline, noclone)) void level2(void)
+{
+	ra_l2 = __builtin_return_address(0);
+	level3();
+	sink++;
+}
+
+__attribute__((noinline, noclone)) void level1(void)
+{
+	ra_l1 = __builtin_return_address(0);
+	level2();
+	sink++;
+}
+
+__attribute__((noinline, noclone)) int cmp_capture(const void *a, const void *b)
+{
+	ra_cmp = __builtin_return_address(0);
+	CAPTURE();
+	return *(const int *)a - *(const int *)b;
+}
+
+__attribute__((noinline, noclone)) void sorter(void)
+{
+	int v[2] = { 2, 1 };
+
+	qsort(v, 2, sizeof(v[0]), cmp_capture);
+	sink += (uint64_t)v[0];
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	CAPTURE();
+	sink++;
+}
+
+__attribute__((noinline, noclone)) void sig_caller(void)
+{
+	ra_sig = __builtin_return_address(0);
+	raise(SIGUSR1);
+	sink++;
+}
+
+void cfi_cxx_thread(void (*fn)(void *), void *arg);
+
+static void thread_body(void *arg)
+{
+	uint64_t main_top = stack_top;
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+
+	(void)arg;
+	pthread_getattr_np(pthread_self(), &attr);
+	pthread_attr_getstack(&attr, &addr, &size);
+	pthread_attr_destroy(&attr);
+	stack_top = (uint64_t)(uintptr_t)addr + size;
+	CAPTURE();
+	stack_top = main_top;
+	sink++;
+}
+
+/* ---- the tables of this process ----------------------------------------- */
+
+static struct qp_cfi_cache *cache;
+static struct qp_cfi_space space;
+static struct qp_cfi_table *held[QP_CFI_MAPS_MAX];
+static size_t nheld;
+static uint64_t libc_lo, libc_hi, cxx_lo, cxx_hi;
+
+static int map_cmp(const void *a, const void *b)
+{
+	const struct qp_cfi_map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void build_space(void)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+
+	CHECK(f != NULL);
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi, off;
+		char perms[8], path[400] = "";
+		struct qp_cfi_map *m;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %399[^\n]", &lo, &hi, perms, &off, path) < 4 ||
+		    perms[2] != 'x' || space.n == QP_CFI_MAPS_MAX)
+			continue;
+		m = &space.map[space.n];
+		m->start = lo;
+		m->end = hi;
+		m->t = NULL;
+		if (path[0] == '/') {
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+
+			if (elf && qp_cfi_bias(elf, lo, off, &m->bias))
+				m->t = held[nheld++] = qp_cfi_get_file(cache, path);
+			if (elf)
+				elf_end(elf);
+			if (fd >= 0)
+				close(fd);
+			if (strstr(path, "/libc.so"))
+				libc_lo = lo, libc_hi = hi;
+			if (strstr(path, "/libstdc++.so"))
+				cxx_lo = lo, cxx_hi = hi;
+		} else if (!strcmp(path, "[vdso]")) {
+			void *img = (void *)getauxval(AT_SYSINFO_EHDR);
+			Elf *elf = img ? elf_memory(img, hi - lo) : NULL;
+
+			if (elf && qp_cfi_bias(elf, lo, 0, &m->bias))
+				m->t = held[nheld++] = qp_cfi_get_image(cache, img, hi - lo);
+			if (elf)
+				elf_end(elf);
+		}
+		space.n++;
+	}
+	if (f)
+		fclose(f);
+	qsort(space.map, space.n, sizeof(space.map[0]), map_cmp);
+}
+
+/* ---- the differential walk ----------------------------------------------- */
+
+static struct qp_unwind *ref;
+static uint64_t walks, full, prefix, by_end[6], by_why[QP_CFI_KINDS], mismatches;
+
+static bool copy_read(void *ctx, uint64_t addr, uint64_t *out)
+{
+	const struct qp_unwind_in *in = ctx;
+
+	return qp_unwind_copy_read(in, addr, out);
+}
+
+/* both walks of the copy; returns the tables' end, the frames in IPS */
+static enum qp_cfi_end walk_both(uint64_t *ips, size_t *n)
+{
+	struct qp_unwind_in in = {
+		.pid = (uint32_t)getpid(), .tid = (uint32_t)syscall(SYS_gettid),
+		.regs = regs, .stack = copy, .len = copy_len,
+	};
+	struct qp_cfi_regs r = { .pc = regs[16], .sp = regs[7], .bp = regs[6], .sp_known = true, .bp_known = true };
+	uint64_t rips[MAX_FRAMES];
+	size_t rn = 0;
+	uint8_t why = 0;
+	enum qp_cfi_end end;
+	int rret;
+	bool ok;
+
+	end = qp_cfi_walk(&space, &r, copy_read, &in, ips, MAX_FRAMES, n, &why);
+	rret = qp_unwind_stack(ref, &in, rips, MAX_FRAMES, &rn);
+	walks++;
+	by_end[end]++;
+	if (end == QP_CFI_END_FALLBACK || end == QP_CFI_END_NOMAP || end == QP_CFI_END_BAD) {
+		/* the tables' frames: libdwfl's first ones (past a pc in no
+		 * file libdwfl goes on by frame pointers) */
+		ok = *n <= rn && !memcmp(ips, rips, *n * sizeof(*ips));
+		if (end == QP_CFI_END_FALLBACK)
+			by_why[why < QP_CFI_KINDS ? why : 0]++;
+		prefix++;
+	} else {
+		ok = *n == rn && !memcmp(ips, rips, rn * sizeof(*ips));
+		if (end == QP_CFI_END_COMPLETE)
+			ok = ok && rret == 1;
+		else if (end == QP_CFI_END_DEPTH || end == QP_CFI_END_LOOP)
+			ok = ok && rret == 0;
+		full++;
+	}
+	if (!ok) {
+		if (mismatches < 5) {
+			fprintf(stderr, "mismatch at pc %#llx: tables end %d, %zu frames; libdwfl %d, %zu frames\n",
+				(unsigned long long)regs[16], (int)end, *n, rret, rn);
+			for (size_t i = 0; i < (*n > rn ? *n : rn) && i < 12; i++)
+				fprintf(stderr, "  %zu: %#llx %#llx\n", i, i < *n ? (unsigned long long)ips[i] : 0ull,
+					i < rn ? (unsigned long long)rips[i] : 0ull);
+		}
+		mismatches++;
+	}
+	return end;
+}
+
+static bool has(const uint64_t *ips, size_t n, const void *addr)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ips[i] == (uint64_t)(uintptr_t)addr)
+			return true;
+	return false;
+}
+
+static void sweep(const char *name, uint64_t lo, uint64_t hi, uint64_t sp0)
+{
+	uint64_t ips[MAX_FRAMES], w0 = walks, f0 = full, p0 = prefix, fb0 = by_end[QP_CFI_END_FALLBACK];
+	size_t n;
+
+	for (uint64_t pc = lo; pc < hi; pc += 61) {
+		memset(regs, 0, sizeof(regs));
+		regs[7] = sp0;
+		regs[6] = sp0 + 64;
+		regs[16] = pc;
+		walk_both(ips, &n);
+	}
+	printf("%s sweep: %llu walks, %llu walked to the end by the tables, %llu left to libdwfl "
+	       "(%llu for a rule the tables lack)\n", name, (unsigned long long)(walks - w0),
+	       (unsigned long long)(full - f0), (unsigned long long)(prefix - p0),
+	       (unsigned long long)(by_end[QP_CFI_END_FALLBACK] - fb0));
+	/* most walks meet no rule the tables lack (the others end on a
+	 * "return address" in no file: a pc of the sweep's made-up stack) */
+	CHECK((by_end[QP_CFI_END_FALLBACK] - fb0) * 10 < walks - w0);
+	CHECK((full - f0) * 4 > walks - w0);
+}
+
+int main(void)
+{
+	struct qp_unwind_opts ro = { .dwfl_only = true };
+	struct qp_cfi_cache_stats cs;
+	uint64_t ips[MAX_FRAMES], sp0;
+	pthread_attr_t attr;
+	void *addr;
+	size_t n, size, i;
+	enum qp_cfi_end end;
+
+	elf_version(EV_CURRENT);
+	ref = qp_unwind_new(&ro);
+	cache = qp_cfi_cache_new(0);
+	CHECK(ref != NULL && cache != NULL);
+	if (!ref || !cache)
+		return test_done("unit_cfi_walk");
+	pthread_getattr_np(pthread_self(), &attr);
+	pthread_attr_getstack(&attr, &addr, &size);
+	pthread_attr_destroy(&attr);
+	stack_top = (uint64_t)(uintptr_t)addr + size;
+	cfi_cxx_thread(thread_body, NULL);	/* libstdc++ mapped and used before the maps are read */
+	build_space();
+	CHECK(libc_lo && cxx_lo);
+	qp_cfi_cache_stats(cache, &cs);
+	printf("%llu tables, %llu bytes, built in %.1f ms\n", (unsigned long long)cs.tables,
+	       (unsigned long long)cs.bytes, cs.build_ns / 1e6);
+
+	/* every table: sorted, merged, the rows accounted */
+	for (i = 0; i < nheld; i++) {
+		const struct qp_cfi_table *t = held[i];
+		uint64_t sum = 0;
+		bool sorted = true, merged = true;
+		uint32_t k;
+
+		if (!t)
+			continue;
+		for (k = 1; k < t->nrows; k++) {
+			const struct qp_cfi_row *a = &t->rows[k - 1], *b = &t->rows[k];
+
+			sorted = sorted && a->addr < b->addr;
+			merged = merged && (a->kind != b->kind || a->cfa_off != b->cfa_off || a->bp_off != b->bp_off);
+		}
+		for (k = 0; k < QP_CFI_KINDS; k++)
+			sum += t->st.by_kind[k];
+		CHECK(sorted);
+		CHECK(merged);
+		CHECK_INT(sum, t->nrows);
+		CHECK(t->st.rows <= t->st.rows_pushed);
+		/* the lookup of each row's first byte finds that row */
+		for (k = 0; k + 1 < t->nrows; k += 97)
+			CHECK(qp_cfi_lookup(t, t->base + t->rows[k].addr) == &t->rows[k] &&
+			      qp_cfi_lookup(t, t->base + t->rows[k + 1].addr - 1) == &t->rows[k]);
+		/* the last row: NONE from the end of the last FDE on */
+		CHECK(t->nrows && t->base + t->rows[t->nrows - 1].addr == t->end &&
+		      QP_CFI_KIND(t->rows[t->nrows - 1].kind) == QP_CFI_NONE);
+		CHECK(qp_cfi_lookup(t, t->end) == NULL && qp_cfi_lookup(t, t->base - 1) == NULL);
+	}
+	/* glibc's table: rows merged, the restorer's signal frame and PLT
+	 * entries recognized */
+	for (i = 0; i < space.n; i++)
+		if (space.map[i].start == libc_lo && space.map[i].t) {
+			const struct qp_cfi_table *t = space.map[i].t;
+
+			printf("libc: %llu FDEs (%llu refused), %llu rows read, %llu with the gaps, %u kept (%.1f%%), %zu bytes; "
+			       "sp %llu bp %llu plt %llu signal %llu outermost %llu fallback %llu none %llu\n",
+			       (unsigned long long)t->st.fdes, (unsigned long long)t->st.fdes_bad,
+			       (unsigned long long)t->st.rows_read, (unsigned long long)t->st.rows_pushed, t->nrows,
+			       100.0 * t->nrows / t->st.rows_pushed,
+			       qp_cfi_table_bytes(t), (unsigned long long)t->st.by_kind[QP_CFI_CFA_SP],
+			       (unsigned long long)t->st.by_kind[QP_CFI_CFA_BP], (unsigned long long)t->st.by_kind[QP_CFI_PLT],
+			       (unsigned long long)t->st.by_kind[QP_CFI_SIGNAL],
+			       (unsigned long long)t->st.by_kind[QP_CFI_OUTERMOST],
+			       (unsigned long long)t->st.by_kind[QP_CFI_FALLBACK], (unsigned long long)t->st.by_kind[QP_CFI_NONE]);
+			CHECK(t->st.fdes > 1000);
+			CHECK(t->nrows < t->st.rows_pushed);	/* rows with the same rule merged */
+			CHECK(t->st.by_kind[QP_CFI_SIGNAL] >= 1);
+			CHECK(t->st.by_kind[QP_CFI_OUTERMOST] >= 1);
+		}
+
+	/* a plain chain: to the end, exactly libdwfl's frames */
+	level1();
+	end = walk_both(ips, &n);
+	CHECK_INT(end, QP_CFI_END_COMPLETE);
+	CHECK(n >= 5 && ips[1] == (uintptr_t)ra_l3 && ips[2] == (uintptr_t)ra_l2 && ips[3] == (uintptr_t)ra_l1);
+	sp0 = regs[7];
+	/* through glibc's qsort */
+	sorter();
+	end = walk_both(ips, &n);
+	CHECK_INT(end, QP_CFI_END_COMPLETE);
+	CHECK(n >= 5 && ips[1] == (uintptr_t)ra_cmp);
+	/* a signal handler: on through the restorer to sig_caller's caller */
+	signal(SIGUSR1, on_signal);
+	sig_caller();
+	signal(SIGUSR1, SIG_DFL);
+	end = walk_both(ips, &n);
+	CHECK_INT(end, QP_CFI_END_COMPLETE);
+	CHECK(has(ips, n, ra_sig));
+	/* a std::thread: libstdc++'s thread start, glibc's start_thread, clone3 */
+	{
+		cfi_cxx_thread(thread_body, NULL);
+		end = walk_both(ips, &n);
+		CHECK_INT(end, QP_CFI_END_COMPLETE);
+		CHECK(n >= 4);
+		for (i = 1; i < n; i++)
+			if (ips[i] >= cxx_lo && ips[i] < cxx_hi)
+				break;
+		CHECK(i < n);	/* a frame in libstdc++ */
+	}
+	/* hostile registers: pc 0, pc in no mapping, sp at the top */
+	memset(regs, 0, sizeof(regs));
+	copy_len = 0;
+	CHECK_INT(walk_both(ips, &n), QP_CFI_END_BAD);
+	regs[16] = 0xdead0000ull;
+	regs[7] = ~0ull - 7;
+	CHECK_INT(walk_both(ips, &n), QP_CFI_END_NOMAP);
+	CHECK_INT(n, 1);
+	regs[16] = (uint64_t)(uintptr_t)level3;
+	regs[7] = ~0ull - 100;
+	copy_len = sizeof(copy);
+	for (i = 0; i < sizeof(copy); i++)
+		copy[i] = (uint8_t)(i * 131 + 7);
+	walk_both(ips, &n);
+	CHECK(n <= MAX_FRAMES);
+
+	/* the sweeps, over level3's stack copy */
+	level1();
+	sp0 = regs[7];
+	{
+		static uint8_t saved[sizeof(copy)];	/* not on main's stack: in the copy */
+		size_t saved_len = copy_len;
+
+		memcpy(saved, copy, sizeof(copy));
+		sweep("glibc", libc_lo, libc_hi, sp0);
+		memcpy(copy, saved, sizeof(copy));
+		copy_len = saved_len;
+		sweep("libstdc++", cxx_lo, cxx_hi, sp0);
+	}
+	printf("%llu walks: %llu compared whole, %llu up to a fallback; ends: complete %llu fallback %llu "
+	       "nomap %llu bad %llu depth %llu loop %llu; fallbacks by rule: fallback %llu none %llu; "
+	       "%llu mismatches\n",
+	       (unsigned long long)walks, (unsigned long long)full, (unsigned long long)prefix,
+	       (unsigned long long)by_end[0], (unsigned long long)by_end[1], (unsigned long long)by_end[2],
+	       (unsigned long long)by_end[3], (unsigned long long)by_end[4], (unsigned long long)by_end[5],
+	       (unsigned long long)by_why[QP_CFI_FALLBACK], (unsigned long long)by_why[QP_CFI_NONE],
+	       (unsigned long long)mismatches);
+	CHECK_INT(mismatches, 0);
+	CHECK_INT(full + prefix, walks);
+
+	/* the cache: a file's table shared, a budget kept by eviction */
+	{
+		struct qp_cfi_cache_stats a, b;
+		struct qp_cfi_table *t1, *t2;
+		char libc_path[400] = "", cxx_path[400] = "";
+		FILE *f = fopen("/proc/self/maps", "re");
+		char line[512];
+
+		while (f && fgets(line, sizeof(line), f)) {
+			char *p = strchr(line, '/');
+
+			if (!p)
+				continue;
+			p[strcspn(p, "\n")] = 0;
+			if (strstr(p, "/libc.so"))
+				snprintf(libc_path, sizeof(libc_path), "%s", p);
+			if (strstr(p, "/libstdc++.so"))
+				snprintf(cxx_path, sizeof(cxx_path), "%s", p);
+		}
+		if (f)
+			fclose(f);
+		qp_cfi_cache_stats(cache, &a);
+		t1 = qp_cfi_get_file(cache, libc_path);
+		qp_cfi_cache_stats(cache, &b);
+		CHECK(t1 != NULL);
+		CHECK_INT(b.hits, a.hits + 1);
+		CHECK_INT(b.builds, a.builds);
+		qp_cfi_put(cache, t1);
+		/* a budget one byte short of glibc's and libstdc++'s tables:
+		 * libstdc++'s evicts glibc's */
+		t2 = qp_cfi_get_file(cache, cxx_path);
+		CHECK(t2 != NULL);
+		{
+			struct qp_cfi_cache *small =
+				qp_cfi_cache_new(qp_cfi_table_bytes(t1) + (t2 ? qp_cfi_table_bytes(t2) : 0) - 1);
+
+			qp_cfi_put(cache, t2);
+			t1 = qp_cfi_get_file(small, libc_path);
+			qp_cfi_put(small, t1);
+			t2 = qp_cfi_get_file(small, cxx_path);
+			qp_cfi_put(small, t2);
+			qp_cfi_cache_stats(small, &b);
+			CHECK(t1 && t2);
+			CHECK_INT(b.builds, 2);
+			CHECK_INT(b.evictions, 1);
+			CHECK_INT(b.tables, 1);
+			CHECK(t2 && b.bytes == qp_cfi_table_bytes(t2));
+			qp_cfi_cache_free(small);
+		}
+		/* refused, counted: no such file, a file that is no ELF */
+		CHECK(qp_cfi_get_file(cache, "/nonexistent/qprof") == NULL);
+		CHECK(qp_cfi_get_file(cache, "/proc/self/cmdline") == NULL);
+		{
+			char tmp[] = "/tmp/qpcfiXXXXXX";
+			int fd = mkstemp(tmp);
+
+			CHECK(fd >= 0 && write(fd, "\177ELF garbage", 12) == 12);
+			if (fd >= 0)
+				close(fd);
+			errno = 0;
+			CHECK(qp_cfi_get_file(cache, tmp) == NULL && errno == EINVAL);
+			unlink(tmp);
+		}
+		qp_cfi_cache_stats(cache, &b);
+		CHECK_INT(b.refused, a.refused + 2);	/* the two that opened, no ELF (the missing one: ENOENT) */
+	}
+	for (i = 0; i < nheld; i++)
+		qp_cfi_put(cache, held[i]);
+	qp_cfi_cache_free(cache);
+	qp_unwind_free(ref);
+	return test_done("unit_cfi_walk");
+}
