@@ -493,7 +493,8 @@ struct qp_cfi_table *qp_cfi_compile(Elf *elf, struct qp_cfi_stats *stp)
 		GElf_Shdr sh;
 		const char *name;
 
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+		/* lld types it SHT_X86_64_UNWIND */
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_X86_64_UNWIND))
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
 		if (name && !strcmp(name, ".eh_frame")) {
