@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "../testlib.h"
@@ -249,6 +250,20 @@ static enum qp_cfi_end walk_both(uint64_t *ips, size_t *n)
 		mismatches++;
 	}
 	return end;
+}
+
+struct getter {
+	struct qp_cfi_cache *c;
+	const char *path;
+	struct qp_cfi_table *t;
+};
+
+static void *getter_run(void *arg)
+{
+	struct getter *g = arg;
+
+	g->t = qp_cfi_get_file(g->c, g->path);
+	return NULL;
 }
 
 static bool has(const uint64_t *ips, size_t n, const void *addr)
@@ -498,6 +513,84 @@ int main(void)
 		}
 		qp_cfi_cache_stats(cache, &b);
 		CHECK_INT(b.refused, a.refused + 2);	/* the two that opened, no ELF (the missing one: ENOENT) */
+	}
+	/* a file without a build-id: keyed by device, inode, size, mtime */
+	{
+		char tmp[] = "/tmp/qpcfiXXXXXX", key1[80];
+		struct qp_cfi_cache_stats a, b;
+		struct qp_cfi_table *t1, *t2;
+		int fd = mkstemp(tmp), in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+		Elf *elf = NULL;
+		bool cleared = false;
+		static char buf[65536];	/* not in main's frame: its CFA offset must fit a row */
+		ssize_t r;
+
+		while (fd >= 0 && in >= 0 && (r = read(in, buf, sizeof(buf))) > 0)
+			CHECK(write(fd, buf, (size_t)r) == r);
+		if (in >= 0)
+			close(in);
+		/* the build-id note's type turned to 0: no build-id any more */
+		elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+		for (Elf_Scn *scn = NULL; elf && (scn = elf_nextscn(elf, scn));) {
+			GElf_Shdr sh;
+
+			if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE && sh.sh_size >= 16) {
+				uint32_t type, zero = 0;
+
+				if (pread(fd, &type, 4, (off_t)sh.sh_offset + 8) == 4 && type == NT_GNU_BUILD_ID)
+					cleared = pwrite(fd, &zero, 4, (off_t)sh.sh_offset + 8) == 4;
+			}
+		}
+		if (elf)
+			elf_end(elf);
+		if (fd >= 0)
+			close(fd);
+		CHECK(cleared);
+		qp_cfi_cache_stats(cache, &a);
+		t1 = qp_cfi_get_file(cache, tmp);
+		t2 = qp_cfi_get_file(cache, tmp);
+		qp_cfi_cache_stats(cache, &b);
+		CHECK(t1 && t1 == t2 && t1->key[0] == 'f');
+		CHECK_INT(b.builds, a.builds + 1);
+		CHECK_INT(b.hits, a.hits + 1);
+		snprintf(key1, sizeof(key1), "%s", t1 ? t1->key : "");
+		qp_cfi_put(cache, t1);
+		qp_cfi_put(cache, t2);
+		/* modified (another mtime): another file to the cache */
+		{
+			struct timespec ts[2] = { { 0, UTIME_OMIT }, { 1000000000, 0 } };
+
+			CHECK(utimensat(AT_FDCWD, tmp, ts, 0) == 0);
+		}
+		t2 = qp_cfi_get_file(cache, tmp);
+		qp_cfi_cache_stats(cache, &a);
+		CHECK(t2 && strcmp(t2->key, key1) != 0);
+		CHECK_INT(a.builds, b.builds + 1);
+		qp_cfi_put(cache, t2);
+		unlink(tmp);
+	}
+
+	/* four threads asking for one file at once: one table, all get it */
+	{
+		struct qp_cfi_cache *c4 = qp_cfi_cache_new(0);
+		struct getter g[4];
+		pthread_t th[4];
+		struct qp_cfi_cache_stats s4;
+
+		for (i = 0; i < 4; i++) {
+			g[i] = (struct getter){ .c = c4, .path = "/proc/self/exe" };
+			CHECK(pthread_create(&th[i], NULL, getter_run, &g[i]) == 0);
+		}
+		for (i = 0; i < 4; i++)
+			pthread_join(th[i], NULL);
+		qp_cfi_cache_stats(c4, &s4);
+		CHECK_INT(s4.tables, 1);
+		CHECK_INT(s4.builds + s4.hits, 4);
+		for (i = 0; i < 4; i++) {
+			CHECK(g[i].t != NULL && g[i].t == g[0].t);
+			qp_cfi_put(c4, g[i].t);
+		}
+		qp_cfi_cache_free(c4);
 	}
 	for (i = 0; i < nheld; i++)
 		qp_cfi_put(cache, held[i]);
