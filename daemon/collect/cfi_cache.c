@@ -48,7 +48,7 @@ void qp_cfi_cache_free(struct qp_cfi_cache *c)
 	free(c);
 }
 
-static struct qp_cfi_table *find_locked(struct qp_cfi_cache *c, const char *key)
+static struct qp_cfi_table *find_locked(struct qp_cfi_cache *c, const char *key, bool hit)
 {
 	struct qp_cfi_table *t;
 
@@ -56,7 +56,7 @@ static struct qp_cfi_table *find_locked(struct qp_cfi_cache *c, const char *key)
 		if (!strcmp(t->key, key)) {
 			t->refs++;
 			t->last_use = ++c->clock;
-			c->st.hits++;
+			c->st.hits += hit;
 			return t;
 		}
 	return NULL;
@@ -89,7 +89,7 @@ static struct qp_cfi_table *get_elf(struct qp_cfi_cache *c, Elf *elf, const char
 	int err;
 
 	pthread_mutex_lock(&c->lock);
-	t = find_locked(c, key);
+	t = find_locked(c, key, true);
 	pthread_mutex_unlock(&c->lock);
 	if (t)
 		return t;
@@ -105,7 +105,7 @@ static struct qp_cfi_table *get_elf(struct qp_cfi_cache *c, Elf *elf, const char
 		return NULL;
 	}
 	c->st.builds++;
-	other = find_locked(c, key);	/* made meanwhile by another thread */
+	other = find_locked(c, key, false);	/* made meanwhile by another thread: a build, not a hit */
 	if (other) {
 		pthread_mutex_unlock(&c->lock);
 		qp_cfi_table_free(t);

@@ -98,7 +98,7 @@ const struct qp_cfi_row *qp_cfi_lookup(const struct qp_cfi_table *t, uint64_t va
 struct qp_cfi_cache_stats {
 	uint64_t tables;	/* held now */
 	uint64_t bytes;		/* their qp_cfi_table_bytes */
-	uint64_t builds;	/* compiled */
+	uint64_t builds;	/* compiled (one file compiled by two threads at once: 2, one kept) */
 	uint64_t hits;		/* found already compiled */
 	uint64_t refused;	/* files whose CFI was refused (no CFI, hostile, too big) */
 	uint64_t evictions;	/* tables dropped to stay within the budget */
