@@ -437,6 +437,44 @@ int main(void)
 		copy_len = saved_len;
 		sweep("libstdc++", cxx_lo, cxx_hi, sp0);
 	}
+	/* every byte of every PLT row (the lazy .plt of each file), over
+	 * level3's stack with two return addresses on top: ra_l3 where the
+	 * CFA is sp + 8 (bytes 0-10 of a 16-byte entry: its jump and its
+	 * push), ra_l2 where it is sp + 16 (bytes 11-15: the jump to PLT0,
+	 * the index pushed), as libdwfl computes it from the PLT's CFA
+	 * expression */
+	{
+		uint64_t w0 = walks, f0 = full, plt_pcs = 0, at8 = 0, at16 = 0;
+
+		for (i = 0; i < space.n; i++) {
+			const struct qp_cfi_table *t = space.map[i].t;
+
+			for (uint32_t k = 0; t && k + 1 < t->nrows; k++) {
+				if (QP_CFI_KIND(t->rows[k].kind) != QP_CFI_PLT)
+					continue;
+				for (uint64_t v = t->base + t->rows[k].addr;
+				     v < t->base + t->rows[k + 1].addr && v < t->base + t->rows[k].addr + 512; v++) {
+					uint64_t w8 = (uintptr_t)ra_l3, w16 = (uintptr_t)ra_l2;
+
+					level1();
+					memcpy(copy, &w8, 8);
+					memcpy(copy + 8, &w16, 8);
+					regs[16] = v + space.map[i].bias;
+					walk_both(ips, &n);
+					plt_pcs++;
+					at8 += n >= 2 && ips[1] == w8;
+					at16 += n >= 2 && ips[1] == w16;
+				}
+			}
+		}
+		printf("PLT: %llu pcs walked, %llu compared whole; return address at sp %llu times, at sp + 8 %llu\n",
+		       (unsigned long long)plt_pcs, (unsigned long long)(full - f0), (unsigned long long)at8,
+		       (unsigned long long)at16);
+		CHECK(plt_pcs >= 64);
+		CHECK_INT(walks - w0, plt_pcs);
+		CHECK_INT(at8 + at16, plt_pcs);	/* every one by the PLT rule */
+		CHECK(at16 > 0 && at16 * 2 < at8 && at16 * 4 > at8);	/* 5 bytes of 16 after the push */
+	}
 	printf("%llu walks: %llu compared whole, %llu up to a fallback; ends: complete %llu fallback %llu "
 	       "nomap %llu bad %llu depth %llu loop %llu; fallbacks by rule: fallback %llu none %llu; "
 	       "%llu mismatches\n",
