@@ -42,6 +42,9 @@ int main(int argc, char **argv)
 		       (unsigned long long)s->by_kind[QP_CFI_OUTERMOST], (unsigned long long)s->by_kind[QP_CFI_FALLBACK],
 		       (unsigned long long)s->by_kind[QP_CFI_NONE]);
 		rows_read += s->rows_pushed;
+		if (s->fdes_bad || s->unencodable)
+			printf("  %s: %llu FDEs refused, %llu rules unencodable\n", argv[i],
+			       (unsigned long long)s->fdes_bad, (unsigned long long)s->unencodable);
 		rows += t->nrows;
 		fdes += s->fdes;
 		qp_cfi_put(c, t);

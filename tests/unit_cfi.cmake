@@ -31,10 +31,13 @@ if(_qp_nofuzz EQUAL 0)
     VERBATIM)
   add_custom_target(fuzz_cfi_table_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_cfi_table)
   file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_cfi)
-  # seeds: the unwinder fuzzer's (real programs with CFI)
+  # seeds: the unwinder fuzzer's (real programs with CFI), and inputs the
+  # long runs found (corpus_cfi: one that made libdw take 1 s of CPU and
+  # 1.3 GB for 123 FDEs before the compiler checked the DW_CFA programs;
+  # the RSS limit catches it again)
   add_test(NAME fuzz_cfi_table_smoke
-    COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_cfi_table -runs=5000 -seed=1 -max_len=65536
-            -rss_limit_mb=2048 -timeout=30 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_cfi
-            ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind)
+    COMMAND ${CMAKE_CURRENT_BINARY_DIR}/fuzz_cfi_table -runs=5000 -seed=1 -max_len=131072
+            -rss_limit_mb=1024 -timeout=20 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_cfi
+            ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_cfi)
   set_tests_properties(fuzz_cfi_table_smoke PROPERTIES TIMEOUT 300)
 endif()

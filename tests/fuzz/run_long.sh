@@ -27,7 +27,7 @@ for f in $names; do
 		opts="-max_len=262144 -rss_limit_mb=2048 -timeout=30" ;;
 	fuzz_unwind) seeds="$bin/fuzz_corpus_unwind"
 		opts="-max_len=131072 -rss_limit_mb=2048 -timeout=30" ;;
-	fuzz_cfi_table) seeds="$bin/fuzz_corpus_unwind"
+	fuzz_cfi_table) seeds="$bin/fuzz_corpus_unwind $here/corpus_cfi"
 		opts="-max_len=131072 -rss_limit_mb=2048 -timeout=30" ;;
 	*) echo "run_long.sh: unknown fuzzer $f" >&2; exit 2 ;;
 	esac
