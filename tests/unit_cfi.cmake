@@ -8,7 +8,7 @@ add_executable(test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cfi_walk.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c ${PROJECT_SOURCE_DIR}/daemon/collect/unwind_fast.c)
 target_compile_options(test_cfi_walk PRIVATE -O2 -fomit-frame-pointer -momit-leaf-frame-pointer)
 target_link_libraries(test_cfi_walk qprof_common PkgConfig::LIBDW PkgConfig::LIBELF Threads::Threads m stdc++)
-add_test(NAME unit_cfi_walk COMMAND test_cfi_walk)
+add_test(NAME unit_cfi_walk COMMAND test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_cfi/libdw-costly-program)
 set_tests_properties(unit_cfi_walk PROPERTIES TIMEOUT 120)
 
 # The table compiler's figures on real files (bench/cfi_tables.sh runs it).

@@ -296,7 +296,7 @@ static void sweep(const char *name, uint64_t lo, uint64_t hi, uint64_t sp0)
 	CHECK((full - f0) * 5 > walks - w0);	/* 25-38 % seen */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct qp_unwind_opts ro = { .dwfl_only = true };
 	struct qp_cfi_cache_stats cs;
@@ -629,6 +629,28 @@ int main(void)
 			qp_cfi_put(c4, g[i].t);
 		}
 		qp_cfi_cache_free(c4);
+	}
+	/* hostile CFI (argv[1], found by fuzz_cfi_table): two FDEs whose
+	 * programs libdw would run at great cost are refused, counted; the
+	 * rest of the file compiles */
+	if (argc > 1) {
+		int fd = open(argv[1], O_RDONLY | O_CLOEXEC);
+		Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+		struct qp_cfi_stats hs;
+		struct qp_cfi_table *t = elf ? qp_cfi_compile(elf, &hs) : NULL;
+
+		CHECK(t != NULL);
+		if (t) {
+			printf("hostile: %llu FDEs, %llu refused, %u rows\n", (unsigned long long)hs.fdes,
+			       (unsigned long long)hs.fdes_bad, t->nrows);
+			CHECK_INT(hs.fdes, 123);
+			CHECK_INT(hs.fdes_bad, 2);
+		}
+		qp_cfi_table_free(t);
+		if (elf)
+			elf_end(elf);
+		if (fd >= 0)
+			close(fd);
 	}
 	for (i = 0; i < nheld; i++)
 		qp_cfi_put(cache, held[i]);
