@@ -1,7 +1,8 @@
-# Compiled CFI tables (daemon/collect/cfi_table.c, cfi_cache.c) and their bounded walker
+# Compiled CFI tables (daemon/collect/cfi_table.c, cfi_fdes.c, cfi_cache.c) and their bounded walker
 # (cfi_walk.c), checked against libdwfl on this program's own stacks; built
 # -O2 without frame pointers, linked to libstdc++ (a std::thread).
-set(QP_CFI_SRC ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_table.c ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_cache.c
+set(QP_CFI_SRC ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_table.c ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_fdes.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_cache.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_walk.c)
 add_executable(test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cfi_walk.c
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_cxx.cpp ${QP_CFI_SRC}
