@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
 runs=${2:-10000000}
 shift 2 2>/dev/null || shift $#
-names=${*:-fuzz_parsers fuzz_elf_probes fuzz_http_routes fuzz_symbolize fuzz_dwarf fuzz_unwind}
+names=${*:-fuzz_parsers fuzz_elf_probes fuzz_http_routes fuzz_symbolize fuzz_dwarf fuzz_unwind fuzz_cfi_table}
 bin=$build/tests
 status=0
 
@@ -26,6 +26,8 @@ for f in $names; do
 	fuzz_dwarf) seeds="$bin/fuzz_corpus_dwarf $here/corpus_dwarf"
 		opts="-max_len=262144 -rss_limit_mb=2048 -timeout=30" ;;
 	fuzz_unwind) seeds="$bin/fuzz_corpus_unwind"
+		opts="-max_len=131072 -rss_limit_mb=2048 -timeout=30" ;;
+	fuzz_cfi_table) seeds="$bin/fuzz_corpus_unwind $here/corpus_cfi"
 		opts="-max_len=131072 -rss_limit_mb=2048 -timeout=30" ;;
 	*) echo "run_long.sh: unknown fuzzer $f" >&2; exit 2 ;;
 	esac
