@@ -11,6 +11,7 @@ set -euo pipefail
 build_pkgs=(
   build-essential cmake pkg-config clang llvm
   libbpf-dev bpftool libelf-dev zlib1g-dev libmicrohttpd-dev libjansson-dev
+  libcapstone-dev          # capstone: qprofd disassembles the functions around nop5 probe sites (red zone)
   libdw-dev                # elfutils' libdw/libdwfl: source lines, inlined frames, CFI unwinding
   libsystemd-dev           # sd_notify: qprofd.service is Type=notify
   libcurl4-openssl-dev     # qprofd --otlp-endpoint: the pushes over http and https (OpenSSL)

@@ -57,7 +57,7 @@ if(_qp_nofuzz EQUAL 0)
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
             ${QP_FUZZ_INC}
             -I${BPF_GEN_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_http_routes.c ${QP_FUZZ_HTTP_SRC}
-            ${QP_FUZZ_HTTP_WRAP} -lbpf -ljansson -ldw -lelf -lz -lcurl -lpthread -lm -lstdc++
+            ${QP_FUZZ_HTTP_WRAP} -lbpf -ljansson -ldw -lelf -lz -lcapstone -lcurl -lpthread -lm -lstdc++
             -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_http_routes.c ${QP_FUZZ_HTTP_SRC} scopes_skel_gen
             profile_skel_gen heap_skel_gen

@@ -433,3 +433,16 @@ add_test(NAME integration_otlp
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_otlp.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:fleet_target>)
 set_tests_properties(integration_otlp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# A leaf that keeps data in the red zone, with a marker in it, computes under
+# qprofd what it computes without it (both collectors): the ABI-1 build is
+# refused with the reason, the current header's build is probed and exact.
+add_executable(redzone_target_abi1 ${CMAKE_CURRENT_SOURCE_DIR}/integration/redzone_target.c)
+target_include_directories(redzone_target_abi1 BEFORE PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/abi1)
+target_compile_options(redzone_target_abi1 PRIVATE -O2 -g)
+add_executable(redzone_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/redzone_target.c)
+target_include_directories(redzone_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(redzone_target PRIVATE -O2 -g)
+add_test(NAME integration_redzone
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_redzone.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:redzone_target_abi1> $<TARGET_FILE:redzone_target>)
+set_tests_properties(integration_redzone PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

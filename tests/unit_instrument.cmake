@@ -35,4 +35,4 @@ endfunction()
 qprof_instrument_test(test_instrument test_instrument.c
   scope_enter=3 scope_exit=3 value=3 log=2 ring_register=1)
 qprof_instrument_test(test_instrument_cxx test_instrument_cxx.cpp
-  scope_enter=3 scope_exit=5 value=3 log=4 ring_register=1)
+  scope_enter=3 scope_exit=3 value=3 log=4 ring_register=1)

@@ -84,8 +84,9 @@ add_executable(test_scope_poll_race ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_rows.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_spans.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/logs.c ${PROJECT_SOURCE_DIR}/daemon/collect/rb_drain.c
-  ${PROJECT_SOURCE_DIR}/daemon/collect/collect_attach.c)
-target_link_libraries(test_scope_poll_race qprof_common scopes_skel PkgConfig::LIBBPF Threads::Threads m)
+  ${PROJECT_SOURCE_DIR}/daemon/collect/collect_attach.c ${PROJECT_SOURCE_DIR}/daemon/collect/redzone.c)
+target_link_libraries(test_scope_poll_race qprof_common scopes_skel PkgConfig::LIBBPF PkgConfig::CAPSTONE
+  Threads::Threads m)
 add_test(NAME integration_scope_poll_race COMMAND test_scope_poll_race)
 set_tests_properties(integration_scope_poll_race PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
 # The full map read both polls fall back on (daemon/collect/dirty_keys.c):

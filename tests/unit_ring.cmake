@@ -27,3 +27,23 @@ target_link_libraries(test_plugin_tls ${CMAKE_DL_LIBS})
 add_dependencies(test_plugin_tls qp_plugin_fast)
 add_test(NAME unit_plugin_tls COMMAND test_plugin_tls $<TARGET_FILE:qp_plugin_fast>
   ${CMAKE_CURRENT_BINARY_DIR}/plugin-tls)
+
+# The detached cost with gcc and clang, small functions and loops, counted by
+# callgrind (static builds); and no function holding a marker keeps data in
+# the red zone (gcc and clang, -O2 -O3 -Os, C and C++).
+add_test(NAME unit_marker_cost COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_marker_cost.sh
+  ${PROJECT_SOURCE_DIR})
+set_tests_properties(unit_marker_cost PROPERTIES SKIP_RETURN_CODE 77)
+add_test(NAME unit_marker_redzone COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_redzone.sh
+  ${PROJECT_SOURCE_DIR})
+set_tests_properties(unit_marker_redzone PROPERTIES SKIP_RETURN_CODE 77)
+
+# The ring's cold calls through the thunk keep the caller's registers.
+foreach(v plain avx2)
+  add_executable(test_ring_thunk_${v} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_thunk.c)
+  target_include_directories(test_ring_thunk_${v} PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(test_ring_thunk_${v} PRIVATE -O2 $<$<STREQUAL:${v},avx2>:-mavx2>)
+  target_link_libraries(test_ring_thunk_${v} Threads::Threads)
+  add_test(NAME unit_ring_thunk_${v} COMMAND test_ring_thunk_${v})
+  set_tests_properties(unit_ring_thunk_${v} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()

@@ -14,6 +14,7 @@
 #include "collect_internal.h"
 #include "elf_probes.h"
 #include "log.h"
+#include "redzone.h"
 #include "usdt_spec.h"
 
 static int push_link(struct qp_scope_link ***links, size_t *n, struct qp_scope_link *l)
@@ -341,6 +342,24 @@ int qp_scopes_attach_some(struct qp_scopes *s, int pid, const char *path, const 
 	int i, made = 0, ret;
 
 	opts.usdt_cookie = cookie;
+	{
+		/* nop5 sites in functions that keep data in the red zone: this
+		 * kernel's optimised uprobe would overwrite it (redzone.c) */
+		const char *chosen[sizeof(names) / sizeof(names[0])];
+		char why[256] = "";
+		size_t nchosen = 0;
+
+		for (i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+			if (which & (1u << i))
+				chosen[nchosen++] = names[i];
+		ret = qp_redzone_check(path, elf, "qprof", chosen, nchosen, why, sizeof(why));
+		if (ret) {
+			snprintf(err, errlen, "%s: not probed: %s, which a uprobe on its nop5 overwrites on "
+				 "this kernel (Linux >= 6.18 turns it into a call); markers of this "
+				 "qprof.h never do: rebuild with it", path, why);
+			return ret < 0 ? ret : -EPERM;
+		}
+	}
 	for (i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
 		struct qp_scope_link *l = NULL;
 		bool present = false;
@@ -438,6 +457,18 @@ static int attach_usdt_locked(struct qp_scopes *s, int pid, const char *path,
 			  !strcmp(elf->notes[k].name, req->name);
 	if (!present)
 		return 0;
+	{
+		const char *one[1] = { req->name };
+		char why[256] = "";
+
+		ret = qp_redzone_check(path, elf, req->provider, one, 1, why, sizeof(why));
+		if (ret) {
+			snprintf(err, errlen, "%s: %s:%s not probed: %s, which a uprobe on its nop5 "
+				 "overwrites on this kernel (Linux >= 6.18 turns it into a call)", path,
+				 req->provider, req->name, why);
+			return ret < 0 ? ret : -EPERM;
+		}
+	}
 	if (!s->multi && bad_sites(elf, req->provider, req->name)) {
 		snprintf(err, errlen, "%s: %zu %s:%s site(s) are not the nop their notes promise", path,
 			 bad_sites(elf, req->provider, req->name), req->provider, req->name);

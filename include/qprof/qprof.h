@@ -165,23 +165,26 @@ __attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigne
 	QPROF__ASM_ADDR " %c[qref]\n"                                              \
 	".popsection\n"
 
-/* "nor": a register, an immediate or a memory operand, as <sys/sdt.h>. The
- * descriptor address is a lea; a constant 0 costs nothing ($0). The _R forms
+/* Operands: the descriptor "r" (a lea), the others "nr": a register or an
+ * immediate (a constant 0 costs nothing: $0). Not "nor" as <sys/sdt.h>:
+ * clang takes the memory alternative whenever it may, which stores the
+ * argument on the stack and gives the function a frame (in a small
+ * function that doubled a detached marker's cost). The _R forms
  * also list the descriptor (operand "i": its address as a link-time constant)
  * and are used once per site; exits of a block scope reuse the enter's. */
 #define QPROF__PROBE2(probe, sem, a1, a2)                                          \
 	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2]")          \
-			     : : [qa1] "nor"(a1), [qa2] "nor"(a2))
+			     : : [qa1] "r"(a1), [qa2] "nr"(a2))
 #define QPROF__PROBE2R(probe, sem, site, a2)                                       \
 	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2]") QPROF__REF \
-			     : : [qa1] "nor"(site), [qa2] "nor"(a2), [qref] "i"(site))
+			     : : [qa1] "r"(site), [qa2] "nr"(a2), [qref] "i"(site))
 #define QPROF__PROBE3R(probe, sem, site, a2, a3)                                   \
 	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2] -4@%[qa3]") QPROF__REF \
-			     : : [qa1] "nor"(site), [qa2] "nor"(a2), [qa3] "nor"(a3),  \
+			     : : [qa1] "r"(site), [qa2] "nr"(a2), [qa3] "nr"(a3),  \
 			       [qref] "i"(site))
 #define QPROF__PROBE3R8(probe, sem, site, a2, a3)                                  \
 	__asm__ __volatile__(QPROF__NOTE(probe, sem, "8@%[qa1] 8@%[qa2] 8@%[qa3]") QPROF__REF \
-			     : : [qa1] "nor"(site), [qa2] "nor"(a2), [qa3] "nor"(a3),  \
+			     : : [qa1] "r"(site), [qa2] "nr"(a2), [qa3] "nr"(a3),  \
 			       [qref] "i"(site))
 
 /* Spans across threads: arg 3 (the span's name address) is read by the
@@ -191,7 +194,7 @@ __attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigne
 #if defined(__x86_64__)
 #define QPROF__PROBE_ASPAN(probe, site, a2, name, off)                             \
 	__asm__ __volatile__(QPROF__NOTE(probe, "0", "8@%[qa1] 8@%[qa2] 8@" off "(%[qa1])") QPROF__REF \
-			     : : [qa1] "r"(site), [qa2] "nor"(a2), [qref] "i"(site))
+			     : : [qa1] "r"(site), [qa2] "nr"(a2), [qref] "i"(site))
 #else
 #define QPROF__PROBE_ASPAN(probe, site, a2, name, off) QPROF__PROBE3R8(probe, "0", site, a2, name)
 #endif
@@ -372,8 +375,8 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 #define QPROF__LOG_PROBE(site, lring)                                              \
 	__asm__ goto("cmpw $0, %[qrs]\n\tjne %l[" #lring "]\n\t"                 \
 		     QPROF__NOTE("log", "qprof_log_semaphore", "8@%[qa1] 8@%[qa2] -4@%[qa3]") QPROF__REF \
-		     : : [qa1] "nor"((const void *)&(site)), [qa2] "nor"((const char *)qprof__msg), \
-		       [qa3] "nor"(qprof__len), [qref] "i"(&(site)), [qrs] "m"(qprof_ring_semaphore) \
+		     : : [qa1] "r"((const void *)&(site)), [qa2] "nr"((const char *)qprof__msg), \
+		       [qa3] "nr"(qprof__len), [qref] "i"(&(site)), [qrs] "m"(qprof_ring_semaphore) \
 		     : "cc" : lring)
 #else
 #define QPROF__LOG_PROBE(site, lring)                                              \

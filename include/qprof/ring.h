@@ -253,12 +253,154 @@ static __attribute__((noinline, cold, unused)) struct qprof_ring *qprof__ring_fi
 	return r;
 }
 
+/* The cold calls of the hot path, x86-64: the marker's code calls
+ * qprof__ring_first and qprof__ring_announce through qprof__ring_thunk, from
+ * an asm statement that the compiler does not take for a call. A function
+ * holding markers therefore stays a leaf (no frame, no register saved for a
+ * call that almost never happens: a detached marker is its nop5, a compare
+ * and a branch, also in a small function), and three things keep it safe:
+ *   - the asm steps below the red zone before its call (lea -128(%rsp));
+ *   - the thunk saves every register it or the C code may change (the
+ *     general ones the ABI lets a callee clobber, the whole vector and x87
+ *     state by xsave, or fxsave where the OS has no xsave), aligns the stack
+ *     and tells the unwinder where the caller's frame is;
+ *   - the same block reads the flags (pushf), which makes gcc and clang keep
+ *     nothing below %rsp in the function: a leaf may otherwise keep live
+ *     data in the red zone, and a uprobe that the kernel optimised into a
+ *     call (nop5 sites, Linux >= 6.18) writes there. tests/unit/
+ *     test_redzone.sh checks it for every marker, gcc and clang, -O2 -O3 -Os.
+ * Elsewhere plain calls, which make the function a non-leaf. */
+#if defined(__x86_64__)
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* xsave area size of this CPU and OS, 1 for fxsave, 0 until the thunk's
+ * first run. */
+__attribute__((weak, visibility("hidden"))) unsigned int qprof__ring_xsz;
+#ifdef __cplusplus
+}
+#endif
+/* In: rax the C function, r10 its argument (not rdi: the caller's code
+ * often holds an argument of its own there); out: rax its result.
+ * Everything else as it was. The caller's frame: CFA = rsp at entry + 8 + 128. */
+__asm__(".pushsection .text.qprof__ring_thunk,\"axG\",@progbits,qprof__ring_thunk,comdat\n"
+	".weak qprof__ring_thunk\n"
+	".hidden qprof__ring_thunk\n"
+	".type qprof__ring_thunk,@function\n"
+	"qprof__ring_thunk:\n"
+	".cfi_startproc\n"
+	".cfi_def_cfa_offset 136\n"
+	".cfi_offset 16, -136\n"
+	"pushq %rbp\n"
+	".cfi_def_cfa_offset 144\n"
+	".cfi_offset 6, -144\n"
+	"movq %rsp, %rbp\n"
+	".cfi_def_cfa_register 6\n"
+	"pushq %rax\n" /* -8(%rbp): the result, later */
+	"pushq %rcx\n"
+	"pushq %rdx\n"
+	"pushq %rsi\n"
+	"pushq %rdi\n"
+	"pushq %r8\n"
+	"pushq %r9\n"
+	"pushq %r10\n"
+	"pushq %r11\n"
+	"movq %rax, %r11\n"
+	"movq %r10, %rdi\n"
+	"movl qprof__ring_xsz(%rip), %ecx\n"
+	"testl %ecx, %ecx\n"
+	"jnz 1f\n"
+	"pushq %rbx\n"
+	"movl $1, %esi\n"
+	"movl $1, %eax\n"
+	"cpuid\n"
+	"btl $27, %ecx\n" /* OSXSAVE */
+	"jnc 2f\n"
+	"movl $0xd, %eax\n"
+	"xorl %ecx, %ecx\n"
+	"cpuid\n"
+	"movl %ebx, %esi\n" /* the size for the features XCR0 enables */
+	"2:\n"
+	"popq %rbx\n"
+	"movl %esi, qprof__ring_xsz(%rip)\n"
+	"movl %esi, %ecx\n"
+	"1:\n"
+	"cmpl $1, %ecx\n"
+	"jne 3f\n"
+	"subq $512, %rsp\n"
+	"andq $-64, %rsp\n"
+	"fxsave64 (%rsp)\n"
+	"jmp 4f\n"
+	"3:\n"
+	"subq %rcx, %rsp\n"
+	"andq $-64, %rsp\n"
+	"xorl %eax, %eax\n" /* the xsave header past XSTATE_BV must be 0 */
+	"movq %rax, 512(%rsp)\n"
+	"movq %rax, 520(%rsp)\n"
+	"movq %rax, 528(%rsp)\n"
+	"movq %rax, 536(%rsp)\n"
+	"movq %rax, 544(%rsp)\n"
+	"movq %rax, 552(%rsp)\n"
+	"movq %rax, 560(%rsp)\n"
+	"movq %rax, 568(%rsp)\n"
+	"movl $-1, %eax\n"
+	"movl $-1, %edx\n"
+	"xsave64 (%rsp)\n"
+	"4:\n"
+	"call *%r11\n"
+	"movq %rax, -8(%rbp)\n"
+	"cmpl $1, qprof__ring_xsz(%rip)\n"
+	"jne 5f\n"
+	"fxrstor64 (%rsp)\n"
+	"jmp 6f\n"
+	"5:\n"
+	"movl $-1, %eax\n"
+	"movl $-1, %edx\n"
+	"xrstor64 (%rsp)\n"
+	"6:\n"
+	"leaq -72(%rbp), %rsp\n"
+	"popq %r11\n"
+	"popq %r10\n"
+	"popq %r9\n"
+	"popq %r8\n"
+	"popq %rdi\n"
+	"popq %rsi\n"
+	"popq %rdx\n"
+	"popq %rcx\n"
+	"popq %rax\n"
+	"popq %rbp\n"
+	".cfi_def_cfa 7, 136\n"
+	"ret\n"
+	".cfi_endproc\n"
+	".size qprof__ring_thunk, .-qprof__ring_thunk\n"
+	".popsection\n");
+
+/* FN(ARG) through the thunk. */
+static inline __attribute__((always_inline)) uintptr_t qprof__ring_call(uintptr_t fn, const void *arg)
+{
+	/* pushf: what keeps the function's data above %rsp (see above) */
+	uint64_t f = __builtin_ia32_readeflags_u64();
+	register const void *a __asm__("r10") = arg;
+
+	__asm__ __volatile__("leaq -128(%%rsp), %%rsp\n\t"
+			     "call qprof__ring_thunk\n\t"
+			     "leaq 128(%%rsp), %%rsp"
+			     : "+a"(fn) : "r"(a), "r"(f) : "cc", "memory");
+	return fn;
+}
+#define QPROF__RING_FIRST() ((struct qprof_ring *)qprof__ring_call((uintptr_t)&qprof__ring_first, NULL))
+#define QPROF__RING_ANNOUNCE(r) ((void)qprof__ring_call((uintptr_t)&qprof__ring_announce, (r)))
+#else
+#define QPROF__RING_FIRST() qprof__ring_first()
+#define QPROF__RING_ANNOUNCE(r) qprof__ring_announce(r)
+#endif
+
 static inline __attribute__((always_inline)) struct qprof_ring *qprof__ring_get(void)
 {
 	struct qprof_ring *r = qprof__ring_tls;
 
 	if (__builtin_expect((uintptr_t)r <= 1, 0))
-		r = qprof__ring_first();
+		r = QPROF__RING_FIRST();
 	return r;
 }
 
@@ -267,7 +409,7 @@ static inline __attribute__((always_inline)) void qprof__ring_publish(struct qpr
 {
 	__atomic_store_n(&r->head, h, __ATOMIC_RELEASE);
 	if (__builtin_expect((h & (QPROF_RING_ANNOUNCE - 1)) <= 1, 0))
-		qprof__ring_announce(r);
+		QPROF__RING_ANNOUNCE(r);
 }
 
 /* Open scopes: an enter writes its site into open[] before depth grows
