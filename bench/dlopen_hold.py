@@ -85,7 +85,7 @@ try:
     alone_new, alone_same = run(h, copies), run(h, [copies[0]] * n)
     h.quit()
     h = Host()
-    d = Daemon(qprofd, ["--pid", str(h.pid), "-vv"])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(h.pid), "-vv"])
     att_new, att_same = run(h, copies), run(h, [copies[0]] * n)
     st = d.get("/api/status")[1]
     lc = st.get("lifecycle") or {}

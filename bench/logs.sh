@@ -133,7 +133,7 @@ else
 		args=(log --seconds "$RATE_SECONDS")
 		[ "$r" != 0 ] && args+=(--rate "$r")
 		start_loop rate "${args[@]}" || continue
-		start_qprofd rate "$loop_pid" || { stop_loop; continue; }
+		start_qprofd rate "$loop_pid" --collector bpf || { stop_loop; continue; }
 		touch "$tmp/go.rate"
 		if ! wait_for_line "$tmp/rate.out" '^done' $((RATE_SECONDS + 60)) "$loop_pid"; then
 			say "  $(rate_name "$r"): log_loop did not finish: $(tail -3 "$tmp/rate.out")"
@@ -215,7 +215,7 @@ for ((k = 1; k <= REPS; k++)); do
 		stop_loop
 	fi
 	if [ -z "$q_why" ] && start_loop cost log --count "$N_COST"; then
-		if start_qprofd cost "$loop_pid"; then
+		if start_qprofd cost "$loop_pid" --collector bpf; then
 			touch "$tmp/go.cost"
 			if wait_for_line "$tmp/cost.out" '^done' 300 "$loop_pid"; then
 				v=$(field ns_per_msg "$tmp/cost.out")

@@ -46,7 +46,7 @@ run_pp() {
 	started_pids+=("$pid")
 	wait_for_line "$out" '^pid ' 10 "$pid" || { say "  pingpong did not start"; return 1; }
 	if [ "$mode" = target ]; then
-		start_qprofd "$tag" "$pid" --no-calibrate || return 1
+		start_qprofd "$tag" "$pid" --no-calibrate --collector bpf || return 1
 	elif [ "$mode" = ring ]; then
 		start_qprofd "$tag" "$pid" --no-calibrate --ring || return 1
 	elif [ "$mode" = others ]; then
@@ -54,7 +54,7 @@ run_pp() {
 		idle_pid=$!
 		started_pids+=("$idle_pid")
 		wait_for_line "$tmp/$tag.idle" '^pid ' 10 "$idle_pid" || return 1
-		start_qprofd "$tag" "$idle_pid" --no-calibrate || return 1
+		start_qprofd "$tag" "$idle_pid" --no-calibrate --collector bpf || return 1
 	fi
 	kill -USR1 "$pid"
 	wait "$pid"

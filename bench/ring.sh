@@ -63,13 +63,14 @@ if [ "$(id -u)" != 0 ]; then
 	exit 0
 fi
 ring= bt= bpf=
-if r=$(loop_under ring scope_loop '^qprofd: ready on' "$QPROFD" --ring --pid @PID@ --socket "$tmp/ring.sock"); then
+# the default collector (the ring), then the BPF collector asked for
+if r=$(loop_under ring scope_loop '^qprofd: ready on' "$QPROFD" --pid @PID@ --socket "$tmp/ring.sock"); then
 	ring=$(calc "$r - $det")
-	say "  scope_loop under qprofd --ring:     $r ns/iteration -> $ring ns per scope"
+	say "  scope_loop under qprofd (default: ring): $r ns/iteration -> $ring ns per scope"
 fi
-if r=$(loop_under bpf scope_loop '^qprofd: ready on' "$QPROFD" --pid @PID@ --socket "$tmp/bpf.sock"); then
+if r=$(loop_under bpf scope_loop '^qprofd: ready on' "$QPROFD" --collector bpf --pid @PID@ --socket "$tmp/bpf.sock"); then
 	bpf=$(calc "$r - $det")
-	say "  scope_loop under qprofd (BPF):      $r ns/iteration -> $bpf ns per scope"
+	say "  scope_loop under qprofd --collector bpf: $r ns/iteration -> $bpf ns per scope"
 fi
 if command -v bpftrace >/dev/null; then
 	exe=$bin/scope_loop

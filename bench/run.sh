@@ -177,7 +177,7 @@ else
 	api() { curl -s --max-time 5 --unix-socket "$sock" "http://localhost$1"; }
 	if start_loop scope_loop q; then
 		attached=0
-		start_qprofd q "$loop_pid" && attached=1
+		start_qprofd q "$loop_pid" --collector bpf && attached=1
 		if [ $attached = 1 ]; then
 			run_loop q
 			scope_att=$(ns_of "$tmp/q.out")

@@ -8,6 +8,8 @@
 #
 #   sudo bench/scope_ab.sh BUILD_DIR QPROFD_A QPROFD_B [ROUNDS]   (default 5)
 #   N_ATTACHED=N iterations per run (default 2000000)
+#   COLLECTOR_ARGS=... qprofd's collector flags (default --collector bpf, the
+#   collector this measures; empty for a build older than that flag)
 #
 # Not a test: timings on a shared VM; read the medians, not one run.
 set -u
@@ -18,6 +20,7 @@ qb=${3:?QPROFD_B}
 rounds=${4:-5}
 N=${N_ATTACHED:-2000000}
 ATTACH_TIMEOUT=${ATTACH_TIMEOUT:-60}
+COLLECTOR_ARGS=${COLLECTOR_ARGS---collector bpf}
 bin=$build/bench
 tmp=$(mktemp -d /tmp/qprof-ab.XXXXXX)
 . "$here/lib.sh"
@@ -37,7 +40,7 @@ one() {
 	if [ "$q" != - ]; then
 		QPROFD=$q
 		rm -f "$tmp/$tag.qprofd"	# nor a stale "ready on" line
-		start_qprofd "$tag" "$loop_pid" || exit 1
+		start_qprofd "$tag" "$loop_pid" $COLLECTOR_ARGS || exit 1
 	fi
 	touch "$tmp/go.$tag"
 	wait "$loop_pid"

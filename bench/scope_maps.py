@@ -82,7 +82,7 @@ def measure(d, prog, touch):
 
 def run(name, qprofd, target, touches):
     prog = Target([target])
-    d = Daemon(qprofd, ["--pid", str(prog.pid)])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
     out = {"name": name}
     try:
         prog.start()
@@ -101,7 +101,7 @@ def run(name, qprofd, target, touches):
         d.stop()
     for k in touches:	# a fresh pair of processes per K: the same 1000 pairs, K hit again
         prog = Target([target, "--touch", str(k)])
-        d = Daemon(qprofd, ["--pid", str(prog.pid)])
+        d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
         try:
             prog.start()
             prog.result()

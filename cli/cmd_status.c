@@ -12,7 +12,8 @@ static const char status_help[] =
 	"\n"
 	"Show qprofd's version and uptime, its CPU sampling and scope counters, the\n"
 	"--binary files it follows (probe sites, state, processes, new versions seen)\n"
-	"and the targets it profiles (PID, COMM, STATE, PROBES, ATTACHED, EXE).\n"
+	"and the targets it profiles (PID, COMM, STATE, PROBES, ATTACHED, COLLECTOR:\n"
+	"which scope collector times it and why, EXE).\n"
 	"--json prints the daemon's answer to GET /api/status unchanged.\n";
 
 static void cell_u64(struct table *t, const json_t *o, const char *key)
@@ -51,7 +52,7 @@ int cli_print_targets(const struct cli_ctx *ctx, const json_t *arr)
 {
 	static const struct table_col cols[] = {
 		{ "PID", true }, { "COMM", false }, { "STATE", false },
-		{ "PROBES", true }, { "ATTACHED", true }, { "EXE", false },
+		{ "PROBES", true }, { "ATTACHED", true }, { "COLLECTOR", false }, { "EXE", false },
 	};
 	struct table t;
 	const json_t *o;
@@ -66,6 +67,9 @@ int cli_print_targets(const struct cli_ctx *ctx, const json_t *arr)
 		table_cell(&t, cli_json_str(o, "state"));
 		cell_u64(&t, o, "probes");
 		cell_attached(&t, o);
+		/* which collector and why, e.g. "ring (default)", "bpf: markers of ABI 1" */
+		table_cell(&t, cli_json_str(o, "collector_reason") ? cli_json_str(o, "collector_reason")
+								   : cli_json_str(o, "collector"));
 		table_cell(&t, cli_json_str(o, "exe") ? cli_json_str(o, "exe")
 						      : cli_json_str(o, "binary"));
 	}
@@ -98,9 +102,13 @@ static void print_binaries(const json_t *arr)
 
 		cli_json_u64(b, "probes", &probes);
 		cli_json_u64(b, "versions_replaced", &replaced);
+		const char *why = cli_json_str(b, "collector_reason");
+
 		printf("  %s: %llu probe sites, %s, %zu process(es)", path ? path : "?",
 		       (unsigned long long)probes, state ? state : "?",
 		       json_array_size(json_object_get(b, "pids")));
+		if (why)
+			printf(", collector %s", why);
 		if (replaced)
 			printf(", %llu new version(s) since attach", (unsigned long long)replaced);
 		putchar('\n');

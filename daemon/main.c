@@ -68,7 +68,7 @@ struct options {
 	unsigned int trace_max_events;
 	unsigned int flight_events;
 	unsigned int ring_records;	/* --ring-records: new rings' size asked of the markers */
-	bool ring;
+	enum qp_collector collector;	/* QP_COLLECTOR_DEFAULT: no flag (the ring) */
 	struct qp_metrics_opts metrics;
 	bool heap;
 	struct qp_heap_opts heap_opts;
@@ -112,8 +112,9 @@ static void usage(FILE *f)
 		"                      parent, kind only, which survive restarts)\n"
 		"  --metrics-max-sets N  label sets per per-site family of /metrics, 1..1000000\n"
 		"                      (default 1000; the rest are counted as omitted)\n"
-		"  --ring              time the scopes of new targets (pid and --binary) with the\n"
-		"                      ring collector (markers of ABI 2; others: BPF, with a note)\n"
+		"  --collector ring|bpf  scope collector of new targets (also --ring): ring, the\n"
+		"                      default (ABI-2 markers: 0.03-0.2 us a scope here), or bpf\n"
+		"                      (uprobes, ~40x dearer: 2-7 us a scope; ABI 1, USDT probes)\n"
 		"  --ring-records N    records (16 bytes each) a ring target's new thread rings\n"
 		"                      get, a power of two 1024..16777216 (default "
 		QP_STR(QP_RING_RECORDS_DEFAULT) "; 0: the\n"
@@ -242,7 +243,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
 	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
 	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS,
-	       OPT_DL_HOLD, OPT_UNWIND, OPT_FLIGHT, OPT_RING_RECORDS };
+	       OPT_DL_HOLD, OPT_UNWIND, OPT_FLIGHT, OPT_RING_RECORDS, OPT_COLLECTOR };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "binary", required_argument, NULL, 'b' },
@@ -255,6 +256,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
 		{ "ring", no_argument, NULL, OPT_RING },
 		{ "ring-records", required_argument, NULL, OPT_RING_RECORDS },
+		{ "collector", required_argument, NULL, OPT_COLLECTOR },
 		{ "heap", no_argument, NULL, OPT_HEAP },
 		{ "heap-interval", required_argument, NULL, OPT_HEAP_INTERVAL },
 		{ "heap-live", required_argument, NULL, OPT_HEAP_LIVE },
@@ -320,7 +322,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			o->max_sites = (unsigned int)v;
 			break;
 		case OPT_RING:
-			o->ring = true;
+		case OPT_COLLECTOR:
+			if (qp_collector_parse(c == OPT_RING ? "ring" : optarg, &o->collector)) {
+				fprintf(stderr, "qprofd: --collector wants ring or bpf, one of them (--ring "
+					"is --collector ring), got '%s'\n", c == OPT_RING ? "--ring" : optarg);
+				return 2;
+			}
 			break;
 		case OPT_UNWIND:
 			if (qp_cpu_unwind_mode_parse(optarg, &o->unwind)) {
@@ -608,7 +615,7 @@ int main(int argc, char **argv)
 		if (qp_ring_open(&ring, &ro, err, sizeof(err)))
 			qp_warn("the ring collector is unavailable: %s", err);
 		d.reg.ring = ring;
-		d.reg.ring_default = o.ring;
+		qp_registry_set_collector(&d.reg, o.collector);
 		qp_scopes_set_ring(d.scopes, ring);
 	}
 	phase_mark(&ph, "ring BPF");

@@ -14,7 +14,10 @@
  *
  * It runs until SIGINT/SIGTERM (or --ticks N) and then prints a summary.
  * Nothing in here knows about the profiler: the QPROF_* markers are nops
- * until qprofd attaches.
+ * until qprofd attaches. Then, with the default collector (the ring), each
+ * marker writes a 16-byte record into its thread's ring in this process's
+ * memory, which qprofd reads from outside; qprofd --collector bpf would
+ * trap into a uprobe at each marker instead (tens of times dearer).
  *
  *   strategy [--ticks N] [--rate N] [--threads N] [--seed N]
  */

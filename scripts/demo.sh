@@ -31,7 +31,11 @@ echo "demo: starting the example strategy ($build/examples/strategy --threads 2 
 "$build/examples/strategy" --threads 2 --rate 20000 >"$tmp/strategy.log" 2>&1 &
 strategy_pid=$!
 
-echo "demo: attaching qprofd to pid $strategy_pid (socket $sock)"
+echo "demo: attaching qprofd to pid $strategy_pid (socket $sock), with the default"
+echo "      collector, the ring: the markers write records into rings in the"
+echo "      strategy's own memory, which qprofd reads every millisecond (the status"
+echo "      below says so: COLLECTOR ring (default)). qprofd --collector bpf would"
+echo "      put a uprobe on each marker instead: microseconds a scope, not tens of ns"
 "$build/daemon/qprofd" --pid "$strategy_pid" --socket "$sock" 2>"$tmp/qprofd.log" &
 qprofd_pid=$!
 for _ in $(seq 200); do

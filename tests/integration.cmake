@@ -246,6 +246,21 @@ add_test(NAME integration_ring_more
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring_more.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:ring2_target>)
 set_tests_properties(integration_ring_more PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+# Which collector a target gets without a flag (the ring for marker ABI 2,
+# BPF for ABI 1, tests/fixtures/abi1), asked for (qprofd --collector, POST
+# "collector"), and what the status (JSON and text) says about it.
+add_test(NAME integration_collector
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_collector.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:scope_target> $<TARGET_FILE:scope_target_abi1>
+          $<TARGET_FILE:qprof-cli>)
+set_tests_properties(integration_collector PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# The ring, the default collector, through spans across threads (counted
+# once each under --pid and --binary), exec (back on the ring) and fork (a
+# --binary target's children on the ring, each counted for its own scopes).
+add_test(NAME integration_ring_lifecycle
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring_lifecycle.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:spans_target> $<TARGET_FILE:lifecycle_target>)
+set_tests_properties(integration_ring_lifecycle PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
 # Every thread's stack without stopping the process (issue 12): three named
 # threads sleeping, waiting on a condition variable and spinning.

@@ -211,6 +211,16 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 	p->rings++;
 }
 
+void qp_ring_take_locked(struct qp_ring *g, const struct ring_announce *a)
+{
+	take(g, a);
+}
+
+struct ring_pid *qp_ring_pid_locked(struct qp_ring *g, uint32_t pid)
+{
+	return pid_of(g, pid);
+}
+
 /* A thread of PID that announced the ring at ADDR is exiting, with the
  * ring's head then: what the drain must read or count, even if the
  * process is gone by then. */
@@ -247,6 +257,7 @@ static int on_announce(void *ctx, void *data, size_t len)
 		pend(g, &a);
 	} else {
 		take(g, &a);
+		qp_ring_take_children_locked(g, &a);
 	}
 	pthread_mutex_unlock(&g->lock);
 	return 0;
@@ -753,66 +764,6 @@ void qp_ring_stamp_now(struct qp_ring_stamp *st)
 {
 	st->tsc = __rdtsc();
 	st->ns = mono_ns();
-}
-
-int qp_ring_watch_since(struct qp_ring *g, int pid, const struct qp_ring_stamp *since)
-{
-	struct ring_announce *got = NULL;
-	struct qp_ring_stamp now;
-	size_t i, n = 0, first;
-	struct ring_pid *p;
-	int ret = 0;
-
-	qp_ring_stamp_now(&now);
-	pthread_mutex_lock(&g->lock);
-	if (pid_of(g, (uint32_t)pid))
-		goto out;
-	if (g->npids >= MAX_PIDS) {
-		ret = -ENOSPC;
-		goto out;
-	}
-	p = realloc(g->pids, (g->npids + 1) * sizeof(*p));
-	if (!p) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	g->pids = p;
-	p = &g->pids[g->npids++];
-	memset(p, 0, sizeof(*p));
-	p->pid = (uint32_t)pid;
-	p->fl.max = g->o.flight;
-	qp_htab_init(&p->names, 16);
-	p->watch_ts = now.tsc;
-	p->watch_ns = now.ns;
-	p->from_ts = since && since->tsc < now.tsc ? since->tsc : now.tsc;
-	p->from_ns = since && since->ns < now.ns ? since->ns : now.ns;
-	if (!since)
-		goto out;
-	/* its rings announced before it was a target */
-	first = g->npend > RING_PENDING ? g->npend - RING_PENDING : 0;
-	for (i = first; i < g->npend; i++) {
-		const struct ring_announce *a = &g->pend[i % RING_PENDING];
-		struct ring_announce *v;
-
-		if (a->pid != (uint32_t)pid)
-			continue;
-		v = realloc(got, (n + 1) * sizeof(*v));
-		if (!v)
-			break;
-		got = v;
-		got[n++] = *a;
-	}
-	for (i = 0; i < n; i++)
-		take(g, &got[i]);
-out:
-	pthread_mutex_unlock(&g->lock);
-	free(got);
-	return ret;
-}
-
-int qp_ring_watch(struct qp_ring *g, int pid)
-{
-	return qp_ring_watch_since(g, pid, NULL);
 }
 
 void qp_ring_forget(struct qp_ring *g, int pid)

@@ -60,6 +60,10 @@ void qp_ring_stamp_now(struct qp_ring_stamp *st);
  * the rings it announced before it became a target are taken. A ring that
  * a forked child copied from its parent counts from now only. */
 int qp_ring_watch_since(struct qp_ring *g, int pid, const struct qp_ring_stamp *since);
+/* The same for PID, forked by PARENT (a ring target) at FORK_NS
+ * (CLOCK_MONOTONIC; 0: now): its copies of PARENT's rings are taken at
+ * once, their records (the child's own) counting from the fork. */
+int qp_ring_watch_child(struct qp_ring *g, int pid, int parent, uint64_t fork_ns);
 /* Attach to the ring_register probes of PATH for PID: links appended to
  * *LINKS as qp_scopes_attach does, owned by OWNER (detached with
  * qp_scopes_detach_links). Returns the number made (0: PATH has none) or

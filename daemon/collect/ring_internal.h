@@ -69,6 +69,7 @@ struct ring_pid {
 	uint64_t gone_head, gone_base, gone_read, gone_lost, gone_bytes_max;
 	struct qp_ring_lost_est gone_est;
 	uint64_t rings_gone;
+	uint32_t parent;		/* forked from this ring target (qp_ring_watch_child), 0 */
 };
 #define RING_MAX_NAMES 65536		/* thread names kept per process */
 
@@ -98,5 +99,13 @@ struct qp_ring {
 	struct qprof_ring_rec *buf;	/* one ring's records, copied out */
 	size_t bufcap;
 };
+
+/* ring_collect.c, G->lock held: take the ring announced by A (checked,
+ * its header read without the lock); the watch of PID, or NULL. */
+void qp_ring_take_locked(struct qp_ring *g, const struct ring_announce *a);
+struct ring_pid *qp_ring_pid_locked(struct qp_ring *g, uint32_t pid);
+/* ring_watch.c, G->lock held (dropped and taken again): the copies that
+ * the children forked from A's process hold of the ring A announces. */
+void qp_ring_take_children_locked(struct qp_ring *g, const struct ring_announce *a);
 
 #endif

@@ -110,6 +110,7 @@ void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j)
 	qp_json_kv_u64(j, "sites_refused", t->sites_refused);
 	qp_json_kv_u64(j, "files_unopened", t->files_unopened);
 	qp_json_kv_str(j, "collector", t->ring ? "ring" : "bpf");
+	qp_json_kv_str(j, "collector_reason", t->collector_reason);
 	if (t->collector_note[0])
 		qp_json_kv_str(j, "collector_note", t->collector_note);
 	else
@@ -151,6 +152,11 @@ void qp_export_binary_json(const struct qp_binary_view *b, struct qp_json *j)
 	 * per_process (no fanotify): each process gets links once adopted */
 	qp_json_kv_str(j, "mode", b->per_process ? "per_process" : "every_process");
 	qp_json_kv_str(j, "collector", b->ring ? "ring" : "bpf");
+	qp_json_kv_str(j, "collector_reason", b->collector_reason);
+	if (b->collector_note[0])
+		qp_json_kv_str(j, "collector_note", b->collector_note);
+	else
+		qp_json_kv_null(j, "collector_note");
 	qp_json_kv_u64(j, "versions_replaced", b->versions_replaced);
 	qp_json_kv_u64(j, "old_versions_running", b->old_versions_running);
 	qp_json_kv_u64(j, "sites_refused", b->sites_refused);

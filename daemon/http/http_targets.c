@@ -220,13 +220,7 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	extra.privileged = req->privileged;
 	extra.client_pid = req->peer_pid;
 	if ((v = json_object_get(root, "collector"))) {
-		const char *c = json_is_string(v) ? json_string_value(v) : "";
-
-		if (!strcmp(c, "ring"))
-			extra.collector = QP_COLLECTOR_RING;
-		else if (!strcmp(c, "bpf"))
-			extra.collector = QP_COLLECTOR_BPF;
-		else {
+		if (!json_is_string(v) || qp_collector_parse(json_string_value(v), &extra.collector)) {
 			qp_reply_error(resp, 400, "\"collector\" must be \"ring\" or \"bpf\"");
 			goto out;
 		}

@@ -65,7 +65,7 @@ struct qp_status_model {
 	} self;			/* qprofd's own resident memory and CPU time */
 	struct {
 		bool running;		/* the ring collector started */
-		bool is_default;	/* qprofd --ring */
+		bool is_default;	/* new targets go on the ring (no qprofd --collector bpf) */
 		uint64_t announces, not_target, bad, refused, lost, dropped_rings;
 		uint64_t exits, exits_lost;	/* thread exits of ring threads reported */
 		uint64_t exit_heads_unread;	/* ... without the ring's head (older kernels) */

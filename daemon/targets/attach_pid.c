@@ -164,7 +164,6 @@ struct attach_state {
 	size_t nmods, files, extras;
 	uint32_t *ids;			/* the other probes' and spans' definitions */
 	uint64_t epoch;
-	bool ring;			/* the ring collector asked for (or the default) */
 };
 
 /* The qprof probes of every file T maps, r->lock NOT held. */
@@ -236,7 +235,7 @@ static int attach_files(struct qp_registry *r, struct qp_target *t, struct attac
 			continue;
 		}
 		first = t->nlinks;
-		ret = qp_target_attach_scopes(r, t, path, mod, a->epoch, a->ring, merr, sizeof(merr));
+		ret = qp_target_attach_scopes(r, t, path, mod, a->epoch, t->choice.ring, merr, sizeof(merr));
 		if (ret < 0) {
 			if (ret == -ESRCH || !qp_pid_alive(t->pid)) {
 				*status = 404;
@@ -436,7 +435,7 @@ int qp_registry_add_pid(struct qp_registry *r, int pid, const struct qp_attach_e
 
 	/* the slow part, without the registry lock: T is ours alone */
 	a.epoch = qp_scopes_new_epoch(r->scopes);
-	a.ring = qp_target_wants_ring(r, extra);
+	t->choice = qp_target_choice(r, extra);
 	ret = attach_files(r, t, &a, extra && (extra->nusdt || extra->nspans), status, err, errlen);
 	if (!ret)
 		ret = attach_extras(r, t, extra, &a, status, err, errlen);

@@ -68,6 +68,16 @@ int qp_binary_covering(const struct qp_registry *r, int pid, const struct qp_map
 	return -1;
 }
 
+void qp_binary_give_collector(struct qp_registry *r, const struct qp_binary *b, struct qp_target *t,
+			      int parent, uint64_t fork_ns)
+{
+	t->choice = b->choice;
+	memcpy(t->collector_note, b->collector_note, sizeof(t->collector_note));
+	if (b->ring && !(parent > 0 ? qp_ring_watch_child(r->ring, t->pid, parent, fork_ns)
+				    : qp_ring_watch_since(r->ring, t->pid, &b->ring_since)))
+		t->ring = r->ring;
+}
+
 /* Make PID a target of binary BI if it maps it and is not known yet. */
 void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_maps *known)
 {
@@ -86,8 +96,7 @@ void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_
 	t->probes = b->probes;
 	/* a ring target from its start (its rings may have been announced
 	 * before this adoption): the records it wrote since the attach count */
-	if (b->ring && !qp_ring_watch_since(r->ring, pid, &b->ring_since))
-		t->ring = r->ring;
+	qp_binary_give_collector(r, b, t, 0, 0);
 	if (b->per_process)
 		qp_binary_attach_process(r, b, t);
 	if (qp_registry_push(r, t, true)) {
@@ -322,10 +331,13 @@ static int attach_file(struct qp_registry *r, const struct qp_binary *b, int pid
 	*status = 422;
 	if (links && b->ring && qp_ring_capable(elf)) {
 		/* the ring_register uprobe raises the semaphore in every process
-		 * of the file; logs and spans across threads stay on BPF */
+		 * of the file; the log probe only raises the log semaphore. Spans
+		 * across threads stay on BPF only where the markers do not write
+		 * them into the ring (else each would be counted twice) */
 		ret = qp_ring_attach(r->ring, r->scopes, pid, path, elf, links, nlinks, err, errlen);
 		if (ret >= 0)
-			ret = qp_scopes_attach_some(r->scopes, pid, path, elf, epoch, QP_PROBES_LOGS | QP_PROBES_ASYNC,
+			ret = qp_scopes_attach_some(r->scopes, pid, path, elf, epoch,
+						    QP_PROBES_LOGS | (qp_ring_spans_capable(elf) ? 0 : QP_PROBES_ASYNC),
 						    links, nlinks, err, errlen);
 	} else if (links) {
 		ret = qp_scopes_attach(r->scopes, pid, path, elf, epoch, links, nlinks, err, errlen);

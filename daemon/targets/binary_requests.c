@@ -199,9 +199,13 @@ static int add_locked(struct qp_registry *r, const char *real, int fd, struct qp
 	b->probes = (unsigned int)mod->qprof_notes;
 	b->sites_refused = (unsigned int)mod->elf->nbad_notes;
 	b->attached_ms = qp_realtime_ns() / 1000000;
-	b->ring = qp_target_wants_ring(r, x) && r->ring && qp_ring_capable(mod->elf);
+	b->choice = qp_target_choice(r, x);
+	b->ring = b->choice.ring && r->ring && qp_ring_capable(mod->elf);
 	if (b->ring)
 		qp_ring_stamp_now(&b->ring_since);
+	else if (b->choice.ring && mod->qprof_notes)
+		qp_choice_missed(&b->choice, r->ring ? QP_RING_MISS_ABI1 : QP_RING_MISS_DOWN, real,
+				 b->collector_note, sizeof(b->collector_note));
 	if (!mod->qprof_notes && !(x && (x->nusdt || x->nspans))) {
 		*status = mod->elf->nbad_notes ? 422 : 400;
 		snprintf(err, errlen, mod->elf->nbad_notes ?

@@ -58,7 +58,7 @@ int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char
 	}
 	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
 	first = t->nlinks;
-	ret = qp_target_attach_scopes(r, t, fdpath, mod, qp_scopes_new_epoch(r->scopes), t->ring != NULL,
+	ret = qp_target_attach_scopes(r, t, fdpath, mod, qp_scopes_new_epoch(r->scopes), t->choice.ring,
 				      err, sizeof(err));
 	close(fd);
 	if (ret < 0) {
@@ -125,8 +125,12 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct
 	int status;
 	bool by_binary;
 
+	/* the new image asks for the collector the old one asked for (the ring
+	 * unless BPF was asked: it was the default or asked) */
+	if (t && t->choice.asked)
+		again.collector = t->choice.ring ? QP_COLLECTOR_RING : QP_COLLECTOR_BPF;
 	if (e->parent) {
-		qp_registry_adopt_child(r, e->pid, e->parent);
+		qp_registry_adopt_child(r, e->pid, e->parent, e->ts_ns);
 		return;
 	}
 	if (e->adopt || !t) {
@@ -156,8 +160,11 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct
 	if (!by_binary && qp_registry_add_pid(r, e->pid, &again, NULL, &status, err, sizeof(err)))
 		qp_info("pid %d exec'd: not attached again: %s", e->pid, err);
 	pthread_mutex_lock(&r->lock);
-	if (by_binary)
+	if (by_binary) {
+		/* the old image's ring data forgotten before the new one's is watched */
+		qp_registry_wait_reaped(r, e->pid);
 		qp_registry_adopt(r, e->pid);
+	}
 	nt = qp_registry_find(r, e->pid);
 	/* the old image's libraries with probes, if the new one maps them again
 	 * (an exec of the same program): probed from the moment they are mapped */

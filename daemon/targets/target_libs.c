@@ -360,7 +360,7 @@ static void lib_load(struct qp_registry *r, struct qp_target *t, const struct qp
 	qp_reap_wait_closed(r, t->pid, m->inode);
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	first = t->nlinks;
-	ret = qp_target_attach_scopes(r, t, path, mod, epoch, t->ring != NULL, err, sizeof(err));
+	ret = qp_target_attach_scopes(r, t, path, mod, epoch, t->choice.ring, err, sizeof(err));
 	close(fd);
 	if (ret < 0) {
 		/* links made before the failure stay with the target (freed with it) */

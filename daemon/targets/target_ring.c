@@ -1,7 +1,7 @@
 /* target_ring.c - which scope collector times a pid target, file by file:
- * the ring collector for files of marker ABI 2 when the target asked for it
- * (or qprofd --ring made it the default), the BPF collector otherwise, with
- * a note saying why when the ring was asked for. The log probe stays
+ * the ring collector for files of marker ABI 2 unless the target asked for
+ * BPF (POST "collector": "bpf", or qprofd --collector bpf), the BPF
+ * collector otherwise, with a note saying why when the ring was asked for. The log probe stays
  * attached either way: on a ring target it only raises the log semaphore
  * (markers that wrote the message into the ring skip it), and it carries
  * the messages of a thread that has no ring. Spans across threads go
@@ -16,11 +16,51 @@
 #include "ring_collect.h"
 #include "targets.h"
 
-bool qp_target_wants_ring(const struct qp_registry *r, const struct qp_attach_extra *extra)
+int qp_collector_parse(const char *s, enum qp_collector *inout)
 {
-	if (extra && extra->collector != QP_COLLECTOR_DEFAULT)
-		return extra->collector == QP_COLLECTOR_RING;
-	return r->ring_default;
+	enum qp_collector c;
+
+	if (!strcmp(s, "ring"))
+		c = QP_COLLECTOR_RING;
+	else if (!strcmp(s, "bpf"))
+		c = QP_COLLECTOR_BPF;
+	else
+		return -EINVAL;
+	if (*inout != QP_COLLECTOR_DEFAULT && *inout != c)
+		return -EINVAL;
+	*inout = c;
+	return 0;
+}
+
+void qp_registry_set_collector(struct qp_registry *r, enum qp_collector c)
+{
+	r->ring_default = c != QP_COLLECTOR_BPF;
+	r->collector_flag = c != QP_COLLECTOR_DEFAULT;
+}
+
+struct qp_collector_choice qp_target_choice(const struct qp_registry *r, const struct qp_attach_extra *extra)
+{
+	struct qp_collector_choice ch = { .ring = r->ring_default, .asked = r->collector_flag };
+
+	if (extra && extra->collector != QP_COLLECTOR_DEFAULT) {
+		ch.ring = extra->collector == QP_COLLECTOR_RING;
+		ch.asked = true;
+	}
+	return ch;
+}
+
+void qp_choice_missed(struct qp_collector_choice *ch, enum qp_ring_miss miss, const char *path, char *note,
+		      size_t len)
+{
+	if (ch->miss == QP_RING_MISS_NONE)
+		ch->miss = miss;
+	if (note[0])
+		return;
+	if (miss == QP_RING_MISS_DOWN)
+		snprintf(note, len, "the ring collector could not start: BPF collector");
+	else
+		snprintf(note, len, "%s has markers of ABI 1 (no qprof:ring_register; rebuild with this "
+			 "qprof.h): BPF collector", path);
 }
 
 int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const char *path,
@@ -50,15 +90,13 @@ int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const ch
 		t->ring = r->ring;
 		return ret + more;
 	}
-	if (ring && !t->collector_note[0]) {
-		if (!r->ring)
-			snprintf(t->collector_note, sizeof(t->collector_note),
-				 "the ring collector could not start: BPF collector");
-		else
-			snprintf(t->collector_note, sizeof(t->collector_note),
-				 "%s has markers of ABI 1 (no qprof:ring_register; rebuild with this "
-				 "qprof.h): BPF collector", mod->path);
-		qp_info("pid %d: %s", t->pid, t->collector_note);
+	if (ring) {
+		bool first = !t->collector_note[0];
+
+		qp_choice_missed(&t->choice, r->ring ? QP_RING_MISS_ABI1 : QP_RING_MISS_DOWN, mod->path,
+				 t->collector_note, sizeof(t->collector_note));
+		if (first)
+			qp_info("pid %d: %s", t->pid, t->collector_note);
 	}
 	return qp_scopes_attach(r->scopes, t->pid, path, mod->elf, epoch, &t->links, &t->nlinks, err, errlen);
 }

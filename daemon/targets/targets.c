@@ -431,10 +431,17 @@ int qp_registry_remove_pid(struct qp_registry *r, int pid)
 	return -ENOENT;
 }
 
-void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
+void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent, uint64_t fork_ns)
 {
 	struct qp_target *p = qp_registry_find(r, parent), *t;
 
+	t = qp_registry_find(r, pid);
+	if (p && t && t->ring && p->ring && t->binary == p->binary && t->binary >= 0) {
+		/* adopted first by a scan, which knew no parent: its copies of
+		 * the parent's rings now, counting from the fork */
+		qp_ring_watch_child(r->ring, pid, parent, fork_ns);
+		return;
+	}
 	if (!p || p->binary < 0 || qp_registry_busy(r, pid) ||
 	    qp_binary_detached(r->binaries[p->binary], pid))
 		return;
@@ -460,6 +467,9 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent)
 	qp_proc_starttime(pid, &t->starttime);
 	t->attached_ms = qp_realtime_ns() / 1000000;
 	t->state = QP_TARGET_RUNNING;
+	/* on its binary's collector, as its parent (a ring child's records count
+	 * from its adoption) */
+	qp_binary_give_collector(r, r->binaries[t->binary], t, parent, fork_ns);
 	if (r->binaries[t->binary]->per_process)	/* no links for every process to cover it */
 		qp_binary_attach_process(r, r->binaries[t->binary], t);
 	if (qp_registry_push(r, t, true)) {

@@ -96,6 +96,8 @@ struct qp_target {
 	bool excludes_binary;	/* its own links count it: --binary links skip its pid */
 	struct qp_ring *ring;	/* the ring collector times its scopes (some file has marker
 				 * ABI 2), NULL: the BPF collector */
+	struct qp_collector_choice choice; /* the collector asked for (kept across exec) and why
+					    * it does not run where asked */
 	char collector_note[256]; /* why it is not (wholly) on the collector asked for, "" */
 	bool reporting;		/* its report is being written (lock not held): pinned */
 	struct qp_target_lib *libs;	/* every executable file seen mapped (target_libs.c) */
@@ -131,6 +133,8 @@ struct qp_binary {
 	bool stale;		/* cur's links were dropped: re-parse and re-attach */
 	bool per_process;	/* no fanotify mark: links per adopted process, none for all */
 	bool ring;		/* its processes are ring targets (files of marker ABI 2) */
+	struct qp_collector_choice choice; /* what was asked, given to its processes */
+	char collector_note[256];	/* why it is not on the ring asked for, "" */
 	struct qp_ring_stamp ring_since; /* its attach, in the rings' clocks */
 	int *detached;		/* pids detached by the user: never re-adopted */
 	size_t ndetached;
@@ -150,7 +154,6 @@ struct qp_usdt_def {
 	char begin[136], end[136]; /* spans: "provider:name" of each end */
 };
 
-enum qp_collector { QP_COLLECTOR_DEFAULT, QP_COLLECTOR_BPF, QP_COLLECTOR_RING };
 
 /* What POST /api/targets may add besides the qprof probes. */
 struct qp_attach_extra {
@@ -214,7 +217,8 @@ struct qp_registry {
 	uint64_t exited_forgotten;	/* exited targets dropped by qp_registry_trim */
 	struct qp_watch *watch;		/* fanotify on --binary files, NULL without */
 	struct qp_ring *ring;		/* the ring collector, NULL when it could not start */
-	bool ring_default;		/* qprofd --ring: new pid targets use it */
+	bool ring_default;		/* new targets use the ring (unless qprofd --collector bpf) */
+	bool collector_flag;		/* ring_default was set by qprofd --collector/--ring */
 	struct qp_reap_rec *libreap;	/* links of unloaded libraries (target_reap.c) */
 	size_t nlibreap;
 	unsigned int reapers;		/* threads releasing such links (report_done signals) */
@@ -330,9 +334,10 @@ void qp_registry_adopt(struct qp_registry *r, int pid);
  * attached, 0 when the file has no qprof probes or is gone, or -errno. */
 int qp_target_attach_file(struct qp_registry *r, struct qp_target *t, const char *path, uint64_t ino);
 
-/* PID was forked by PARENT: a target at once when PARENT is a --binary
- * target, with the parent's mappings if its own are gone (it exited). */
-void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent);
+/* PID was forked by PARENT at FORK_NS (CLOCK_MONOTONIC, 0: unknown): a
+ * target at once when PARENT is a --binary target, with the parent's
+ * mappings if its own are gone (it exited), on the parent's collector. */
+void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent, uint64_t fork_ns);
 
 /* target_ring.c: attach the scope collector of T to the qprof probes of
  * MOD's file at PATH: with RING (and the file of marker ABI 2) the ring
@@ -341,8 +346,19 @@ void qp_registry_adopt_child(struct qp_registry *r, int pid, int parent);
 struct qp_module;
 int qp_target_attach_scopes(struct qp_registry *r, struct qp_target *t, const char *path,
 			    const struct qp_module *mod, uint64_t epoch, bool ring, char *err, size_t errlen);
-/* RING asked for a new target through EXTRA (or the default)? */
-bool qp_target_wants_ring(const struct qp_registry *r, const struct qp_attach_extra *extra);
+/* "ring" or "bpf" into *INOUT; -EINVAL for anything else, or for the other
+ * one when *INOUT holds one already. */
+int qp_collector_parse(const char *s, enum qp_collector *inout);
+/* New targets go on C (QP_COLLECTOR_DEFAULT: the ring, not asked). */
+void qp_registry_set_collector(struct qp_registry *r, enum qp_collector c);
+/* The collector a new target asks for through EXTRA (or the default), with
+ * whether that was asked (POST "collector", qprofd --collector) or is the
+ * default. */
+struct qp_collector_choice qp_target_choice(const struct qp_registry *r, const struct qp_attach_extra *extra);
+/* Note in CH (and NOTE, when empty) why the file at PATH does not run on
+ * the ring it asked for: MISS. */
+void qp_choice_missed(struct qp_collector_choice *ch, enum qp_ring_miss miss, const char *path, char *note,
+		      size_t len);
 
 /* target_heap.c: keep the heap profiler's targets in step with the
  * registry (r->lock NOT held): with ALL (--heap) every running target is

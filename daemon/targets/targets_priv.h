@@ -84,6 +84,12 @@ bool qp_maps_hold(const struct qp_maps *maps, const struct qp_binary *b);
 /* Index of a binary (not detached from PID) whose file PID maps, or -1. */
 int qp_binary_covering(const struct qp_registry *r, int pid, const struct qp_maps *maps);
 void qp_binary_adopt(struct qp_registry *r, size_t bi, int pid, const struct qp_maps *known);
+/* T, a process of B, takes B's collector: the ring when B is on it, its
+ * records counting from B's attach, or, for the child forked by PARENT
+ * (> 0) at FORK_NS, its copies of PARENT's rings taken at once and
+ * counting from the fork. r->lock held. */
+void qp_binary_give_collector(struct qp_registry *r, const struct qp_binary *b, struct qp_target *t,
+			      int parent, uint64_t fork_ns);
 /* Adopt the processes that run a --binary file, r->lock NOT held: /proc
  * is read without it, then the hits are adopted under it. With OUT, a copy
  * of binary JB (with the pids adopted) goes to OUT under the same lock:

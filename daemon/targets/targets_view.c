@@ -2,11 +2,32 @@
  * --binary files, and of the lifecycle figures, taken under their locks. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lifecycle.h"
 #include "targets.h"
 #include "targets_view.h"
+
+void qp_collector_reason(const struct qp_collector_choice *ch, bool ring, bool cpu_only, char *buf,
+			 size_t len)
+{
+	const char *how = ch->asked ? "asked" : "default";
+
+	if (ring)	/* files of ABI 1 beside it stay on BPF */
+		snprintf(buf, len, "ring (%s)%s", how,
+			 ch->miss == QP_RING_MISS_ABI1 ? "; files with markers of ABI 1: bpf" : "");
+	else if (!ch->ring)
+		snprintf(buf, len, "bpf (asked)");
+	else if (ch->miss == QP_RING_MISS_DOWN)
+		snprintf(buf, len, "bpf: the ring collector could not start");
+	else if (ch->miss == QP_RING_MISS_ABI1)
+		snprintf(buf, len, "bpf: markers of ABI 1");
+	else if (cpu_only)
+		snprintf(buf, len, "none: no probes (CPU samples only)");
+	else
+		snprintf(buf, len, "bpf: no qprof markers (other USDT probes only)");
+}
 
 int qp_target_view_copy(const struct qp_target *t, struct qp_target_view *out)
 {
@@ -26,6 +47,8 @@ int qp_target_view_copy(const struct qp_target *t, struct qp_target_view *out)
 	out->sites_refused = t->sites_refused;
 	out->files_unopened = t->files_unopened;
 	out->ring = t->ring != NULL;
+	qp_collector_reason(&t->choice, out->ring, t->cpu_only, out->collector_reason,
+			    sizeof(out->collector_reason));
 	memcpy(out->collector_note, t->collector_note, sizeof(out->collector_note));
 	out->has_ring_status = t->ring && qp_ring_pid_status(t->ring, t->pid, &out->ring_status);
 	out->libs_loaded = t->libs_loaded;
@@ -92,6 +115,8 @@ int qp_binary_view_copy(const struct qp_registry *r, const struct qp_binary *b, 
 	out->state = binary_state(b);
 	out->per_process = b->per_process;
 	out->ring = b->ring;
+	qp_collector_reason(&b->choice, b->ring, false, out->collector_reason, sizeof(out->collector_reason));
+	memcpy(out->collector_note, b->collector_note, sizeof(out->collector_note));
 	out->versions_replaced = b->replaced;
 	out->old_versions_running = b->nold;
 	out->sites_refused = b->sites_refused;

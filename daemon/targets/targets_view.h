@@ -18,6 +18,29 @@ struct qp_lifecycle;
 
 enum qp_target_state { QP_TARGET_RUNNING, QP_TARGET_EXITED };
 
+/* Which scope collector a target asked for. */
+enum qp_collector { QP_COLLECTOR_DEFAULT, QP_COLLECTOR_BPF, QP_COLLECTOR_RING };
+
+/* Why a file that asked for the ring is on the BPF collector. */
+enum qp_ring_miss {
+	QP_RING_MISS_NONE,
+	QP_RING_MISS_ABI1,	/* its markers are of ABI 1 (no qprof:ring_register) */
+	QP_RING_MISS_DOWN,	/* the ring collector could not start */
+};
+
+/* What a target (or a --binary file) asked for, and what it got. */
+struct qp_collector_choice {
+	bool ring;		/* the ring asked for (or the default) */
+	bool asked;		/* by POST "collector" or qprofd --collector, not the default */
+	enum qp_ring_miss miss;	/* the first file that could not be on the ring */
+};
+
+/* "ring (default)", "bpf (asked)", "bpf: markers of ABI 1", ... for a target
+ * (or binary) that runs on the ring (RING) or not, with CPU_ONLY when it has
+ * no probe at all (targets_view.c). */
+void qp_collector_reason(const struct qp_collector_choice *ch, bool ring, bool cpu_only, char *buf,
+			 size_t len);
+
 /* A file a target maps executable (target_libs.c): "probed", "unloaded",
  * "no_markers", "refused" (with error). */
 struct qp_module_view {
@@ -41,6 +64,7 @@ struct qp_target_view {
 	bool by_binary;		/* attached through a --binary file, not by pid */
 	unsigned int sites_refused, files_unopened;
 	bool ring;		/* timed by the ring collector (target_ring.c) */
+	char collector_reason[96]; /* which collector runs and why (qp_collector_reason) */
 	char collector_note[256]; /* why not the collector asked for; "" */
 	bool has_ring_status;	/* ring_status holds the ring collector's figures of it */
 	struct qp_ring_status ring_status;
@@ -61,6 +85,8 @@ struct qp_binary_view {
 	enum qp_binary_state state;
 	bool per_process;	/* no fanotify mark: links per adopted process */
 	bool ring;		/* its processes are timed by the ring collector */
+	char collector_reason[96];
+	char collector_note[256];
 	unsigned int versions_replaced;
 	size_t old_versions_running;
 	unsigned int sites_refused;

@@ -20,6 +20,9 @@
  *                       (a program without markers)
  *
  * then prints its figures as JSON and waits for SIGUSR2 (or exits with --exit).
+ * --linger-ms L: each child of fork sleeps L ms before it exits, and exec
+ * waits L ms before the exec (so that the ring collector's drain, every
+ * 1 ms, has read what the process wrote before its memory goes).
  */
 #include <errno.h>
 #include <signal.h>
@@ -33,6 +36,7 @@
 void lc_lib_work(int n);	/* lifecycle_lib.c */
 
 static volatile sig_atomic_t go, leave;
+static int linger_ms;
 static void on_usr1(int s) { go = 1; }
 static void on_usr2(int s) { leave = 1; }
 
@@ -120,6 +124,8 @@ static int forker(int n, int m, int use_vfork, int grand, int lib)
 				lc_lib_work(m);
 			else
 				work(m);
+			if (linger_ms)
+				usleep((useconds_t)linger_ms * 1000);
 			_exit(0);
 		}
 		pids[i] = p;
@@ -145,8 +151,10 @@ int main(int argc, char **argv)
 			m = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--exit"))
 			exit_now = 1;
+		else if (!strcmp(argv[i], "--linger-ms") && i + 1 < argc)
+			linger_ms = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s --mode fork|vfork|grandchild|libfork|exec|exec_sleep|after -n N -m M [--exit]\n", argv[0]);
+			fprintf(stderr, "usage: %s --mode fork|vfork|grandchild|libfork|exec|exec_sleep|after -n N -m M [--exit] [--linger-ms L]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -184,6 +192,8 @@ int main(int argc, char **argv)
 		snprintf(nb, sizeof(nb), "%d", n);
 		snprintf(mb, sizeof(mb), "%d", m);
 		/* the file itself, not /proc/self/exe, so that comm stays the program's name */
+		if (linger_ms)
+			usleep((useconds_t)linger_ms * 1000);
 		len = readlink("/proc/self/exe", self, sizeof(self) - 1);
 		if (len <= 0)
 			return 1;

@@ -52,7 +52,7 @@ for i in range(4):
     _started.append(p)
     progs.append(p)
     pids.append(json.loads(p.stdout.readline())["pid"])
-d = Daemon(qprofd, [])
+d = Daemon(qprofd, ["--collector", "bpf"])
 try:
     results = multiprocessing.Queue()
 

@@ -98,7 +98,7 @@ def target_states(d):
     return {x["pid"]: x["state"] for x in body.get("targets", [])}
 
 
-d = Daemon(qprofd)
+d = Daemon(qprofd, ["--collector", "bpf"])
 keeper = Target([target_bin, "--mode", "idle"])  # stays: its links must stay too
 procs = []
 added = []

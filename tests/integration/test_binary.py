@@ -14,7 +14,7 @@ require_root()
 t = Failures("integration_binary")
 ITERS = 200
 before = Target([target_bin, "--mode", "nested", "--iters", str(ITERS)])
-d = Daemon(qprofd, ["--binary", os.path.realpath(target_bin)])
+d = Daemon(qprofd, ["--collector", "bpf", "--binary", os.path.realpath(target_bin)])
 after = None
 try:
     st, status = d.get("/api/status")
@@ -47,7 +47,7 @@ finally:
     t.eq(d.stop(), 0, "qprofd exits 0")
 
 # --max-exited: exited targets beyond the limit are dropped, oldest first, counted
-d = Daemon(qprofd, ["--binary", os.path.realpath(target_bin), "--max-exited", "1"])
+d = Daemon(qprofd, ["--collector", "bpf", "--binary", os.path.realpath(target_bin), "--max-exited", "1"])
 try:
     progs = [Target([target_bin, "--mode", "idle", "--exit"]) for _ in range(3)]
     pids = [p.pid for p in progs]

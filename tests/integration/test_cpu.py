@@ -52,7 +52,7 @@ def leaf_shares(folded):
 
 
 prog = CpuTarget([cpu_bin])
-d = Daemon(qprofd, ["--pid", str(prog.pid), "--frequency", "999"])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), "--frequency", "999"])
 try:
     st, status = d.get("/api/status")
     t.eq(status["cpu"]["running"], True, "cpu sampling running")

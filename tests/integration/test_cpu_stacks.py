@@ -26,7 +26,7 @@ OLD_MAP = 16384
 prog = subprocess.Popen([stacks_bin], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 _started.append(prog)
 pid = json.loads(prog.stdout.readline())["pid"]
-d = Daemon(qprofd, ["--pid", str(pid), "--frequency", "999"])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(pid), "--frequency", "999"])
 try:
     st, status = d.get("/api/status")
     if not status["cpu"]["running"]:

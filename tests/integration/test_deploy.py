@@ -135,7 +135,7 @@ if no_sys_admin:
 MODE = "per_process" if no_sys_admin else "every_process"
 
 # --pid: the daemon has parsed v1; the same inode then holds v2
-d = Daemon(qprofd)
+d = Daemon(qprofd, ["--collector", "bpf"])
 try:
     for how, deploy in (("in place", copy_in_place), ("rename", rename_in)):
         p = Target([app, "--iters", str(ITERS)])
@@ -168,7 +168,7 @@ finally:
 
 # --binary: v1 runs, the file is replaced, v2 starts at once
 for how, deploy in (("in place", copy_in_place), ("rename", rename_in)):
-    d = Daemon(qprofd, ["--binary", app])
+    d = Daemon(qprofd, ["--collector", "bpf", "--binary", app])
     old = None
     try:
         p = Target([app, "--iters", str(ITERS)])
@@ -205,7 +205,7 @@ for how, deploy in (("in place", copy_in_place), ("rename", rename_in)):
 # own (deleted) inode through map_files, or refused and counted without it
 p = Target([app, "--iters", str(ITERS)])
 rename_in(v2)
-d = Daemon(qprofd, ["--binary", app])
+d = Daemon(qprofd, ["--collector", "bpf", "--binary", app])
 try:
     b = d.get("/api/status")[1]["binaries"][0]
     if no_sys_admin:

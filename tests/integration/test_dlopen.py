@@ -119,9 +119,9 @@ def lifecycle(d):
 def workload(what):
     if what == "pid":
         h = Host()
-        d = Daemon(qprofd, ["--pid", str(h.pid), "--frequency", "999", *HOLD])
+        d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(h.pid), "--frequency", "999", *HOLD])
     else:
-        d = Daemon(qprofd, ["--binary", host_exe, "--frequency", "999", *HOLD])
+        d = Daemon(qprofd, ["--collector", "bpf", "--binary", host_exe, "--frequency", "999", *HOLD])
         h = Host()
         t.check(wait_for(lambda: target(d, h.pid), timeout=10), "--binary: the host is adopted")
     try:
@@ -222,7 +222,7 @@ def note_pc_offset(path, name):
 def bad_input():
     tmp = tempfile.mkdtemp(prefix="qprof-dlopen-")
     h = Host()
-    d = Daemon(qprofd, ["--pid", str(h.pid), "-vv", *HOLD])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(h.pid), "-vv", *HOLD])
     links0 = link_fds(d.proc.pid)
     try:
         p = os.path.join(tmp, "strategy.so")
@@ -359,7 +359,7 @@ def release():
     (SIGSTOP), the release process ends it after 50 ms; killed (SIGKILL)
     with a hold in flight, the release process ends it at once and exits."""
     h = Host()
-    d = Daemon(qprofd, ["--pid", str(h.pid), "--dl-hold-ms", "50"])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(h.pid), "--dl-hold-ms", "50"])
     dpid = d.proc.pid
     try:
         rel = releaser_of(dpid)
@@ -413,7 +413,7 @@ def release():
             d.stop()
     # --dl-hold-ms 0: loads are reported and probed, never held
     h = Host()
-    d = Daemon(qprofd, ["--pid", str(h.pid), "--dl-hold-ms", "0"])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(h.pid), "--dl-hold-ms", "0"])
     try:
         h.cmd(f"open 0 {PLUGIN}")
         h.cmd("call 0 1000")
@@ -438,7 +438,7 @@ def traced():
     plugin probed all the same. The test is the tracer (PTRACE_SEIZE: no
     stop of its own); a hold would leave dlopen stuck, seen by the timeout."""
     h = Host()
-    d = Daemon(qprofd, ["--pid", str(h.pid), *HOLD])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(h.pid), *HOLD])
     libc = ctypes.CDLL(None, use_errno=True)
     libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
     try:
@@ -502,7 +502,7 @@ def service_caps(without_kill=False):
                             start_new_session=True)
     _started.append(proc)
     pid = json.loads(proc.stdout.readline())["pid"]
-    d = Daemon(wrap, ["--pid", str(pid), "--dl-hold-ms", "1000"])
+    d = Daemon(wrap, ["--collector", "bpf", "--pid", str(pid), "--dl-hold-ms", "1000"])
     try:
         proc.stdin.write(f"open 0 {PLUGIN}\n")
         proc.stdin.flush()

@@ -155,7 +155,7 @@ def cmd(line):
 
 
 # 250 ms rather than the default 100: a loaded CI machine still counts exactly
-d = Daemon(qprofd, ["--pid", str(hpid), "--dl-hold-ms", "250", *os.environ.get("QP_EXTRA", "").split()])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(hpid), "--dl-hold-ms", "250", *os.environ.get("QP_EXTRA", "").split()])
 dpid = d.proc.pid
 try:
     links0, bpftool0 = link_fds(dpid), bpftool_links()

@@ -17,7 +17,7 @@ extra = sys.argv[4:]  # e.g. --no-uprobe-multi
 require_root()
 t = Failures("integration_drops")
 prog = Target([target_bin, "--mode", "misbehave"])
-d = Daemon(qprofd, ["--pid", str(prog.pid), *extra])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), *extra])
 try:
     prog.start()
     prog.result()

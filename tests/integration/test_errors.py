@@ -29,7 +29,7 @@ def err(d, method, path, body=None, want=400, what=""):
     return hdrs
 
 
-d = Daemon(qprofd)
+d = Daemon(qprofd, ["--collector", "bpf"])
 prog = Target([target_bin, "--mode", "idle"])
 try:
     # attach errors
@@ -181,7 +181,7 @@ port_sock = socket.socket()
 port_sock.bind(("127.0.0.1", 0))
 port = port_sock.getsockname()[1]
 port_sock.close()
-d3 = Daemon(qprofd, ["--listen", f"127.0.0.1:{port}"])
+d3 = Daemon(qprofd, ["--collector", "bpf", "--listen", f"127.0.0.1:{port}"])
 try:
     import http.client
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
@@ -204,7 +204,7 @@ stale = os.path.join(stale_dir, "stale.sock")
 s = socket.socket(socket.AF_UNIX)
 s.bind(stale)
 s.close()  # the file stays, nobody listens
-d2 = Daemon(qprofd, sock=stale)
+d2 = Daemon(qprofd, ["--collector", "bpf"], sock=stale)
 st, _ = d2.get("/api/status")
 t.eq(st, 200, "daemon replaced a stale socket")
 t.eq(d2.stop(), 0, "second daemon exits 0")

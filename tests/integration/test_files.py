@@ -91,7 +91,7 @@ def as_nobody(d, method, path, body=None):
         return status, rest
 
 
-d = Daemon(qprofd)
+d = Daemon(qprofd, ["--collector", "bpf"])
 try:
     # non-regular files: refused before any read, the daemon keeps answering
     fifo = os.path.join(work, "fifo")

@@ -69,7 +69,7 @@ FUNCS = ("keep_blocks", "churn", "keep_calloc", "keep_more")
 
 # ---- the workload -----------------------------------------------------------
 prog = HeapTarget(target_bin)
-d = Daemon(qprofd, ["--heap-interval", "8192"])
+d = Daemon(qprofd, ["--collector", "bpf", "--heap-interval", "8192"])
 try:
     # attached without its heap first: heap then turned on for the target
     st, body = d.post("/api/targets", {"pid": prog.pid})
@@ -233,7 +233,7 @@ finally:
 # 64 live allocations; 3 stacks: the one of lost stacks (made at attach),
 # keep_blocks', churn's: keep_calloc's allocations count under the first
 prog = HeapTarget(target_bin)
-d = Daemon(qprofd, ["--heap", "--pid", str(prog.pid), "--heap-interval", "8192",
+d = Daemon(qprofd, ["--collector", "bpf", "--heap", "--pid", str(prog.pid), "--heap-interval", "8192",
                     "--heap-live", "64", "--heap-stacks", "3"])
 try:
     st, status = d.get("/api/status")

@@ -76,7 +76,7 @@ def request(path, target):
     return s
 
 
-d = Daemon(qprofd)
+d = Daemon(qprofd, ["--collector", "bpf"])
 try:
     # seconds= clamped, and said so
     for q, want in (("0", "1 (clamped from 0)"), ("-5", "1 (clamped from -5)")):

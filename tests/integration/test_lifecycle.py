@@ -25,7 +25,7 @@ def exec_unmarked(n):
     """exec of a program without markers: the old image is reported, the
     process runs on, no longer a target."""
     prog = Target([lt, "--mode", "exec_sleep", "-n", str(n)])
-    d = Daemon(qprofd, ["--pid", str(prog.pid), *extra])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), *extra])
     try:
         prog.start()
         t.eq(prog.result(), {"before_exec": n}, "first image ran")
@@ -74,7 +74,7 @@ def counts_by_pid(d, name):
 
 def fork_pid(mode, n, m):
     prog = Target([lt, "--mode", mode, "-n", str(n), "-m", str(m)])
-    d = Daemon(qprofd, ["--pid", str(prog.pid), *extra])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), *extra])
     try:
         prog.start()
         res = prog.result()
@@ -110,7 +110,7 @@ def fork_pid(mode, n, m):
 
 
 def fork_binary(n, m):
-    d = Daemon(qprofd, ["--binary", lt, *extra])
+    d = Daemon(qprofd, ["--collector", "bpf", "--binary", lt, *extra])
     prog = Target([lt, "--mode", "fork", "-n", str(n), "-m", str(m)])
     try:
         ok = wait_for(lambda: prog.pid in [x["pid"] for x in d.get("/api/status")[1]["targets"]], timeout=10)
@@ -154,7 +154,7 @@ def fork_binary_lib(n, m):
     /proc rescan only, so it forks before it is a target. The BPF side finds
     the library among its mappings and protects the children all the same."""
     lib = os.path.realpath(os.environ["QPROF_TEST_LIFECYCLE_LIB"])
-    d = Daemon(qprofd, ["--binary", lib, *extra])
+    d = Daemon(qprofd, ["--collector", "bpf", "--binary", lib, *extra])
     prog = Target([lt, "--mode", "libfork", "-n", str(n), "-m", str(m)])
     try:
         prog.start()
@@ -174,12 +174,12 @@ def fork_binary_lib(n, m):
 def exec_case(by_binary, n, m):
     what = "--binary" if by_binary else "--pid"
     if by_binary:
-        d = Daemon(qprofd, ["--binary", lt, *extra])
+        d = Daemon(qprofd, ["--collector", "bpf", "--binary", lt, *extra])
         prog = Target([lt, "--mode", "exec", "-n", str(n), "-m", str(m)])
         wait_for(lambda: prog.pid in [x["pid"] for x in d.get("/api/status")[1]["targets"]], timeout=10)
     else:
         prog = Target([lt, "--mode", "exec", "-n", str(n), "-m", str(m)])
-        d = Daemon(qprofd, ["--pid", str(prog.pid), *extra])
+        d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), *extra])
     try:
         before = [x for x in d.get("/api/status")[1]["targets"] if x["pid"] == prog.pid]
         t.eq(len(before), 1, f"exec {what}: the program is a target")

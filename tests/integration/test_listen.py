@@ -153,7 +153,7 @@ try:
 
     # 1. --listen without a token: read-only over TCP
     port = free_port()
-    d = Daemon(qprofd, ["--listen", f"127.0.0.1:{port}", "--all", "--frequency", "499"])
+    d = Daemon(qprofd, ["--collector", "bpf", "--listen", f"127.0.0.1:{port}", "--all", "--frequency", "499"])
     try:
         r = as_user(port, "GET", "/api/status")
         t.eq(r["status"], 200, "non-root GET /api/status over TCP")
@@ -250,7 +250,7 @@ try:
         f.write(TOKEN + "\n")
     os.chmod(tokfile, 0o600)
     port = free_port()
-    d2 = Daemon(qprofd, ["--listen", f"127.0.0.1:{port}", "--token-file", tokfile])
+    d2 = Daemon(qprofd, ["--collector", "bpf", "--listen", f"127.0.0.1:{port}", "--token-file", tokfile])
     try:
         js = {"Content-Type": "application/json"}
         body = json.dumps({"pid": prog.pid})

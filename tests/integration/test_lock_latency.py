@@ -64,7 +64,7 @@ def start_prog():
 
 prog_a, pid_a = start_prog()
 prog_b, pid_b = start_prog()
-d = Daemon(qprofd, ["--pid", str(pid_a), "--pid", str(pid_b), "--frequency", "4000"])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(pid_a), "--pid", str(pid_b), "--frequency", "4000"])
 reports = os.path.join(d.dir, "reports")
 try:
     st, status = d.get("/api/status")

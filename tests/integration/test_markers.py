@@ -28,7 +28,7 @@ def ndjson(body):
 
 # values and marks
 prog = Target([markers, "values"])
-d = Daemon(qprofd, ["--pid", str(prog.pid)])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
 try:
     prog.start()
     prog.result()
@@ -72,7 +72,7 @@ finally:
 # logs at a moderate rate: all of them, in order; the long one cut and marked
 N = 2000
 prog = Target([markers, "logs", str(N)])
-d = Daemon(qprofd, ["--pid", str(prog.pid)])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
 try:
     # a follow stream opened before the messages exist
     fs = socket.socket(socket.AF_UNIX)
@@ -132,7 +132,7 @@ finally:
 # a flood: received + counted losses = sent
 N = 300000
 prog = Target([markers, "flood", str(N)])
-d = Daemon(qprofd, ["--pid", str(prog.pid)])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
 try:
     prog.start()
     prog.result()

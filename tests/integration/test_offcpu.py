@@ -74,7 +74,7 @@ def machinery_left(stacks, what):
 
 def slow_part():
     prog = Target([target, "slow", "500"])
-    d = Daemon(qprofd, ["--pid", str(prog.pid), "--frequency", "1999"])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), "--frequency", "1999"])
     try:
         st, status = d.get("/api/status")
         t.eq(status["offcpu"]["running"], True, "kernel events traced")
@@ -171,7 +171,7 @@ def ring_part():
     """The same workload timed by the ring collector: the slowest and the
     off-CPU profile work alike, and so do the scope's kernel figures."""
     prog = Target([target, "slow", "500"])
-    d = Daemon(qprofd, ["--ring", "--pid", str(prog.pid), "--frequency", "1999"])
+    d = Daemon(qprofd, ["--collector", "ring", "--pid", str(prog.pid), "--frequency", "1999"])
     try:
         st, status = d.get("/api/status")
         tg = [x for x in status["targets"] if x["pid"] == prog.pid]
@@ -245,7 +245,7 @@ def report_part(d, pid, rows):
 
 def contend_part(ring):
     prog = Target([target, "contend", "1500"])
-    d = Daemon(qprofd, (["--ring"] if ring else []) + ["--pid", str(prog.pid)])
+    d = Daemon(qprofd, ["--collector", "ring" if ring else "bpf", "--pid", str(prog.pid)])
     try:
         if ring:
             st, status = d.get("/api/status")
@@ -280,7 +280,7 @@ def bounds_part():
     os.environ["QPROF_OFF_RB_BYTES"] = "4096"
     try:
         prog = Target([target, "pingpong", "20000"])
-        d = Daemon(qprofd, ["--pid", str(prog.pid)])
+        d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
     finally:
         del os.environ["QPROF_OFF_RB_BYTES"]
     try:

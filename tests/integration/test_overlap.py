@@ -54,7 +54,7 @@ def cli_run(d, *args):
     return subprocess.run([cli, "--socket", d.sock, *args], capture_output=True, text=True, timeout=60)
 
 
-d = Daemon(qprofd)
+d = Daemon(qprofd, ["--collector", "bpf"])
 p = q = None
 try:
     # --pid first, then --binary of the same file

@@ -181,8 +181,8 @@ def own_row(d, name):
 
 pa, pb = free_port(), free_port()
 ia, ib = f"127.0.0.1:{pa}", f"127.0.0.1:{pb}"
-da = Daemon(qprofd, ["--listen", ia])
-db = Daemon(qprofd, ["--listen", ib])
+da = Daemon(qprofd, ["--collector", "bpf", "--listen", ia])
+db = Daemon(qprofd, ["--collector", "bpf", "--listen", ib])
 classic = Prom([ia, ib], native=False)
 native = Prom([ia, ib], native=True)
 A_US, A_ROUNDS = [5] * 19 + [75], 500          # 10,000 scopes: 9,500 of 5 us, 500 of 75 us

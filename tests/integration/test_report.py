@@ -27,7 +27,7 @@ FILES = ["cpu.folded", "cpu.svg", "report.json", "scopes.json", "summary.txt"]
 reports = tempfile.mkdtemp(prefix="qprof-reports-")
 base = os.path.join(reports, "nested", "dir")  # parents are created by the daemon
 prog = Target([target_bin, "--mode", "nested", "--iters", str(ITERS)])
-d = Daemon(qprofd, ["--pid", str(prog.pid), "--report-dir", base])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), "--report-dir", base])
 
 
 def run_cli(*args):

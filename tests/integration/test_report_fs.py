@@ -80,7 +80,7 @@ try:
     # the exit second in local time. Plant a symlink for every second of the
     # next two minutes, each to the victim directory.
     now = int(time.time())
-    d = Daemon(qprofd, ["--pid", str(prog.pid), "--report-dir", rdir])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), "--report-dir", rdir])
     st = os.stat(rdir)
     want_mode = 0o750 if qprof_gid is not None else 0o700
     t.eq((st.st_uid, st.st_mode & 0o7777), (0, want_mode), "a missing report dir is created root-owned, "

@@ -36,7 +36,7 @@ def run(label, prealloc, ring=None):
         # uncalibrated: these scopes are empty, so with the probe cost taken
         # off their true duration (about 0 ns) the 0 < min check below
         # could not tell a min that was set from one never written
-        d = Daemon(qprofd, ["--pid", str(prog.pid), "--no-calibrate"])
+        d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), "--no-calibrate"])
     finally:
         for k in env:
             os.environ.pop(k, None)

@@ -29,7 +29,7 @@ def run(prealloc):
         os.environ["QPROF_PREALLOC_SITES"] = str(prealloc)
     prog = Target([target_bin, "--threads", "4", "--reps", str(REPS)])
     try:
-        d = Daemon(qprofd, ["--pid", str(prog.pid), "--frequency", "999"])
+        d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), "--frequency", "999"])
     finally:
         os.environ.pop("QPROF_PREALLOC_SITES", None)
     try:

@@ -21,7 +21,7 @@ t = Failures("integration_scopes")
 ITERS = 1000
 
 prog = Target([target_bin, "--mode", "nested", "--iters", str(ITERS), "--rt"])
-d = Daemon(qprofd, ["--pid", str(prog.pid)])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
 
 
 def prog_ids(pid):

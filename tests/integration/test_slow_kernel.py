@@ -42,7 +42,7 @@ def match(inst, res):
 def run(ring):
     name = "ring" if ring else "bpf"
     prog = Target([target, "500", str(K)])
-    d = Daemon(qprofd, (["--ring"] if ring else []) + ["--pid", str(prog.pid)])
+    d = Daemon(qprofd, ["--collector", "ring" if ring else "bpf", "--pid", str(prog.pid)])
     figures = []
     try:
         st, status = d.get("/api/status")

@@ -109,7 +109,7 @@ def key(inst):
 def part(ring):
     tag = "ring" if ring else "bpf"
     prog = Target([target, "window", "40"])
-    d = Daemon(qprofd, (["--ring"] if ring else []) + ["--pid", str(prog.pid)])
+    d = Daemon(qprofd, ["--collector", "ring" if ring else "bpf", "--pid", str(prog.pid)])
     try:
         st, status = d.get("/api/status")
         if not t.check(status["offcpu"]["running"], f"{tag}: kernel events traced"):
@@ -242,7 +242,7 @@ def bounds_part(d, pid, mid, th0):
 
 def shutdown_part():
     prog = Target([target, "window", "40"])
-    d = Daemon(qprofd, ["--pid", str(prog.pid)])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
     try:
         prog.start()
         prog.result()

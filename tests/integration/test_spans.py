@@ -29,6 +29,9 @@ from qptest import Daemon, Failures, Target, require_root, wait_for  # noqa: E40
 qprofd, target_bin, cli = sys.argv[1:4]
 extra = sys.argv[4:]
 ring = "--ring" in extra
+# the collector is always named: --collector bpf unless the test runs on the ring
+extra = [a for a in extra if a != "--ring"]
+COLLECTOR = ["--collector", "ring" if ring else "bpf"]
 require_root()
 t = Failures("integration_spans_ring" if ring else "integration_spans")
 
@@ -54,7 +57,7 @@ def rss_kib(pid):
 
 # 1. round trips
 prog = Target([target_bin, "--mode", "roundtrip", "--n", "500"])
-d = Daemon(qprofd, ["--pid", str(prog.pid), *extra])
+d = Daemon(qprofd, [*COLLECTOR, "--pid", str(prog.pid), *extra])
 try:
     prog.start()
     own = prog.result()
@@ -131,7 +134,7 @@ finally:
 
 # 2. never ended: a short timeout, a table smaller than the spans begun
 prog = Target([target_bin, "--mode", "abandon", "--batch", "10000"])
-d = Daemon(qprofd, ["--pid", str(prog.pid), "--span-timeout-ms", "300", "--span-pending", "16384", *extra])
+d = Daemon(qprofd, [*COLLECTOR, "--pid", str(prog.pid), "--span-timeout-ms", "300", "--span-pending", "16384", *extra])
 try:
     rss0 = None
     for k in range(1, 11):
@@ -162,7 +165,7 @@ finally:
 
 # 3. bad input
 prog = Target([target_bin, "--mode", "bad"])
-d = Daemon(qprofd, ["--pid", str(prog.pid), "--span-timeout-ms", "300", *extra])
+d = Daemon(qprofd, [*COLLECTOR, "--pid", str(prog.pid), "--span-timeout-ms", "300", *extra])
 try:
     prog.start()
     prog.result()
@@ -203,7 +206,7 @@ finally:
 # 4. QPROF_SCOPE_BEGIN on one thread, QPROF_SCOPE_END on another: the same
 #    rule on both collectors (slots of its own beside the block scopes)
 prog = Target([target_bin, "--mode", "roundtrip", "--n", "500", "--scope-begin"])
-d = Daemon(qprofd, ["--pid", str(prog.pid), *extra])
+d = Daemon(qprofd, [*COLLECTOR, "--pid", str(prog.pid), *extra])
 try:
     prog.start()
     t.eq(prog.result()["count"], 500, "500 round trips")

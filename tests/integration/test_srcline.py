@@ -117,7 +117,7 @@ def decode(raw):
 
 
 prog = Target([target_bin])
-d = Daemon(qprofd, ["--pid", str(prog.pid), "--frequency", "999"])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), "--frequency", "999"])
 try:
     prog.start()
     st, _, body = d.request("GET", f"/api/cpu/folded?pid={prog.pid}&seconds=3", timeout=60)

@@ -66,7 +66,7 @@ try:
     t.eq(prog.stdout.readline().strip(), "ready", "target ready")
     names = {task_comm(tid): int(tid) for tid in os.listdir(f"/proc/{pid}/task")}
     spinner = names.get("qt-spinner")
-    d = Daemon(qprofd, ["--pid", str(pid)])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(pid)])
     time.sleep(0.3)  # the sleeper and the waiter are in their calls
 
     before_cpu, before_wall = window(spinner, lambda: time.sleep(1.0))

@@ -42,7 +42,7 @@ pid = prog.pid
 d = None
 try:
     t.eq(prog.stdout.readline().strip(), "ready", "target ready")
-    d = Daemon(qprofd, ["--pid", str(pid)])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(pid)])
     time.sleep(0.3)  # the sleeper and the waiter are in their calls
     for n in range(10):  # back to back: a Dwfl is made for each
         st, body = d.get(f"/api/threads?pid={pid}")

@@ -61,7 +61,7 @@ t.check("cannot connect to qprofd" in r.stderr, f"top with no daemon says why: {
 
 require_root()
 prog = Target([target_bin, "--mode", "nested", "--iters", "100000"])
-d = Daemon(qprofd, ["--pid", str(prog.pid), *os.environ.get("QP_EXTRA", "").split()])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), *os.environ.get("QP_EXTRA", "").split()])
 
 
 def human_ns(text):

@@ -103,7 +103,7 @@ def check_trace(doc, prog_pid, mine, scopes_total):
 
 
 prog = Target([target_bin, "--mode", "trace", "--iters", str(ITERS)])
-d = Daemon(qprofd, ["--pid", str(prog.pid)])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
 try:
     st, status = d.get("/api/status")
     t.eq(status["trace"]["running"], True, "status: trace recorder running")
@@ -179,7 +179,7 @@ finally:
 # the cap: 100 events kept of a workload of known size, the rest counted
 SMALL = 200
 prog = Target([target_bin, "--mode", "trace", "--iters", str(SMALL)])
-d = Daemon(qprofd, ["--pid", str(prog.pid), "--trace-max-events", "100"])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), "--trace-max-events", "100"])
 try:
     out = {}
     th = start_trace(d, "seconds=4", out)
@@ -211,7 +211,7 @@ finally:
 os.environ["QPROF_TRACE_RB_BYTES"] = "4096"
 prog = Target([target_bin, "--mode", "trace", "--iters", str(ITERS)])
 try:
-    d = Daemon(qprofd, ["--pid", str(prog.pid)])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
 finally:
     del os.environ["QPROF_TRACE_RB_BYTES"]
 try:

@@ -93,7 +93,7 @@ def open_in_speedscope(rel, path, tmp, timeout=180):
 
 rel = speedscope_dir()
 prog = Target([target_bin, "--mode", "trace", "--iters", "300"])
-d = Daemon(qprofd, ["--pid", str(prog.pid)])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
 try:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trace.json")
@@ -131,7 +131,7 @@ finally:
 
 for collector in ("bpf", "ring"):
     prog = Target([spans_bin, "--mode", "roundtrip", "--n", "500"])
-    d = Daemon(qprofd, ["--pid", str(prog.pid)] + (["--ring"] if collector == "ring" else []))
+    d = Daemon(qprofd, ["--collector", collector, "--pid", str(prog.pid)])
     try:
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, f"spans-{collector}.json")

@@ -22,7 +22,7 @@ t = Failures("integration_truth")
 ITERS = 20000
 
 prog = Target([target_bin, "--mode", "truth", "--iters", str(ITERS), "--rt"])
-d = Daemon(qprofd, ["--pid", str(prog.pid)])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
 try:
     st, status = d.get("/api/status")
     cal = status["calibration"]

@@ -120,7 +120,7 @@ def run_case(d, label, binary, cxx, attach=True):
             prog.wait()
 
 
-d = Daemon(qprofd, ["--frequency", "999"])
+d = Daemon(qprofd, ["--collector", "bpf", "--frequency", "999"])
 try:
     st, status = d.get("/api/status")
     if not status["cpu"]["running"]:
@@ -148,7 +148,7 @@ finally:
         print(d.logtext()[-3000:], file=sys.stderr)
 
 # --all: any sampled process answers ?pid=, unwound from its copy
-d = Daemon(qprofd, ["--frequency", "999", "--all", "--unwind", "dwarf-all"])
+d = Daemon(qprofd, ["--collector", "bpf", "--frequency", "999", "--all", "--unwind", "dwarf-all"])
 try:
     st, status = d.get("/api/status")
     t.eq(status["cpu"]["unwind"]["mode"], "dwarf-all", "--unwind dwarf-all")

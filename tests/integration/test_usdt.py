@@ -17,7 +17,7 @@ qprofd, _, cli, sdt_bin = sys.argv[1:5]
 require_root()
 t = Failures("integration_usdt")
 
-d = Daemon(qprofd)
+d = Daemon(qprofd, ["--collector", "bpf"])
 prog = Target([sdt_bin])
 try:
     out = subprocess.run([cli, "probes", sdt_bin], capture_output=True, text=True, timeout=60)

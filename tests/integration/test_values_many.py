@@ -25,7 +25,7 @@ BUCKETS = 4095 + 4096 * 3 + 3500   # about: 1..4095, three octaves, part of a fo
 REQUESTS = 3
 
 prog = Target([markers, "spread", str(N)])
-d = Daemon(qprofd, ["--pid", str(prog.pid)])
+d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
 try:
     prog.start()
     prog.result()

@@ -24,7 +24,7 @@ def run(label, ring):
         os.environ["QPROF_DIRTY_RING_BYTES"] = str(ring)
     prog = Target([markers, "spread", str(N)])
     try:
-        d = Daemon(qprofd, ["--pid", str(prog.pid)])
+        d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid)])
     finally:
         os.environ.pop("QPROF_DIRTY_RING_BYTES", None)
     try:

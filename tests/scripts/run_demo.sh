@@ -19,7 +19,8 @@ for i in $(seq "$runs"); do
 	QPROF_BUILD=$build "$src/scripts/demo.sh" "$seconds" >"$out" 2>&1
 	rc=$?
 	missing=
-	for want in "demo: QPROF_VALUE statistics:" "demo: the hottest stacks" \
+	# the status shows the strategy on the default collector, the ring
+	for want in "ring (default)" "demo: QPROF_VALUE statistics:" "demo: the hottest stacks" \
 		    "demo: flame graph of the strategy:" "demo: the sites of the binary" \
 		    "demo: done; stopping qprofd and the strategy"; do
 		grep -qF "$want" "$out" || missing="$missing [$want]"

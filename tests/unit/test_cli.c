@@ -58,6 +58,8 @@ static void test_args(void)
 		     "invalid --usdt 'nocolon'");
 	expect_usage((const char *[]){ "attach", "--pid", "1", "--usdt", "a:b:c", NULL },
 		     "invalid --usdt");
+	expect_usage((const char *[]){ "attach", "--pid", "1", "--collector", "perf", NULL },
+		     "--collector wants ring or bpf, got 'perf'");
 	/* bad --span shapes */
 	static const char *const bad_spans[] = {
 		"gc", "=a:b,c:d", "gc=a:b", "gc=a:b,", "gc=a:b,c", "gc=a:b,c:d,e:f",
@@ -137,7 +139,8 @@ static void test_args(void)
 static const char status_json[] =
 	"{\"version\":\"0.1.0\",\"uptime_ms\":3723000,"
 	"\"targets\":[{\"pid\":4242,\"comm\":\"strategy\",\"exe\":\"/opt/s/strategy\","
-	"\"state\":\"running\",\"attached_ms\":303000,\"probes\":14,\"modules\":["
+	"\"state\":\"running\",\"attached_ms\":303000,\"probes\":14,\"collector\":\"ring\","
+	"\"collector_reason\":\"ring (default)\",\"modules\":["
 	"{\"path\":\"/opt/s/strategy\",\"state\":\"probed\",\"probes\":12,\"attached_ms\":303000,"
 	"\"detached_ms\":null,\"loads\":1},"
 	"{\"path\":\"/opt/s/libmr\\u001b.so\",\"state\":\"unloaded\",\"probes\":2,"
@@ -145,7 +148,7 @@ static const char status_json[] =
 	"{\"path\":\"/opt/s/libx.so\",\"state\":\"refused\",\"probes\":0,\"attached_ms\":null,"
 	"\"detached_ms\":null,\"loads\":0,\"error\":\"corrupt\"}]},"
 	"{\"pid\":77,\"comm\":\"md\\u001b[31m\",\"exe\":\"/opt/md\",\"state\":\"exited\","
-	"\"attached_ms\":42000,\"probes\":3}],"
+	"\"attached_ms\":42000,\"probes\":3,\"collector\":\"bpf\"}],"
 	"\"cpu\":{\"running\":true,\"frequency_hz\":99,\"samples\":123456,\"lost\":0},"
 	"\"scopes\":{\"sites\":12,\"events\":5000,\"dropped\":1}}";
 
@@ -154,9 +157,9 @@ static const char status_text[] =
 	"cpu sampling: running at 99 Hz, 123k samples, 0 lost\n"
 	"scopes: 12 sites, 5000 events, 1 dropped\n"
 	"\n"
-	" PID  COMM      STATE    PROBES  ATTACHED  EXE\n"
-	"4242  strategy  running      14    5m 03s  /opt/s/strategy\n"
-	"  77  md?[31m   exited        3      42 s  /opt/md\n"
+	" PID  COMM      STATE    PROBES  ATTACHED  COLLECTOR       EXE\n"
+	"4242  strategy  running      14    5m 03s  ring (default)  /opt/s/strategy\n"
+	"  77  md?[31m   exited        3      42 s  bpf             /opt/md\n"
 	"\n"
 	"modules (files probed, and libraries loaded later that were not):\n"
 	" PID  STATE     PROBES  LOADS  ATTACHED  MODULE\n"
@@ -396,7 +399,7 @@ static void test_http(void)
 			"{\"pid\":4242,\"comm\":\"strategy\",\"exe\":\"/opt/s/strategy\","
 			"\"state\":\"running\",\"attached_ms\":0,\"probes\":14}";
 		static const char body[] =
-			"{\"pid\":4242,\"usdt\":[\"python:function__entry\",\"a:b\"],"
+			"{\"pid\":4242,\"collector\":\"bpf\",\"usdt\":[\"python:function__entry\",\"a:b\"],"
 			"\"spans\":[{\"name\":\"gc\",\"begin\":\"python:gc__start\","
 			"\"end\":\"python:gc__done\"}]}";
 		char clen[64];
@@ -408,7 +411,7 @@ static void test_http(void)
 			 (const char *[]){ "attach", "--pid", "4242", "--usdt",
 					   "python:function__entry", "--span",
 					   "gc=python:gc__start,python:gc__done", "--usdt", "a:b",
-					   NULL });
+					   "--collector", "bpf", NULL });
 		CHECK_INT(r.code, 0);
 		CHECK(strncmp(f.req, "POST /api/targets HTTP/1.1\r\n", 28) == 0);
 		snprintf(clen, sizeof(clen), "\r\nContent-Length: %zu\r\n", strlen(body));
@@ -416,8 +419,8 @@ static void test_http(void)
 		CHECK_HAS(f.req, "\r\nContent-Type: application/json\r\n");
 		b = strstr(f.req, "\r\n\r\n");
 		CHECK_STR(b ? b + 4 : NULL, body);
-		CHECK_STR(r.out, " PID  COMM      STATE    PROBES  ATTACHED  EXE\n"
-				 "4242  strategy  running      14      0 ms  /opt/s/strategy\n");
+		CHECK_STR(r.out, " PID  COMM      STATE    PROBES  ATTACHED  COLLECTOR  EXE\n"
+				 "4242  strategy  running      14      0 ms  -          /opt/s/strategy\n");
 	}
 
 	/* attach --binary: a relative path is sent absolute, escaped */
