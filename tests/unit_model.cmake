@@ -82,6 +82,7 @@ add_executable(test_scope_poll_race ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_collect.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_query.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_watch.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/ring_read.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_rows.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_spans.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/logs.c ${PROJECT_SOURCE_DIR}/daemon/collect/rb_drain.c

@@ -28,13 +28,6 @@
 #include "ringreg.skel.h"
 #include "ring_collect.h"
 
-static uint64_t mono_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 /* A (TSC, CLOCK_MONOTONIC) pair: the tightest of a few brackets. */
 static void clock_pair(uint64_t *tsc, uint64_t *ns)
@@ -43,7 +36,7 @@ static void clock_pair(uint64_t *tsc, uint64_t *ns)
 	int i;
 
 	for (i = 0; i < 7; i++) {
-		uint64_t a = __rdtsc(), n = mono_ns(), b = __rdtsc();
+		uint64_t a = __rdtsc(), n = qp_ring_mono_ns(), b = __rdtsc();
 
 		if (b - a < best) {
 			best = b - a;
@@ -79,31 +72,8 @@ static struct ring_pid *pid_of(struct qp_ring *g, uint32_t pid)
 	return NULL;
 }
 
-/* Read LEN bytes at ADDR of PID: 0, or -errno (-EFAULT for a short read). */
-static int peek(uint32_t pid, uint64_t addr, void *dst, size_t len)
-{
-	struct iovec l = { dst, len }, r = { (void *)(uintptr_t)addr, len };
-	ssize_t n = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
 
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EFAULT;
-}
 
-/* Where the records start: QPROF_RING_HDR_SIZE in version 2, 64 in
- * version 1 (no open scopes in the header). */
-static uint64_t rec_offset(const struct qprof_ring *h)
-{
-	return h->version == 1 ? QPROF_RING_HDR_SIZE_V1 : QPROF_RING_HDR_SIZE;
-}
-
-static bool header_ok(const struct qprof_ring *h, uint64_t size)
-{
-	return h->magic == QPROF_RING_MAGIC && (h->version == 1 || h->version == QPROF_RING_VERSION) &&
-	       h->rec_size == sizeof(struct qprof_ring_rec) && h->nrec >= RING_MIN_REC &&
-	       h->nrec <= RING_MAX_REC && !(h->nrec & (h->nrec - 1)) &&
-	       rec_offset(h) + (uint64_t)h->nrec * sizeof(struct qprof_ring_rec) == size;
-}
 
 static struct ring_ent *ent_of(struct qp_ring *g, uint32_t pid, uint64_t addr)
 {
@@ -158,8 +128,8 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 		return;
 	}
 	pthread_mutex_unlock(&g->lock);
-	ret = peek(a->pid, a->addr, &h, sizeof(h));
-	ok = !ret && header_ok(&h, a->size);
+	ret = qp_ring_peek(a->pid, a->addr, &h, sizeof(h));
+	ok = !ret && qp_ring_header_ok(&h, a->size);
 	/* mapped whole but unreadable now (PROT_NONE a while): taken, its
 	 * header checked at its first read (nrec 0 until then) */
 	later = ret == -EFAULT && mapped_whole(a->pid, a->addr, a->size);
@@ -189,7 +159,7 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 	e->addr = a->addr;
 	e->size = a->size;
 	e->nrec = h.nrec; /* 0: not checked yet */
-	e->hdr = later ? 0 : rec_offset(&h);
+	e->hdr = later ? 0 : qp_ring_rec_offset(&h);
 	e->mono = h.flags & QPROF_RING_F_MONO;
 	/* what the ring still holds; records older than the target's start
 	 * are skipped. A ring announced by a thread other than its owner is a
@@ -288,242 +258,6 @@ static void drop_ent(struct qp_ring *g, size_t i)
 	g->ents[i] = g->ents[--g->nents];
 }
 
-/* Records E's writer published that were never read: lost (its process
- * ended, or the ring is dropped). */
-static void count_unread(struct ring_ent *e, struct ring_pid *p)
-{
-	uint64_t n = e->head > e->tail ? e->head - e->tail : 0;
-
-	if (!n)
-		return;
-	e->lost += n;
-	p->c.lost_at_exit += n;
-	qp_ring_gap(&e->rd, n, &p->c);
-	e->tail = e->head;
-}
-
-/* One ring's reading, made without the lock. */
-struct job {
-	uint32_t pid;
-	uint64_t addr, size, tail;	/* as the entry was when the pass began */
-	uint64_t hdr;			/* where its records start */
-	uint32_t nrec;			/* 0: its header not checked yet */
-	bool checked;			/* ... and checked by this read (nrec, hdr, mono set) */
-	bool mono;
-	uint32_t known_tid;		/* the owner whose name the entry has */
-	uint32_t tid;			/* a new owner ... */
-	char comm[16];			/* ... and its name, read from /proc ("" if gone) */
-	enum { JOB_NONE, JOB_READ, JOB_DROP, JOB_BAD, JOB_UNREADABLE } what;
-	uint64_t head, lapped, skip, n; /* JOB_READ: records [tail, head) in buf, the first skip
-					 * of them overwritten while read; lapped lost before */
-};
-
-/* Read what the ring holds past the job's tail into g->buf (the drain
- * thread's alone). */
-static void job_read(struct qp_ring *g, struct job *j)
-{
-	struct qprof_ring h;
-	uint64_t head, head2, tail = j->tail, first;
-	struct iovec l, r[2];
-	size_t nr = 1;
-	ssize_t got;
-	int ret;
-
-	j->what = JOB_NONE;
-	ret = peek(j->pid, j->addr, &h, sizeof(h));
-	if (ret == -ESRCH || ret == -EFAULT) {
-		/* gone, or unmapped or PROT_NONE for now: tried again */
-		j->what = ret == -ESRCH ? JOB_DROP : JOB_UNREADABLE;
-		return;
-	}
-	if (ret)
-		return; /* tried again next time */
-	j->checked = false;
-	if (!j->nrec && header_ok(&h, j->size)) {
-		j->nrec = h.nrec;
-		j->hdr = rec_offset(&h);
-		j->mono = h.flags & QPROF_RING_F_MONO;
-		j->checked = true;
-	}
-	if (!header_ok(&h, j->size) || h.nrec != j->nrec || rec_offset(&h) != j->hdr) {
-		j->what = JOB_BAD;
-		return;
-	}
-	/* a new owner's name, for traces: read while it is alive */
-	j->tid = 0;
-	if (h.tid && h.tid != j->known_tid) {
-		char path[64];
-
-		j->tid = h.tid;
-		snprintf(path, sizeof(path), "task/%u/comm", h.tid);
-		if (qp_proc_file_line((int)j->pid, path, j->comm, sizeof(j->comm)))
-			j->comm[0] = '\0';
-	}
-	head = h.head;
-	j->head = head;
-	j->what = JOB_READ;
-	j->lapped = j->skip = j->n = 0;
-	if (head <= tail)
-		return; /* nothing new (applied: a ring readable again), or head went back */
-	if (head - tail > j->nrec) {
-		j->lapped = head - j->nrec - tail;
-		tail = head - j->nrec;
-	}
-	j->n = head - tail;
-	if (j->n > j->nrec / 2)
-		g->busy = true; /* more than half full: the next pass at once */
-	if (j->n > g->bufcap) {
-		struct qprof_ring_rec *b = realloc(g->buf, j->nrec * sizeof(*b));
-
-		if (!b) {
-			j->what = JOB_NONE;
-			return;
-		}
-		g->buf = b;
-		g->bufcap = j->nrec;
-	}
-	first = tail & (j->nrec - 1);
-	r[0].iov_base = (void *)(uintptr_t)(j->addr + j->hdr + first * sizeof(*g->buf));
-	r[0].iov_len = (size_t)j->n * sizeof(*g->buf);
-	if (first + j->n > j->nrec) {
-		r[0].iov_len = (size_t)(j->nrec - first) * sizeof(*g->buf);
-		r[1].iov_base = (void *)(uintptr_t)(j->addr + j->hdr);
-		r[1].iov_len = (size_t)(first + j->n - j->nrec) * sizeof(*g->buf);
-		nr = 2;
-	}
-	l.iov_base = g->buf;
-	l.iov_len = (size_t)j->n * sizeof(*g->buf);
-	got = process_vm_readv((pid_t)j->pid, &l, 1, r, nr, 0);
-	if (got != (ssize_t)l.iov_len) {
-		/* a ring unmapped (or made unreadable) mid-read: tried again */
-		j->what = got < 0 && errno == ESRCH ? JOB_DROP : JOB_UNREADABLE;
-		return;
-	}
-	/* what the writer may have overwritten while we copied */
-	ret = peek(j->pid, j->addr + offsetof(struct qprof_ring, head), &head2, sizeof(head2));
-	if (ret) {
-		j->what = ret == -ESRCH ? JOB_DROP : JOB_UNREADABLE;
-		return;
-	}
-	if (head2 < head)
-		head2 = head;
-	if (head2 >= j->nrec && head2 - j->nrec + 1 > tail)
-		j->skip = head2 - j->nrec + 1 - tail;
-	if (j->skip > j->n)
-		j->skip = j->n;
-}
-
-/* The first read of E: records [0, lapped + skip) were overwritten before
- * it. Whose were they? A ring first announced at head 1 was made while
- * watched: all ours, lost. Else (a qprofd started after the ring, a forked
- * child's copy) the oldest record read tells: stamped before the session
- * began, every earlier one was too (base, not ours); stamped after, the
- * session began somewhere in what was overwritten: not later than its
- * first announcement, not much earlier (a ring announces itself every
- * QPROF_RING_ANNOUNCE records), counted lost from there, an upper bound
- * (start_unknown). */
-static void first_read(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p, const struct job *j,
-		       uint64_t over)
-{
-	uint64_t from;
-
-	e->fresh = false;
-	if (!over)
-		return;
-	if (e->ann_head_ok && e->ann_head <= 1) {
-		e->lost += over;
-		qp_ring_gap(&e->rd, over, &p->c);
-		e->rd.gap_thread++; /* record 0 of a new ring is its THREAD record */
-		return;
-	}
-	if (j->n > j->skip && g->buf[j->skip].ts < e->min_ts) {
-		e->base = over;
-		return;
-	}
-	from = e->ann_head_ok && e->ann_head > 2ull * QPROF_RING_ANNOUNCE ? e->ann_head - 2ull * QPROF_RING_ANNOUNCE : 0;
-	if (from > over)
-		from = over;
-	e->base = from;
-	e->lost += over - from;
-	e->start_unknown = true;
-	p->c.start_unknown++;
-	qp_ring_gap(&e->rd, over - from, &p->c);
-}
-
-/* Under the lock: the job's reading into its entry (if it is still the
- * same one). false: drop the entry. Every move of e->tail adds to exactly
- * one of base, read and lost (ring_internal.h). */
-static bool job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p, const struct job *j)
-{
-	uint64_t now;
-
-	if (j->what == JOB_DROP) {
-		/* the process is gone (or its leader is): its other threads'
-		 * exits may still be on their way with the heads they left */
-		now = mono_ns();
-		if (!e->gone_ns)
-			e->gone_ns = now;
-		if (now - e->gone_ns < RING_GONE_GRACE_NS)
-			return true;
-		count_unread(e, p);
-		return false;
-	}
-	if (j->what == JOB_BAD) {
-		g->glob.dropped_rings++;
-		count_unread(e, p);
-		return false;
-	}
-	if (j->what == JOB_UNREADABLE) {
-		if (!e->unreadable_ns) {
-			e->unreadable_ns = mono_ns();
-			p->c.unreadable++;
-		}
-		return true;
-	}
-	if (e->unreadable_ns) {
-		p->c.unreadable_ns += mono_ns() - e->unreadable_ns;
-		e->unreadable_ns = 0;
-	}
-	if (j->checked && !e->nrec) {
-		e->nrec = j->nrec;
-		e->hdr = j->hdr;
-		e->mono = j->mono;
-		if (e->mono)
-			e->min_ts = p->from_ns;
-	}
-	e->gone_ns = 0;
-	if (j->tid && p->names.n < RING_MAX_NAMES) {
-		int64_t k = qp_htab_add_u64(&p->names, j->tid, NULL);
-
-		if (k >= 0)
-			memcpy(qp_htab_value(&p->names, (size_t)k), j->comm, sizeof(j->comm));
-		e->named_tid = j->tid;
-	}
-	if (j->what != JOB_READ || e->tail != j->tail)
-		return true;
-	if (j->head < e->tail) {
-		/* head went back: no writer of ours did that */
-		p->c.garbage++;
-		qp_ring_gap(&e->rd, 0, &p->c);
-		g->glob.dropped_rings++;
-		return false;
-	}
-	if (j->head > e->head)
-		e->head = j->head;
-	if (e->fresh)
-		first_read(g, e, p, j, j->lapped + j->skip);
-	else if (j->lapped + j->skip) {
-		e->lost += j->lapped + j->skip;
-		qp_ring_gap(&e->rd, j->lapped + j->skip, &p->c);
-	}
-	e->rd.fl = &p->fl;	/* p moves when pids grows: set for each read */
-	e->rd.spans = &g->spans;
-	qp_ring_feed(&g->agg, &e->rd, g->buf + j->skip, (size_t)(j->n - j->skip), &g->clk, e->mono,
-		     e->min_ts, &p->c);
-	e->read += j->n - j->skip;
-	e->tail = j->head;
-	return true;
-}
 
 /* qp_ring_pid_fn of the span pairing (g->lock held) */
 static void who(void *arg, uint32_t pid, struct qp_ring_counts **c, struct qp_ring_flight **fl)
@@ -555,21 +289,21 @@ static void wait_announce(struct qp_ring *g, unsigned int us)
 static void *drain(void *arg)
 {
 	struct qp_ring *g = arg;
-	uint64_t last_cal = mono_ns();
-	struct job *jobs = NULL;
+	uint64_t last_cal = qp_ring_mono_ns();
+	struct ring_job *jobs = NULL;
 	size_t i, n, cap = 0;
 
 	while (!g->stop) {
-		uint64_t pass = mono_ns();
+		uint64_t pass = qp_ring_mono_ns();
 
 		ring_buffer__consume(g->rb);
 		pthread_mutex_lock(&g->lock);
-		if (mono_ns() - last_cal > 1000000000ull) {
+		if (qp_ring_mono_ns() - last_cal > 1000000000ull) {
 			clock_update(g);
-			last_cal = mono_ns();
+			last_cal = qp_ring_mono_ns();
 		}
 		if (g->nents > cap) {
-			struct job *v = realloc(jobs, g->nents * sizeof(*v));
+			struct ring_job *v = realloc(jobs, g->nents * sizeof(*v));
 
 			if (v) {
 				jobs = v;
@@ -579,7 +313,7 @@ static void *drain(void *arg)
 		for (n = 0; n < g->nents && n < cap; n++) {
 			const struct ring_ent *e = &g->ents[n];
 
-			jobs[n] = (struct job){ .pid = e->pid, .addr = e->addr, .size = e->size,
+			jobs[n] = (struct ring_job){ .pid = e->pid, .addr = e->addr, .size = e->size,
 						.tail = e->tail, .hdr = e->hdr, .nrec = e->nrec, .known_tid = e->named_tid };
 		}
 		pthread_mutex_unlock(&g->lock);
@@ -588,7 +322,7 @@ static void *drain(void *arg)
 			struct ring_ent *e;
 			struct ring_pid *p;
 
-			job_read(g, &jobs[i]);
+			qp_ring_job_read(g, &jobs[i]);
 			if (jobs[i].what == JOB_NONE && !jobs[i].tid)
 				continue;
 			/* a process gone: its threads' last heads first */
@@ -597,7 +331,7 @@ static void *drain(void *arg)
 			pthread_mutex_lock(&g->lock);
 			e = ent_of(g, jobs[i].pid, jobs[i].addr);
 			p = e ? pid_of(g, e->pid) : NULL;
-			if (e && (!p || !job_apply(g, e, p, &jobs[i])))
+			if (e && (!p || !qp_ring_job_apply(g, e, p, &jobs[i])))
 				drop_ent(g, (size_t)(e - g->ents));
 			pthread_mutex_unlock(&g->lock);
 		}
@@ -763,7 +497,7 @@ bool qp_ring_spans_capable(const struct qp_elf_probes *elf)
 void qp_ring_stamp_now(struct qp_ring_stamp *st)
 {
 	st->tsc = __rdtsc();
-	st->ns = mono_ns();
+	st->ns = qp_ring_mono_ns();
 }
 
 void qp_ring_forget(struct qp_ring *g, int pid)

@@ -108,4 +108,32 @@ struct ring_pid *qp_ring_pid_locked(struct qp_ring *g, uint32_t pid);
  * the children forked from A's process hold of the ring A announces. */
 void qp_ring_take_children_locked(struct qp_ring *g, const struct ring_announce *a);
 
+/* One ring's reading, made without the lock. */
+struct ring_job {
+	uint32_t pid;
+	uint64_t addr, size, tail;	/* as the entry was when the pass began */
+	uint64_t hdr;			/* where its records start */
+	uint32_t nrec;			/* 0: its header not checked yet */
+	bool checked;			/* ... and checked by this read (nrec, hdr, mono set) */
+	bool mono;
+	uint32_t known_tid;		/* the owner whose name the entry has */
+	uint32_t tid;			/* a new owner ... */
+	char comm[16];			/* ... and its name, read from /proc ("" if gone) */
+	enum { JOB_NONE, JOB_READ, JOB_DROP, JOB_BAD, JOB_UNREADABLE } what;
+	uint64_t head, lapped, skip, n; /* JOB_READ: records [tail, head) in buf, the first skip
+					 * of them overwritten while read; lapped lost before */
+};
+
+/* ring_read.c */
+uint64_t qp_ring_mono_ns(void);
+/* Read LEN bytes at ADDR of PID: 0, or -errno (-EFAULT for a short read). */
+int qp_ring_peek(uint32_t pid, uint64_t addr, void *dst, size_t len);
+uint64_t qp_ring_rec_offset(const struct qprof_ring *h);
+bool qp_ring_header_ok(const struct qprof_ring *h, uint64_t size);
+/* Read what the ring holds past the job's tail into g->buf (the drain
+ * thread's alone), without the lock. */
+void qp_ring_job_read(struct qp_ring *g, struct ring_job *j);
+/* Under the lock: the job's reading into its entry; false: drop it. */
+bool qp_ring_job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p, const struct ring_job *j);
+
 #endif

@@ -1,0 +1,70 @@
+/* options.h - qprofd's command line: the options it takes, their defaults,
+ * their parsing and the --help text (options.c). */
+#ifndef QP_OPTIONS_H
+#define QP_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "collect_cpu.h"
+#include "collect_heap.h"
+#include "collect_scopes.h"
+#include "collect_threads.h"
+#include "symbolize.h"
+#include "http.h"
+#include "http_auth.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "logs.h"
+#include "collect_trace.h"
+#include "collect_calibrate.h"
+#include "qprofd.h"
+#include "report.h"
+#include "ring_collect.h"
+#include "otlp_push.h"
+#include "util.h"
+
+#define DEFAULT_SOCKET "/run/qprof/qprofd.sock"
+/* New rings' records by default (--ring-records): 4 MiB a thread, what
+ * kept a 3-thread program at 1 M scopes/s per thread exact on a loaded
+ * 2-core VM (docs/guide/ring.md) */
+#define QP_RING_RECORDS_DEFAULT 262144
+#define QP_XSTR(x) #x
+#define QP_STR(x) QP_XSTR(x)
+
+struct options {
+	const char *socket;
+	const char *listen;
+	const char *token_file;
+	const char *report_dir;
+	int *pids;
+	size_t npids;
+	const char **binaries;
+	size_t nbinaries;
+	unsigned int frequency;
+	unsigned int max_sites;
+	unsigned int max_exited;
+	struct qp_span_opts spans;
+	unsigned int dl_hold_ms;
+	bool all;
+	enum qp_cpu_unwind_mode unwind;
+	bool no_multi;
+	bool no_calibrate;
+	unsigned int trace_max_events;
+	unsigned int flight_events;
+	unsigned int ring_records;	/* --ring-records: new rings' size asked of the markers */
+	enum qp_collector collector;	/* QP_COLLECTOR_DEFAULT: no flag (the ring) */
+	struct qp_metrics_opts metrics;
+	bool heap;
+	struct qp_heap_opts heap_opts;
+	int verbose;
+};
+
+/* The --help text, to F. */
+void qp_options_usage(FILE *f);
+/* Parse ARGV into O (its defaults set by the caller); 0, 1 when --help or
+ * --version was answered, 2 on a usage error (said on stderr). The targets
+ * it names are checked to exist before anything is loaded. */
+int qp_options_parse(int argc, char **argv, struct options *o);
+
+#endif
