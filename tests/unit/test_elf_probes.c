@@ -263,7 +263,9 @@ static void check_pcs(const struct qp_elf_probes *p, const char *path, const cha
 			continue;
 		CHECK(s->flags & PF_X);
 		CHECK(n->base != 0);
-		if (!strcmp(provider, "qprof"))
+		/* every qprof probe's arg 1 is 8 bytes; ring_config has none
+		 * (its nop is never probed: the note says where the ring size is) */
+		if (!strcmp(provider, "qprof") && strcmp(n->name, "ring_config"))
 			CHECK(!strncmp(n->args, "8@", 2));
 		off = s->offset + (n->pc - s->vaddr);
 		CHECK(off + noplen <= len);
@@ -292,9 +294,9 @@ static void check_markers(const char *path, int e_type)
 	p = open_ok(path);
 	CHECK_INT(p->e_type, e_type);
 	check_build_id(p);
-	CHECK_INT(p->nnotes, 10);
-	CHECK_INT(qp_elf_count_notes(p, NULL), 10);
-	CHECK_INT(qp_elf_count_notes(p, "qprof"), 10);
+	CHECK_INT(p->nnotes, 11);
+	CHECK_INT(qp_elf_count_notes(p, NULL), 11);
+	CHECK_INT(qp_elf_count_notes(p, "qprof"), 11);
 	CHECK_INT(qp_elf_count_notes(p, "fxprov"), 0);
 	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 3);
 	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 3);
@@ -302,12 +304,14 @@ static void check_markers(const char *path, int e_type)
 	CHECK_INT(count_probe(p, "qprof", "log"), 1);
 	CHECK_INT(count_probe(p, "qprof", "mark"), 1);
 	CHECK_INT(count_probe(p, "qprof", "ring_register"), 1); /* ABI 2: one per unit */
+	CHECK_INT(count_probe(p, "qprof", "ring_config"), 1);
 	/* Only value, log and ring_register are guarded by a semaphore, which
-	 * is writable. */
+	 * is writable; ring_config's "semaphore" is the ring size qprofd may
+	 * write, writable too. */
 	for (i = 0; i < p->nnotes; i++) {
 		const struct qp_usdt_note *n = &p->notes[i];
 		bool guarded = !strcmp(n->name, "value") || !strcmp(n->name, "log") ||
-			       !strcmp(n->name, "ring_register");
+			       !strcmp(n->name, "ring_register") || !strcmp(n->name, "ring_config");
 
 		CHECK_INT(n->sema != 0, guarded);
 		if (guarded)
@@ -347,8 +351,10 @@ static void check_spans(const char *path)
 	struct qp_elf_probes *p = open_ok(path);
 	size_t i;
 
-	/* the three markers and the ring's announcement (they write the ring) */
-	CHECK_INT(p->nnotes, 4);
+	/* the three markers, the ring's announcement (they write the ring) and
+	 * its size note */
+	CHECK_INT(p->nnotes, 5);
+	CHECK_INT(count_probe(p, "qprof", "ring_config"), 1);
 	CHECK_INT(count_probe(p, "qprof", "span_begin"), 1);
 	CHECK_INT(count_probe(p, "qprof", "span_step"), 1);
 	CHECK_INT(count_probe(p, "qprof", "span_end"), 1);
@@ -359,6 +365,10 @@ static void check_spans(const char *path)
 		if (!strcmp(p->notes[i].name, "ring_register")) {
 			/* the third argument says the spans write the ring */
 			CHECK(strstr(a, " 4@$2") != NULL);
+			continue;
+		}
+		if (!strcmp(p->notes[i].name, "ring_config")) {
+			CHECK_STR(a, "");
 			continue;
 		}
 		/* three 8-byte arguments: descriptor, id, name (read from the
@@ -396,8 +406,9 @@ static void check_cxx(const char *path)
 
 	CHECK_INT(p->e_type, ET_DYN);
 	check_build_id(p);
-	CHECK_INT(p->nnotes, 9);
+	CHECK_INT(p->nnotes, 10);
 	CHECK_INT(count_probe(p, "qprof", "ring_register"), 1);
+	CHECK_INT(count_probe(p, "qprof", "ring_config"), 1);
 	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 3);
 	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 3);
 	CHECK_INT(count_probe(p, "qprof", "mark"), 2);
@@ -413,8 +424,9 @@ static void check_lib(const char *path)
 
 	CHECK_INT(p->e_type, ET_DYN);
 	check_build_id(p);
-	CHECK_INT(p->nnotes, 6);
+	CHECK_INT(p->nnotes, 7);
 	CHECK_INT(count_probe(p, "qprof", "ring_register"), 1);
+	CHECK_INT(count_probe(p, "qprof", "ring_config"), 1);
 	CHECK_INT(count_probe(p, "qprof", "scope_enter"), 1);
 	CHECK_INT(count_probe(p, "qprof", "scope_exit"), 1);
 	CHECK_INT(count_probe(p, "qprof", "mark"), 3); /* lib_shared twice */
