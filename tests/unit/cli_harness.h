@@ -136,7 +136,33 @@ static void *fake_serve(void *arg)
 		usleep(3000);	/* so the client sees the pieces apart */
 	}
 	close(fd);
-	return NULL;
+	/* Later requests of the same command (scopes and status ask for
+	 * /api/status to say what the ring lost) get a status of no targets,
+	 * until fake_stop shuts the socket. f->req keeps the first request. */
+	for (;;) {
+		static const char none[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+					   "Content-Length: 14\r\n\r\n{\"targets\":[]}";
+		char scratch[4096];
+		size_t got = 0;
+
+		fd = accept(f->lfd, NULL, NULL);
+		if (fd < 0)
+			return NULL;
+		for (;;) {
+			ssize_t r = read(fd, scratch + got, sizeof(scratch) - 1 - got);
+
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+			scratch[got] = '\0';
+			if (strstr(scratch, "\r\n\r\n") || got >= sizeof(scratch) - 1)
+				break;
+		}
+		if (write(fd, none, sizeof(none) - 1) < 0) {
+			/* the client went: nothing to answer */
+		}
+		close(fd);
+	}
 }
 
 static void fake_start(struct fake *f, const char *const *pieces)
