@@ -87,11 +87,13 @@ try:
     st, hdrs, _ = d.request("GET", "/api/scopes?seconds=1")
     t.eq((st, hdrs.get("X-Qprof-Seconds")), (200, None), "seconds=1: nothing to say")
 
-    # a live socket is refused before any target is looked at
-    p = subprocess.run([qprofd, "--socket", d.sock, "--pid", "4194001"], capture_output=True, text=True,
+    # a live socket is refused before any target is attached (a --pid of
+    # a live process: one of no process is a usage error found even earlier)
+    me = str(os.getpid())
+    p = subprocess.run([qprofd, "--socket", d.sock, "--pid", me], capture_output=True, text=True,
                        timeout=60)
     t.eq(p.returncode, 1, "second daemon on a live socket exits 1")
-    t.check("already listening" in p.stderr and "4194001" not in p.stderr,
+    t.check("already listening" in p.stderr and f"--pid {me}" not in p.stderr,
             f"refused for the socket before the --pid: {p.stderr.strip()}")
     st, _ = d.get("/api/status")
     t.eq(st, 200, "the first daemon still serves")
