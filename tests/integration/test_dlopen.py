@@ -50,8 +50,8 @@ HOLD = ["--dl-hold-ms", "250"]
 PLUGIN_V2 = os.path.join(plugdir, "libqp_plugin_v2.so")
 NOMARK = os.path.join(plugdir, "libqp_plugin_nomark.so")
 # the plugin's qprof probe sites: its scope's enter and exit, and the ring
-# collector's ring_register (marker ABI 2)
-PLUGIN_SITES = 3
+# collector's ring_register and ring_config (marker ABI 2)
+PLUGIN_SITES = 4
 
 
 class Host:

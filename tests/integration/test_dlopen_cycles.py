@@ -210,8 +210,8 @@ try:
     t.check(all(1 <= n <= cycles for n in loads), f"loads seen per library: {loads}")
     t.eq((tg["libs_loaded"], tg["libs_unloaded"]), (sum(loads), sum(loads)),
          "every load seen has its unload")
-    # the host's own sites: its mark and the ring collector's ring_register
-    t.eq(tg["probes"], 2, "only the host's own sites stay probed")
+    # the host's own sites: its mark and the ring collector's ring_register and ring_config notes
+    t.eq(tg["probes"], 3, "only the host's own sites stay probed")
     t.check(cycles < 20 or rss_end - rss10 <= RSS_BOUND_KB,
             f"qprofd's RSS flat: +{rss_end - rss10} kB from cycle 10 to {cycles} (bound {RSS_BOUND_KB})")
     host.stdin.write("quit\n")

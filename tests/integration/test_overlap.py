@@ -85,7 +85,7 @@ try:
 
     # the CLI lists the binary and detaches it
     r = cli_run(d, "status")
-    t.check(r.returncode == 0 and f"{path}: 20 probe sites, attached" in r.stdout,
+    t.check(r.returncode == 0 and f"{path}: 21 probe sites, attached" in r.stdout,
             f"status lists the binary: {r.stdout}")
     r = cli_run(d, "detach", "--binary", path)
     t.eq((r.returncode, r.stdout.strip()), (0, f"detached binary {path}"), "detach --binary")
