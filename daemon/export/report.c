@@ -228,6 +228,16 @@ static size_t column_widths(const struct srow *rows, size_t n, bool (*keep)(cons
 	return shown;
 }
 
+/* A duration of R: one that reads 0 after the BPF collector took its
+ * probes' cost off is shown as the bound it is ("<N ns"), as the CLI does. */
+static void dur_cell(char *buf, size_t len, const struct srow *r, double v)
+{
+	if (r->dur && v < 0.5 && r->calibration_ns && r->count)
+		snprintf(buf, len, "<%" PRIu64 " ns", r->calibration_ns);
+	else
+		qp_fmt_duration(buf, len, v, r->dur);
+}
+
 static void scope_table(struct qp_buf *b, const char *title, struct srow *rows, size_t n,
 			int (*cmp)(const void *, const void *), bool need_dur)
 {
@@ -253,10 +263,10 @@ static void scope_table(struct qp_buf *b, const char *title, struct srow *rows, 
 			continue;
 		shown++;
 		snprintf(cells[0], sizeof(cells[0]), "%" PRIu64, r->count);
-		qp_fmt_duration(cells[1], sizeof(cells[1]), r->mean, r->dur);
-		qp_fmt_duration(cells[2], sizeof(cells[2]), r->p50, r->dur);
-		qp_fmt_duration(cells[3], sizeof(cells[3]), r->p99, r->dur);
-		qp_fmt_duration(cells[4], sizeof(cells[4]), r->max, r->dur);
+		dur_cell(cells[1], sizeof(cells[1]), r, r->mean);
+		dur_cell(cells[2], sizeof(cells[2]), r, r->p50);
+		dur_cell(cells[3], sizeof(cells[3]), r, r->p99);
+		dur_cell(cells[4], sizeof(cells[4]), r, r->max);
 		qp_fmt_duration(cells[5], sizeof(cells[5]), r->total, r->dur);
 		qp_buf_printf(b, "  %-*.48s  %-*.32s", (int)nw, r->name, (int)pw, r->parent ? r->parent : "-");
 		for (c = 0; c < 6; c++)

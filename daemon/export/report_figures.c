@@ -42,6 +42,7 @@ size_t qp_srows_from(const struct qp_scope_model *m, struct srow **out)
 			r->p99 = fig(it->p99_ns, &ok);
 			r->p999 = fig(it->p999_ns, &ok);
 			r->max = (double)it->max_ns;
+			r->calibration_ns = it->calibration_ns;
 		}
 		r->dur = ok && strcmp(r->kind, "mark") && strcmp(r->kind, "probe");
 		r->has_kernel = it->has_kernel;

@@ -14,6 +14,7 @@ struct srow {
 	uint64_t count;
 	bool dur;				/* has durations (not a mark or probe) */
 	double total, mean, min, p50, p90, p99, p999, max;
+	uint64_t calibration_ns;		/* the BPF collector's cost taken off each duration */
 	bool has_kernel;			/* the kernel figures are traced */
 	struct scope_kstats kernel;
 };
