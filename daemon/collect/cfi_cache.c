@@ -140,7 +140,7 @@ struct qp_cfi_table *qp_cfi_get_file(struct qp_cfi_cache *c, const char *path)
 		return NULL;
 	}
 	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL); /* read, not mapped: a file rewritten under us must not SIGBUS qprofd */
 	if (!elf) {
 		close(fd);
 		errno = EINVAL;

@@ -291,7 +291,7 @@ int qp_redzone_check(const char *path, const struct qp_elf_probes *elf, const ch
 				snprintf(why, whylen, "%s: %s", path, strerror(-ret));
 				return ret;
 			}
-			f.e = elf_begin(f.fd, ELF_C_READ_MMAP, NULL);
+			f.e = elf_begin(f.fd, ELF_C_READ, NULL); /* read, not mapped: a file rewritten under us must not SIGBUS qprofd */
 			if (!f.e || rz_load_syms(&f) ||
 			    cs_open(CS_ARCH_X86, CS_MODE_64, &f.cs) != CS_ERR_OK) {
 				snprintf(why, whylen, "%s: cannot read its functions", path);

@@ -80,7 +80,7 @@ static int ldso_symbols(int fd, uint64_t *off, int64_t *delta)
 	int ret = -ENOENT;
 
 	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	e = elf_begin(fd, ELF_C_READ, NULL); /* read, not mapped: a file rewritten under us must not SIGBUS qprofd */
 	if (!e || elf_kind(e) != ELF_K_ELF) {
 		elf_end(e);
 		return -EINVAL;
