@@ -15,6 +15,7 @@
 #include "elf_probes.h"
 #include "log.h"
 #include "redzone.h"
+#include "ring_collect.h"
 #include "usdt_spec.h"
 
 static int push_link(struct qp_scope_link ***links, size_t *n, struct qp_scope_link *l)
@@ -352,7 +353,10 @@ int qp_scopes_attach_some(struct qp_scopes *s, int pid, const char *path, const 
 		for (i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
 			if (which & (1u << i))
 				chosen[nchosen++] = names[i];
-		ret = qp_redzone_check(path, elf, "qprof", chosen, nchosen, why, sizeof(why));
+		/* markers of ABI 2 (they announce rings) never keep data there: a
+		 * function holding one pushes (or calls) on its cold path, so the
+		 * compilers keep nothing below %rsp (unit_marker_redzone) */
+		ret = qp_ring_capable(elf) ? 0 : qp_redzone_check(path, elf, "qprof", chosen, nchosen, why, sizeof(why));
 		if (ret) {
 			snprintf(err, errlen, "%s: not probed: %s, which a uprobe on its nop5 overwrites on "
 				 "this kernel (Linux >= 6.18 turns it into a call); markers of this "

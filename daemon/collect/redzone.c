@@ -55,6 +55,8 @@ bool qp_redzone_kernel_optimises(void)
 struct rz_sym {
 	uint64_t lo, hi;
 	char name[128];
+	bool checked;	/* verdict is rz_function_uses' answer for it */
+	int verdict;
 };
 
 struct rz_file {
@@ -112,6 +114,7 @@ static int rz_load_syms(struct rz_file *f)
 				v += f->nsyms++;
 				v->lo = s.st_value;
 				v->hi = s.st_value + s.st_size;
+				v->checked = false;
 				nm = elf_strptr(f->e, sh.sh_link, s.st_name);
 				snprintf(v->name, sizeof(v->name), "%s", nm ? nm : "?");
 			}
@@ -231,6 +234,19 @@ static int rz_function_uses(struct rz_file *f, uint64_t lo, uint64_t hi)
 	return ret;
 }
 
+/* rz_function_uses of S, once per function: a function with thousands of
+ * sites is disassembled once, not once a site. */
+static int rz_sym_uses(struct rz_file *f, const struct rz_sym *cs)
+{
+	struct rz_sym *s = (struct rz_sym *)cs;	/* one of f->syms */
+
+	if (!s->checked) {
+		s->verdict = rz_function_uses(f, s->lo, s->hi);
+		s->checked = true;
+	}
+	return s->verdict;
+}
+
 /* 1 unsafe (WHY says where), 0 safe, -errno unreadable (WHY says why). */
 static int rz_site(struct rz_file *f, uint64_t pc, char *why, size_t whylen)
 {
@@ -243,12 +259,12 @@ static int rz_site(struct rz_file *f, uint64_t pc, char *why, size_t whylen)
 			 "its function keeps data in the red zone)", (unsigned long long)pc);
 		return 1;
 	}
-	ret = rz_function_uses(f, s->lo, s->hi);
+	ret = rz_sym_uses(f, s);
 	cold = strstr(s->name, ".cold");
 	if (ret == 0 && cold) {
 		parent = rz_find_name(f, s->name, (size_t)(cold - s->name));
 		if (parent)
-			ret = rz_function_uses(f, parent->lo, parent->hi);
+			ret = rz_sym_uses(f, parent);
 	}
 	if (ret < 0) {
 		snprintf(why, whylen, "%s (site at 0x%llx) unreadable: %s", s->name, (unsigned long long)pc,
