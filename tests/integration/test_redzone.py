@@ -73,8 +73,8 @@ t.eq(red_zone_used(abi2), 0, "the current header's build keeps nothing below %rs
 ref1, ref2 = reference(abi1), reference(abi2)
 t.check(ref1 is not None and ref1 == ref2, f"reference results without qprofd agree: {ref1} {ref2}")
 
-for flags in ([], ["--ring"]):
-    name = "ring" if flags else "default"
+for flags in (["--collector", "bpf"], ["--ring"]):
+    name = "ring" if "--ring" in flags else "bpf"
     # ABI 1: refused, the program untouched
     prog = Target([abi1, str(N)])
     d = None
@@ -106,7 +106,7 @@ for flags in ([], ["--ring"]):
             st, body = d.get(f"/api/scopes?pid={prog.pid}")
             rows = (body or {}).get("scopes", []) if st == 200 else []
             return sum(r.get("count", 0) for r in rows if r.get("name") == "rz_mark")
-        if flags:
+        if "--ring" in flags:
             # flat out, the ring laps its reader: counted up to N (exact
             # accounting of rings is tested by integration_ring*)
             got_marks = wait_for(lambda: marks(), timeout=30, step=0.2)
