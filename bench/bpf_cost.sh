@@ -36,10 +36,10 @@ ATTACH_TIMEOUT=${ATTACH_TIMEOUT:-60}
 tmp=$(mktemp -d /tmp/qprof-bpfcost.XXXXXX)
 . "$here/lib.sh"
 
-ns_of() { awk '/ns_per_iter/ { for (i = 1; i <= NF; i++) if ($i == "ns_per_iter") print $(i + 1) }' "$1" | head -1; }
+ns_of() { awk '/ns_per_iter/ && !done { for (i = 1; i <= NF; i++) if ($i == "ns_per_iter") { print $(i + 1); done = 1; break } }' "$1"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # the BPF collector by name where qprofd has a choice of collectors
-coll_args() { "$1" --help 2>&1 | grep -q -- '--collector' && echo "--collector bpf"; }
+coll_args() { case "$("$1" --help 2>&1)" in *--collector*) echo "--collector bpf" ;; esac; }
 
 # start_loop TAG: scope_threads waiting for its start file; sets loop_pid
 start_loop() {

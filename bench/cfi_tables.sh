@@ -9,11 +9,11 @@ build=${1:-build}
 tool=$build/tests/cfi_tables_bench
 [ -x "$tool" ] || { echo "cfi_tables.sh: $tool not built" >&2; exit 2; }
 if [ $# -eq 0 ]; then
-	libc=$(ldconfig -p | awk '/libc\.so\.6 .*x86-64/ {print $NF; exit}')
-	cxx=$(ldconfig -p | awk '/libstdc\+\+\.so\.6 .*x86-64/ {print $NF; exit}')
+	libc=$(ldconfig -p | awk '/libc\.so\.6 .*x86-64/ && !f {print $NF; f = 1}')
+	cxx=$(ldconfig -p | awk '/libstdc\+\+\.so\.6 .*x86-64/ && !f {print $NF; f = 1}')
 	# the biggest shared library or program with an .eh_frame
 	big=$(find /usr/lib /usr/bin /usr/local -xdev -type f -size +20M 2>/dev/null | while read -r f; do
-		if readelf -S "$f" 2>/dev/null | grep -q '\.eh_frame '; then
+		if readelf -S "$f" 2>/dev/null | grep '\.eh_frame ' >/dev/null; then
 			echo "$(stat -c %s "$f") $f"
 		fi
 	done | sort -n | tail -1 | cut -d' ' -f2-)

@@ -33,6 +33,6 @@ function(qprof_instrument_test name src)
 endfunction()
 
 qprof_instrument_test(test_instrument test_instrument.c
-  scope_enter=3 scope_exit=3 value=3 log=2 ring_register=1)
+  scope_enter=3 scope_exit=3 value=3 log=2 ring_register=1 ring_config=1)
 qprof_instrument_test(test_instrument_cxx test_instrument_cxx.cpp
-  scope_enter=3 scope_exit=3 value=3 log=4 ring_register=1)
+  scope_enter=3 scope_exit=3 value=3 log=4 ring_register=1 ring_config=1)

@@ -55,7 +55,7 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 
 #define T0 "{\"pid\":100,\"comm\":\"strategy\",\"exe\":\"/opt/s/strategy\",\"state\":\"running\"," \
 	"\"attached_ms\":1700000000123,\"probes\":12,\"cpu_only\":false,\"exited_ms\":null,\"attached_by\":\"pid\"," \
-	"\"sites_refused\":1,\"files_unopened\":2,\"collector\":\"ring\",\"collector_note\":null," \
+	"\"sites_refused\":1,\"files_unopened\":2,\"collector\":\"ring\",\"collector_reason\":\"\",\"collector_note\":null," \
 	"\"ring\":{\"rings\":3,\"records\":10,\"lost\":11,\"garbage\":12,\"open_at_loss\":13," \
 	"\"before_attach\":14,\"logs\":15,\"logs_cut\":16,\"rings_gone\":1,\"head\":40,\"base\":2," \
 	"\"read\":27,\"unread\":0,\"lost_at_exit\":4,\"start_unknown\":0,\"unreadable\":1,\"unreadable_ms\":1500," \
@@ -69,16 +69,16 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 	"\"libs_unloaded\":4,\"libs_without_markers\":5,\"libs_refused\":6,\"sites_reused\":7}"
 #define T1 "{\"pid\":200,\"comm\":\"md\\\"feed\",\"exe\":\"/opt/m d/feed\\n(deleted)\",\"state\":\"exited\"," \
 	"\"attached_ms\":1700000000456,\"probes\":0,\"cpu_only\":true,\"exited_ms\":1700000009999,\"attached_by\":\"binary\"," \
-	"\"sites_refused\":0,\"files_unopened\":0,\"collector\":\"bpf\"," \
+	"\"sites_refused\":0,\"files_unopened\":0,\"collector\":\"bpf\",\"collector_reason\":\"\"," \
 	"\"collector_note\":\"lib \\\"x\\\" has markers of ABI 1\",\"modules\":[],\"libs_loaded\":0,\"libs_unloaded\":0," \
 	"\"libs_without_markers\":0,\"libs_refused\":0,\"sites_reused\":0}"
 #define B0 "{\"binary\":\"/opt/m d/feed\",\"probes\":7,\"attached_ms\":1700000000001,\"state\":\"attached\"," \
-	"\"mode\":\"every_process\",\"collector\":\"bpf\",\"versions_replaced\":3,\"old_versions_running\":1,\"sites_refused\":4," \
+	"\"mode\":\"every_process\",\"collector\":\"bpf\",\"collector_reason\":\"\",\"collector_note\":null,\"versions_replaced\":3,\"old_versions_running\":1,\"sites_refused\":4," \
 	"\"processes_refused\":5,\"pids\":[200,300]}"
 #define B1 "{\"binary\":\"/opt/x\",\"probes\":1,\"attached_ms\":2,\"state\":\"changed\",\"mode\":\"per_process\"," \
-	"\"collector\":\"ring\",\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
+	"\"collector\":\"ring\",\"collector_reason\":\"\",\"collector_note\":null,\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
 #define B2 "{\"binary\":\"/opt/y\",\"probes\":0,\"attached_ms\":0,\"state\":\"unprobed\",\"mode\":\"every_process\"," \
-	"\"collector\":\"bpf\",\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
+	"\"collector\":\"bpf\",\"collector_reason\":\"\",\"collector_note\":null,\"versions_replaced\":0,\"old_versions_running\":0,\"sites_refused\":0,\"processes_refused\":0,\"pids\":[]}"
 #define LC "{\"forks\":1,\"shared_mm_children\":2,\"children_stopped\":3,\"stop_failed\":4,\"records_lost\":5," \
 	"\"descendants_unwatched\":6,\"children_resumed\":7,\"sites_restored_nop\":8,\"sites_restored_int3\":9," \
 	"\"site_rewrites_failed\":10,\"semaphores_lowered\":29,\"semaphore_writes_failed\":30," \

@@ -136,7 +136,7 @@ static void check_sites(void)
 		qp_elf_probes_free(p);
 		return;
 	}
-	CHECK_INT(qp_elf_count_notes(p, "qprof"), 12); /* ring_register included */
+	CHECK_INT(qp_elf_count_notes(p, "qprof"), 13); /* ring_register and ring_config included */
 	CHECK_INT(count_probe(p, "scope_enter"), 3);
 	CHECK_INT(count_probe(p, "scope_exit"), 3);
 	CHECK_INT(count_probe(p, "value"), 3);

@@ -144,7 +144,7 @@ void check_sites()
 		qp_elf_probes_free(p);
 		return;
 	}
-	CHECK_INT(qp_elf_count_notes(p, "qprof"), 14); /* ring_register included */
+	CHECK_INT(qp_elf_count_notes(p, "qprof"), 15); /* ring_register and ring_config included */
 	CHECK_INT(count_probe(p, "scope_enter"), 3);
 	/* one exit per scope: the ring's cold calls are no calls to the
 	 * compiler (ring.h), so there is no exception path that would copy a

@@ -12,7 +12,7 @@
 # NONE=1 asserts that the binary holds no qprof trace at all: no note and none
 # of the sections the markers create (.note.stapsdt, .stapsdt.base,
 # .qprof_refs, .probes).
-# It also checks that value, log and ring_register (marker ABI 2, one per
+# It also checks that value, log, ring_register and ring_config (ABI 2, one per
 # translation unit) probes carry a semaphore and the others
 # do not (the semaphore guards the work that only a listener needs).
 cmake_minimum_required(VERSION 3.18)
@@ -27,7 +27,7 @@ if(NOT rc EQUAL 0)
   message(FATAL_ERROR "${READELF} -n ${BIN} failed (${rc}): ${err}")
 endif()
 
-set(probes scope_enter scope_exit value log mark ring_register)
+set(probes scope_enter scope_exit value log mark ring_register ring_config)
 foreach(p ${probes})
   set(count_${p} 0)
 endforeach()
@@ -55,7 +55,7 @@ foreach(e ${entries})
     continue()
   endif()
   math(EXPR count_${name} "${count_${name}} + 1")
-  if(name STREQUAL "value" OR name STREQUAL "log" OR name STREQUAL "ring_register")
+  if(name STREQUAL "value" OR name STREQUAL "log" OR name STREQUAL "ring_register" OR name STREQUAL "ring_config")
     if(sem STREQUAL "")
       message(SEND_ERROR "qprof:${name} has no semaphore")
       set(failed 1)
