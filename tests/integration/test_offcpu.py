@@ -195,7 +195,23 @@ def ring_part():
                                               for w in i["off_cpu"]) and i["off_cpu_ns"] >= 1800000)
         spinners = sum(1 for i in inst if any("spin_2ms" in x["stack"].split(";") for x in i["samples"]))
         t.eq(sleepers, 10, "ring: sleepers among the 20 slowest")
-        t.eq(spinners, 10, "ring: spinners among the 20 slowest")
+        # a spin whose samples were all lost is known only if the loss was
+        # counted: then it may show no sample at all, never a wrong one
+        cpu = d.get("/api/status")[1]["cpu"]
+        unseen = sum(1 for i in inst if i["sample_count"] == 0 and i["dur_ns"] >= 1900000
+                     and not any(w["reason"] == "blocked" for w in i["off_cpu"]))
+        if cpu["lost"] and unseen:
+            print(f"ring: {unseen} spins without samples, {cpu['lost']} samples counted lost", flush=True)
+            t.eq(spinners + unseen, 10, "ring: spinners among the 20 slowest (some unseen, counted lost)")
+        else:
+            t.eq(spinners, 10, "ring: spinners among the 20 slowest")
+        if sleepers != 10 or spinners != 10:
+            print(f"ring: status cpu {cpu}", flush=True)
+            for k, i in enumerate(inst):
+                print(f"ring instance {k}: dur {i['dur_ns']} start {i['start_ns']} off {i['off_cpu_ns']} "
+                      f"samples {[(x['count'], x['stack'][-70:]) for x in i['samples']]} "
+                      f"waits {[(w['reason'], w['ns']) for w in i['off_cpu']]} "
+                      f"{ {k2: v for k2, v in i.items() if k2 not in ('samples', 'off_cpu')} }", flush=True)
         # known since kev_ring (test_slow_kernel.py checks their values)
         t.check(all(isinstance(i["migrations"], int) and isinstance(i["page_faults"], int) and
                     isinstance(i["irq_ns"], int) for i in inst), "ring: per-instance kernel figures known")
