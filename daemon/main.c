@@ -33,6 +33,7 @@
 #include "report.h"
 #include "ring_collect.h"
 #include "otlp_push.h"
+#include "debuginfod.h"
 #include "util.h"
 #include "options.h"
 
@@ -111,6 +112,17 @@ static void *warm_kernel_symbols(void *arg)
 
 	qp_sym_kernel(arg, 0, &y);
 	return NULL;
+}
+
+/* The symbolizer and the debuginfod fetcher, wired (neither knows the other). */
+static void want_debug(void *ctx, const char *bid, const char *path)
+{
+	qp_dbgf_want(ctx, bid, path);
+}
+
+static void debug_arrived(void *ctx, const char *bid, const char *path)
+{
+	qp_sym_debug_arrived(ctx, bid, path);
 }
 
 /* A shutdown is asked (the signals the main loop waits for are pending):
@@ -276,9 +288,23 @@ int main(int argc, char **argv)
 	phase_mark(&ph, "ring BPF");
 	qp_registry_set_reporter(&d.reg, collect_report, emit_report, &d);
 	qp_registry_set_report_stop(&d.reg, stop_pending);
-	d.reg.sym = qp_symbolizer_new(NULL);
+	if (qp_fleet_debuginfod(&fleet, o.report_dir, &d.dbgf)) {
+		exit_code = 2;
+		goto out;
+	}
+	{
+		/* debug files fetched in the background, looked for in their cache */
+		struct qp_sym_opts so = { .fetched_root = qp_dbgf_cache_dir(d.dbgf),
+					  .want_debug = d.dbgf ? want_debug : NULL, .want_ctx = d.dbgf };
+
+		d.reg.sym = qp_symbolizer_new(&so);
+	}
 	if (!d.reg.sym) {
 		fprintf(stderr, "qprofd: out of memory\n");
+		goto out;
+	}
+	if (d.dbgf && qp_dbgf_start(d.dbgf, debug_arrived, d.reg.sym)) {
+		fprintf(stderr, "qprofd: cannot start the debuginfod thread\n");
 		goto out;
 	}
 	warm_started = !pthread_create(&warm, NULL, warm_kernel_symbols, d.reg.sym);
@@ -452,6 +478,8 @@ out:
 	phase_mark(&ph, "threads, heap");
 	if (warm_started)
 		pthread_join(warm, NULL);
+	qp_dbgf_free(d.dbgf);	/* its thread hands files to the symbolizer */
+	d.dbgf = NULL;
 	qp_symbolizer_free(d.reg.sym);
 	d.reg.sym = NULL;
 	phase_mark(&ph, "symbolizer");

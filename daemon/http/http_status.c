@@ -5,6 +5,7 @@
  * protobuf when the scraper's Accept asks for it). */
 #include <errno.h>
 #include <string.h>
+#include "debuginfod.h"
 #include "export_heap.h"
 #include "export_json.h"
 #include "export_metrics.h"
@@ -57,6 +58,7 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	qp_export_heap_status_json(&hm, &j);
 	qp_heap_status_free(&hm);
 	qp_otlp_status_json(d->otlp, &j);
+	qp_dbgf_status_json(d->dbgf, &j);
 	/* the limits of http_conn.h, summed over the socket and --listen */
 	qp_conns_totals(&hs);
 	qp_json_key(&j, "http");

@@ -31,6 +31,12 @@ struct qp_fleet_opts {
 	unsigned int otlp_timeout_ms;	/* one POST, 100..60000, default 5000 */
 	unsigned int otlp_queue;	/* requests waiting, 1..1024, default 16 */
 	const char *service_name;	/* --otlp-service-name, else OTEL_SERVICE_NAME, ... */
+	/* --debuginfod URLS ("off": none, whatever DEBUGINFOD_URLS says);
+	 * NULL: $DEBUGINFOD_URLS */
+	const char *debuginfod;
+	const char *debuginfod_cache;	/* NULL: debuginfod/ beside the report directory */
+	unsigned int debuginfod_timeout_s;	/* 1..3600, default 30 */
+	unsigned int debuginfod_max_mb;		/* 1..65536, default 1024 */
 };
 
 /* Take the fleet options out of ARGV (ARGC updated); "--opt VALUE" and
@@ -47,7 +53,22 @@ int qp_fleet_args(int *argc, char **argv, struct qp_fleet_opts *o);
 	"  --otlp-queue N      pushes waiting, 1..1024 (default 16; beyond, the\n"                 \
 	"                      oldest is dropped and counted)\n"                                   \
 	"  --otlp-service-name NAME  service.name (default $OTEL_SERVICE_NAME, then\n"             \
-	"                      $OTEL_RESOURCE_ATTRIBUTES' one, then unknown_service:EXE)\n"
+	"                      $OTEL_RESOURCE_ATTRIBUTES' one, then unknown_service:EXE)\n"       \
+	"  --debuginfod URLS   fetch the debug files of stripped files by build-id from\n"        \
+	"                      these debuginfod servers (space-separated; default\n"               \
+	"                      $DEBUGINFOD_URLS; off: none), in the background\n"                 \
+	"  --debuginfod-cache DIR  where fetched files are kept (default: debuginfod/\n"          \
+	"                      beside the report directory)\n"                                    \
+	"  --debuginfod-timeout S  a server silent for S seconds is given up, 1..3600\n"          \
+	"                      (default 30; a file takes at most 8 times as long)\n"             \
+	"  --debuginfod-max-mb N  a larger debug file is refused, 1..65536 (default 1024)\n"
+
+/* The debuginfod fetcher O asks for (--debuginfod, else $DEBUGINFOD_URLS),
+ * its cache beside REPORT_DIR unless named; *OUT NULL when none is asked.
+ * 0, or 2 (bad usage: a flag's server or cache refused) with the reason
+ * printed; a bad $DEBUGINFOD_URLS is warned of and ignored. */
+struct qp_dbgf;
+int qp_fleet_debuginfod(const struct qp_fleet_opts *o, const char *report_dir, struct qp_dbgf **out);
 
 /* Start pushing for D (O->otlp_endpoint set); *OUT stays NULL when there
  * is nothing to push. 0, or -errno with the reason printed. */

@@ -17,6 +17,7 @@
 
 struct qp_threads;
 struct qp_otlp;
+struct qp_dbgf;
 
 #define QPROF_VERSION "0.1.0"
 
@@ -42,6 +43,7 @@ struct qprofd {
 	struct qp_stop stop;		/* set at shutdown: windows and streams end */
 	struct qp_metrics_opts metrics;	/* --metrics-pid-label, --metrics-max-sets */
 	struct qp_otlp *otlp;		/* --otlp-endpoint: the push (otlp_push.h), NULL: none */
+	struct qp_dbgf *dbgf;		/* debuginfod (symbolize/debuginfod.h), NULL: none */
 };
 
 /* The model's view of D: its registry, collectors, settings, and the stop

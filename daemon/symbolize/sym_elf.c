@@ -204,11 +204,9 @@ static void dwarf_attach(struct qp_symbolizer *s, struct symfile *f, int fd)
 		__atomic_sub_fetch(&s->dwarf_files, 1, __ATOMIC_RELAXED);
 }
 
-/* Try PATH as the debug file of F (whose own file is ORIG): same build-id
- * when both have one, same CRC when HAVE_CRC. Loads its .symtab into F
- * (WANT_SYMS) and its DWARF when F has none yet; true when it gave F
- * either. */
-static bool try_debug_file(struct qp_symbolizer *s, struct symfile *f, const struct stat *orig,
+/* sym_internal.h: the same build-id when both have one, the same CRC when
+ * HAVE_CRC. */
+bool sym_try_debug_file(struct qp_symbolizer *s, struct symfile *f, const struct stat *orig,
 			   const char *path, bool have_crc, uint32_t crc, bool want_syms)
 {
 	char bid[2 * SYM_BUILD_ID_MAX + 1];
@@ -233,8 +231,10 @@ static bool try_debug_file(struct qp_symbolizer *s, struct symfile *f, const str
 		goto out;
 	qp_elf_build_id(elf, bid, sizeof(bid));
 	if (!(f->build_id[0] && bid[0] && strcmp(f->build_id, bid))) {
-		if (want_syms)
+		if (want_syms) {
 			elf_symbols(elf, SHT_SYMTAB, f);
+			f->full_syms = f->nsyms > 0;
+		}
 		if (!f->dw && !s->no_lines && sym_elf_has_dwarf(elf))
 			dwarf_attach(s, f, fd);
 		if ((want_syms && f->nsyms) || f->dw) {
@@ -259,7 +259,13 @@ static bool find_debug_file(struct qp_symbolizer *s, struct symfile *f, Elf *elf
 	if (f->build_id[0] && f->build_id[1] && f->build_id[2]) {
 		snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->debug_root,
 			 f->build_id, f->build_id + 2);
-		if (try_debug_file(s, f, orig, path, false, 0, want_syms))
+		if (sym_try_debug_file(s, f, orig, path, false, 0, want_syms))
+			return true;
+		/* where fetched ones are put (debuginfod.c) */
+		if (s->fetched_root &&
+		    snprintf(path, sizeof(path), "%s/.build-id/%.2s/%s.debug", s->fetched_root,
+			     f->build_id, f->build_id + 2) < (int)sizeof(path) &&
+		    sym_try_debug_file(s, f, orig, path, false, 0, want_syms))
 			return true;
 	}
 	if (elf_getshdrstrndx(elf, &shstrndx))
@@ -309,12 +315,12 @@ static bool find_debug_file(struct qp_symbolizer *s, struct symfile *f, Elf *elf
 			memcpy(nm, name, len + 1);
 			for (i = 0; i < QP_ARRAY_SIZE(fmts); i++) {
 				if (snprintf(path, sizeof(path), fmts[i], dir, nm) < (int)sizeof(path) &&
-				    try_debug_file(s, f, orig, path, true, crc, want_syms))
+				    sym_try_debug_file(s, f, orig, path, true, crc, want_syms))
 					return true;
 			}
 			if (snprintf(path, sizeof(path), "%s%s%s/%s", s->debug_root,
 				     dir[0] == '/' ? "" : "/", dir, nm) < (int)sizeof(path) &&
-			    try_debug_file(s, f, orig, path, true, crc, want_syms))
+			    sym_try_debug_file(s, f, orig, path, true, crc, want_syms))
 				return true;
 		}
 		return false;
@@ -322,7 +328,7 @@ static bool find_debug_file(struct qp_symbolizer *s, struct symfile *f, Elf *elf
 	return false;
 }
 
-static struct symfile *file_by_build_id(struct qp_symbolizer *s, const char *bid)
+struct symfile *sym_file_by_build_id_locked(struct qp_symbolizer *s, const char *bid)
 {
 	struct symfile *f;
 
@@ -330,7 +336,7 @@ static struct symfile *file_by_build_id(struct qp_symbolizer *s, const char *bid
 		return NULL;
 	/* A broken copy that claims the id must not stand for the real file. */
 	for (f = s->files; f; f = f->next)
-		if (!f->err && !strcmp(f->build_id, bid))
+		if (!f->err && !f->newer && !strcmp(f->build_id, bid))
 			return f;
 	return NULL;
 }
@@ -384,12 +390,17 @@ static struct symfile *file_load(struct qp_symbolizer *s, int fd, const struct s
 	}
 	f->err = elf_segments(elf, f);
 	if (!f->err) {
-		if (elf_has_symtab(elf))
+		if (elf_has_symtab(elf)) {
 			f->err = elf_symbols(elf, SHT_SYMTAB, f);
+			f->full_syms = f->nsyms > 0;
+		}
 		if (!f->err && sym_elf_has_dwarf(elf))
 			dwarf_attach(s, f, fd);
 		if (!f->err && (!f->nsyms || (!f->dw && !s->no_lines)))
 			find_debug_file(s, f, elf, st, dirpath, !f->nsyms);
+		/* nothing on this host names it fully: ask a server (not waited for) */
+		if (!f->err && bid[0] && s->want_debug && (!f->full_syms || (!f->dw && !s->no_lines)))
+			s->want_debug(s->want_ctx, bid, path);
 		if (!f->nsyms && !f->err)
 			f->err = elf_symbols(elf, SHT_DYNSYM, f);
 	}
@@ -404,7 +415,7 @@ struct symfile *sym_file_get(struct qp_symbolizer *s, int fd, const struct stat 
 	Elf *elf;
 
 	pthread_mutex_lock(&s->lock);
-	f = file_by_id(s, st);
+	f = sym_file_current(file_by_id(s, st));
 	pthread_mutex_unlock(&s->lock);
 	if (f)
 		return f;
@@ -412,7 +423,7 @@ struct symfile *sym_file_get(struct qp_symbolizer *s, int fd, const struct stat 
 	if (elf) {
 		qp_elf_build_id(elf, bid, sizeof(bid));
 		pthread_mutex_lock(&s->lock);
-		f = file_by_build_id(s, bid);
+		f = sym_file_by_build_id_locked(s, bid);
 		if (f)
 			remember_id(s, st, f);
 		pthread_mutex_unlock(&s->lock);
@@ -429,9 +440,9 @@ struct symfile *sym_file_get(struct qp_symbolizer *s, int fd, const struct stat 
 		return NULL;
 	pthread_mutex_lock(&s->lock);
 	/* another thread may have put the same file in meanwhile: first wins */
-	had = file_by_id(s, st);
+	had = sym_file_current(file_by_id(s, st));
 	if (!had && !f->err)
-		had = file_by_build_id(s, bid);
+		had = sym_file_by_build_id_locked(s, bid);
 	if (had) {
 		remember_id(s, st, had);
 	} else {
@@ -449,7 +460,8 @@ struct symfile *sym_file_get(struct qp_symbolizer *s, int fd, const struct stat 
 
 void sym_file_free(struct symfile *f)
 {
-	sym_dwarf_free(f->dw);
+	if (!f->dw_borrowed)
+		sym_dwarf_free(f->dw);
 	free(f->segs);
 	free(f->syms);
 	qp_arena_free(f->names);

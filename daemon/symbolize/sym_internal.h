@@ -84,6 +84,11 @@ struct symfile {
 	const char *path;	/* as first seen, in names */
 	const char *debug_path;	/* in names; where .symtab came from, NULL if here */
 	struct sym_dwarf *dw;	/* its DWARF (here or in the debug file), NULL: none */
+	bool dw_borrowed;	/* DW is an older parse's (freed with that one) */
+	bool full_syms;		/* syms come from a .symtab (not .dynsym only) */
+	/* the parse that stands for this one since its debug file was fetched
+	 * (s->lock); lookups follow it: sym_file_current */
+	struct symfile *newer;
 	int err;
 	size_t nsegs, nsyms;
 	struct sym_fseg *segs;
@@ -145,7 +150,10 @@ struct sym_kernel {
 
 struct qp_symbolizer {
 	char *kallsyms, *debug_root, *proc_root;	/* set at creation, read-only */
+	char *fetched_root;				/* the same; NULL: none */
 	bool no_lines;					/* the same */
+	void (*want_debug)(void *ctx, const char *bid, const char *path);
+	void *want_ctx;
 	pthread_mutex_t lock;
 	/* the vDSO: the same image in every process of this kernel, parsed
 	 * from qprofd's own copy (getauxval(AT_SYSINFO_EHDR)) on first use */
@@ -177,6 +185,20 @@ bool sym_file_vaddr(const struct symfile *f, uint64_t off, uint64_t *vaddr);
 struct symfile *sym_file_get(struct qp_symbolizer *s, int fd, const struct stat *st,
 			     const char *path, const char *dirpath);
 void sym_file_free(struct symfile *f);
+/* The parse F stands for now (F, or the newer one a fetched debug file
+ * gave). s->lock held. */
+static inline struct symfile *sym_file_current(struct symfile *f)
+{
+	while (f && f->newer)
+		f = f->newer;
+	return f;
+}
+struct symfile *sym_file_by_build_id_locked(struct qp_symbolizer *s, const char *bid);
+/* Try PATH as the debug file of F (whose own file has stat ORIG): loads its
+ * .symtab (WANT_SYMS) and its DWARF when F has none; true when it gave F
+ * either. No lock held. */
+bool sym_try_debug_file(struct qp_symbolizer *s, struct symfile *f, const struct stat *orig,
+			const char *path, bool have_crc, uint32_t crc, bool want_syms);
 void sym_procs_free(struct qp_symbolizer *s);
 void sym_kernel_free(struct sym_kernel *k);
 #endif

@@ -437,6 +437,7 @@ static void sym_init(struct qp_sym *out)
 static void resolve_map(struct qp_symbolizer *s, const struct symmap *m, uint64_t addr,
 			struct qp_sym *out)
 {
+	struct symfile *file = sym_file_current(m->file);
 	struct sym_fsym *fs = NULL;
 	uint64_t va = 0;
 
@@ -451,9 +452,9 @@ static void resolve_map(struct qp_symbolizer *s, const struct symmap *m, uint64_
 		return;
 	}
 	out->file_off = addr - m->start + m->offset;
-	if (m->file) {
-		out->build_id = m->file->build_id;
-		fs = sym_file_lookup(m->file, out->file_off, &va);
+	if (file) {
+		out->build_id = file->build_id;
+		fs = sym_file_lookup(file, out->file_off, &va);
 	}
 	if (!fs) {
 		out->name = sym_internf_locked(s, "%s+0x%" PRIx64, m->module, out->file_off);
@@ -525,10 +526,12 @@ int qp_sym_user(struct qp_symbolizer *s, int pid, uint64_t addr, struct qp_sym *
 		out->file_off = addr;
 		out->name = sym_internf_locked(s, "[unknown]+0x%" PRIx64, addr);
 	} else {
+		struct symfile *file = sym_file_current(m->file);
+
 		resolve_map(s, m, addr, out);
-		if (m->kind == SYM_MAP_FILE && m->file && m->file->dw &&
-		    sym_file_vaddr(m->file, out->file_off, &va))
-			dwf = m->file;
+		if (m->kind == SYM_MAP_FILE && file && file->dw &&
+		    sym_file_vaddr(file, out->file_off, &va))
+			dwf = file;
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (dwf)

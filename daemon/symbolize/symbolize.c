@@ -40,6 +40,13 @@ struct qp_symbolizer *qp_symbolizer_new(const struct qp_sym_opts *opts)
 	s->debug_root = dup_opt(opts ? opts->debug_root : NULL, "/usr/lib/debug");
 	s->proc_root = dup_opt(opts ? opts->proc_root : NULL, "/proc");
 	s->no_lines = opts && opts->no_lines;
+	if (opts && opts->fetched_root && opts->fetched_root[0] &&
+	    !(s->fetched_root = dup_opt(opts->fetched_root, NULL))) {
+		qp_symbolizer_free(s);
+		return NULL;
+	}
+	s->want_debug = opts ? opts->want_debug : NULL;
+	s->want_ctx = opts ? opts->want_ctx : NULL;
 	if (!s->kallsyms || !s->debug_root || !s->proc_root || sym_intern_init(&s->in)) {
 		qp_symbolizer_free(s);
 		return NULL;
@@ -69,6 +76,7 @@ void qp_symbolizer_free(struct qp_symbolizer *s)
 	free(s->kallsyms);
 	free(s->debug_root);
 	free(s->proc_root);
+	free(s->fetched_root);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

@@ -23,6 +23,14 @@ struct qp_sym_opts {
 	const char *debug_root;	/* NULL: /usr/lib/debug */
 	const char *proc_root;	/* NULL: /proc (tests point it at fixtures) */
 	bool no_lines;		/* symbols only: no DWARF read (bench/sym_cost's baseline) */
+	/* debug files fetched by build-id (debuginfod.h): looked for under
+	 * FETCHED_ROOT/.build-id/ after DEBUG_ROOT; a file with no .symtab, or
+	 * no DWARF while lines are read, and found in neither, is asked of
+	 * WANT_DEBUG(WANT_CTX, BID, PATH) (called with no lock held; it must
+	 * not block). NULL: neither. */
+	const char *fetched_root;
+	void (*want_debug)(void *ctx, const char *bid, const char *path);
+	void *want_ctx;
 };
 
 #define QP_SYM_MAX_INLINE 16	/* inlined levels kept per address (the innermost) */
@@ -81,6 +89,12 @@ int qp_sym_kernel(struct qp_symbolizer *s, uint64_t addr, struct qp_sym *out);
  * tracepoint's iterator): 0 when none is among the first 6. Off-CPU stacks
  * leave them out. */
 size_t qp_sym_kernel_tracing_depth(struct qp_symbolizer *s, const uint64_t *kips, size_t nk);
+
+/* The debug file of build-id BID arrived at PATH (a fetch): the file of
+ * that build-id, if parsed already, is parsed again with it (no lock held
+ * while it is read) and stands for the old one from then on, so that later
+ * lookups name what it names. Names handed out before stay valid. */
+void qp_sym_debug_arrived(struct qp_symbolizer *s, const char *bid, const char *path);
 
 /* Demangle NAME when it is a C++ (Itanium) name; otherwise NAME itself.
  * The result is owned by the symbolizer. */
