@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "table.h"
 
+#include <string.h>
 #include <time.h>
 
 static const char status_help[] =
@@ -202,6 +203,31 @@ void cli_print_ring_losses(const json_t *targets, uint64_t pid)
 	}
 }
 
+/* The fetches of debug files, and why the latest file that has none has none. */
+static void print_debuginfod(const json_t *dg)
+{
+	char a[32], b[32], c[32], e[32], f[32], g[32];
+	const json_t *o;
+	size_t i;
+
+	if (!json_is_true(json_object_get(dg, "enabled")))
+		return;
+	printf("debuginfod: %s fetched (%s bytes), %s missing, %s failed, %s refused, %s pending\n",
+	       num(a, sizeof(a), dg, "fetched"), num(b, sizeof(b), dg, "fetched_bytes"),
+	       num(c, sizeof(c), dg, "missing"), num(e, sizeof(e), dg, "failed"),
+	       num(f, sizeof(f), dg, "refused"), num(g, sizeof(g), dg, "pending"));
+	json_array_foreach(json_object_get(dg, "recent"), i, o) {
+		const char *res = cli_json_str(o, "result"), *file = cli_json_str(o, "file");
+		const char *why = cli_json_str(o, "reason");
+
+		if (res && strcmp(res, "fetched")) {
+			printf("  no debug file for %s (%s): %s\n", file && *file ? file : "?", res,
+			       why ? why : "?");
+			break;
+		}
+	}
+}
+
 static int print_status(const struct cli_ctx *ctx, const json_t *root)
 {
 	const json_t *cpu = json_object_get(root, "cpu");
@@ -248,6 +274,7 @@ static int print_status(const struct cli_ctx *ctx, const json_t *root)
 			printf("logs: %s received, %s lost\n", num(a, sizeof(a), logs, "received"),
 			       num(b, sizeof(b), logs, "lost"));
 	}
+	print_debuginfod(json_object_get(root, "debuginfod"));
 	putchar('\n');
 	print_binaries(json_object_get(root, "binaries"));
 	if (!json_array_size(targets)) {

@@ -14,7 +14,7 @@ build_pkgs=(
   libcapstone-dev          # capstone: qprofd disassembles the functions around nop5 probe sites (red zone)
   libdw-dev                # elfutils' libdw/libdwfl: source lines, inlined frames, CFI unwinding
   libsystemd-dev           # sd_notify: qprofd.service is Type=notify
-  libcurl4-openssl-dev     # qprofd --otlp-endpoint: the pushes over http and https (OpenSSL)
+  libcurl4-openssl-dev     # qprofd --otlp-endpoint and --debuginfod: pushes and fetches over http(s) (OpenSSL)
   python3                  # the man pages are generated from --help at build time
 )
 # the test suite and the benchmarks, on top of the build
@@ -34,6 +34,7 @@ test_pkgs=(
   dpkg-dev                 # dpkg-shlibdeps: the .deb's Depends (install_deb)
   man-db groff-base        # the man pages read and checked in the tests
   protobuf-compiler        # protoc --decode: integration_otlp decodes every push against the schema
+  debuginfod               # elfutils' server: integration_debuginfod fetches a stripped target's debug file from it
 )
 
 mode=all

@@ -448,6 +448,12 @@ add_test(NAME integration_otlp
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_otlp.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:fleet_target>)
 set_tests_properties(integration_otlp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# debuginfod: a stripped copy of fleet_target named from its debug file,
+# fetched from Debian's debuginfod on loopback after servers that fail.
+add_test(NAME integration_debuginfod
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_debuginfod.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:fleet_target> $<TARGET_FILE:qprof-cli>)
+set_tests_properties(integration_debuginfod PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 # A leaf that keeps data in the red zone, with a marker in it, computes under
 # qprofd what it computes without it (both collectors): the ABI-1 build is
 # refused with the reason, the current header's build is probed and exact.
