@@ -13,6 +13,8 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "heap.h"
+#include "ringreg.h"
+#include "scopes.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -83,6 +85,32 @@ struct {
 	__type(value, struct heap_thread);
 } heap_threads SEC(".maps");
 
+/* The open scopes of a thread: reused from scopes.bpf.c (the BPF
+ * collector's stacks) and ringreg.bpf.c (the rings threads announced) by
+ * the daemon (bpf_map__reuse_fd); left empty when it has neither. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct thread_stack);
+} thread_stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, QPROF_RING_TIDS);
+	__type(key, __u32);
+	__type(value, struct ring_tid);
+} ring_tids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ring_hdr);
+} heap_ring_hdr SEC(".maps");
+
+#define RING_MAGIC 0x474e5251u	/* QPROF_RING_MAGIC */
+
 static __always_inline void count(__u32 which)
 {
 	__u64 *c = bpf_map_lookup_elem(&heap_counters, &which);
@@ -113,14 +141,69 @@ static __always_inline struct heap_thread *thread_of(__u32 tgid, bool create)
 	return t;
 }
 
-/* Keep the stack in S (nips frames, tgid set) once: its key; when the
- * table is full, the process's stack of no frames (made at attach), or 0. */
+/* S's labels: the current thread, its name and its innermost open scopes
+ * (a ring thread's from its ring's header, as the CPU sampler reads them;
+ * else the BPF collector's stack: block scopes, then begun spans). */
+static __always_inline void fill_labels(struct heap_stack *s)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0, i = 0, d, b;
+	struct thread_stack *st;
+	struct ring_tid *rt;
+	struct ring_hdr *h;
+
+	s->tid = tid;
+	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	for (d = 0; d < QPROF_HEAP_SCOPES; d++)
+		s->scopes[d] = 0;
+	s->nscopes = 0;
+	rt = bpf_map_lookup_elem(&ring_tids, &tid);
+	h = bpf_map_lookup_elem(&heap_ring_hdr, &zero);
+	if (rt && h && !bpf_probe_read_user(h, sizeof(*h), (void *)rt->addr) && h->magic == RING_MAGIC &&
+	    h->version >= 2 && h->generation == rt->generation) {
+		d = h->depth;
+		if (d > QPROF_SAMPLE_OPEN)
+			d = QPROF_SAMPLE_OPEN;
+		for (i = 0; i < QPROF_HEAP_SCOPES; i++) {
+			if (i >= d)
+				break;
+			s->scopes[i] = h->open[(d - 1 - i) & (QPROF_SAMPLE_OPEN - 1)];
+		}
+		s->nscopes = i;
+		return;
+	}
+	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0, 0);
+	if (!st)
+		return;
+	d = st->depth;
+	if (d > QPROF_MAX_DEPTH)
+		d = QPROF_MAX_DEPTH;
+	for (i = 0; i < QPROF_HEAP_SCOPES; i++) {
+		if (i >= d)
+			break;
+		s->scopes[i] = st->f[(d - 1 - i) & (QPROF_MAX_DEPTH - 1)].site;
+	}
+	for (b = 0; b < QPROF_MAX_BEGINS; b++) {
+		if (i >= QPROF_HEAP_SCOPES)
+			break;
+		if (st->b[b].key)
+			s->scopes[i++] = st->b[b].site;
+	}
+	s->nscopes = i;
+}
+
+/* Keep the stack in S (nips frames, tgid set) once, with the current
+ * thread's labels: its key; when the table is full, the process's stack of
+ * no frames (made at attach), or 0. */
 static __always_inline __u64 intern(struct heap_stack *s)
 {
-	__u64 h = heap_hash_start(s->tgid);
+	__u64 h;
 	__u32 i;
 	long err;
 
+	fill_labels(s);
+	h = heap_mix(heap_hash_start(s->tgid), s->tid);
+	for (i = 0; i < QPROF_HEAP_SCOPES; i++)
+		h = heap_mix(h, s->scopes[i]);
 	for (i = 0; i < QPROF_HEAP_DEPTH; i++) {
 		if (i >= s->nips)
 			break;

@@ -6,6 +6,7 @@
 #define QPROF_HEAP_H
 
 #define QPROF_HEAP_DEPTH 64	/* frames kept per allocation stack (leaf first) */
+#define QPROF_HEAP_SCOPES 4	/* innermost open qprof scopes kept per stack */
 
 /* The allocator entry points probed; the attach cookie of a link. */
 enum heap_fn {
@@ -31,12 +32,18 @@ struct heap_live {
 	__u64 ts_ns;	/* CLOCK_MONOTONIC when it returned */
 };
 
-/* One distinct stack of one process, keyed by a 64-bit hash of (tgid,
- * frames), with what was sampled under it since it was first seen. The
- * estimates are sums of 1/p over the samples (see heap_weight_*). */
+/* One distinct stack of one thread, keyed by a 64-bit hash of (tgid, tid,
+ * the open scopes, frames), with what was sampled under it since it was
+ * first seen. The estimates are sums of 1/p over the samples (see
+ * heap_weight_*). TID, COMM and SCOPES are the labels of its pprof
+ * samples, as a CPU sample's. */
 struct heap_stack {
 	__u32 tgid;
 	__u32 nips;
+	__u32 tid;		/* the thread that allocated; 0 in the stack of no frames */
+	__u32 nscopes;
+	__u64 scopes[QPROF_HEAP_SCOPES];	/* site addresses of the open scopes, innermost first */
+	char comm[16];		/* the thread's name when the stack was first seen */
 	__u64 samples;		/* sampled allocations */
 	__u64 est_objects_x16;	/* estimated allocations, fixed point: << 16 */
 	__u64 est_bytes;	/* estimated bytes allocated */

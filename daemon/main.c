@@ -144,9 +144,27 @@ static bool stop_pending(void)
  * overlap). */
 struct side_load {
 	struct qprofd *d;
-	const struct qp_heap_opts *heap_opts;
+	struct qp_heap_opts *heap_opts;
 	int heap_ret;
+	/* the heap shares the maps of the threads' open scopes: it waits for
+	 * the main thread to have loaded them (or to give up) */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool fds_set;
 };
+
+/* The maps the heap's programs share (-1: none); once. */
+static void side_fds(struct side_load *s, int thread_stacks_fd, int ring_tids_fd)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->fds_set) {
+		s->heap_opts->thread_stacks_fd = thread_stacks_fd;
+		s->heap_opts->ring_tids_fd = ring_tids_fd;
+		s->fds_set = true;
+		pthread_cond_broadcast(&s->cond);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
 
 static void *side_load(void *arg)
 {
@@ -157,6 +175,10 @@ static void *side_load(void *arg)
 		s->d->threads = NULL;
 	/* loaded always (a POST may ask for a heap); its tracepoints and
 	 * probes only come with a heap target */
+	pthread_mutex_lock(&s->lock);
+	while (!s->fds_set)
+		pthread_cond_wait(&s->cond, &s->lock);
+	pthread_mutex_unlock(&s->lock);
 	s->heap_ret = qp_heap_open(&s->d->heap, s->heap_opts, s->d->heap_error, sizeof(s->d->heap_error));
 	return NULL;
 }
@@ -203,7 +225,8 @@ int main(int argc, char **argv)
 	size_t i;
 	const char *env;
 	struct phases ph;
-	struct side_load side = { .d = &d, .heap_opts = &o.heap_opts };
+	struct side_load side = { .d = &d, .heap_opts = &o.heap_opts, .lock = PTHREAD_MUTEX_INITIALIZER,
+				  .cond = PTHREAD_COND_INITIALIZER };
 	pthread_t side_th;
 	bool side_started = false;
 
@@ -257,8 +280,6 @@ int main(int argc, char **argv)
 
 	d.start_ns = qp_now_ns();
 	side_started = !pthread_create(&side_th, NULL, side_load, &side);
-	if (!side_started)
-		side_load(&side);
 	d.frequency_hz = o.frequency;
 	d.report_dir = o.report_dir;
 	qp_stop_init(&d.stop);
@@ -285,6 +306,9 @@ int main(int argc, char **argv)
 		qp_registry_set_collector(&d.reg, o.collector);
 		qp_scopes_set_ring(d.scopes, ring);
 	}
+	side_fds(&side, qp_scopes_thread_stacks_fd(d.scopes), qp_ring_tids_fd(ring));
+	if (!side_started)	/* no thread for it: loaded here, after the maps it shares */
+		side_load(&side);
 	phase_mark(&ph, "ring BPF");
 	qp_registry_set_reporter(&d.reg, collect_report, emit_report, &d);
 	qp_registry_set_report_stop(&d.reg, stop_pending);
@@ -459,8 +483,10 @@ out_http:
 	qp_http_stop(http);
 	phase_mark(&ph, "HTTP");
 out:
-	if (side_started)	/* a start that failed before the join */
+	if (side_started) {	/* a start that failed before the join */
+		side_fds(&side, -1, -1);
 		pthread_join(side_th, NULL);
+	}
 	side_started = false;
 	qp_otlp_stop(d.otlp);	/* after the server that shows it, before the collectors it reads */
 	qp_tracer_close(d.tracer);	/* no handler is left to end a session */
@@ -500,6 +526,7 @@ out:
 	}
 out_free:
 	if (side_started) {	/* BPF unavailable: what it loaded goes too */
+		side_fds(&side, -1, -1);
 		pthread_join(side_th, NULL);
 		qp_threads_close(d.threads);
 		qp_heap_close(d.heap);

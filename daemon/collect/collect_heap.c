@@ -78,6 +78,14 @@ int qp_heap_open(struct qp_heap **out, const struct qp_heap_opts *o, char *err, 
 		snprintf(err, errlen, "cannot size the heap maps: %s", strerror(-ret));
 		goto fail;
 	}
+	/* the labels of a stack: its thread's open scopes, from the maps the
+	 * scopes and the rings keep (absent: the stacks carry none) */
+	if ((o->thread_stacks_fd >= 0 &&
+	     (ret = bpf_map__reuse_fd(h->skel->maps.thread_stacks, o->thread_stacks_fd))) ||
+	    (o->ring_tids_fd >= 0 && (ret = bpf_map__reuse_fd(h->skel->maps.ring_tids, o->ring_tids_fd)))) {
+		snprintf(err, errlen, "cannot share the scopes' maps with the heap: %s", strerror(-ret));
+		goto fail;
+	}
 	ret = heap__load(h->skel);
 	if (ret) {
 		snprintf(err, errlen, "cannot load the heap profiler: %s", strerror(-ret));

@@ -19,6 +19,9 @@ struct qp_heap_opts {
 	uint64_t interval;	/* mean bytes between samples, 1 .. 1 << 30 */
 	uint32_t max_live;	/* sampled allocations live at once, all processes */
 	uint32_t max_stacks;	/* distinct allocation stacks, all processes */
+	/* the maps of the threads' open scopes (collect_scopes.h,
+	 * ring_collect.h) shared with the heap's programs; -1: none */
+	int thread_stacks_fd, ring_tids_fd;
 };
 
 /* What a heap target traces, for the answers. */
@@ -61,6 +64,10 @@ struct qp_heap_row {
 	uint64_t stack;		/* 0: allocations whose stack could not be kept */
 	uint32_t nips;
 	uint64_t ips[QPROF_HEAP_DEPTH];	/* leaf first */
+	uint32_t tid;		/* the thread that allocated, 0: unknown */
+	uint32_t nscopes;
+	uint64_t scopes[QPROF_HEAP_SCOPES];	/* open scopes' sites, innermost first */
+	char comm[17];		/* the thread's name */
 	uint64_t alloc_samples, alloc_objects_x16, alloc_bytes;	/* since the stack was first seen */
 	uint64_t inuse_samples, inuse_objects_x16, inuse_bytes;	/* live now */
 	uint64_t growth_bytes, growth_calls;

@@ -112,6 +112,11 @@ static void on_stack(void *arg, const void *key, const void *val)
 		return;
 	r->nips = s->nips < QPROF_HEAP_DEPTH ? s->nips : QPROF_HEAP_DEPTH;
 	memcpy(r->ips, s->ips, r->nips * sizeof(r->ips[0]));
+	r->tid = s->tid;
+	r->nscopes = s->nscopes < QPROF_HEAP_SCOPES ? s->nscopes : QPROF_HEAP_SCOPES;
+	memcpy(r->scopes, s->scopes, r->nscopes * sizeof(r->scopes[0]));
+	memcpy(r->comm, s->comm, sizeof(r->comm) - 1);
+	r->comm[sizeof(r->comm) - 1] = '\0';
 	r->alloc_samples = s->samples;
 	r->alloc_objects_x16 = s->est_objects_x16;
 	r->alloc_bytes = s->est_bytes;

@@ -308,7 +308,7 @@ int qp_export_pprof(const struct qp_cpu_profile *p, struct qp_buf *out)
 		put_uint(&line, 3, s->pid);
 		qp_pb_msg(&m, 3, &line);
 		put_str_label(&m, &line, s_comm, str_get(&e.str, s->comm));
-		if (s->tid) {	/* a heap sample knows no thread */
+		if (s->tid) {	/* 0: unknown (a heap stack not kept) */
 			put_str_label(&m, &line, s_thread, str_get(&e.str, s->comm));
 			put_uint(&line, 1, (uint64_t)s_tid); /* label tid = num */
 			put_uint(&line, 3, s->tid);

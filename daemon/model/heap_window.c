@@ -89,12 +89,17 @@ static int build(const struct qp_model_src *src, const struct qp_heap_query *q, 
 		if (!weight)
 			continue;
 		/* ips[0] is the allocator's entry: the stack starts at its caller */
-		s = qp_cpu_builder_add(&b, src->reg->sym, (uint32_t)q->pid, comm, r->nips > 1 ? r->ips + 1 : NULL,
-				       r->nips > 1 ? r->nips - 1 : 0, NULL, 0, weight);
+		s = qp_cpu_builder_add(&b, src->reg->sym, (uint32_t)q->pid, r->tid && r->comm[0] ? r->comm : comm,
+				       r->nips > 1 ? r->ips + 1 : NULL, r->nips > 1 ? r->nips - 1 : 0, NULL, 0, weight);
 		if (!s) {
 			ret = -ENOMEM;
 			break;
 		}
+		/* the labels of pprof: the thread that allocated, its open scopes */
+		s->tid = r->tid;
+		ret = qp_cpu_sample_scopes(&b, src->reg, q->pid, r->scopes, r->nscopes, s);
+		if (ret)
+			break;
 		if (r->nips <= 1)	/* the stack of no frames: stacks not kept (heap.h) */
 			s->frames[0].name = r->nips ? "[no caller frame]" : "[stack not kept: --heap-stacks full]";
 		if (!q->pprof)

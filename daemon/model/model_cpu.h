@@ -26,7 +26,7 @@ struct qp_cpu_frame {
 
 struct qp_cpu_sample {
 	uint32_t pid;
-	uint32_t tid;		/* the thread, 0 when unknown (the heap) */
+	uint32_t tid;		/* the thread, 0 when unknown (a heap stack not kept) */
 	const char *comm;	/* the thread's name (its first sample's): the root of folded stacks */
 	uint64_t count;		/* samples with exactly this stack */
 	size_t nframes;

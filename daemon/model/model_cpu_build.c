@@ -231,6 +231,23 @@ static void scope_name(void *arg, const char *name)
 		sn->failed = true;
 }
 
+int qp_cpu_sample_scopes(struct qp_cpu_builder *b, struct qp_registry *reg, int pid, const uint64_t *inner,
+			 size_t n, struct qp_cpu_sample *s)
+{
+	struct scope_names sn = { .a = b->a };
+
+	if (!n || !reg)
+		return 0;
+	if (!(sn.v = qp_arena_alloc(b->a, n * sizeof(*sn.v))))
+		return -ENOMEM;
+	qp_registry_site_names(reg, pid, inner, n, scope_name, &sn);
+	if (sn.failed)
+		return -ENOMEM;
+	s->scopes = sn.v;
+	s->nscopes = sn.n;
+	return 0;
+}
+
 /* S (just added for R) gets its thread and its open scopes' names,
  * innermost first: a ring thread's whole open list when it has one, else
  * the BPF collector's innermost scopes. */
@@ -238,7 +255,6 @@ static int sample_scopes(struct qp_cpu_builder *b, struct qp_cpu *cpu, bool off,
 			 const struct qp_cpu_raw *r, struct qp_cpu_sample *s)
 {
 	uint64_t open[QPROF_STACK_DEPTH], inner[QPROF_STACK_DEPTH];
-	struct scope_names sn = { .a = b->a };
 	size_t n = 0, i;
 
 	s->tid = r->key.tid;
@@ -249,16 +265,7 @@ static int sample_scopes(struct qp_cpu_builder *b, struct qp_cpu *cpu, bool off,
 		for (n = 0; n < QPROF_SAMPLE_SCOPES && r->key.scopes[n]; n++)
 			inner[n] = r->key.scopes[n];
 	}
-	if (!n || !reg)
-		return 0;
-	if (!(sn.v = qp_arena_alloc(b->a, n * sizeof(*sn.v))))
-		return -ENOMEM;
-	qp_registry_site_names(reg, (int)r->key.tgid, inner, n, scope_name, &sn);
-	if (sn.failed)
-		return -ENOMEM;
-	s->scopes = sn.v;
-	s->nscopes = sn.n;
-	return 0;
+	return qp_cpu_sample_scopes(b, reg, (int)r->key.tgid, inner, n, s);
 }
 
 int qp_cpu_build(struct qp_cpu *cpu, struct qp_symbolizer *sym, struct qp_registry *reg,

@@ -38,6 +38,12 @@ int qp_cpu_builder_begin(struct qp_cpu_builder *b, struct qp_cpu_profile *out);
 struct qp_cpu_sample *qp_cpu_builder_add(struct qp_cpu_builder *b, struct qp_symbolizer *sym, uint32_t pid,
 					 const char *comm, const uint64_t *uips, size_t nu,
 					 const uint64_t *kips, size_t nk, uint64_t count);
+/* S (of PID, in B) gets the names of the open scopes at sites INNER[0..N)
+ * (innermost first; those REG cannot name are left out). REG NULL: none.
+ * 0 or -ENOMEM. Takes the registry lock for the names. */
+struct qp_registry;
+int qp_cpu_sample_scopes(struct qp_cpu_builder *b, struct qp_registry *reg, int pid, const uint64_t *inner,
+			 size_t n, struct qp_cpu_sample *s);
 /* The samples moved into the arena, the main executable's mapping first
  * (of the process with the most samples). With RET != 0 (or no memory)
  * the profile is freed and that error returned. */

@@ -7,15 +7,19 @@
  *               inside scope "on_tick": a sample there has the scopes
  *               on_tick (innermost) and session open.
  *   fl_sleeper  sleeps 2 ms at a time inside scope "wait_io" (off-CPU time
- *               under a scope), using next to no CPU.
+ *               under a scope), using next to no CPU; in wait_io it also
+ *               frees the oldest of its 8 blocks of SLEEPER_BLOCK bytes and
+ *               allocates a new one (7 or 8 live: heap labels).
  *
- * The main thread waits. Built -O1 -g -fno-inline -fno-omit-frame-pointer.
+ * The main thread allocates MAIN_BLOCK bytes outside any scope, keeps
+ * them, and waits. Built -O1 -g -fno-inline -fno-omit-frame-pointer.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include <qprof/qprof.h>
@@ -60,11 +64,25 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Both above qprofd's default heap interval (512 KiB): every one is
+ * sampled and weighs its size exactly. */
+#define SLEEPER_BLOCK 600000
+#define MAIN_BLOCK 700000
+
+static void *volatile blocks[8];
+static unsigned int nblock;
+static void *volatile main_block;
+
 __attribute__((noinline)) void wait_io(void)
 {
 	struct timespec ts = { 0, 2000000 };
+	unsigned int i = nblock++ % 8;
 
 	QPROF_SCOPE("wait_io");
+	free(blocks[i]);
+	blocks[i] = malloc(SLEEPER_BLOCK);
+	if (blocks[i])
+		((volatile char *)blocks[i])[0] = 1;
 	nanosleep(&ts, NULL);
 }
 
@@ -87,6 +105,9 @@ int main(void)
 	fflush(stdout);
 	while (!go)
 		usleep(1000);
+	main_block = malloc(MAIN_BLOCK);
+	if (!main_block)
+		return 1;
 	if (pthread_create(&a, NULL, worker, NULL) || pthread_create(&b, NULL, sleeper, NULL))
 		return 1;
 	pthread_join(a, NULL);

@@ -7,11 +7,18 @@ work_one, work_two, work_three inside scope "session", the third inside
 (SIGSTOP: the samples stand still) `go tool pprof -tagfocus` on each scope
 must give the share of the profile, and the split of functions, of
 /api/cpu/folded?scope= within 2 points; -tags must list the labels with
-the threads' names.
+the threads' names. /pprof/heap (qprofd --heap) carries the same labels:
+the sleeper keeps 7 or 8 blocks of 600,000 bytes live from inside wait_io
+(each above the sampling interval: sampled, weighed exactly), the main
+thread one of 700,000 outside any scope; the decoded profile must hold
+exactly those in-use bytes under thread fl_sleeper with qprof_scope and
+qprof_scopes wait_io, and the main block under the main thread's name with
+no scope label; -tagfocus=qprof_scope=wait_io must give the same.
 
 usage: test_pprof_labels.py QPROFD FLEET_TARGET"""
 import os
 import re
+import gzip
 import shutil
 import signal
 import subprocess
@@ -76,8 +83,68 @@ def traces_split(text):
     return total, by
 
 
+def varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        if not c & 0x80:
+            return v, i
+        shift += 7
+
+
+def fields(b):
+    """(field, wire type, value) of a protobuf message: ints or bytes."""
+    i = 0
+    while i < len(b):
+        key, i = varint(b, i)
+        f, w = key >> 3, key & 7
+        if w == 0:
+            v, i = varint(b, i)
+        elif w == 2:
+            n, i = varint(b, i)
+            v, i = b[i:i + n], i + n
+        else:
+            raise ValueError(f"wire type {w}")
+        yield f, w, v
+
+
+def packed(v, w):
+    if w == 0:
+        return [v]
+    out, i = [], 0
+    while i < len(v):
+        x, i = varint(v, i)
+        out.append(x)
+    return out
+
+
+def heap_samples(gz):
+    """[(values, {label: str or num})] of a gzipped pprof, and the sample types."""
+    strings, raw, types = [], [], []
+    for f, w, v in fields(gzip.decompress(gz)):
+        if f == 6:
+            strings.append(v.decode())
+        elif f == 2:
+            raw.append(v)
+        elif f == 1:
+            types.append(dict((ff, vv) for ff, _, vv in fields(v)))
+    out = []
+    for smp in raw:
+        vals, labels = [], {}
+        for f, w, v in fields(smp):
+            if f == 2:
+                vals += packed(v, w)
+            elif f == 3:
+                lab = dict((ff, vv) for ff, _, vv in fields(v))
+                labels[strings[lab.get(1, 0)]] = strings[lab[2]] if lab.get(2) else lab.get(3, 0)
+        out.append((vals, labels))
+    return out, [strings[ty.get(1, 0)] for ty in types]
+
+
 prog = Target([target])
-d = Daemon(qprofd, ["--pid", str(prog.pid), "--frequency", "999"])
+d = Daemon(qprofd, ["--pid", str(prog.pid), "--frequency", "999", "--heap"])
 try:
     prog.start()
     time.sleep(5)
@@ -100,7 +167,43 @@ try:
     st, _, body = d.request("GET", f"/api/offcpu/folded?pid={prog.pid}&scope=wait_io")
     t.eq(st, 200, "/api/offcpu/folded?scope=wait_io answers")
     off_wait_folded = sum(int(l.rpartition(" ")[2]) for l in body.decode().splitlines())
+    st, _, heap_body = d.request("GET", f"/pprof/heap?pid={prog.pid}")
+    t.eq(st, 200, "/pprof/heap answers")
+    heap = os.path.join(d.dir, "heap.pb.gz")
+    open(heap, "wb").write(heap_body)
     os.kill(prog.pid, signal.SIGCONT)
+
+    # heap: every sample labelled; the blocks of known sizes where they belong
+    samples, types = heap_samples(heap_body)
+    t.check("inuse_space" in types and "inuse_objects" in types, f"heap sample types {types}")
+    isp, iob = types.index("inuse_space"), types.index("inuse_objects")
+    wait = [(v, lab) for v, lab in samples if lab.get("qprof_scope") == "wait_io"]
+    wait_bytes = sum(v[isp] for v, _ in wait)
+    wait_objs = sum(v[iob] for v, _ in wait)
+    print(f"heap: {len(samples)} samples, wait_io in use {wait_bytes} bytes in {wait_objs} blocks", flush=True)
+    t.check(wait_bytes in (7 * 600000, 8 * 600000) and wait_bytes == wait_objs * 600000,
+            f"in use inside wait_io: {wait_bytes} bytes, {wait_objs} blocks (7 or 8 of 600000)")
+    t.check(wait and all(lab.get("thread") == "fl_sleeper" and lab.get("qprof_scopes") == "wait_io" and
+                         lab.get("tid", 0) > 0 for _, lab in wait),
+            f"wait_io samples: thread fl_sleeper, qprof_scopes wait_io, a tid: {[l for _, l in wait][:3]}")
+    main = [lab for v, lab in samples if v[isp] == 700000]
+    t.check(len(main) == 1 and "qprof_scope" not in main[0] and main[0].get("thread") == "fleet_target",
+            f"the main block: thread fleet_target, no scope: {main}")
+    t.check(all("thread" in lab and lab.get("tid", 0) > 0 for v, lab in samples if v[isp] or v[iob]),
+            "every heap sample has thread and tid")
+    raw = pprof(heap, "-raw", "-sample_index=inuse_space", "-tagfocus=qprof_scope=^wait_io$")
+    tagged = 0
+    in_samples = False
+    for line in raw.splitlines():
+        if line.startswith("Samples:"):
+            in_samples = True
+            continue
+        if in_samples and line.startswith("Locations"):
+            break
+        if in_samples and re.match(r"^\s+\d", line) and ":" in line:
+            nums = [int(x) for x in line.split(":")[0].split()]
+            tagged += nums[isp] if len(nums) > isp else 0
+    t.eq(tagged, wait_bytes, "go tool pprof -tagfocus=qprof_scope=wait_io: the in-use bytes of wait_io")
 
     tags = pprof(cpu, "-tags")
     for key in ("thread:", "qprof_scope:", "qprof_scopes:", "tid:"):
