@@ -54,6 +54,7 @@ def get(sock, path):
 
 
 bodies = []
+wire = []
 
 
 class H(http.server.BaseHTTPRequestHandler):
@@ -61,7 +62,10 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
-        bodies.append(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        # qprofd gzips its pushes: kept as sent (wire) and gunzipped (protobuf)
+        wire.append(len(body))
+        bodies.append(gzip.decompress(body) if self.headers.get("Content-Encoding") == "gzip" else body)
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
@@ -128,8 +132,8 @@ print(f"qprofd CPU: {cpu * 1000:.0f} ms with the push, {base_cpu * 1000:.0f} ms 
 if bodies:
     full = bodies
     mean = sum(map(len, full)) / len(full)
-    gz = sum(len(gzip.compress(b)) for b in full) / len(full)
-    print(f"OTLP body: {mean / 1024:.1f} KiB mean ({gz / 1024:.1f} KiB gzipped) per {interval} s push")
+    gz = sum(wire) / len(wire)
+    print(f"OTLP body: {mean / 1024:.1f} KiB mean ({gz / 1024:.1f} KiB gzipped, as sent) per {interval} s push")
     if pp:
         print(f"pprof of {interval} s: {len(pp) / 1024:.1f} KiB gzipped ({len(gzip.decompress(pp)) / 1024:.1f} KiB raw): "
               f"OTLP/pprof raw {mean / len(gzip.decompress(pp)):.2f}, gzipped {gz / len(pp):.2f}")

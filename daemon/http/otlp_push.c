@@ -2,9 +2,11 @@
  * reads the CPU and off-CPU snapshots (a copy under the collector's lock,
  * as any request), builds the interval as the difference from the last
  * snapshot, adds the in-use heap of each heap target, encodes one request
- * and queues it. The sender thread POSTs the oldest: 2xx is done; a
- * connection failure, a timeout, 429 or 5xx is retried after 1, 2, 4, 8 s
- * (5 tries in all, then dropped); another answer is dropped at once.
+ * gzips it (Content-Encoding: gzip) and queues it. The sender thread
+ * POSTs the oldest: 2xx is done; a connection failure, a timeout, 429 or
+ * 5xx is retried after 1, 2, 4, 8 s (5 tries in all, then dropped), or
+ * after the receiver's Retry-After when it asks for longer (429 and 503;
+ * at most RETRY_AFTER_MAX_S); another answer is dropped at once.
  * Everything dropped is counted with its samples. */
 #include <errno.h>
 #include <pthread.h>
@@ -14,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <curl/curl.h>
+#include <zlib.h>
 #include "collect_cpu.h"
 #include "collect_heap.h"
 #include "export_otlp.h"
@@ -26,46 +29,7 @@
 #include "symbolize.h"
 #include "util.h"
 
-#define MAX_TRIES 5
-#define MAX_ATTRS 48
-
-struct batch {
-	char *body;
-	size_t len;
-	uint64_t samples;	/* the CPU samples in it */
-	unsigned int tries;
-	uint64_t next_ns;	/* CLOCK_MONOTONIC of its next try */
-};
-
-struct qp_otlp {
-	struct qprofd *d;
-	char url[1100];
-	char endpoint[1025];
-	struct curl_slist *headers;
-	unsigned int interval_s, timeout_ms;
-	char host[256], service[256];
-	char env_attrs[2048];			/* OTEL_RESOURCE_ATTRIBUTES, split in place */
-	struct qp_otlp_attr extra[MAX_ATTRS];	/* its pairs */
-	size_t nextra;
-	pthread_t builder, sender;
-	bool builder_on, sender_on;
-	pthread_mutex_t lock;	/* the queue, the counters, stop: never held across a build or POST */
-	pthread_cond_t cond;
-	bool stop;
-	struct batch *q;	/* ring of qcap */
-	size_t qcap, qhead, qn;
-	/* counters (lock) */
-	uint64_t pushes, pushed_bytes, pushed_samples, failures, retries;
-	uint64_t dropped, dropped_samples, dropped_full, dropped_tries, dropped_rejected, build_errors;
-	uint64_t dropped_processes;	/* samples of processes beyond MAX_RES in one push */
-	uint64_t builds, built_samples, built_bytes, build_cpu_ns;
-	long last_status;
-	uint64_t last_ok_ns;
-	char last_error[256];
-	/* the builder's own */
-	struct qp_cpu_snapshot cpu_base, off_base;
-	bool have_cpu, have_off;
-};
+#include "otlp_internal.h"
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -75,8 +39,7 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Wait until NS (monotonic) or stop; the caller holds p->lock. false on stop. */
-static bool wait_until(struct qp_otlp *p, uint64_t ns)
+bool otlp_wait_until(struct qp_otlp *p, uint64_t ns)
 {
 	while (!p->stop && qp_now_ns() < ns) {
 		struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
@@ -86,8 +49,7 @@ static bool wait_until(struct qp_otlp *p, uint64_t ns)
 	return !p->stop;
 }
 
-/* Drop B, counted under WHY; the caller holds p->lock. */
-static void drop(struct qp_otlp *p, struct batch *b, uint64_t *why)
+void otlp_drop(struct qp_otlp *p, struct batch *b, uint64_t *why)
 {
 	p->dropped++;
 	p->dropped_samples += b->samples;
@@ -102,7 +64,7 @@ static void enqueue(struct qp_otlp *p, char *body, size_t len, uint64_t samples)
 
 	pthread_mutex_lock(&p->lock);
 	if (p->qn == p->qcap) {	/* full: the oldest goes */
-		drop(p, &p->q[p->qhead], &p->dropped_full);
+		otlp_drop(p, &p->q[p->qhead], &p->dropped_full);
 		p->qhead = (p->qhead + 1) % p->qcap;
 		p->qn--;
 	}
@@ -196,6 +158,35 @@ static uint64_t add_profile(struct qp_otlp *p, struct res_set *s, const struct q
 			s->prof[r - s->r][r->nprofiles++] = *op;
 	}
 	return lost;
+}
+
+
+/* LEN bytes of BODY gzipped (RFC 1952), in a new buffer of *ZLEN bytes;
+ * NULL when out of memory. */
+static char *gzip(const char *body, size_t len, size_t *zlen)
+{
+	z_stream z = { 0 };
+	uLong cap = compressBound((uLong)len) + 32;	/* the gzip header and trailer */
+	char *out;
+
+	if (len > UINT32_MAX || !(out = malloc(cap)))
+		return NULL;
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(out);
+		return NULL;
+	}
+	z.next_in = (Bytef *)body;
+	z.avail_in = (uInt)len;
+	z.next_out = (Bytef *)out;
+	z.avail_out = (uInt)cap;
+	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
+		deflateEnd(&z);
+		free(out);
+		return NULL;
+	}
+	*zlen = z.total_out;
+	deflateEnd(&z);
+	return out;
 }
 
 /* The interval since BASE of the CPU (OFF: off-CPU) samples into PROF;
@@ -298,17 +289,21 @@ static void build_once(struct qp_otlp *p)
 	free(pids);
 	qp_buf_init(&out);
 	if (s->n && !qp_export_otlp(s->r, s->n, QPROF_VERSION, &out)) {
-		size_t len = 0;
-		char *body = qp_buf_steal(&out, &len);
+		size_t len = 0, zlen = 0;
+		char *body = qp_buf_steal(&out, &len), *z = body ? gzip(body, len, &zlen) : NULL;
 
+		free(body);
 		pthread_mutex_lock(&p->lock);
 		p->builds++;
 		p->built_samples += samples;
 		p->built_bytes += len;
+		p->gzipped_bytes += zlen;
 		p->build_cpu_ns += thread_cpu_ns() - t0;
 		pthread_mutex_unlock(&p->lock);
-		if (body)
-			enqueue(p, body, len, samples);
+		if (z)
+			enqueue(p, z, zlen, samples);
+		else
+			count(p, &p->build_errors, 1);
 	} else if (s->n) {
 		count(p, &p->build_errors, 1);
 	}
@@ -330,7 +325,7 @@ static void *builder_main(void *arg)
 	build_once(p);	/* the first snapshots: the first push covers the first interval */
 	next = qp_now_ns() + p->interval_s * 1000000000ull;
 	pthread_mutex_lock(&p->lock);
-	while (wait_until(p, next)) {
+	while (otlp_wait_until(p, next)) {
 		pthread_mutex_unlock(&p->lock);
 		next += p->interval_s * 1000000000ull;
 		build_once(p);
@@ -339,117 +334,6 @@ static void *builder_main(void *arg)
 		pthread_mutex_lock(&p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);
-	return NULL;
-}
-
-/* ---- sending ---- */
-
-static size_t discard(char *ptr, size_t size, size_t n, void *arg)
-{
-	(void)ptr;
-	(void)arg;
-	return size * n;
-}
-
-static int abort_on_stop(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t e)
-{
-	struct qp_otlp *p = arg;
-	bool stop;
-
-	(void)a, (void)b, (void)c, (void)e;
-	pthread_mutex_lock(&p->lock);
-	stop = p->stop;
-	pthread_mutex_unlock(&p->lock);
-	return stop;
-}
-
-/* POST B; 0 done, 1 retry, 2 rejected. */
-static int post(struct qp_otlp *p, CURL *c, const struct batch *b, char *why, size_t whylen)
-{
-	long status = 0;
-	CURLcode rc;
-
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, b->body);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)b->len);
-	rc = curl_easy_perform(c);
-	if (rc != CURLE_OK) {
-		snprintf(why, whylen, "%s", curl_easy_strerror(rc));
-		return 1;
-	}
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	pthread_mutex_lock(&p->lock);
-	p->last_status = status;
-	pthread_mutex_unlock(&p->lock);
-	if (status >= 200 && status < 300)
-		return 0;
-	snprintf(why, whylen, "HTTP %ld from the receiver", status);
-	return status == 429 || status >= 500 ? 1 : 2;
-}
-
-static void *sender_main(void *arg)
-{
-	struct qp_otlp *p = arg;
-	CURL *c = curl_easy_init();
-
-	if (c) {
-		curl_easy_setopt(c, CURLOPT_URL, p->url);
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->headers);
-		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)p->timeout_ms);
-		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)p->timeout_ms);
-		curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, abort_on_stop);
-		curl_easy_setopt(c, CURLOPT_XFERINFODATA, p);
-	}
-	pthread_mutex_lock(&p->lock);
-	for (;;) {
-		struct batch b;
-		char why[256] = "cannot start libcurl";
-		int ret;
-
-		while (!p->stop && !p->qn)
-			pthread_cond_wait(&p->cond, &p->lock);
-		if (p->stop)
-			break;
-		if (!wait_until(p, p->q[p->qhead].next_ns))
-			break;
-		if (!p->qn)	/* dropped while waiting (the queue filled) */
-			continue;
-		b = p->q[p->qhead];	/* sent out of the queue, without the lock */
-		p->qhead = (p->qhead + 1) % p->qcap;
-		p->qn--;
-		pthread_mutex_unlock(&p->lock);
-		ret = c ? post(p, c, &b, why, sizeof(why)) : 1;
-		pthread_mutex_lock(&p->lock);
-		if (!ret) {
-			p->pushes++;
-			p->pushed_bytes += b.len;
-			p->pushed_samples += b.samples;
-			p->last_ok_ns = qp_now_ns();
-			free(b.body);
-			continue;
-		}
-		p->failures++;
-		snprintf(p->last_error, sizeof(p->last_error), "%s", why);
-		if (ret == 2) {
-			drop(p, &b, &p->dropped_rejected);
-		} else if (++b.tries >= MAX_TRIES || p->stop) {
-			drop(p, &b, &p->dropped_tries);
-		} else if (p->qn == p->qcap) {	/* no room to wait in: the oldest of all goes */
-			drop(p, &b, &p->dropped_full);
-		} else {	/* back at the head, after 1, 2, 4, 8 s */
-			p->retries++;
-			b.next_ns = qp_now_ns() + (1000000000ull << (b.tries - 1));
-			p->qhead = (p->qhead + p->qcap - 1) % p->qcap;
-			p->q[p->qhead] = b;
-			p->qn++;
-		}
-	}
-	pthread_mutex_unlock(&p->lock);
-	if (c)
-		curl_easy_cleanup(c);
 	return NULL;
 }
 
@@ -533,6 +417,10 @@ int qp_otlp_start(struct qprofd *d, const struct qp_fleet_opts *o, struct qp_otl
 		snprintf(p->service, sizeof(p->service), "%s", env);
 	env_attributes(p);
 	p->headers = curl_slist_append(NULL, "Content-Type: application/x-protobuf");
+	if (p->headers && !curl_slist_append(p->headers, "Content-Encoding: gzip")) {
+		curl_slist_free_all(p->headers);
+		p->headers = NULL;
+	}
 	for (i = 0; i < o->notlp_headers && p->headers; i++) {
 		const char *eq = strchr(o->otlp_headers[i], '=');
 
@@ -553,7 +441,7 @@ int qp_otlp_start(struct qprofd *d, const struct qp_fleet_opts *o, struct qp_otl
 		fprintf(stderr, "qprofd: out of memory\n");
 		return -ENOMEM;
 	}
-	p->sender_on = !pthread_create(&p->sender, NULL, sender_main, p);
+	p->sender_on = !pthread_create(&p->sender, NULL, otlp_sender_main, p);
 	p->builder_on = p->sender_on && !pthread_create(&p->builder, NULL, builder_main, p);
 	if (!p->builder_on) {
 		qp_otlp_stop(p);
@@ -605,6 +493,8 @@ void qp_otlp_status_json(struct qp_otlp *p, struct qp_json *j)
 		qp_json_kv_u64(j, "builds", p->builds);
 		qp_json_kv_u64(j, "built_samples", p->built_samples);
 		qp_json_kv_u64(j, "built_bytes", p->built_bytes);
+		qp_json_kv_str(j, "compression", "gzip");
+		qp_json_kv_u64(j, "gzipped_bytes", p->gzipped_bytes);
 		qp_json_kv_u64(j, "build_cpu_us", p->build_cpu_ns / 1000);
 		qp_json_kv_u64(j, "build_errors", p->build_errors);
 		qp_json_kv_u64(j, "pushes", p->pushes);
@@ -612,6 +502,9 @@ void qp_otlp_status_json(struct qp_otlp *p, struct qp_json *j)
 		qp_json_kv_u64(j, "pushed_samples", p->pushed_samples);
 		qp_json_kv_u64(j, "failed_attempts", p->failures);
 		qp_json_kv_u64(j, "retries", p->retries);
+		qp_json_kv_u64(j, "throttled", p->throttled);
+		qp_json_kv_u64(j, "retry_after_honoured", p->retry_after_honoured);
+		qp_json_kv_u64(j, "last_retry_after_s", p->last_retry_after_s);
 		qp_json_kv_u64(j, "queued", p->qn);
 		qp_json_kv_u64(j, "queue_max", p->qcap);
 		qp_json_kv_u64(j, "dropped", p->dropped);

@@ -10,9 +10,14 @@ samples of work_three; the off-CPU profile the sleeper inside wait_io; the
 resource its attributes. Then the receiver answers 500, then 429, then
 too slowly, then is down: qprofd keeps answering, counts failures,
 retries and drops, and once the receiver is back and the target stopped,
-every sample built was either pushed or counted dropped.
+every sample built was either pushed or counted dropped. Every body comes
+gzipped (Content-Encoding: gzip) and is decoded after gunzip. Last, with
+the target stopped and one push queued, the receiver answers 429 with
+Retry-After: 3: the next tries come at least 3 s apart (the back-off alone
+would be 1, 2 s), counted as throttled and honoured in status.
 
 usage: test_otlp.py QPROFD FLEET_TARGET"""
+import gzip
 import http.server
 import os
 import shutil
@@ -38,7 +43,8 @@ FUNCS = ("work_one", "work_two", "work_three")
 class Receiver:
     def __init__(self):
         self.mode = "ok"
-        self.bodies = []  # (mode, path, headers, body)
+        self.bodies = []  # (mode, path, headers, body gunzipped)
+        self.times = []  # (mode, monotonic time of arrival)
         self.lock = threading.Lock()
         rx = self
 
@@ -49,13 +55,21 @@ class Receiver:
             def do_POST(self):
                 n = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(n)
+                if self.headers.get("Content-Encoding") == "gzip":
+                    try:
+                        body = gzip.decompress(body)
+                    except OSError:
+                        body = b"not gzip: " + body
                 with rx.lock:
                     mode = rx.mode
                     rx.bodies.append((mode, self.path, dict(self.headers), body))
+                    rx.times.append((mode, time.monotonic()))
                 if mode == "slow":
                     time.sleep(3)
-                code = {"ok": 200, "500": 500, "429": 429, "slow": 200}[mode]
+                code = {"ok": 200, "500": 500, "429": 429, "slow": 200, "throttle": 429}[mode]
                 self.send_response(code)
+                if mode == "throttle":
+                    self.send_header("Retry-After", "3")
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -110,6 +124,10 @@ try:
     t.check(all(b[2].get("Content-Type") == "application/x-protobuf" for b in ok_bodies),
             "Content-Type application/x-protobuf")
     t.check(all(b[2].get("X-Scope-OrgID") == "qprof-test" for b in ok_bodies), "--otlp-header sent")
+    t.check(all(b[2].get("Content-Encoding") == "gzip" for b in ok_bodies), "Content-Encoding: gzip")
+    st0 = status()
+    t.check(st0["compression"] == "gzip" and 0 < st0["gzipped_bytes"] < st0["built_bytes"],
+            f"gzipped {st0['gzipped_bytes']} of {st0['built_bytes']} bytes built")
 
     counts, n_worker, scoped3, n3, scoped1, n1 = {}, 0, 0, 0, 0, 0
     off_wait, off_sleeper, res_ok = 0, 0, 0
@@ -203,6 +221,36 @@ try:
         print(f"otlp: {end['builds']} builds, {end['built_samples']} samples, {end['pushes']} pushes, "
               f"{end['dropped']} dropped ({end['dropped_samples']} samples), {end['failed_attempts']} failures, "
               f"{end['retries']} retries, build CPU {end['build_cpu_us']} us", flush=True)
+    # Retry-After: one push queued (the target runs 1.5 s), then throttled
+    before = status()
+    with rx.lock:
+        rx.mode = "throttle"
+    os.kill(prog.pid, signal.SIGCONT)
+    time.sleep(1.5)
+    os.kill(prog.pid, signal.SIGSTOP)
+
+    def throttled_times():
+        with rx.lock:
+            ts = [at for m, at in rx.times if m == "throttle"]
+        return ts if len(ts) >= 3 else None
+
+    ts = wait_for(throttled_times, timeout=30, step=0.2)
+    with rx.lock:
+        rx.mode = "ok"
+    t.check(ts, f"three tries answered 429 Retry-After: 3 ({ts})")
+    if ts:
+        gaps = [b - a for a, b in zip(ts, ts[1:])]
+        t.check(all(g >= 2.9 for g in gaps), f"tries after 429 Retry-After: 3 came {gaps} s apart (>= 3 s)")
+    end2 = wait_for(lambda: (lambda s: s if s["queued"] == 0 and s["pushes"] > before["pushes"] else None)(status()),
+                    timeout=30, step=0.5)
+    t.check(end2, "the throttled push goes through once the receiver accepts it")
+    if end2:
+        t.check(end2["throttled"] - before["throttled"] >= 3, f"throttled answers counted: {end2['throttled']}")
+        t.check(end2["retry_after_honoured"] - before["retry_after_honoured"] >= 2,
+                f"Retry-After honoured: {end2['retry_after_honoured']}")
+        t.eq(end2["last_retry_after_s"], 3, "last Retry-After")
+        t.eq(end2["pushed_samples"] + end2["dropped_samples"], end2["built_samples"],
+             "every sample built was pushed or counted dropped (after the throttling)")
     os.kill(prog.pid, signal.SIGCONT)
     with rx.lock:
         bodies = list(rx.bodies)
