@@ -444,6 +444,11 @@ add_test(NAME integration_pprof_labels
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_pprof_labels.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:fleet_target>)
 set_tests_properties(integration_pprof_labels PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# the same on the BPF collector: the heap's scopes from the BPF stacks
+add_test(NAME integration_pprof_labels_bpf
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_pprof_labels.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:fleet_target> bpf)
+set_tests_properties(integration_pprof_labels_bpf PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 add_test(NAME integration_otlp
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_otlp.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:fleet_target>)

@@ -15,7 +15,10 @@ exactly those in-use bytes under thread fl_sleeper with qprof_scope and
 qprof_scopes wait_io, and the main block under the main thread's name with
 no scope label; -tagfocus=qprof_scope=wait_io must give the same.
 
-usage: test_pprof_labels.py QPROFD FLEET_TARGET"""
+With COLLECTOR "bpf" the target is timed by the BPF collector (its open
+scopes come from the BPF stacks, not the ring's header).
+
+usage: test_pprof_labels.py QPROFD FLEET_TARGET [ring|bpf]"""
 import os
 import re
 import gzip
@@ -26,11 +29,12 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from qptest import Daemon, Failures, Target, require_root  # noqa: E402
+from qptest import Daemon, Failures, Target, collector_args, require_root  # noqa: E402
 
 qprofd, target = sys.argv[1:3]
+collector = sys.argv[3] if len(sys.argv) > 3 else "ring"
 require_root()
-t = Failures("integration_pprof_labels")
+t = Failures("integration_pprof_labels" + ("_bpf" if collector == "bpf" else ""))
 go = shutil.which("go")
 if not go:
     print("SKIP: go is not installed (go tool pprof reads the labels)", flush=True)
@@ -144,7 +148,8 @@ def heap_samples(gz):
 
 
 prog = Target([target])
-d = Daemon(qprofd, ["--pid", str(prog.pid), "--frequency", "999", "--heap"])
+d = Daemon(qprofd, ["--pid", str(prog.pid), "--frequency", "999", "--heap",
+                    *(collector_args(qprofd, "bpf") if collector == "bpf" else [])])
 try:
     prog.start()
     time.sleep(5)
