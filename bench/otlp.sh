@@ -12,8 +12,8 @@
 #     encoding; and qprofd's whole CPU per 10,000 samples with the push,
 #     against a run of the same length without it (the sender's libcurl
 #     included);
-#   - the mean request body (uncompressed protobuf, and gzipped here for
-#     comparison) against /pprof/profile?seconds=INTERVAL of the same
+#   - the mean request body (uncompressed protobuf, and gzipped as qprofd
+#     sends it) against /pprof/profile?seconds=INTERVAL of the same
 #     process (gzipped as served, and gunzipped).
 # Environment: QPROFD=PATH, SECONDS_RUN=N (default 30), INTERVAL=N (default 5).
 # Needs root; the exit status does not depend on the figures.

@@ -29,7 +29,7 @@
 #include "util.h"
 
 #define BID_MAX 128		/* hex digits of a build-id asked for */
-#define REASON_MAX 512
+#define REASON_MAX 2048	/* the reasons of every server tried (up to 8), for status */
 
 enum id_state { ID_PENDING, ID_FETCHING, ID_FETCHED, ID_MISSING, ID_FAILED, ID_REFUSED };
 static const char *const state_name[] = { "pending", "fetching", "fetched", "missing", "failed", "refused" };
@@ -363,7 +363,7 @@ static int fetch_from(struct qp_dbgf *f, const char *base, const char *bid, cons
 	} else if (status != 200) {
 		snprintf(why, wn, "HTTP status %ld", status);
 	} else {
-		char bad_file[REASON_MAX];
+		char bad_file[200];
 
 		check_file(k.fd, bid, bad_file, sizeof(bad_file));
 		if (bad_file[0]) {
@@ -386,7 +386,7 @@ out:
  * its place; the outcome in O. */
 static void fetch_id(struct qp_dbgf *f, const char *bid, struct outcome *o, char *final, size_t flen)
 {
-	char tmp[BID_MAX + 8], dir[32], rel[BID_MAX + 32], why[REASON_MAX - 64];
+	char tmp[BID_MAX + 8], dir[32], rel[BID_MAX + 32], why[512];
 	uint64_t t0 = qp_now_ns();
 	int best = FR_MISSING;
 	size_t i, used = 0;

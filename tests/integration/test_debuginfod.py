@@ -6,16 +6,17 @@ note), so nothing on this host names its functions. Debian's own server
 on loopback, after four servers of this test that fail each in its way:
 a closed port, one that takes the connection and never answers, one that
 answers 3 MiB of noise (the cap is 1 MiB), one that answers a real ELF
-file of another build-id. Asserted:
+file of another build-id, one that answers the stripped file itself (the
+build-id asked for, but neither symbols nor DWARF). Asserted:
 
-A. qprofd --debuginfod "CLOSED SILENT NOISE WRONG REAL" --debuginfod-timeout 4
+A. qprofd --debuginfod "CLOSED SILENT NOISE WRONG BARE REAL" --debuginfod-timeout 4
    --debuginfod-max-mb 1: while the silent server holds the fetch,
    /api/status answers in under 2 s (a stall would cost the 4 s timeout)
    and the folded profile has fleet_target+0x... frames and none of
    work_one/two/three; then the build-id's outcome is "fetched", after at
    least the 4 s timeout, with every server's reason (connection refused,
    no answer within 4 s, larger than 1048576 bytes, not the build-id asked
-   for, the bytes fetched); the file in CACHE/.build-id/xx/rest.debug is
+   for, neither .symtab nor .debug_info, the bytes fetched); the file in CACHE/.build-id/xx/rest.debug is
    the server's, byte for byte, and no temporary file is left; the folded
    profile then names work_one, work_two, work_three and worker_loop, and
    go tool pprof -lines names fleet_target.c lines (when go is installed).
@@ -127,6 +128,9 @@ closed = free_port()
 silent = Silent()
 noisy = answering(lambda path: noise)
 wrong = answering(lambda path: other_elf)
+with open(binary, "rb") as f:
+    stripped = f.read()
+bare = answering(lambda path: stripped)
 
 real = free_port()
 srv_log = open(os.path.join(work, "debuginfod.log"), "w")
@@ -203,7 +207,7 @@ cache = os.path.join(work, "cache")
 rel = os.path.join(".build-id", bid[:2], bid[2:] + ".debug")
 try:
     # ---- A: four bad servers, then the real one
-    urls = " ".join(f"http://127.0.0.1:{p}" for p in (closed, silent.port, noisy, wrong, real))
+    urls = " ".join(f"http://127.0.0.1:{p}" for p in (closed, silent.port, noisy, wrong, bare, real))
     d = start(urls, cache)
     phase("A: qprofd up")
     fetching = wait_for(lambda: status(d)[1]["fetching"] == bid, timeout=30)
@@ -229,13 +233,14 @@ try:
         t.check(o["ms"] >= TIMEOUT_S * 1000, f"the silent server cost its timeout ({o['ms']} ms)")
         t.check(o["ms"] < 8 * TIMEOUT_S * 1000, f"and no more than the file's bound ({o['ms']} ms)")
         why = o["reason"].split("; ")
-        t.eq(len(why), 5, f"one reason per server: {o['reason']}")
-        if len(why) == 5:
+        t.eq(len(why), 6, f"one reason per server: {o['reason']}")
+        if len(why) == 6:
             t.check(re.search(r"connect|refused", why[0], re.I), f"closed port: {why[0]}")
             t.check(f"no answer within {TIMEOUT_S} s" in why[1], f"silent server: {why[1]}")
             t.check("refused: larger than 1048576 bytes" in why[2], f"noise: {why[2]}")
             t.check("not the one asked for" in why[3], f"another ELF file: {why[3]}")
-            t.check(why[4].endswith(f"{len(debug_bytes)} bytes"), f"real server: {why[4]}")
+            t.check("neither .symtab nor .debug_info" in why[4], f"the stripped file: {why[4]}")
+            t.check(why[5].endswith(f"{len(debug_bytes)} bytes"), f"real server: {why[5]}")
     _, s = status(d)
     t.check(s["timeouts"] >= 1 and s["fetched"] >= 1 and s["pending"] == 0,
             f"counters: timeouts {s['timeouts']}, fetched {s['fetched']}, pending {s['pending']}")
