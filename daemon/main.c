@@ -248,6 +248,11 @@ int main(int argc, char **argv)
 		exit_code = 2;
 		goto out_free;
 	}
+	/* a refused server or cache is bad usage, said before anything loads */
+	if (qp_fleet_debuginfod(&fleet, o.report_dir, &d.dbgf)) {
+		exit_code = 2;
+		goto out_free;
+	}
 	phase_mark(&ph, "arguments");
 	qp_http_policy_unix(&pol_unix);
 	if (qp_raise_fd_limit(8192))
@@ -312,10 +317,6 @@ int main(int argc, char **argv)
 	phase_mark(&ph, "ring BPF");
 	qp_registry_set_reporter(&d.reg, collect_report, emit_report, &d);
 	qp_registry_set_report_stop(&d.reg, stop_pending);
-	if (qp_fleet_debuginfod(&fleet, o.report_dir, &d.dbgf)) {
-		exit_code = 2;
-		goto out;
-	}
 	{
 		/* debug files fetched in the background, looked for in their cache */
 		struct qp_sym_opts so = { .fetched_root = qp_dbgf_cache_dir(d.dbgf),
@@ -538,6 +539,7 @@ out_free:
 	if (http || fd_unix >= 0)
 		unlink(o.socket);
 	free(token);
+	qp_dbgf_free(d.dbgf);	/* made with the arguments; NULL once the shutdown freed it */
 	qp_report_fs_close(&d.report_fs);
 	free(o.pids);
 	free(o.binaries);
