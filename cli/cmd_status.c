@@ -3,6 +3,7 @@
  * or the daemon's JSON as it came with --json. The targets table is shared
  * with `attach`. */
 #include "cli.h"
+#include "counters.h"
 #include "table.h"
 
 #include <string.h>
@@ -167,14 +168,20 @@ void cli_ring_loss_footer(const struct cli_ctx *ctx, uint64_t pid)
 	json_decref(root);
 }
 
+/* The ring's losses as counters.h's QP_RING_LOSSES words them. */
+#define CLI_LOSS_ROW(a, key, from, help, text, in_report) { key, text },
+static const struct {
+	const char *key, *text;
+} ring_losses[] = { QP_RING_LOSSES(CLI_LOSS_ROW, _, _) };
+
 void cli_print_ring_losses(const json_t *targets, uint64_t pid)
 {
 	const json_t *tg;
-	size_t i;
+	size_t i, k;
 
 	json_array_foreach(targets, i, tg) {
 		const json_t *r = json_object_get(tg, "ring");
-		uint64_t p = 0, recs = 0, sc = 0, marks = 0, values = 0, other = 0, exitl = 0;
+		uint64_t p = 0, recs = 0, exitl = 0;
 		bool est = json_is_true(json_object_get(r, "lost_estimated"));
 		const char *tilde = est ? "~" : "";
 		char a[32], b[32];
@@ -182,19 +189,19 @@ void cli_print_ring_losses(const json_t *targets, uint64_t pid)
 		cli_json_u64(tg, "pid", &p);
 		if (!json_is_object(r) || (pid && p != pid) || !cli_json_u64(r, "lost", &recs) || !recs)
 			continue;
-		cli_json_u64(r, "lost_scopes", &sc);
-		cli_json_u64(r, "lost_marks", &marks);
-		cli_json_u64(r, "lost_values", &values);
-		cli_json_u64(r, "lost_other_records", &other);
 		cli_json_u64(r, "lost_at_exit", &exitl);
-		printf("pid %llu: %s%s scopes lost on the ring", (unsigned long long)p, tilde,
-		       qp_fmt_count(a, sizeof(a), sc));
-		if (marks)
-			printf(", %s%s marks", tilde, qp_fmt_count(a, sizeof(a), marks));
-		if (values)
-			printf(", %s%s values", tilde, qp_fmt_count(a, sizeof(a), values));
-		if (other)
-			printf(", %s%s records of spans and logs", tilde, qp_fmt_count(a, sizeof(a), other));
+		printf("pid %llu: ", (unsigned long long)p);
+		/* the first figure always, the others when not 0 */
+		for (k = 0; k < QP_ARRAY_SIZE(ring_losses); k++) {
+			uint64_t n = 0;
+
+			if (!ring_losses[k].text)
+				continue;
+			cli_json_u64(r, ring_losses[k].key, &n);
+			if (k && !n)
+				continue;
+			printf("%s%s%s %s", k ? ", " : "", tilde, qp_fmt_count(a, sizeof(a), n), ring_losses[k].text);
+		}
 		printf(" (%s records overwritten before they were read", qp_fmt_count(b, sizeof(b), recs));
 		if (exitl)
 			printf(", %s of them left unread when the process ended", qp_fmt_count(a, sizeof(a), exitl));
@@ -228,6 +235,10 @@ static void print_debuginfod(const json_t *dg)
 	}
 }
 
+/* The reasons of scopes.dropped_by_reason, in the table's order. */
+#define CLI_DROP_ROW(kind, key, from, unit, metric, label, help) key,
+static const char *const drop_reasons[] = { QP_CTR_SCOPE_DROPS(CLI_DROP_ROW) };
+
 static int print_status(const struct cli_ctx *ctx, const json_t *root)
 {
 	const json_t *cpu = json_object_get(root, "cpu");
@@ -252,17 +263,19 @@ static int print_status(const struct cli_ctx *ctx, const json_t *root)
 		       num(b, sizeof(b), cpu, "lost"));
 	}
 	if (json_is_object(sc)) {
-		const json_t *why = json_object_get(sc, "dropped_by_reason"), *n;
-		const char *reason;
+		const json_t *why = json_object_get(sc, "dropped_by_reason");
 		bool first = true;
+		size_t k;
 
 		printf("scopes: %s sites, %s events, %s dropped", num(a, sizeof(a), sc, "sites"),
 		       num(b, sizeof(b), sc, "events"), num(c, sizeof(c), sc, "dropped"));
-		/* the reasons that happened, e.g. (3 exit_without_enter, 1 thread_exit) */
-		json_object_foreach((json_t *)why, reason, n) {
-			if (!json_is_integer(n) || !json_integer_value(n))
+		/* the reasons of counters.h that happened, e.g. (3 exit_without_enter, 1 thread_exit) */
+		for (k = 0; k < QP_ARRAY_SIZE(drop_reasons); k++) {
+			uint64_t n;
+
+			if (!cli_json_u64(why, drop_reasons[k], &n) || !n)
 				continue;
-			printf("%s%lld %s", first ? " (" : ", ", (long long)json_integer_value(n), reason);
+			printf("%s%llu %s", first ? " (" : ", ", (unsigned long long)n, drop_reasons[k]);
 			first = false;
 		}
 		printf("%s\n", first ? "" : ")");

@@ -106,3 +106,17 @@ add_executable(test_thread_unwind ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_thread_u
   ${PROJECT_SOURCE_DIR}/daemon/collect/unwind_fast.c)
 target_link_libraries(test_thread_unwind qprof_common threads_skel PkgConfig::LIBBPF PkgConfig::LIBDW Threads::Threads m)
 add_test(NAME unit_thread_unwind COMMAND test_thread_unwind)
+
+# The counter tables of common/counters.h against the status JSON, the
+# targets' JSON and /metrics from a model whose every counter has a value
+# of its own; promtool's lint of that /metrics text.
+add_executable(test_counters ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_counters.c)
+target_link_libraries(test_counters qprof_common PkgConfig::JANSSON m)
+add_test(NAME unit_counters COMMAND test_counters)
+if(PROMTOOL)
+  add_test(NAME unit_counters_promtool
+    COMMAND bash -c "set -o pipefail; out=$($<TARGET_FILE:test_counters> --print | ${PROMTOOL} check metrics 2>&1); rc=$?; echo \"$out\"; [ $rc -eq 0 ] && [ -z \"$out\" ]")
+else()
+  add_test(NAME unit_counters_promtool
+    COMMAND bash -c "echo 'promtool not found: scripts/install-deps.sh installs Debian package prometheus'; exit 1")
+endif()

@@ -1,5 +1,8 @@
 /* export_json.c - see export_json.h: the scope, value and status models as
- * the JSON the API has always answered (the same keys in the same order). */
+ * the JSON the API has always answered (the same keys in the same order);
+ * the status counters from the tables of counters.h (export_counters.h). */
+#include <math.h>
+#include "export_counters.h"
 #include "export_json.h"
 #include "util.h"
 
@@ -136,160 +139,166 @@ void qp_export_values_json(const struct qp_value_model *m, struct qp_json *j)
 	qp_json_obj_end(j);
 }
 
-void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_json *j)
-{
-	const struct qp_scope_drops *d = &m->scopes.drops;
+/* ---- the counter groups (export_counters.h) ------------------------------ */
 
+void qp_status_counter_groups(const struct qp_status_model *s, struct qp_counter_group *g)
+{
+	QP_COUNTER_GROUP(&g[QP_SG_CPU], "cpu", QP_CTR_CPU);
+	QP_COUNTER_GROUP(&g[QP_SG_UNWIND], "cpu.unwind", QP_CTR_CPU_UNWIND);
+	g[QP_SG_UNWIND].present = s->cpu.running;
+	QP_COUNTER_GROUP(&g[QP_SG_OFFCPU], "offcpu", QP_CTR_OFFCPU);
+	QP_COUNTER_GROUP(&g[QP_SG_SLOW], "offcpu.slow", QP_CTR_OFFCPU_SLOW);
+	QP_COUNTER_GROUP(&g[QP_SG_SCOPES], "scopes", QP_CTR_SCOPES);
+	QP_COUNTER_GROUP(&g[QP_SG_DROPS], "scopes.dropped_by_reason", QP_CTR_SCOPE_DROPS);
+	QP_COUNTER_GROUP(&g[QP_SG_MINMAX], "scopes", QP_CTR_SCOPES_MINMAX);
+	QP_COUNTER_GROUP(&g[QP_SG_POLL], "scopes.poll", QP_CTR_SCOPES_POLL);
+	QP_COUNTER_GROUP(&g[QP_SG_SPANS], "scopes", QP_CTR_SCOPES_SPANS);
+	QP_COUNTER_GROUP(&g[QP_SG_LOGS], "logs", QP_CTR_LOGS);
+	QP_COUNTER_GROUP(&g[QP_SG_VALUES], "values", QP_CTR_VALUES);
+	QP_COUNTER_GROUP(&g[QP_SG_MARKS], "marks", QP_CTR_MARKS);
+	QP_COUNTER_GROUP(&g[QP_SG_TRACE], "trace", QP_CTR_TRACE);
+	QP_COUNTER_GROUP(&g[QP_SG_CALIB], "calibration", QP_CTR_CALIBRATION);
+	QP_COUNTER_GROUP(&g[QP_SG_RING], "ring", QP_CTR_RING);
+}
+
+void qp_lifecycle_counter_group(const struct qp_lifecycle_figures *lc, struct qp_counter_group *g)
+{
+	static const struct qp_lifecycle_figures zero;
+	const struct qp_lifecycle_figures *s = lc ? lc : &zero;
+
+	QP_COUNTER_GROUP(g, "lifecycle", QP_CTR_LIFECYCLE);
+	g->present = lc != NULL;
+}
+
+static uint64_t json_div(enum qp_counter_unit u)
+{
+	return u == QP_CU_NS_US ? 1000 : u == QP_CU_NS_MS ? 1000000 : 1;
+}
+
+double qp_counter_json_value(const struct qp_counter_group *g, size_t i)
+{
+	const struct qp_counter_def *d = &g->defs[i];
+	const struct qp_counter_val *v = &g->v[i];
+
+	if (d->kind == QP_CK_REAL)
+		return v->d;
+	if (d->kind == QP_CK_FLAG)
+		return v->u != 0;
+	if (d->kind == QP_CK_OPT && !v->u)
+		return NAN;
+	return (double)(v->u / json_div(d->unit));
+}
+
+double qp_counter_metric_value(const struct qp_counter_group *g, size_t i)
+{
+	const struct qp_counter_def *d = &g->defs[i];
+	const struct qp_counter_val *v = &g->v[i];
+	double x = d->kind == QP_CK_REAL ? v->d : d->kind == QP_CK_FLAG ? (double)(v->u != 0) : (double)v->u;
+	bool ns = d->unit == QP_CU_NS || d->unit == QP_CU_NS_US || d->unit == QP_CU_NS_MS;
+
+	return ns ? x / 1e9 : x;
+}
+
+void qp_counter_json(struct qp_json *j, const struct qp_counter_group *g, size_t i)
+{
+	const struct qp_counter_def *d = &g->defs[i];
+	const struct qp_counter_val *v = &g->v[i];
+
+	switch (d->kind) {
+	case QP_CK_FLAG:
+		qp_json_kv_bool(j, d->key, v->u != 0);
+		break;
+	case QP_CK_REAL:
+		qp_json_kv_double(j, d->key, v->d);
+		break;
+	case QP_CK_OPT:
+		if (!v->u) {
+			qp_json_kv_null(j, d->key);
+			break;
+		}
+		/* fall through */
+	default:
+		qp_json_kv_u64(j, d->key, v->u / json_div(d->unit));
+	}
+}
+
+void qp_counters_json(struct qp_json *j, const struct qp_counter_group *g, size_t from, size_t to)
+{
+	size_t i;
+
+	for (i = from; i < to && i < g->n; i++)
+		qp_counter_json(j, g, i);
+}
+
+/* ---- the status figures ---------------------------------------------------- */
+
+/* KEY: {every row of G}. */
+static void group_object(struct qp_json *j, const char *key, const struct qp_counter_group *g)
+{
+	qp_json_key(j, key);
+	qp_json_obj_begin(j);
+	qp_counters_json(j, g, 0, g->n);
+	qp_json_obj_end(j);
+}
+
+static void cpu_json(const struct qp_status_model *m, const struct qp_counter_group *g, struct qp_json *j)
+{
 	qp_json_key(j, "cpu");
 	qp_json_obj_begin(j);
-	qp_json_kv_bool(j, "running", m->cpu.running);
-	qp_json_kv_u64(j, "frequency_hz", m->cpu.frequency_hz);
-	qp_json_kv_u64(j, "samples", m->cpu.samples);
-	qp_json_kv_u64(j, "lost", m->cpu.lost);
-	qp_json_kv_u64(j, "aged", m->cpu.aged);
-	qp_json_kv_u64(j, "table_bytes", m->cpu.table_bytes);
-	qp_json_kv_bool(j, "all", m->cpu.all);
-	qp_json_kv_u64(j, "cpus", m->cpu.cpus);
+	qp_counters_json(j, &g[QP_SG_CPU], 0, g[QP_SG_CPU].n);
 	if (!m->cpu.running) {
 		qp_json_kv_str(j, "error", m->cpu.error);
 	} else {
-		const struct qp_cpu_unwind_figures *u = &m->cpu.unwind;
-
 		qp_json_key(j, "unwind");
 		qp_json_obj_begin(j);
-		qp_json_kv_str(j, "mode", u->mode ? u->mode : "");
-		qp_json_kv_u64(j, "copied", u->copied);
-		qp_json_kv_u64(j, "copy_fail", u->copy_fail);
-		qp_json_kv_u64(j, "copy_short", u->copy_short);
-		qp_json_kv_u64(j, "dwarf", u->dwarf);
-		qp_json_kv_u64(j, "fp", u->fp);
-		qp_json_kv_u64(j, "complete", u->complete);
-		qp_json_kv_u64(j, "partial", u->partial);
-		qp_json_kv_u64(j, "truncated", u->truncated);
-		qp_json_kv_u64(j, "loops", u->loops);
-		qp_json_kv_u64(j, "no_module", u->no_module);
-		qp_json_kv_u64(j, "refreshes", u->refreshes);
-		qp_json_kv_u64(j, "errors", u->errors);
-		qp_json_kv_u64(j, "deferred", u->deferred);
-		qp_json_kv_u64(j, "fast", u->fast);
-		qp_json_kv_u64(j, "slow", u->slow);
-		qp_json_kv_u64(j, "cache_resets", u->cache_resets);
+		qp_json_kv_str(j, "mode", m->cpu.unwind.mode ? m->cpu.unwind.mode : "");
+		qp_counters_json(j, &g[QP_SG_UNWIND], 0, g[QP_SG_UNWIND].n);
 		qp_json_obj_end(j);
 	}
 	qp_json_obj_end(j);
+}
+
+static void offcpu_json(const struct qp_status_model *m, const struct qp_counter_group *g, struct qp_json *j)
+{
 	qp_json_key(j, "offcpu");
 	qp_json_obj_begin(j);
-	qp_json_kv_bool(j, "running", m->offcpu.running);
-	qp_json_kv_u64(j, "intervals", m->offcpu.intervals);
-	qp_json_kv_u64(j, "lost", m->offcpu.lost);
-	qp_json_kv_u64(j, "no_state", m->offcpu.no_state);
-	qp_json_kv_u64(j, "kstats_full", m->offcpu.kstats_full);
-	qp_json_key(j, "slow");
-	qp_json_obj_begin(j);
-	qp_json_kv_u64(j, "records", m->offcpu.slow.records);
-	qp_json_kv_u64(j, "lost", m->offcpu.slow_lost);
-	qp_json_kv_u64(j, "pending_lost", m->offcpu.slow.pending_lost);
-	qp_json_kv_u64(j, "refused", m->offcpu.slow.refused);
-	qp_json_kv_u64(j, "partial", m->offcpu.slow.partial);
-	qp_json_kv_u64(j, "ring_missed", m->offcpu.slow.ring_missed);
-	qp_json_kv_u64(j, "kevents", m->offcpu.slow.kevents);
-	qp_json_kv_u64(j, "kevents_lost", m->offcpu.slow.kevents_lost);
-	qp_json_kv_u64(j, "received", m->offcpu.slow.received);
-	qp_json_kv_u64(j, "windows_open", m->offcpu.slow.windows_open);
-	qp_json_kv_u64(j, "window_records", m->offcpu.slow.window_records);
-	qp_json_kv_u64(j, "windows_refused", m->offcpu.slow.windows_refused);
-	qp_json_obj_end(j);
+	qp_counters_json(j, &g[QP_SG_OFFCPU], 0, g[QP_SG_OFFCPU].n);
+	group_object(j, "slow", &g[QP_SG_SLOW]);
 	if (!m->offcpu.running)
 		qp_json_kv_str(j, "error", m->offcpu.error);
 	qp_json_obj_end(j);
+}
+
+static void scopes_json(const struct qp_counter_group *g, struct qp_json *j)
+{
 	qp_json_key(j, "scopes");
 	qp_json_obj_begin(j);
-	qp_json_kv_u64(j, "sites", m->scopes.sites);
-	qp_json_kv_u64(j, "events", m->scopes.events);
-	qp_json_kv_u64(j, "dropped", m->scopes.dropped);
-	qp_json_key(j, "dropped_by_reason");
-	qp_json_obj_begin(j);
-	qp_json_kv_u64(j, "exit_without_enter", d->exit_without_enter);
-	qp_json_kv_u64(j, "out_of_order", d->out_of_order);
-	qp_json_kv_u64(j, "too_deep", d->too_deep);
-	qp_json_kv_u64(j, "thread_exit", d->thread_exit);
-	qp_json_kv_u64(j, "map_full", d->map_full);
-	qp_json_kv_u64(j, "stack_unavailable", d->stack_unavailable);
-	qp_json_kv_u64(j, "begin_unended", d->begin_unended);
-	qp_json_kv_u64(j, "span_end_without_begin", d->span_end_without_begin);
-	qp_json_kv_u64(j, "span_step_without_begin", d->span_step_without_begin);
-	qp_json_kv_u64(j, "span_id_reused", d->span_id_reused);
-	qp_json_kv_u64(j, "span_table_full", d->span_table_full);
-	qp_json_kv_u64(j, "span_abandoned", d->span_abandoned);
-	qp_json_kv_u64(j, "ring_lost", d->ring_lost);
+	qp_counters_json(j, &g[QP_SG_SCOPES], 0, g[QP_SG_SCOPES].n);
+	group_object(j, "dropped_by_reason", &g[QP_SG_DROPS]);
+	qp_counters_json(j, &g[QP_SG_MINMAX], 0, g[QP_SG_MINMAX].n);
+	group_object(j, "poll", &g[QP_SG_POLL]);
+	qp_counters_json(j, &g[QP_SG_SPANS], 0, g[QP_SG_SPANS].n);
 	qp_json_obj_end(j);
-	qp_json_kv_u64(j, "minmax_inexact", m->scopes.minmax_inexact);
-	qp_json_key(j, "poll");
-	qp_json_obj_begin(j);
-	qp_json_kv_u64(j, "polls", m->scopes.poll.polls);
-	qp_json_kv_u64(j, "chunks_read", m->scopes.poll.chunks_read);
-	qp_json_kv_u64(j, "full_scans", m->scopes.poll.full_scans);
-	qp_json_kv_u64(j, "cpu_us", m->scopes.poll.cpu_ns / 1000);
-	qp_json_kv_u64(j, "chunks", m->scopes.poll.chunks);
-	qp_json_obj_end(j);
-	qp_json_kv_u64(j, "spans_pending", m->scopes.spans_pending);
-	qp_json_kv_u64(j, "span_table", m->scopes.span_table);
-	qp_json_obj_end(j);
-	qp_json_key(j, "logs");
-	qp_json_obj_begin(j);
-	qp_json_kv_bool(j, "running", m->logs.running);
-	qp_json_kv_u64(j, "received", m->logs.received);
-	qp_json_kv_u64(j, "lost", m->logs.lost);
-	qp_json_kv_u64(j, "oldest_seq", m->logs.oldest_seq);
-	qp_json_obj_end(j);
-	qp_json_key(j, "values");
-	qp_json_obj_begin(j);
-	qp_json_kv_u64(j, "lost", m->values_lost);
-	qp_json_obj_end(j);
-	qp_json_key(j, "marks");
-	qp_json_obj_begin(j);
-	qp_json_kv_u64(j, "lost", m->marks_lost);
-	qp_json_obj_end(j);
-	qp_json_key(j, "trace");
-	qp_json_obj_begin(j);
-	qp_json_kv_bool(j, "running", m->trace.running);
-	qp_json_kv_u64(j, "active", m->trace.st.active);
-	qp_json_kv_u64(j, "sessions", m->trace.st.sessions);
-	qp_json_kv_u64(j, "records", m->trace.st.records);
-	qp_json_kv_u64(j, "dropped", m->trace.st.dropped);
-	qp_json_kv_u64(j, "lost", m->trace.st.lost);
-	qp_json_obj_end(j);
+}
+
+void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_json *j)
+{
+	struct qp_counter_group g[QP_SG__N];
+
+	qp_status_counter_groups(m, g);
+	cpu_json(m, g, j);
+	offcpu_json(m, g, j);
+	scopes_json(g, j);
+	group_object(j, "logs", &g[QP_SG_LOGS]);
+	group_object(j, "values", &g[QP_SG_VALUES]);
+	group_object(j, "marks", &g[QP_SG_MARKS]);
+	group_object(j, "trace", &g[QP_SG_TRACE]);
 	qp_json_key(j, "calibration");
 	qp_json_obj_begin(j);
-	qp_json_kv_bool(j, "done", m->calib.done);
-	qp_json_kv_u64(j, "correction_ns", m->calib.correction_ns);
-	qp_json_kv_u64(j, "samples", m->calib.samples);
-	qp_json_kv_u64(j, "p10_ns", m->calib.p10_ns);
-	qp_json_kv_u64(j, "p50_ns", m->calib.p50_ns);
-	qp_json_kv_u64(j, "p90_ns", m->calib.p90_ns);
-	qp_json_kv_u64(j, "mean_ns", m->calib.mean_ns);
+	qp_counters_json(j, &g[QP_SG_CALIB], 0, g[QP_SG_CALIB].n);
 	if (!m->calib.done)
 		qp_json_kv_str(j, "error", m->calib.error);
 	qp_json_obj_end(j);
 	/* the ring collector's own counters (per target ones are the targets') */
-	qp_json_key(j, "ring");
-	qp_json_obj_begin(j);
-	qp_json_kv_bool(j, "running", m->ring.running);
-	qp_json_kv_bool(j, "default", m->ring.is_default);
-	qp_json_kv_u64(j, "announcements", m->ring.announces);
-	qp_json_kv_u64(j, "not_target", m->ring.not_target);
-	qp_json_kv_u64(j, "bad", m->ring.bad);
-	qp_json_kv_u64(j, "refused", m->ring.refused);
-	qp_json_kv_u64(j, "lost", m->ring.lost);
-	qp_json_kv_u64(j, "dropped_rings", m->ring.dropped_rings);
-	qp_json_kv_u64(j, "thread_exits", m->ring.exits);
-	qp_json_kv_u64(j, "thread_exits_lost", m->ring.exits_lost);
-	qp_json_kv_u64(j, "thread_exit_heads_unread", m->ring.exit_heads_unread);
-	qp_json_kv_bool(j, "exit_hook", m->ring.exit_hook);
-	if (m->ring.ring_records)
-		qp_json_kv_u64(j, "ring_records", m->ring.ring_records);
-	else
-		qp_json_kv_null(j, "ring_records");
-	qp_json_kv_double(j, "tsc_ns_per_tick", m->ring.ns_per_tick);
-	qp_json_obj_end(j);
+	group_object(j, "ring", &g[QP_SG_RING]);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "export_counters.h"
 #include "export_metrics.h"
 #include "json_writer.h"
 #include "metrics_writer.h"
@@ -456,57 +457,50 @@ static void single(struct walk *k, const char *name, const char *help, enum qp_m
 	qp_mw_value(&k->w, NULL, 0, v);
 }
 
-static void daemon_families(struct walk *k, const struct qp_status_model *st)
+/* The rows of G as families: a row of its own family, or with its label,
+ * the rows of one METRIC one family (export_counters.h). */
+static void counter_families(struct walk *k, const struct qp_counter_group *g)
 {
-	const struct qp_scope_drops *d = &st->scopes.drops;
-	const struct {
-		const char *reason;
-		uint64_t n;
-	} drops[] = {
-		{ "exit_without_enter", d->exit_without_enter }, { "out_of_order", d->out_of_order },
-		{ "too_deep", d->too_deep }, { "thread_exit", d->thread_exit }, { "map_full", d->map_full },
-		{ "stack_unavailable", d->stack_unavailable }, { "begin_unended", d->begin_unended },
-		{ "span_end_without_begin", d->span_end_without_begin },
-		{ "span_step_without_begin", d->span_step_without_begin },
-		{ "span_id_reused", d->span_id_reused }, { "span_table_full", d->span_table_full },
-		{ "span_abandoned", d->span_abandoned }, { "ring_lost", d->ring_lost },
-	};
+	size_t i;
+
+	if (!g->present)
+		return;
+	for (i = 0; i < g->n; i++) {
+		const struct qp_counter_def *d = &g->defs[i];
+		struct qp_label l;
+
+		if (!d->metric)
+			continue;
+		if (!i || !g->defs[i - 1].metric || strcmp(g->defs[i - 1].metric, d->metric))
+			qp_mw_family(&k->w, d->metric, d->help,
+				     d->kind == QP_CK_COUNTER ? QP_MT_COUNTER : QP_MT_GAUGE);
+		l = (struct qp_label){ d->label, d->key };
+		qp_mw_value(&k->w, d->label ? &l : NULL, d->label ? 1 : 0, qp_counter_metric_value(g, i));
+	}
+}
+
+static void daemon_families(struct walk *k, const struct qp_status_model *st,
+			    const struct qp_lifecycle_figures *lc)
+{
 	const struct {
 		const char *family;
 		uint64_t n;
 	} omitted[] = {
 		{ FAM_SCOPE, k->omitted_scopes }, { FAM_EVENTS, k->omitted_events }, { FAM_VALUE, k->omitted_values },
 	};
+	struct qp_counter_group g[QP_SG__N + 1];
 	struct qp_label l;
 	size_t i;
 
-	qp_mw_family(&k->w, "qprof_scopes_dropped_total", "Scope and span events that could not be measured, by reason.",
-		     QP_MT_COUNTER);
-	for (i = 0; i < QP_ARRAY_SIZE(drops); i++) {
-		l = (struct qp_label){ "reason", drops[i].reason };
-		qp_mw_value(&k->w, &l, 1, (double)drops[i].n);
-	}
-	single(k, "qprof_values_lost_total", "QPROF_VALUE hits whose kernel bucket found no room.", QP_MT_COUNTER,
-	       (double)st->values_lost);
-	single(k, "qprof_marks_lost_total", "QPROF_MARK hits whose kernel entry found no room.", QP_MT_COUNTER,
-	       (double)st->marks_lost);
-	single(k, "qprof_cpu_samples_total", "CPU samples taken.", QP_MT_COUNTER, (double)st->cpu.samples);
-	single(k, "qprof_cpu_samples_lost_total", "CPU samples lost (ring buffer full, stack unreadable, caps).",
-	       QP_MT_COUNTER, (double)st->cpu.lost);
-	single(k, "qprof_cpu_samples_aged_total", "CPU samples aged out of the since-attach views.", QP_MT_COUNTER,
-	       (double)st->cpu.aged);
-	single(k, "qprof_logs_received_total", "QPROF_LOG messages received.", QP_MT_COUNTER,
-	       (double)st->logs.received);
-	single(k, "qprof_logs_lost_total", "QPROF_LOG messages lost (ring buffer full).", QP_MT_COUNTER,
-	       (double)st->logs.lost);
+	qp_status_counter_groups(st, g);
+	qp_lifecycle_counter_group(lc, &g[QP_SG__N]);
+	for (i = 0; i < QP_ARRAY_SIZE(g); i++)
+		counter_families(k, &g[i]);
 	qp_mw_family(&k->w, "qprof_targets", "Target processes by state.", QP_MT_GAUGE);
 	l = (struct qp_label){ "state", "running" };
 	qp_mw_value(&k->w, &l, 1, st->targets_running);
 	l = (struct qp_label){ "state", "exited" };
 	qp_mw_value(&k->w, &l, 1, st->targets_exited);
-	single(k, "qprof_probe_correction_seconds",
-	       "The probes' own cost taken off every scope duration (0: not calibrated).", QP_MT_GAUGE,
-	       st->calib.done ? (double)st->calib.correction_ns / 1e9 : 0);
 	if (st->self.ok) {
 		single(k, "process_resident_memory_bytes", "qprofd's resident memory.", QP_MT_GAUGE,
 		       (double)st->self.rss_bytes);
@@ -522,9 +516,9 @@ static void daemon_families(struct walk *k, const struct qp_status_model *st)
 	}
 }
 
-int qp_export_metrics(const struct qp_status_model *status, const struct qp_scope_model *scopes,
-		      const struct qp_value_model *values, const struct qp_metrics_opts *opts, bool protobuf,
-		      struct qp_buf *out)
+int qp_export_metrics(const struct qp_status_model *status, const struct qp_lifecycle_figures *lifecycle,
+		      const struct qp_scope_model *scopes, const struct qp_value_model *values,
+		      const struct qp_metrics_opts *opts, bool protobuf, struct qp_buf *out)
 {
 	struct walk *k = calloc(1, sizeof(*k));
 	int ret;
@@ -539,7 +533,7 @@ int qp_export_metrics(const struct qp_status_model *status, const struct qp_scop
 	kernel_families(k, scopes);
 	events_family(k, scopes);
 	value_families(k, values);
-	daemon_families(k, status);
+	daemon_families(k, status, lifecycle);
 	ret = qp_mw_finish(&k->w);
 	qp_mw_free(&k->w);
 	if (k->oom)

@@ -14,6 +14,7 @@
 #include "model_scopes.h"
 #include "model_status.h"
 #include "model_values.h"
+#include "targets_view.h"
 
 /* Label sets per per-site family (scope histograms, events, values) by
  * default; past the cap a family keeps the first ones in label order and
@@ -26,8 +27,9 @@ struct qp_metrics_opts {
 	unsigned int max_sets;		/* --metrics-max-sets; 0: the default */
 };
 
-/* 0 or -ENOMEM. */
-int qp_export_metrics(const struct qp_status_model *status, const struct qp_scope_model *scopes,
-		      const struct qp_value_model *values, const struct qp_metrics_opts *opts, bool protobuf,
-		      struct qp_buf *out);
+/* The counters of STATUS and LIFECYCLE (NULL: fork/exec not tracked) are
+ * those of the tables of counters.h, each its family. 0 or -ENOMEM. */
+int qp_export_metrics(const struct qp_status_model *status, const struct qp_lifecycle_figures *lifecycle,
+		      const struct qp_scope_model *scopes, const struct qp_value_model *values,
+		      const struct qp_metrics_opts *opts, bool protobuf, struct qp_buf *out);
 #endif

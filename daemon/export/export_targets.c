@@ -1,5 +1,7 @@
 /* export_targets.c - see export_targets.h: the targets model as the JSON
- * the API has always answered (the same keys in the same order). */
+ * the API has always answered (the same keys in the same order; the
+ * counters from the tables of counters.h). */
+#include "export_counters.h"
 #include "export_targets.h"
 
 static const char *target_state(enum qp_target_state s)
@@ -42,30 +44,11 @@ static void modules(const struct qp_target_view *t, struct qp_json *j)
 	qp_json_arr_end(j);
 }
 
-/* The ring's accounting: base + read + lost + unread == head, over its
- * rings (ring_internal.h), the losses in events, the rings one by one. */
-static void ring_accounting(const struct qp_ring_status *st, struct qp_json *j)
+/* The rings one by one. */
+static void ring_list(const struct qp_ring_status *st, struct qp_json *j)
 {
-	const struct qp_ring_lost_est *e = &st->est;
 	size_t i;
 
-	qp_json_kv_u64(j, "rings_gone", st->rings_gone);
-	qp_json_kv_u64(j, "head", st->head);
-	qp_json_kv_u64(j, "base", st->base);
-	qp_json_kv_u64(j, "read", st->read);
-	qp_json_kv_u64(j, "unread", st->unread);
-	qp_json_kv_u64(j, "lost_at_exit", st->c.lost_at_exit);
-	qp_json_kv_u64(j, "start_unknown", st->c.start_unknown);
-	qp_json_kv_u64(j, "unreadable", st->c.unreadable);
-	qp_json_kv_u64(j, "unreadable_ms", st->c.unreadable_ns / 1000000);
-	qp_json_kv_u64(j, "bytes", st->bytes);
-	qp_json_kv_u64(j, "bytes_max_ring", st->bytes_max);
-	qp_json_kv_u64(j, "lost_scopes", e->scopes);
-	qp_json_kv_u64(j, "lost_scopes_partial", e->scopes_partial);
-	qp_json_kv_u64(j, "lost_marks", e->marks);
-	qp_json_kv_u64(j, "lost_values", e->values);
-	qp_json_kv_u64(j, "lost_other_records", e->other);
-	qp_json_kv_bool(j, "lost_estimated", e->estimated || st->c.start_unknown);
 	qp_json_key(j, "list");
 	qp_json_arr_begin(j);
 	for (i = 0; i < st->nlist; i++) {
@@ -84,6 +67,22 @@ static void ring_accounting(const struct qp_ring_status *st, struct qp_json *j)
 		qp_json_obj_end(j);
 	}
 	qp_json_arr_end(j);
+}
+
+/* "ring": the counters of counters.h's QP_CTR_TARGET_RING, then the rings. */
+static void ring_json(const struct qp_target_view *s, struct qp_json *j)
+{
+	struct qp_counter_group g;
+
+	qp_json_key(j, "ring");
+	qp_json_obj_begin(j);
+	QP_COUNTER_GROUP(&g, "ring", QP_CTR_TARGET_RING);
+	qp_counters_json(j, &g, 0, g.n);
+	QP_COUNTER_GROUP(&g, "ring", QP_CTR_TARGET_RING_ACCOUNTING);
+	qp_counters_json(j, &g, 0, g.n);
+	qp_json_kv_bool(j, "lost_estimated", s->ring_status.est.estimated || s->ring_status.c.start_unknown);
+	ring_list(&s->ring_status, j);
+	qp_json_obj_end(j);
 }
 
 void qp_export_target_json(const struct qp_target_view *t, struct qp_json *j)
@@ -115,22 +114,8 @@ void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j)
 		qp_json_kv_str(j, "collector_note", t->collector_note);
 	else
 		qp_json_kv_null(j, "collector_note");
-	if (t->has_ring_status) {
-		const struct qp_ring_counts *c = &t->ring_status.c;
-
-		qp_json_key(j, "ring");
-		qp_json_obj_begin(j);
-		qp_json_kv_u64(j, "rings", t->ring_status.rings);
-		qp_json_kv_u64(j, "records", c->records);
-		qp_json_kv_u64(j, "lost", c->lost);
-		qp_json_kv_u64(j, "garbage", c->garbage);
-		qp_json_kv_u64(j, "open_at_loss", c->after_loss);
-		qp_json_kv_u64(j, "before_attach", c->before_attach);
-		qp_json_kv_u64(j, "logs", c->logs);
-		qp_json_kv_u64(j, "logs_cut", c->logs_cut);
-		ring_accounting(&t->ring_status, j);
-		qp_json_obj_end(j);
-	}
+	if (t->has_ring_status)
+		ring_json(t, j);
 	modules(t, j);
 	qp_json_kv_u64(j, "libs_loaded", t->libs_loaded);
 	qp_json_kv_u64(j, "libs_unloaded", t->libs_unloaded);
@@ -189,44 +174,16 @@ void qp_export_targets_json(const struct qp_targets_view *v, struct qp_json *j)
 
 static void lifecycle(const struct qp_targets_view *v, struct qp_json *j)
 {
-	const struct qp_lifecycle_figures *f = &v->lifecycle;
+	struct qp_counter_group g;
 
 	qp_json_key(j, "lifecycle");
 	if (!v->has_lifecycle) {
 		qp_json_null(j);
 		return;
 	}
+	qp_lifecycle_counter_group(&v->lifecycle, &g);
 	qp_json_obj_begin(j);
-	qp_json_kv_u64(j, "forks", f->forks);
-	qp_json_kv_u64(j, "shared_mm_children", f->shared_mm_children);
-	qp_json_kv_u64(j, "children_stopped", f->children_stopped);
-	qp_json_kv_u64(j, "stop_failed", f->stop_failed);
-	qp_json_kv_u64(j, "records_lost", f->records_lost);
-	qp_json_kv_u64(j, "descendants_unwatched", f->descendants_unwatched);
-	qp_json_kv_u64(j, "children_resumed", f->children_resumed);
-	qp_json_kv_u64(j, "sites_restored_nop", f->sites_restored_nop);
-	qp_json_kv_u64(j, "sites_restored_int3", f->sites_restored_int3);
-	qp_json_kv_u64(j, "site_rewrites_failed", f->site_rewrites_failed);
-	qp_json_kv_u64(j, "semaphores_lowered", f->semaphores_lowered);
-	qp_json_kv_u64(j, "semaphore_writes_failed", f->semaphore_writes_failed);
-	qp_json_kv_u64(j, "child_stall_max_ns", f->child_stall_max_ns);
-	qp_json_kv_u64(j, "child_stall_mean_ns", f->child_stall_mean_ns);
-	qp_json_kv_u64(j, "execs", f->execs);
-	qp_json_kv_u64(j, "exec_stall_max_ns", f->exec_stall_max_ns);
-	qp_json_kv_u64(j, "binary_starts", f->binary_starts);
-	qp_json_kv_u64(j, "execs_seen_in_proc", f->execs_seen_in_proc);
-	qp_json_kv_u64(j, "execs_dropped", f->execs_dropped);
-	qp_json_kv_u64(j, "dl_rendezvous", f->dl_rendezvous);
-	qp_json_kv_u64(j, "dl_held", f->dl_held);
-	qp_json_kv_u64(j, "dl_unheld", f->dl_unheld);
-	qp_json_kv_u64(j, "dl_released", f->dl_released);
-	qp_json_kv_u64(j, "dl_released_late", f->dl_released_late);
-	qp_json_kv_u64(j, "dl_hold_max_ns", f->dl_hold_max_ns);
-	qp_json_kv_u64(j, "dl_hold_mean_ns", f->dl_hold_mean_ns);
-	qp_json_kv_u64(j, "dl_linkers", f->dl_linkers);
-	qp_json_kv_u64(j, "dl_skipped_unresponsive", f->dl_skipped_unresponsive);
-	qp_json_kv_u64(j, "dl_skipped_traced", f->dl_skipped_traced);
-	qp_json_kv_u64(j, "dl_skipped_no_signal", f->dl_skipped_no_signal);
+	qp_counters_json(j, &g, 0, g.n);
 	qp_json_obj_end(j);
 }
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include "buf.h"
 #include "collect_cpu.h"
+#include "counters.h"
 #include "export.h"
 #include "export_json.h"
 #include "json_writer.h"
@@ -339,6 +340,28 @@ static void func_table(struct qp_buf *b, const char *title, const struct func *v
 	}
 }
 
+/* The ring's losses as counters.h's QP_RING_LOSSES words them: the first
+ * figure always, the others the report names when not 0. */
+#define REPORT_LOSS_ROW(a, key, from, help, text, in_report) { text, in_report, from },
+
+static void ring_losses(struct qp_buf *b, const struct qp_ring_status *st)
+{
+	const struct {
+		const char *text;
+		int in_report;
+		uint64_t n;
+	} l[] = { QP_RING_LOSSES(REPORT_LOSS_ROW, _, st->est) };
+	const char *tilde = st->est.estimated || st->c.start_unknown ? "~" : "";
+	size_t i;
+
+	qp_buf_puts(b, "  lost:      ");
+	for (i = 0; i < QP_ARRAY_SIZE(l); i++)
+		if (l[i].in_report && (!i || l[i].n))
+			qp_buf_printf(b, "%s%s%" PRIu64 " %s", i ? ", " : "", tilde, l[i].n, l[i].text);
+	qp_buf_printf(b, " (%" PRIu64 " records overwritten before they were read%s): the counts below may be short by that\n",
+		      st->lost, *tilde ? "; ~ an estimate" : "; exact");
+}
+
 static void write_summary(struct qp_report *r, const char *dir, struct qp_buf *b)
 {
 	const struct who *t = r->t;
@@ -353,18 +376,8 @@ static void write_summary(struct qp_report *r, const char *dir, struct qp_buf *b
 	qp_buf_printf(b, "  exited:    %s\n", ex);
 	qp_buf_printf(b, "  duration:  %s (attached to exit)\n", dur);
 	qp_buf_printf(b, "  scopes:    %zu rows\n", r->nrows);
-	if (r->ring_ok && r->ring->lost) {
-		const struct qp_ring_lost_est *e = &r->ring->est;
-		const char *tilde = e->estimated || r->ring->c.start_unknown ? "~" : "";
-
-		qp_buf_printf(b, "  lost:      %s%" PRIu64 " scopes lost on the ring", tilde, e->scopes);
-		if (e->marks)
-			qp_buf_printf(b, ", %s%" PRIu64 " marks", tilde, e->marks);
-		if (e->values)
-			qp_buf_printf(b, ", %s%" PRIu64 " values", tilde, e->values);
-		qp_buf_printf(b, " (%" PRIu64 " records overwritten before they were read%s): the counts below may be short by that\n",
-			      r->ring->lost, *tilde ? "; ~ an estimate" : "; exact");
-	}
+	if (r->ring_ok && r->ring->lost)
+		ring_losses(b, r->ring);
 	if (r->cpu_ok)
 		qp_buf_printf(b, "  cpu:       %" PRIu64 " samples at %u Hz\n", r->funcs.samples,
 			      r->frequency_hz);

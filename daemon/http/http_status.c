@@ -1,7 +1,8 @@
 /* http_status.c - the routes of the daemon's own state: GET /api/status
  * (the targets model's copy of the targets, binaries and fork/exec
  * figures, then the status model's figures, then the HTTP limits) and
- * GET /metrics (the status, scope and value models as Prometheus text, or
+ * GET /metrics (the status, scope and value models and the fork/exec
+ * figures as Prometheus text, or
  * protobuf when the scraper's Accept asks for it). */
 #include <errno.h>
 #include <string.h>
@@ -83,6 +84,7 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 	struct qp_scope_model scopes = { 0 };
 	struct qp_value_model values = { 0 };
 	struct qp_status_model status;
+	struct qp_targets_view tv = { 0 };
 	struct qp_model_src src;
 	const char *accept = req->header ? req->header(req->arg, "Accept") : NULL;
 	bool protobuf = qp_accept_protobuf(accept);
@@ -98,8 +100,13 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 		ret = qp_scope_model_build(&src, &q, &scopes);
 	if (!ret)
 		ret = qp_value_model_build(&src, 0, &values);
+	/* the fork/exec figures (copied as /api/status copies them) */
 	if (!ret)
-		ret = qp_export_metrics(&status, &scopes, &values, &d->metrics, protobuf, &b);
+		ret = qp_targets_view_take(&d->reg, QP_VIEW_LIFECYCLE, &tv);
+	if (!ret)
+		ret = qp_export_metrics(&status, tv.has_lifecycle ? &tv.lifecycle : NULL, &scopes, &values,
+					&d->metrics, protobuf, &b);
+	qp_targets_view_free(&tv);
 	qp_scope_model_free(&scopes);
 	qp_value_model_free(&values);
 	if (ret) {

@@ -48,7 +48,7 @@ static char *export_text(const struct qp_status_model *st, const struct qp_scope
 	struct qp_buf b;
 
 	qp_buf_init(&b);
-	CHECK_INT(qp_export_metrics(st, sm, vm, o, false, &b), 0);
+	CHECK_INT(qp_export_metrics(st, NULL, sm, vm, o, false, &b), 0);
 	return qp_buf_steal(&b, NULL);
 }
 
@@ -311,7 +311,7 @@ static int print_hostile(void)
 	all[0].kernel.off_cpu_ns = 1500;
 	all[2].kernel.page_faults = 9;
 	qp_buf_init(&b);
-	ret = qp_export_metrics(&st, &sm, &vm, &o, false, &b);
+	ret = qp_export_metrics(&st, NULL, &sm, &vm, &o, false, &b);
 	if (!ret)
 		fwrite(b.data, 1, b.len, stdout);
 	qp_buf_free(&b);
