@@ -1,5 +1,7 @@
-/* options.c - qprofd's command line: --help and the parsing of the options
- * (options.h). */
+/* options.c - qprofd's command line (options.h): one table of the options
+ * (name, argument, help text, what it sets and its range) from which both
+ * --help and the parsing are made, so the man page generated from --help
+ * (scripts/gen_man.py) lists what the parser takes. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -8,76 +10,253 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <stddef.h>
 #include <sys/stat.h>
 #include "options.h"
 
+
+/* What an option does with its argument. */
+enum opt_kind {
+	OPT_SET_TRUE,	/* a bool field becomes true */
+	OPT_COUNT,	/* an int field counts the option (-v -v) */
+	OPT_STRING,	/* a const char * field points at the argument */
+	OPT_UINT,	/* an unsigned field of SIZE bytes: the argument in MIN..MAX */
+	OPT_CALL,	/* PARSE(o, row, arg): 0, 1 (no memory) or 2 (usage, said) */
+	OPT_TEXT,	/* no option: HELP is written as it is (the --otlp-* block) */
+};
+
+struct opt_row;
+typedef int (*opt_parse_fn)(struct options *o, const struct opt_row *r, const char *arg);
+
+struct opt_row {
+	const char *name;	/* --NAME */
+	char short_name;	/* -X, 0: none */
+	bool short_in_help;	/* --help writes "-X, --NAME" */
+	const char *arg;	/* the argument's name in --help, NULL: takes none */
+	const char *help;	/* NULL: not in --help; lines after the first are indented */
+	enum opt_kind kind;
+	size_t off, size;	/* the field of struct options */
+	int64_t min, max;	/* OPT_UINT */
+	opt_parse_fn parse;	/* OPT_CALL */
+};
+
+#define FIELD(f) offsetof(struct options, f), sizeof(((struct options *)0)->f)
+#define UINT(f, lo, hi) OPT_UINT, FIELD(f), (lo), (hi), NULL
+#define CALL(fn) OPT_CALL, 0, 0, 0, 0, (fn)
+
+static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t max, int64_t *out);
+
+static int opt_pid(struct options *o, const struct opt_row *r, const char *arg)
+{
+	int *np = realloc(o->pids, (o->npids + 1) * sizeof(*np));
+	int64_t v;
+
+	if (!np)
+		return 1;
+	o->pids = np;
+	if (parse_uint_opt("--pid", arg, 1, INT32_MAX, &v))
+		return 2;
+	o->pids[o->npids++] = (int)v;
+	return 0;
+}
+
+static int opt_binary(struct options *o, const struct opt_row *r, const char *arg)
+{
+	const char **nb = realloc(o->binaries, (o->nbinaries + 1) * sizeof(*nb));
+
+	if (!nb)
+		return 1;
+	o->binaries = nb;
+	o->binaries[o->nbinaries++] = arg;
+	return 0;
+}
+
+static int opt_collector(struct options *o, const struct opt_row *r, const char *arg)
+{
+	bool ring = !strcmp(r->name, "ring");
+
+	if (qp_collector_parse(ring ? "ring" : arg, &o->collector)) {
+		fprintf(stderr, "qprofd: --collector wants ring or bpf, one of them (--ring "
+			"is --collector ring), got '%s'\n", ring ? "--ring" : arg);
+		return 2;
+	}
+	return 0;
+}
+
+static int opt_unwind(struct options *o, const struct opt_row *r, const char *arg)
+{
+	if (qp_cpu_unwind_mode_parse(arg, &o->unwind)) {
+		fprintf(stderr, "qprofd: --unwind wants fp, dwarf or dwarf-all, got '%s'\n", arg);
+		return 2;
+	}
+	return 0;
+}
+
+static int opt_ring_records(struct options *o, const struct opt_row *r, const char *arg)
+{
+	int64_t v;
+
+	if (parse_uint_opt("--ring-records", arg, 0, QPROF_RING_CFG_MAX, &v))
+		return 2;
+	if (v && (v < QPROF_RING_CFG_MIN || (v & (v - 1)))) {
+		fprintf(stderr, "qprofd: --ring-records wants 0 or a power of two in %u..%u, got '%s'\n",
+			QPROF_RING_CFG_MIN, QPROF_RING_CFG_MAX, arg);
+		return 2;
+	}
+	o->ring_records = (unsigned int)v;
+	return 0;
+}
+
+static int opt_report_dir(struct options *o, const struct opt_row *r, const char *arg)
+{
+	if (!arg[0]) {
+		fprintf(stderr, "qprofd: --report-dir wants a directory\n");
+		return 2;
+	}
+	o->report_dir = arg;
+	return 0;
+}
+
+static int opt_help(struct options *o, const struct opt_row *r, const char *arg)
+{
+	qp_options_usage(stdout);
+	exit(0);
+}
+
+static int opt_version(struct options *o, const struct opt_row *r, const char *arg)
+{
+	printf("qprofd %s\n", QPROF_VERSION);
+	exit(0);
+}
+
+/* The options, in the order of --help. */
+static const struct opt_row opts[] = {
+	{ "pid", 'p', false, "PID", "attach to a running process (repeatable)", CALL(opt_pid) },
+	{ "binary", 'b', false, "PATH",
+	  "attach to every process, present and future, that runs\n"
+	  "this executable or maps this library (repeatable)", CALL(opt_binary) },
+	{ "socket", 's', false, "PATH", "unix socket to serve on (default " DEFAULT_SOCKET ")", OPT_STRING,
+	  FIELD(socket), 0, 0, NULL },
+	{ "listen", 'l', false, "ADDR:PORT",
+	  "also serve on a loopback TCP address, e.g. 127.0.0.1:6464:\n"
+	  "GET routes only, unless --token-file is given", OPT_STRING, FIELD(listen), 0, 0, NULL },
+	{ "token-file", 0, false, "PATH",
+	  "the bearer token that POST/DELETE need over --listen\n"
+	  "(a root-owned file, mode 0600, or 0640 group qprof)", OPT_STRING, FIELD(token_file), 0, 0, NULL },
+	{ "frequency", 'F', false, "HZ", "CPU sampling frequency per CPU, 1..10000 (default 99)",
+	  UINT(frequency, 1, 10000) },
+	{ "all", 'a', false, NULL, "sample every process, not only the targets", OPT_SET_TRUE, FIELD(all), 0, 0,
+	  NULL },
+	{ "unwind", 0, false, "MODE",
+	  "user stacks: fp (frame pointers only), dwarf (default:\n"
+	  "targets' samples also carry 16 KiB of stack, unwound\n"
+	  "by CFI in qprofd), dwarf-all (so do --all's processes)", CALL(opt_unwind) },
+	{ "max-sites", 0, false, "N", "(process, scope, parent) aggregates (default 4096)",
+	  UINT(max_sites, 16, 1 << 18) },
+	{ "span-pending", 0, false, "N",
+	  "QPROF_SPAN_BEGIN spans pending at once, all processes\n"
+	  "(default 65536; a begin past it is counted table_full)", UINT(spans.pending, 16, 1 << 22) },
+	{ "span-timeout-ms", 0, false, "MS",
+	  "a span pending longer is dropped and counted\n"
+	  "abandoned (default 10000)", UINT(spans.timeout_ms, 10, 3600 * 1000) },
+	{ "max-exited", 0, false, "N",
+	  "exited targets kept with their data (default 1000;\n"
+	  "the oldest are dropped, and counted, beyond)", UINT(max_exited, 0, 1 << 20) },
+	{ "report-dir", 0, false, "DIR",
+	  "where a target's report is written when it exits\n"
+	  "(default " QPROF_REPORT_DIR ")", CALL(opt_report_dir) },
+	{ "trace-max-events", 0, false, "N",
+	  "events a trace keeps, 1..100000000 (default 1000000;\n"
+	  "the rest are counted as dropped in the trace)", UINT(trace_max_events, 1, 100000000) },
+	{ "no-calibrate", 0, false, NULL,
+	  "do not measure the probes' own cost at start, nor\n"
+	  "subtract it from durations", OPT_SET_TRUE, FIELD(no_calibrate), 0, 0, NULL },
+	{ "metrics-pid-label", 0, false, NULL,
+	  "give /metrics series a pid label (default: exe, scope,\n"
+	  "parent, kind only, which survive restarts)", OPT_SET_TRUE, FIELD(metrics.pid_label), 0, 0, NULL },
+	{ "metrics-max-sets", 0, false, "N",
+	  "label sets per per-site family of /metrics, 1..1000000\n"
+	  "(default 1000; the rest are counted as omitted)", UINT(metrics.max_sets, 1, QP_METRICS_MAX_SETS_LIMIT) },
+	{ "collector", 0, false, "ring|bpf",
+	  "scope collector of new targets (also --ring): ring, the\n"
+	  "default (ABI-2 markers: 0.03-0.2 us a scope here), or bpf\n"
+	  "(uprobes, ~40x dearer: 2-7 us a scope; ABI 1, USDT probes)", CALL(opt_collector) },
+	{ "ring", 0, false, NULL, NULL, CALL(opt_collector) },
+	{ "ring-records", 0, false, "N",
+	  "records (16 bytes each) a ring target's new thread rings\n"
+	  "get, a power of two 1024..16777216 (default " QP_STR(QP_RING_RECORDS_DEFAULT) "; 0: the\n"
+	  "markers' own QPROF_RING_RECORDS)", CALL(opt_ring_records) },
+	{ "flight-events", 0, false, "N",
+	  "events kept per ring target for GET /api/trace without\n"
+	  "seconds= (0..16777216, default 1048576, 48 bytes each)", UINT(flight_events, 0, 1 << 24) },
+	{ "heap", 0, false, NULL,
+	  "profile the heap of every target (else per target:\n"
+	  "POST /api/targets {\"pid\": N, \"heap\": true})", OPT_SET_TRUE, FIELD(heap), 0, 0, NULL },
+	{ "heap-interval", 0, false, "B",
+	  "mean bytes allocated between two heap samples,\n"
+	  "1..1073741824 (default 524288)", UINT(heap_opts.interval, 1, 1 << 30) },
+	{ "heap-live", 0, false, "N",
+	  "sampled allocations live at once, all processes\n"
+	  "(default 65536; beyond, counted live_full)", UINT(heap_opts.max_live, 1, 1 << 24) },
+	{ "heap-stacks", 0, false, "N",
+	  "distinct allocation stacks, all processes (default\n"
+	  "16384; beyond, counted stacks_full)", UINT(heap_opts.max_stacks, 1, 1 << 22) },
+	{ "dl-hold-ms", 0, false, "MS",
+	  "at most this long a target that loads a library waits,\n"
+	  "stopped, until its markers are probed (0..1000,\n"
+	  "default 100; 0: no wait, its first calls may be missed)", UINT(dl_hold_ms, 0, QP_DL_HOLD_MAX_MS) },
+	{ "no-uprobe-multi", 0, false, NULL,
+	  "attach with one perf-event uprobe per site, as on\n"
+	  "kernels before 6.6 (slower; for comparison and tests)", OPT_SET_TRUE, FIELD(no_multi), 0, 0, NULL },
+	{ NULL, 0, false, NULL, QP_FLEET_USAGE, OPT_TEXT, 0, 0, 0, 0, NULL },	/* --otlp-*: otlp_push.h */
+	{ "verbose", 'v', true, NULL, "-vv: debug logging too (default: errors, warnings, info)", OPT_COUNT,
+	  FIELD(verbose), 0, 0, NULL },
+	{ "help", 'h', true, NULL, "this text", CALL(opt_help) },
+	{ "version", 0, false, NULL, "print the version", CALL(opt_version) },
+};
+
+#define HELP_COL 22	/* where the help text starts */
+
+/* "  --name ARG" padded to HELP_COL (or two spaces past it), then the help,
+ * each line after the first indented to HELP_COL. */
+static void usage_row(FILE *f, const struct opt_row *r)
+{
+	char label[64];
+	const char *p, *nl;
+	int n;
+
+	if (r->short_in_help)
+		n = snprintf(label, sizeof(label), "-%c, --%s", r->short_name, r->name);
+	else
+		n = snprintf(label, sizeof(label), "--%s", r->name);
+	if (r->arg)
+		n += snprintf(label + n, sizeof(label) - (size_t)n, " %s", r->arg);
+	fprintf(f, "  %-*s", n <= HELP_COL - 4 ? HELP_COL - 2 : n + 2, label);
+	for (p = r->help; (nl = strchr(p, '\n')); p = nl + 1)
+		fprintf(f, "%.*s\n%*s", (int)(nl - p), p, HELP_COL, "");
+	fprintf(f, "%s\n", p);
+}
+
 void qp_options_usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: qprofd [OPTIONS]\n"
-		"qprof's daemon: attaches BPF to the qprof markers of target processes and\n"
-		"serves what it measures over a unix socket (see qprof-cli).\n"
-		"\n"
-		"  --pid PID           attach to a running process (repeatable)\n"
-		"  --binary PATH       attach to every process, present and future, that runs\n"
-		"                      this executable or maps this library (repeatable)\n"
-		"  --socket PATH       unix socket to serve on (default " DEFAULT_SOCKET ")\n"
-		"  --listen ADDR:PORT  also serve on a loopback TCP address, e.g. 127.0.0.1:6464:\n"
-		"                      GET routes only, unless --token-file is given\n"
-		"  --token-file PATH   the bearer token that POST/DELETE need over --listen\n"
-		"                      (a root-owned file, mode 0600, or 0640 group qprof)\n"
-		"  --frequency HZ      CPU sampling frequency per CPU, 1..10000 (default 99)\n"
-		"  --all               sample every process, not only the targets\n"
-		"  --unwind MODE       user stacks: fp (frame pointers only), dwarf (default:\n"
-		"                      targets' samples also carry 16 KiB of stack, unwound\n"
-		"                      by CFI in qprofd), dwarf-all (so do --all's processes)\n"
-		"  --max-sites N       (process, scope, parent) aggregates (default 4096)\n"
-		"  --span-pending N    QPROF_SPAN_BEGIN spans pending at once, all processes\n"
-		"                      (default 65536; a begin past it is counted table_full)\n"
-		"  --span-timeout-ms MS  a span pending longer is dropped and counted\n"
-		"                      abandoned (default 10000)\n"
-		"  --max-exited N      exited targets kept with their data (default 1000;\n"
-		"                      the oldest are dropped, and counted, beyond)\n"
-		"  --report-dir DIR    where a target's report is written when it exits\n"
-		"                      (default " QPROF_REPORT_DIR ")\n"
-		"  --trace-max-events N  events a trace keeps, 1..100000000 (default 1000000;\n"
-		"                      the rest are counted as dropped in the trace)\n"
-		"  --no-calibrate      do not measure the probes' own cost at start, nor\n"
-		"                      subtract it from durations\n"
-		"  --metrics-pid-label  give /metrics series a pid label (default: exe, scope,\n"
-		"                      parent, kind only, which survive restarts)\n"
-		"  --metrics-max-sets N  label sets per per-site family of /metrics, 1..1000000\n"
-		"                      (default 1000; the rest are counted as omitted)\n"
-		"  --collector ring|bpf  scope collector of new targets (also --ring): ring, the\n"
-		"                      default (ABI-2 markers: 0.03-0.2 us a scope here), or bpf\n"
-		"                      (uprobes, ~40x dearer: 2-7 us a scope; ABI 1, USDT probes)\n"
-		"  --ring-records N    records (16 bytes each) a ring target's new thread rings\n"
-		"                      get, a power of two 1024..16777216 (default "
-		QP_STR(QP_RING_RECORDS_DEFAULT) "; 0: the\n"
-		"                      markers' own QPROF_RING_RECORDS)\n"
-		"  --flight-events N   events kept per ring target for GET /api/trace without\n"
-		"                      seconds= (0..16777216, default 1048576, 48 bytes each)\n"
-		"  --heap              profile the heap of every target (else per target:\n"
-		"                      POST /api/targets {\"pid\": N, \"heap\": true})\n"
-		"  --heap-interval B   mean bytes allocated between two heap samples,\n"
-		"                      1..1073741824 (default 524288)\n"
-		"  --heap-live N       sampled allocations live at once, all processes\n"
-		"                      (default 65536; beyond, counted live_full)\n"
-		"  --heap-stacks N     distinct allocation stacks, all processes (default\n"
-		"                      16384; beyond, counted stacks_full)\n"
-		"  --dl-hold-ms MS     at most this long a target that loads a library waits,\n"
-		"                      stopped, until its markers are probed (0..1000,\n"
-		"                      default 100; 0: no wait, its first calls may be missed)\n"
-		"  --no-uprobe-multi   attach with one perf-event uprobe per site, as on\n"
-		"                      kernels before 6.6 (slower; for comparison and tests)\n"
-		QP_FLEET_USAGE	/* --otlp-*: otlp_push.h */
-		"  -v, --verbose       -vv: debug logging too (default: errors, warnings, info)\n"
-		"  -h, --help          this text\n"
-		"  --version           print the version\n"
-		"\n"
-		"Exit status: 0 clean shutdown, 1 error, 2 bad usage (a --pid of no process, a\n"
-		"--binary of no file among them: checked before anything is loaded), 3 BPF\n"
-		"unavailable.\n");
+	size_t i;
+
+	fputs("Usage: qprofd [OPTIONS]\n"
+	      "qprof's daemon: attaches BPF to the qprof markers of target processes and\n"
+	      "serves what it measures over a unix socket (see qprof-cli).\n"
+	      "\n",
+	      f);
+	for (i = 0; i < QP_ARRAY_SIZE(opts); i++) {
+		if (opts[i].kind == OPT_TEXT)
+			fputs(opts[i].help, f);
+		else if (opts[i].help)
+			usage_row(f, &opts[i]);
+	}
+	fputs("\n"
+	      "Exit status: 0 clean shutdown, 1 error, 2 bad usage (a --pid of no process, a\n"
+	      "--binary of no file among them: checked before anything is loaded), 3 BPF\n"
+	      "unavailable.\n",
+	      f);
 }
 
 static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t max, int64_t *out)
@@ -118,199 +297,97 @@ static int check_targets(const struct options *o)
 	return 0;
 }
 
+
+/* Row R's argument ARG into O: 0, 1 (no memory) or 2 (a usage error, said). */
+static int apply(struct options *o, const struct opt_row *r, const char *arg)
+{
+	char *field = (char *)o + r->off;
+	int64_t v;
+
+	switch (r->kind) {
+	case OPT_SET_TRUE:
+		*(bool *)field = true;
+		return 0;
+	case OPT_COUNT:
+		(*(int *)field)++;
+		return 0;
+	case OPT_STRING:
+		*(const char **)field = arg;
+		return 0;
+	case OPT_UINT: {
+		char name[40];
+
+		snprintf(name, sizeof(name), "--%s", r->name);
+		if (parse_uint_opt(name, arg, r->min, r->max, &v))
+			return 2;
+		if (r->size == sizeof(uint64_t)) {
+			uint64_t u = (uint64_t)v;
+
+			memcpy(field, &u, sizeof(u));
+		} else {
+			uint32_t u = (uint32_t)v;
+
+			memcpy(field, &u, sizeof(u));
+		}
+		return 0;
+	}
+	case OPT_CALL:
+		return r->parse(o, r, arg);
+	default:
+		return 2;
+	}
+}
+
+/* getopt_long's tables from OPTS: a row's value is its short name, or
+ * 256 + its index. */
+static void getopt_tables(struct option *lo, char *shorts)
+{
+	size_t i, n = 0, k = 0;
+
+	for (i = 0; i < QP_ARRAY_SIZE(opts); i++) {
+		const struct opt_row *r = &opts[i];
+		int val = r->short_name ? r->short_name : 256 + (int)i;
+
+		if (r->kind == OPT_TEXT)
+			continue;
+		lo[n++] = (struct option){ r->name, r->arg ? required_argument : no_argument, NULL, val };
+		if (r->short_name) {
+			shorts[k++] = r->short_name;
+			if (r->arg)
+				shorts[k++] = ':';
+		}
+	}
+	lo[n] = (struct option){ 0 };
+	shorts[k] = '\0';
+}
+
+static const struct opt_row *row_of(int val)
+{
+	size_t i;
+
+	if (val >= 256 && (size_t)(val - 256) < QP_ARRAY_SIZE(opts))
+		return &opts[val - 256];
+	for (i = 0; i < QP_ARRAY_SIZE(opts); i++)
+		if (opts[i].short_name && opts[i].short_name == val)
+			return &opts[i];
+	return NULL;
+}
+
 int qp_options_parse(int argc, char **argv, struct options *o)
 {
-	enum { OPT_VERSION = 256, OPT_MAXS, OPT_NO_MULTI, OPT_REPORT_DIR, OPT_MAX_EXITED, OPT_TOKEN,
-	       OPT_SPAN_PENDING, OPT_SPAN_TIMEOUT, OPT_TRACE_MAX, OPT_NO_CALIB, OPT_RING,
-	       OPT_METRICS_PID, OPT_METRICS_SETS, OPT_HEAP, OPT_HEAP_INTERVAL, OPT_HEAP_LIVE, OPT_HEAP_STACKS,
-	       OPT_DL_HOLD, OPT_UNWIND, OPT_FLIGHT, OPT_RING_RECORDS, OPT_COLLECTOR };
-	static const struct option longopts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "binary", required_argument, NULL, 'b' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "frequency", required_argument, NULL, 'F' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "unwind", required_argument, NULL, OPT_UNWIND },
-		{ "max-sites", required_argument, NULL, OPT_MAXS },
-		{ "no-uprobe-multi", no_argument, NULL, OPT_NO_MULTI },
-		{ "ring", no_argument, NULL, OPT_RING },
-		{ "ring-records", required_argument, NULL, OPT_RING_RECORDS },
-		{ "collector", required_argument, NULL, OPT_COLLECTOR },
-		{ "heap", no_argument, NULL, OPT_HEAP },
-		{ "heap-interval", required_argument, NULL, OPT_HEAP_INTERVAL },
-		{ "heap-live", required_argument, NULL, OPT_HEAP_LIVE },
-		{ "heap-stacks", required_argument, NULL, OPT_HEAP_STACKS },
-		{ "report-dir", required_argument, NULL, OPT_REPORT_DIR },
-		{ "max-exited", required_argument, NULL, OPT_MAX_EXITED },
-		{ "span-pending", required_argument, NULL, OPT_SPAN_PENDING },
-		{ "span-timeout-ms", required_argument, NULL, OPT_SPAN_TIMEOUT },
-		{ "dl-hold-ms", required_argument, NULL, OPT_DL_HOLD },
-		{ "token-file", required_argument, NULL, OPT_TOKEN },
-		{ "trace-max-events", required_argument, NULL, OPT_TRACE_MAX },
-		{ "flight-events", required_argument, NULL, OPT_FLIGHT },
-		{ "no-calibrate", no_argument, NULL, OPT_NO_CALIB },
-		{ "metrics-pid-label", no_argument, NULL, OPT_METRICS_PID },
-		{ "metrics-max-sets", required_argument, NULL, OPT_METRICS_SETS },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ 0 },
-	};
-	int64_t v;
-	int c;
+	struct option lo[QP_ARRAY_SIZE(opts) + 1];
+	char shorts[2 * QP_ARRAY_SIZE(opts) + 1];
+	const struct opt_row *r;
+	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "p:b:s:l:F:avh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'p': {
-			int *np = realloc(o->pids, (o->npids + 1) * sizeof(*np));
-
-			if (!np)
-				return 1;
-			o->pids = np;
-			if (parse_uint_opt("--pid", optarg, 1, INT32_MAX, &v))
-				return 2;
-			o->pids[o->npids++] = (int)v;
-			break;
-		}
-		case 'b': {
-			const char **nb = realloc(o->binaries, (o->nbinaries + 1) * sizeof(*nb));
-
-			if (!nb)
-				return 1;
-			o->binaries = nb;
-			o->binaries[o->nbinaries++] = optarg;
-			break;
-		}
-		case 's':
-			o->socket = optarg;
-			break;
-		case 'l':
-			o->listen = optarg;
-			break;
-		case 'F':
-			if (parse_uint_opt("--frequency", optarg, 1, 10000, &v))
-				return 2;
-			o->frequency = (unsigned int)v;
-			break;
-		case 'a':
-			o->all = true;
-			break;
-		case OPT_MAXS:
-			if (parse_uint_opt("--max-sites", optarg, 16, 1 << 18, &v))
-				return 2;
-			o->max_sites = (unsigned int)v;
-			break;
-		case OPT_RING:
-		case OPT_COLLECTOR:
-			if (qp_collector_parse(c == OPT_RING ? "ring" : optarg, &o->collector)) {
-				fprintf(stderr, "qprofd: --collector wants ring or bpf, one of them (--ring "
-					"is --collector ring), got '%s'\n", c == OPT_RING ? "--ring" : optarg);
-				return 2;
-			}
-			break;
-		case OPT_UNWIND:
-			if (qp_cpu_unwind_mode_parse(optarg, &o->unwind)) {
-				fprintf(stderr, "qprofd: --unwind wants fp, dwarf or dwarf-all, got '%s'\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case OPT_NO_MULTI:
-			o->no_multi = true;
-			break;
-		case OPT_HEAP:
-			o->heap = true;
-			break;
-		case OPT_HEAP_INTERVAL:
-			if (parse_uint_opt("--heap-interval", optarg, 1, 1 << 30, &v))
-				return 2;
-			o->heap_opts.interval = (uint64_t)v;
-			break;
-		case OPT_HEAP_LIVE:
-			if (parse_uint_opt("--heap-live", optarg, 1, 1 << 24, &v))
-				return 2;
-			o->heap_opts.max_live = (uint32_t)v;
-			break;
-		case OPT_HEAP_STACKS:
-			if (parse_uint_opt("--heap-stacks", optarg, 1, 1 << 22, &v))
-				return 2;
-			o->heap_opts.max_stacks = (uint32_t)v;
-			break;
-		case OPT_MAX_EXITED:
-			if (parse_uint_opt("--max-exited", optarg, 0, 1 << 20, &v))
-				return 2;
-			o->max_exited = (unsigned int)v;
-			break;
-		case OPT_SPAN_PENDING:
-			if (parse_uint_opt("--span-pending", optarg, 16, 1 << 22, &v))
-				return 2;
-			o->spans.pending = (unsigned int)v;
-			break;
-		case OPT_SPAN_TIMEOUT:
-			if (parse_uint_opt("--span-timeout-ms", optarg, 10, 3600 * 1000, &v))
-				return 2;
-			o->spans.timeout_ms = (uint64_t)v;
-			break;
-		case OPT_TRACE_MAX:
-			if (parse_uint_opt("--trace-max-events", optarg, 1, 100000000, &v))
-				return 2;
-			o->trace_max_events = (unsigned int)v;
-			break;
-		case OPT_RING_RECORDS:
-			if (parse_uint_opt("--ring-records", optarg, 0, QPROF_RING_CFG_MAX, &v))
-				return 2;
-			if (v && (v < QPROF_RING_CFG_MIN || (v & (v - 1)))) {
-				fprintf(stderr, "qprofd: --ring-records wants 0 or a power of two in %u..%u, got '%s'\n",
-					QPROF_RING_CFG_MIN, QPROF_RING_CFG_MAX, optarg);
-				return 2;
-			}
-			o->ring_records = (unsigned int)v;
-			break;
-		case OPT_FLIGHT:
-			if (parse_uint_opt("--flight-events", optarg, 0, 1 << 24, &v))
-				return 2;
-			o->flight_events = (unsigned int)v;
-			break;
-		case OPT_NO_CALIB:
-			o->no_calibrate = true;
-			break;
-		case OPT_METRICS_PID:
-			o->metrics.pid_label = true;
-			break;
-		case OPT_METRICS_SETS:
-			if (parse_uint_opt("--metrics-max-sets", optarg, 1, QP_METRICS_MAX_SETS_LIMIT, &v))
-				return 2;
-			o->metrics.max_sets = (unsigned int)v;
-			break;
-		case OPT_TOKEN:
-			o->token_file = optarg;
-			break;
-		case OPT_DL_HOLD:
-			if (parse_uint_opt("--dl-hold-ms", optarg, 0, QP_DL_HOLD_MAX_MS, &v))
-				return 2;
-			o->dl_hold_ms = (unsigned int)v;
-			break;
-		case OPT_REPORT_DIR:
-			if (!optarg[0]) {
-				fprintf(stderr, "qprofd: --report-dir wants a directory\n");
-				return 2;
-			}
-			o->report_dir = optarg;
-			break;
-		case 'v':
-			o->verbose++;
-			break;
-		case 'h':
-			qp_options_usage(stdout);
-			exit(0);
-		case OPT_VERSION:
-			printf("qprofd %s\n", QPROF_VERSION);
-			exit(0);
-		default:
+	getopt_tables(lo, shorts);
+	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+		if (!(r = row_of(c))) {
 			fprintf(stderr, "Try 'qprofd --help'.\n");
 			return 2;
 		}
+		if ((ret = apply(o, r, optarg)))
+			return ret;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "qprofd: unexpected argument '%s'\nTry 'qprofd --help'.\n", argv[optind]);
