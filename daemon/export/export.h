@@ -59,16 +59,7 @@ int qp_export_flamegraph(const struct qp_cpu_profile *p, const struct qp_flame_o
  * node. */
 int qp_export_callgraph_dot(const struct qp_cpu_profile *p, struct qp_buf *out);
 
-/* Render DOT text to SVG with `dot -Tsvg`, found in PATH. Returns 0 with the
- * SVG in *svg, -ENOENT when dot is not installed (the route answers 501),
- * -ETIMEDOUT when it ran longer than timeout_ms (it is killed; the _timeout
- * variant exists for the tests, qp_render_dot_svg uses 30 s), -EFBIG when it
- * wrote more than 256 MiB, -EIO when it failed (err holds the start of its
- * stderr or exit status), other -errno for pipe/spawn failures. err may be
- * NULL. */
-int qp_render_dot_svg(const char *dot, size_t len, struct qp_buf *svg, char *err, size_t errlen);
-int qp_render_dot_svg_timeout(const char *dot, size_t len, struct qp_buf *svg, char *err,
-			      size_t errlen, int timeout_ms);
+/* Its SVG: http/render_dot.h (a child process, not the exporters'). */
 
 /* pprof: a perftools.profiles.Profile (profile.proto), hand-encoded and
  * gzipped. sample_type [samples/count, cpu/nanoseconds], period_type

@@ -1,27 +1,17 @@
-/* export_callgraph.c - a call graph as Graphviz DOT, and its rendering by
- * `dot -Tsvg` in a child process (see export.h). */
+/* export_callgraph.c - a call graph as Graphviz DOT (see export.h); its
+ * rendering by `dot -Tsvg` is the HTTP stage's (http/render_dot.c). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 #include "export.h"
 #include "stackstats.h"
 
 #define MAX_NODES 100
 #define NODE_FRACTION 200	/* keep nodes with total >= grand total / 200 (0.5%) */
 #define EDGE_FRACTION 1000	/* keep edges with weight >= grand total / 1000 (0.1%) */
-#define MAX_SVG ((size_t)256 << 20)
 
 struct fn {
 	const char *name, *module;
@@ -268,208 +258,5 @@ int qp_export_callgraph_dot(const struct qp_cpu_profile *p, struct qp_buf *out)
 	free(g.edge);
 	if (!ret && out->failed)
 		ret = -ENOMEM;
-	return ret;
-}
-
-/* ---- dot -Tsvg ---- */
-
-static int find_in_path(const char *name, char *out, size_t len)
-{
-	const char *path = getenv("PATH"), *p, *e;
-	struct stat st;
-
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	for (p = path; *p; p = *e ? e + 1 : e) {
-		e = strchrnul(p, ':');
-		if (e == p) /* an empty entry would mean the cwd: not for a daemon */
-			continue;
-		if ((size_t)snprintf(out, len, "%.*s/%s", (int)(e - p), p, name) >= len)
-			continue;
-		if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
-			return 0;
-	}
-	return -ENOENT;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void close_fd(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
-
-int qp_render_dot_svg(const char *dot, size_t len, struct qp_buf *svg, char *err, size_t errlen)
-{
-	return qp_render_dot_svg_timeout(dot, len, svg, err, errlen, 30000);
-}
-
-int qp_render_dot_svg_timeout(const char *dot, size_t len, struct qp_buf *svg, char *err,
-			      size_t errlen, int timeout_ms)
-{
-	char exe[4096], ebuf[1024], chunk[65536];
-	char *argv[] = { "dot", "-Tsvg", NULL };
-	int in[2] = { -1, -1 }, outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t pipeset, oldmask, pending;
-	bool had_pipe, blocked = false;
-	size_t sent = 0, elen = 0, start = svg->len;
-	int64_t deadline;
-	pid_t pid = -1;
-	int ret, st = 0;
-
-	if (err && errlen)
-		err[0] = '\0';
-	if (find_in_path("dot", exe, sizeof(exe))) {
-		if (err && errlen)
-			snprintf(err, errlen, "graphviz dot not found in PATH");
-		return -ENOENT;
-	}
-	if (pipe2(in, O_CLOEXEC) || pipe2(outp, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
-		ret = -errno;
-		goto out;
-	}
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-	posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, errp[1], 2);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-	posix_spawnattr_init(&attr);
-	sigemptyset(&pipeset);
-	sigaddset(&pipeset, SIGPIPE);
-	posix_spawnattr_setsigdefault(&attr, &pipeset); /* the daemon ignores SIGPIPE */
-	sigemptyset(&pending);
-	posix_spawnattr_setsigmask(&attr, &pending);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-	ret = -posix_spawn(&pid, exe, &fa, &attr, argv, NULL);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	if (ret) {
-		pid = -1;
-		goto out;
-	}
-	close_fd(&in[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[1]);
-	fcntl(in[1], F_SETFL, fcntl(in[1], F_GETFL) | O_NONBLOCK);
-	/* A write to a dead dot must give EPIPE, not kill the caller. */
-	sigpending(&pending);
-	had_pipe = sigismember(&pending, SIGPIPE);
-	blocked = pthread_sigmask(SIG_BLOCK, &pipeset, &oldmask) == 0;
-	if (!len)
-		close_fd(&in[1]);
-	deadline = now_ms() + timeout_ms;
-	while (outp[0] >= 0 || errp[0] >= 0) {
-		struct pollfd pf[3];
-		int n = 0, io = -1, oo = -1, eo = -1;
-		int64_t left = deadline - now_ms();
-
-		if (left <= 0) {
-			ret = -ETIMEDOUT;
-			break;
-		}
-		if (in[1] >= 0)
-			pf[io = n++] = (struct pollfd){ .fd = in[1], .events = POLLOUT };
-		if (outp[0] >= 0)
-			pf[oo = n++] = (struct pollfd){ .fd = outp[0], .events = POLLIN };
-		if (errp[0] >= 0)
-			pf[eo = n++] = (struct pollfd){ .fd = errp[0], .events = POLLIN };
-		if (poll(pf, (nfds_t)n, (int)left) < 0) {
-			if (errno == EINTR)
-				continue;
-			ret = -errno;
-			break;
-		}
-		if (io >= 0 && pf[io].revents) {
-			ssize_t w = write(in[1], dot + sent, len - sent > 65536 ? 65536 : len - sent);
-
-			if (w > 0)
-				sent += (size_t)w;
-			if ((w < 0 && errno != EAGAIN && errno != EINTR) || sent == len)
-				close_fd(&in[1]); /* done, or dot stopped reading */
-		}
-		if (oo >= 0 && pf[oo].revents) {
-			ssize_t r = read(outp[0], chunk, sizeof(chunk));
-
-			if (r > 0)
-				qp_buf_add(svg, chunk, (size_t)r);
-			else if (r == 0 || (errno != EAGAIN && errno != EINTR))
-				close_fd(&outp[0]);
-			if (svg->len > MAX_SVG) {
-				ret = -EFBIG;
-				break;
-			}
-		}
-		if (eo >= 0 && pf[eo].revents) {
-			ssize_t r = read(errp[0], chunk, sizeof(chunk));
-
-			if (r > 0) {
-				size_t k = (size_t)r < sizeof(ebuf) - 1 - elen ? (size_t)r
-									 : sizeof(ebuf) - 1 - elen;
-				memcpy(ebuf + elen, chunk, k);
-				elen += k;
-			} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-				close_fd(&errp[0]);
-			}
-		}
-	}
-	if (ret) {
-		kill(pid, SIGKILL);
-		if (err && errlen)
-			snprintf(err, errlen, "dot %s",
-				 ret == -ETIMEDOUT ? "timed out" : ret == -EFBIG ? "output too large"
-										 : strerror(-ret));
-	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	pid = -1;
-	if (!ret && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-		ret = -EIO;
-		ebuf[elen] = '\0';
-		while (elen && (ebuf[elen - 1] == '\n' || ebuf[elen - 1] == '\r'))
-			ebuf[--elen] = '\0';
-		if (err && errlen) {
-			if (WIFEXITED(st))
-				snprintf(err, errlen, "dot exited with status %d: %s", WEXITSTATUS(st), ebuf);
-			else
-				snprintf(err, errlen, "dot killed by signal %d: %s",
-					 WIFSIGNALED(st) ? WTERMSIG(st) : 0, ebuf);
-		}
-	}
-	if (!ret && svg->failed)
-		ret = -ENOMEM;
-	if (!ret && svg->len == start) {
-		ret = -EIO;
-		if (err && errlen)
-			snprintf(err, errlen, "dot wrote nothing");
-	}
-out:
-	if (blocked) {
-		struct timespec zero = { 0, 0 };
-
-		sigpending(&pending);
-		if (!had_pipe && sigismember(&pending, SIGPIPE))
-			sigtimedwait(&pipeset, NULL, &zero);
-		pthread_sigmask(SIG_SETMASK, &oldmask, NULL);
-	}
-	if (pid > 0) { /* spawned but failed before the loop: not reached today */
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-	}
-	close_fd(&in[0]);
-	close_fd(&in[1]);
-	close_fd(&outp[0]);
-	close_fd(&outp[1]);
-	close_fd(&errp[0]);
-	close_fd(&errp[1]);
 	return ret;
 }

@@ -10,6 +10,7 @@
 #include "collect_cpu.h"
 #include "cpu_window.h"
 #include "export.h"
+#include "render_dot.h"
 #include "symbolize.h"
 #include "qprofd.h"
 #include "http_auth.h"

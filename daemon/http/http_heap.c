@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "export.h"
+#include "render_dot.h"
 #include "heap_window.h"
 #include "qprofd.h"
 #include "http_routes.h"

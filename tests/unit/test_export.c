@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "export.h"
+#include "render_dot.h"
 #include "testlib.h"
 
 #define PERIOD 10101010ull /* 99 Hz */
