@@ -209,24 +209,24 @@ static int64_t next_pid(const struct round *r, int64_t pid)
 	return 0;
 }
 
-static int run_live(struct cli_ctx *ctx, int64_t pid, int interval, struct round *first)
-{
-	struct live lv = { .sock = cli_socket(ctx), .interval = interval, .want_pid = pid };
-	struct round *shown = first;	/* the status answer (no figures) until the first round */
-	enum fn_sort fs = FS_SELF;
-	enum sc_sort ss = SS_BUSY;
-	bool help = false, keys = isatty(STDIN_FILENO);
-	struct sigaction sa = { 0 };
-	pthread_t th;
-	int i;
+/* What the live screen shows and how: the keys change it. */
+struct view {
+	int64_t pid;
+	int interval;
+	struct round *shown;	/* the status answer (no figures) until the first round */
+	enum fn_sort fs;
+	enum sc_sort ss;
+	bool help, keys;
+};
 
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) || pipe2(lv.wake, O_CLOEXEC | O_NONBLOCK))
-		return cli_fail(ctx, "pipe: %s", strerror(errno));
-	pthread_mutex_init(&lv.lock, NULL);
+/* Keys one at a time, no echo (ISIG kept: Ctrl-C quits); the terminal put
+ * back at exit whatever happens. */
+static void terminal_raw(bool keys)
+{
 	if (keys && tcgetattr(STDIN_FILENO, &saved_tio) == 0) {
 		struct termios raw = saved_tio;
 
-		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);	/* ISIG kept: Ctrl-C quits */
+		raw.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
 		raw.c_iflag &= ~(tcflag_t)(IXON | ICRNL);
 		raw.c_cc[VMIN] = 1;
 		raw.c_cc[VTIME] = 0;
@@ -236,6 +236,15 @@ static int run_live(struct cli_ctx *ctx, int64_t pid, int interval, struct round
 	} else {
 		atexit(restore_terminal);
 	}
+}
+
+/* The signals that redraw or quit, through sig_pipe; then the alternate
+ * screen, cursor hidden. */
+static void screen_enter(void)
+{
+	static const char enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
+	struct sigaction sa = { 0 };
+
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_RESTART;
@@ -245,111 +254,146 @@ static int run_live(struct cli_ctx *ctx, int64_t pid, int interval, struct round
 	sigaction(SIGHUP, &sa, NULL);
 	sigaction(SIGQUIT, &sa, NULL);
 	screen_on = true;
-	{
-		static const char enter[] = "\033[?1049h\033[?25l\033[H\033[2J";
+	write_all(enter, sizeof(enter) - 1);
+}
 
-		write_all(enter, sizeof(enter) - 1);
-	}
+/* The collector thread, which inherits no signal: they all go to this one.
+ * 0 or the error of pthread_create. */
+static int collector_start(struct live *lv)
+{
+	sigset_t all, old;
+	pthread_t th;
+	int ret;
 
-	/* the collector inherits no signal: they all go to this thread */
-	{
-		sigset_t all, old;
-
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, &old);
-		i = pthread_create(&th, NULL, collector, &lv);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (i) {
-			restore_terminal();
-			return cli_fail(ctx, "cannot start a thread: %s", strerror(i));
-		}
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	ret = pthread_create(&th, NULL, collector, lv);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ret)
 		pthread_detach(th);
-	}
+	return ret;
+}
 
+static void draw(struct view *v)
+{
+	struct top_screen s = { .ansi = true };
+	char status[256];
+	int rows, cols;
+
+	term_size(&rows, &cols);
+	s.width = cols;
+	qp_buf_init(&s.b);
+	top_screen_raw(&s, "\033[H", 3);
+	if (v->shown)
+		top_sort_round(v->shown, v->fs, v->ss);
+	if (v->help)
+		snprintf(status, sizeof(status),
+			 "q quit  s/t functions by self/total  b/r/5/9/m scopes by "
+			 "time/rate/p50/p99/max  p next pid  h close help");
+	else
+		snprintf(status, sizeof(status), "q quit  h help  p pid  functions by %s, "
+			 "scopes by %s", top_fs_names[v->fs], top_ss_names[v->ss]);
+	top_draw_frame(&s, v->shown, v->pid, v->interval, rows, v->fs, v->ss, status);
+	if (!s.b.failed)
+		write_all(s.b.data, s.b.len);
+	qp_buf_free(&s.b);
+}
+
+/* The signals arrived: true when one of them quits (not SIGWINCH). */
+static bool signals_quit(void)
+{
+	bool quit = false;
+	char buf[64];
+	ssize_t got, i;
+
+	while ((got = read(sig_pipe[0], buf, sizeof(buf))) > 0)
+		for (i = 0; i < got; i++)
+			if (buf[i] != SIGWINCH)
+				quit = true;
+	return quit;
+}
+
+/* The collector's new round, if any, in place of the one shown. */
+static void take_round(struct live *lv, struct view *v)
+{
+	struct round *r;
+	char buf[64];
+
+	while (read(lv->wake[0], buf, sizeof(buf)) > 0)
+		;
+	pthread_mutex_lock(&lv->lock);
+	r = lv->ready;
+	lv->ready = NULL;
+	pthread_mutex_unlock(&lv->lock);
+	if (r) {
+		top_round_free(v->shown);
+		v->shown = r;
+	}
+}
+
+/* The keys typed: true on q. */
+static bool keys_quit(struct live *lv, struct view *v)
+{
+	bool quit = false;
+	char buf[64];
+	ssize_t got = read(STDIN_FILENO, buf, sizeof(buf)), i;
+
+	if (got <= 0)
+		v->keys = false;	/* end of input: keys are over, Ctrl-C still quits */
+	for (i = 0; i < got; i++) {
+		switch (buf[i]) {
+		case 'q': case 'Q': quit = true; break;
+		case 's': v->fs = FS_SELF; break;
+		case 't': v->fs = FS_TOTAL; break;
+		case 'b': v->ss = SS_BUSY; break;
+		case 'r': v->ss = SS_RATE; break;
+		case '5': v->ss = SS_P50; break;
+		case '9': v->ss = SS_P99; break;
+		case 'm': v->ss = SS_MAX; break;
+		case 'h': case '?': v->help = !v->help; break;
+		case 'p':
+			v->pid = next_pid(v->shown, v->pid);
+			pthread_mutex_lock(&lv->lock);
+			lv->want_pid = v->pid;
+			pthread_mutex_unlock(&lv->lock);
+			break;
+		}
+	}
+	return quit;
+}
+
+static int run_live(struct cli_ctx *ctx, int64_t pid, int interval, struct round *first)
+{
+	struct live lv = { .sock = cli_socket(ctx), .interval = interval, .want_pid = pid };
+	struct view v = { .pid = pid, .interval = interval, .shown = first, .fs = FS_SELF, .ss = SS_BUSY,
+			  .keys = isatty(STDIN_FILENO) };
+	int ret;
+
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) || pipe2(lv.wake, O_CLOEXEC | O_NONBLOCK))
+		return cli_fail(ctx, "pipe: %s", strerror(errno));
+	pthread_mutex_init(&lv.lock, NULL);
+	terminal_raw(v.keys);
+	screen_enter();
+	if ((ret = collector_start(&lv))) {
+		restore_terminal();
+		return cli_fail(ctx, "cannot start a thread: %s", strerror(ret));
+	}
 	for (;;) {
 		struct pollfd pf[3] = {
 			{ .fd = sig_pipe[0], .events = POLLIN },
 			{ .fd = lv.wake[0], .events = POLLIN },
-			{ .fd = keys ? STDIN_FILENO : -1, .events = POLLIN },
+			{ .fd = v.keys ? STDIN_FILENO : -1, .events = POLLIN },
 		};
-		struct top_screen s = { .ansi = true };
-		char status[256], buf[64];
-		int rows, cols, n;
-		ssize_t got;
 
-		term_size(&rows, &cols);
-		s.width = cols;
-		qp_buf_init(&s.b);
-		top_screen_raw(&s, "\033[H", 3);
-		if (shown)
-			top_sort_round(shown, fs, ss);
-		if (help)
-			snprintf(status, sizeof(status),
-				 "q quit  s/t functions by self/total  b/r/5/9/m scopes by "
-				 "time/rate/p50/p99/max  p next pid  h close help");
-		else
-			snprintf(status, sizeof(status), "q quit  h help  p pid  functions by %s, "
-				 "scopes by %s", top_fs_names[fs], top_ss_names[ss]);
-		top_draw_frame(&s, shown, pid, interval, rows, fs, ss, status);
-		if (!s.b.failed)
-			write_all(s.b.data, s.b.len);
-		qp_buf_free(&s.b);
-
-		n = poll(pf, 3, -1);
-		if (n < 0 && errno != EINTR)
+		draw(&v);
+		if (poll(pf, 3, -1) < 0 && errno != EINTR)
 			break;
-		if (pf[0].revents & POLLIN) {
-			bool quit = false;
-
-			while ((got = read(sig_pipe[0], buf, sizeof(buf))) > 0)
-				for (i = 0; i < got; i++)
-					if (buf[i] != SIGWINCH)
-						quit = true;
-			if (quit)
-				break;
-		}
-		if (pf[1].revents & POLLIN) {
-			struct round *r;
-
-			while (read(lv.wake[0], buf, sizeof(buf)) > 0)
-				;
-			pthread_mutex_lock(&lv.lock);
-			r = lv.ready;
-			lv.ready = NULL;
-			pthread_mutex_unlock(&lv.lock);
-			if (r) {
-				top_round_free(shown);
-				shown = r;
-			}
-		}
-		if (pf[2].revents & (POLLIN | POLLHUP)) {
-			bool quit = false;
-
-			got = read(STDIN_FILENO, buf, sizeof(buf));
-			if (got <= 0)
-				keys = false;	/* end of input: keys are over, Ctrl-C still quits */
-			for (i = 0; i < got; i++) {
-				switch (buf[i]) {
-				case 'q': case 'Q': quit = true; break;
-				case 's': fs = FS_SELF; break;
-				case 't': fs = FS_TOTAL; break;
-				case 'b': ss = SS_BUSY; break;
-				case 'r': ss = SS_RATE; break;
-				case '5': ss = SS_P50; break;
-				case '9': ss = SS_P99; break;
-				case 'm': ss = SS_MAX; break;
-				case 'h': case '?': help = !help; break;
-				case 'p':
-					pid = next_pid(shown, pid);
-					pthread_mutex_lock(&lv.lock);
-					lv.want_pid = pid;
-					pthread_mutex_unlock(&lv.lock);
-					break;
-				}
-			}
-			if (quit)
-				break;
-		}
+		if ((pf[0].revents & POLLIN) && signals_quit())
+			break;
+		if (pf[1].revents & POLLIN)
+			take_round(&lv, &v);
+		if ((pf[2].revents & (POLLIN | POLLHUP)) && keys_quit(&lv, &v))
+			break;
 	}
 	restore_terminal();
 	/* the collector may be in the middle of a request: exit without it */

@@ -117,13 +117,156 @@ struct bpf_program *qp_scopes_late_prog(struct qp_scopes *s, struct bpf_program 
 	return p;
 }
 
+/* Environment NAME, when set, as an integer in MIN..MAX (a power of two
+ * with POW2) into *OUT: 0, or -EINVAL with the reason in ERR. */
+static int env_uint(const char *name, unsigned long min, unsigned long max, bool pow2, unsigned int *out,
+		    char *err, size_t errlen)
+{
+	const char *env = getenv(name);
+	unsigned long v;
+	char *end;
+
+	if (!env || !*env)
+		return 0;
+	errno = 0;
+	v = strtoul(env, &end, 10);
+	if (errno || *end || v < min || v > max || (pow2 && (v & (v - 1)))) {
+		if (pow2)
+			snprintf(err, errlen, "%s must be a power of two, 4096..2^30, not '%s'", name, env);
+		else
+			snprintf(err, errlen, "%s must be %lu..%lu, not '%s'", name, min, max, env);
+		return -EINVAL;
+	}
+	*out = (unsigned int)v;
+	return 0;
+}
+
+/* The test settings of the environment (tests/): sites preallocated, a
+ * small ring of dirty keys (the poll's full-scan fallback runs; the value
+ * ring as small), a small trace ring buffer (a test overflows it). */
+struct scope_env {
+	unsigned int pre, dirty_bytes, trace_rb;
+};
+
+static int read_env(struct scope_env *e, char *err, size_t errlen)
+{
+	int ret;
+
+	e->pre = e->dirty_bytes = 0;
+	e->trace_rb = QPROF_TRACE_RB_BYTES;
+	if ((ret = env_uint("QPROF_PREALLOC_SITES", 1, 1ul << 18, false, &e->pre, err, errlen)) ||
+	    (ret = env_uint("QPROF_DIRTY_RING_BYTES", 4096, 1ul << 30, true, &e->dirty_bytes, err, errlen)) ||
+	    (ret = env_uint("QPROF_TRACE_RB_BYTES", 4096, 1ul << 30, true, &e->trace_rb, err, errlen)))
+		return ret;
+	return 0;
+}
+
+/* The maps' sizes and which programs load, how, into s->skel (opened). */
+static void configure(struct qp_scopes *s, const struct qp_scope_sizing *sz, const struct scope_env *e)
+{
+	struct scopes *k = s->skel;
+	const char *tenv;
+
+	bpf_map__set_max_entries(k->maps.scope_chunks, sz->chunks_pre);
+	bpf_map__set_max_entries(k->maps.scope_chunks_more, sz->chunks_more);
+	bpf_map__set_max_entries(k->maps.scope_dirty, sz->dirty_bytes);
+	bpf_map__set_max_entries(k->maps.trace_rb, e->trace_rb);
+	if (e->dirty_bytes)	/* the test setting: the value ring as small */
+		bpf_map__set_max_entries(k->maps.value_dirty, sz->dirty_bytes);
+	bpf_map__set_max_entries(k->maps.span_pending, (__u32)s->span_capacity);
+	/* the test program (tests/unit/test_scope_poll_race.c) only on demand */
+	tenv = getenv("QPROF_TEST_PROGS");
+	bpf_program__set_autoload(k->progs.test_record, tenv && !strcmp(tenv, "1"));
+	if (!s->multi)
+		return;
+	/* with qprofd's own uprobe-multi links (its own spec ids), the span
+	 * programs come later, in a second instance (late_load) */
+	bpf_program__set_autoload(k->progs.async_step, false);
+	bpf_program__set_autoload(k->progs.async_end, false);
+	bpf_program__set_autoload(k->progs.usdt_span_end, false);
+	bpf_program__set_expected_attach_type(k->progs.scope_enter, ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(k->progs.scope_exit, ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(k->progs.mark_probe, ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(k->progs.value_probe, ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(k->progs.log_probe, ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(k->progs.usdt_span_begin, ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(k->progs.usdt_span_end, ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(k->progs.async_begin, ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(k->progs.async_step, ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(k->progs.async_end, ATTACH_UPROBE_MULTI);
+	bpf_program__set_expected_attach_type(k->progs.usdt_count, ATTACH_UPROBE_MULTI);
+}
+
+/* Open, configure and load the object: uprobe-multi links first (about
+ * 30 ns cheaper per probe hit than a perf-event uprobe each), perf-event
+ * uprobes when the kernel refuses the attach type. */
+static int load_object(struct qp_scopes *s, const struct qp_scope_sizing *sz, const struct scope_env *e,
+		bool allow_multi, char *err, size_t errlen)
+{
+	int ret = 0;
+
+	for (int attempt = allow_multi ? 0 : 1; attempt < 2; attempt++) {
+		s->multi = attempt == 0;
+		s->skel = scopes__open();
+		if (!s->skel) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
+			return ret;
+		}
+		configure(s, sz, e);
+		ret = scopes__load(s->skel);
+		if (!ret)
+			break;
+		scopes__destroy(s->skel);
+		s->skel = NULL;
+		if (!s->multi) {
+			snprintf(err, errlen, "cannot load the BPF programs: %s", strerror(-ret));
+			return ret;
+		}
+		qp_info("uprobe-multi links unavailable (%s): using perf-event uprobes", strerror(-ret));
+	}
+	if (s->multi && bpf_map__value_size(s->skel->maps.__bpf_usdt_specs) != sizeof(struct qp_usdt_spec)) {
+		snprintf(err, errlen, "libbpf's USDT spec layout is not the one qprofd writes");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The polls of what changed, the thread-exit tracepoint, and the span
+ * programs' second instance loading on its thread. */
+static int start_polls(struct qp_scopes *s, char *err, size_t errlen)
+{
+	int ret = qp_scope_poll_init(s);
+
+	if (!ret)
+		ret = qp_value_poll_init(s);
+	if (ret) {
+		snprintf(err, errlen, "cannot read the dirty-key ring buffers: %s", strerror(-ret));
+		return ret;
+	}
+	s->skel->links.thread_exit = bpf_program__attach(s->skel->progs.thread_exit);
+	if (!s->skel->links.thread_exit) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot attach to sched_process_exit: %s", strerror(errno));
+		return ret;
+	}
+	if (s->multi) {
+		s->late_pending = late_open(s, &s->late_err);
+		s->late_started = !pthread_create(&s->late_thread, NULL, late_load, s);
+		if (!s->late_started)
+			late_load(s);
+	} else {
+		s->late_done = true;	/* all loaded at once */
+	}
+	return 0;
+}
+
 int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_multi,
 		   const struct qp_span_opts *spans, char *err, size_t errlen)
 {
 	struct qp_scope_sizing sz;
+	struct scope_env e;
 	struct qp_scopes *s;
-	unsigned int pre = 0, trace_rb = QPROF_TRACE_RB_BYTES;
-	const char *env, *tenv;
 	int ret;
 
 	*out = NULL;
@@ -141,142 +284,25 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		ret = s->ncpus ? s->ncpus : -EINVAL;
 		goto fail;
 	}
-	env = getenv("QPROF_PREALLOC_SITES");
-	if (env && *env) {
-		char *end;
-		unsigned long v;
-
-		errno = 0;
-		v = strtoul(env, &end, 10);
-		if (errno || *end || v < 1 || v > (1ul << 18)) {
-			ret = -EINVAL;
-			snprintf(err, errlen, "QPROF_PREALLOC_SITES must be 1..262144, not '%s'", env);
-			goto fail;
-		}
-		pre = (unsigned int)v;
-	}
-	ret = qp_scope_sizing((unsigned int)s->ncpus, max_sites, pre, &sz);
+	if ((ret = read_env(&e, err, errlen)))
+		goto fail;
+	ret = qp_scope_sizing((unsigned int)s->ncpus, max_sites, e.pre, &sz);
 	if (ret) {
 		snprintf(err, errlen, "cannot size the scope maps for %u sites", max_sites);
 		goto fail;
 	}
-	/* tests: a small ring of dirty keys makes the poll's full-scan fallback run */
-	env = getenv("QPROF_DIRTY_RING_BYTES");
-	if (env && *env) {
-		char *end;
-		unsigned long v;
-
-		errno = 0;
-		v = strtoul(env, &end, 10);
-		if (errno || *end || v < 4096 || v > (1ul << 30) || (v & (v - 1))) {
-			ret = -EINVAL;
-			snprintf(err, errlen, "QPROF_DIRTY_RING_BYTES must be a power of two, 4096..2^30, not '%s'",
-				 env);
-			goto fail;
-		}
-		sz.dirty_bytes = (unsigned int)v;
-	}
+	if (e.dirty_bytes)
+		sz.dirty_bytes = e.dirty_bytes;
 	s->span_capacity = spans && spans->pending ? spans->pending : QP_SPAN_PENDING_DEFAULT;
 	s->span_timeout_ns = (spans && spans->timeout_ms ? spans->timeout_ms : QP_SPAN_TIMEOUT_MS_DEFAULT) *
 			     1000000ull;
-	/* the trace ring buffer's size: QPROF_TRACE_RB_BYTES in the environment
-	 * (a power of two, 4 KiB..1 GiB) makes it small enough for a test to
-	 * overflow it */
-	tenv = getenv("QPROF_TRACE_RB_BYTES");
-	if (tenv && *tenv) {
-		char *end;
-		unsigned long v;
-
-		errno = 0;
-		v = strtoul(tenv, &end, 10);
-		if (errno || *end || v < 4096 || v > (1ul << 30) || (v & (v - 1))) {
-			ret = -EINVAL;
-			snprintf(err, errlen, "QPROF_TRACE_RB_BYTES must be a power of two, 4096..2^30, not '%s'",
-				 tenv);
-			goto fail;
-		}
-		trace_rb = (unsigned int)v;
-	}
-	/* uprobe-multi links first: about 30 ns cheaper per probe hit than a
-	 * perf-event uprobe each; an older kernel refuses the attach type */
-	for (int attempt = allow_multi ? 0 : 1; attempt < 2; attempt++) {
-		s->multi = attempt == 0;
-		s->skel = scopes__open();
-		if (!s->skel) {
-			ret = -errno;
-			snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
-			goto fail;
-		}
-		bpf_map__set_max_entries(s->skel->maps.scope_chunks, sz.chunks_pre);
-		bpf_map__set_max_entries(s->skel->maps.scope_chunks_more, sz.chunks_more);
-		bpf_map__set_max_entries(s->skel->maps.scope_dirty, sz.dirty_bytes);
-		bpf_map__set_max_entries(s->skel->maps.trace_rb, trace_rb);
-		if (env && *env)	/* the test setting: the value ring as small */
-			bpf_map__set_max_entries(s->skel->maps.value_dirty, sz.dirty_bytes);
-		bpf_map__set_max_entries(s->skel->maps.span_pending, (__u32)s->span_capacity);
-		/* the test program (tests/unit/test_scope_poll_race.c) only on demand */
-		tenv = getenv("QPROF_TEST_PROGS");
-		bpf_program__set_autoload(s->skel->progs.test_record, tenv && !strcmp(tenv, "1"));
-		/* with qprofd's own uprobe-multi links (its own spec ids), the span
-		 * programs come later, in a second instance (late_load) */
-		if (s->multi) {
-			bpf_program__set_autoload(s->skel->progs.async_step, false);
-			bpf_program__set_autoload(s->skel->progs.async_end, false);
-			bpf_program__set_autoload(s->skel->progs.usdt_span_end, false);
-		}
-		if (s->multi) {
-			bpf_program__set_expected_attach_type(s->skel->progs.scope_enter, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.scope_exit, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.mark_probe, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.value_probe, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.log_probe, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.usdt_span_begin, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.usdt_span_end, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.async_begin, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.async_step, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.async_end, ATTACH_UPROBE_MULTI);
-			bpf_program__set_expected_attach_type(s->skel->progs.usdt_count, ATTACH_UPROBE_MULTI);
-		}
-		ret = scopes__load(s->skel);
-		if (!ret)
-			break;
-		scopes__destroy(s->skel);
-		s->skel = NULL;
-		if (!s->multi) {
-			snprintf(err, errlen, "cannot load the BPF programs: %s", strerror(-ret));
-			goto fail;
-		}
-		qp_info("uprobe-multi links unavailable (%s): using perf-event uprobes", strerror(-ret));
-	}
-	if (s->multi && bpf_map__value_size(s->skel->maps.__bpf_usdt_specs) != sizeof(struct qp_usdt_spec)) {
-		ret = -EINVAL;
-		snprintf(err, errlen, "libbpf's USDT spec layout is not the one qprofd writes");
+	if ((ret = load_object(s, &sz, &e, allow_multi, err, errlen)))
 		goto fail;
-	}
 	qp_info("scope figures: room for %u scopes (one per process, scope and caller; --max-sites "
 		"for more), %llu KiB of kernel memory reserved", max_sites,
 		(unsigned long long)(sz.reserved_bytes >> 10));
-	ret = qp_scope_poll_init(s);
-	if (!ret)
-		ret = qp_value_poll_init(s);
-	if (ret) {
-		snprintf(err, errlen, "cannot read the dirty-key ring buffers: %s", strerror(-ret));
+	if ((ret = start_polls(s, err, errlen)))
 		goto fail;
-	}
-	s->skel->links.thread_exit = bpf_program__attach(s->skel->progs.thread_exit);
-	if (!s->skel->links.thread_exit) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot attach to sched_process_exit: %s", strerror(errno));
-		goto fail;
-	}
-	if (s->multi) {
-		s->late_pending = late_open(s, &s->late_err);
-		s->late_started = !pthread_create(&s->late_thread, NULL, late_load, s);
-		if (!s->late_started)
-			late_load(s);
-	} else {
-		s->late_done = true;	/* all loaded at once */
-	}
 	*out = s;
 	return 0;
 fail:

@@ -124,6 +124,145 @@ void qp_trace_events_sort(struct qp_trace_event *ev, size_t n)
 		qsort(ev, n, sizeof(*ev), cmp_event);
 }
 
+/* Record T (an ASPAN) as its begin and its end, two events of one name
+ * and id, at E[0..2). */
+static void aspan_events(struct namecache *c, const struct trace_record *t, struct qp_trace_event *e)
+{
+	memset(e, 0, 2 * sizeof(*e));
+	e[0].kind = QP_TEV_ABEGIN;
+	e[0].pid = e[1].pid = t->pid;
+	e[0].tid = e[1].tid = t->tid;
+	e[0].ts_ns = t->ts_ns;
+	e[0].name = e[1].name = site_name(c, t->pid, t->site);
+	e[0].id = e[1].id = t->arg2;
+	e[1].kind = QP_TEV_AEND;
+	e[1].ts_ns = t->ts_ns + t->arg;
+}
+
+/* Record T (a scope, mark, value or step) as one event at E. */
+static void record_event(struct namecache *c, const struct trace_record *t, struct qp_trace_event *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->pid = t->pid;
+	e->tid = t->tid;
+	e->ts_ns = t->ts_ns;
+	e->name = site_name(c, t->pid, t->site);
+	switch (t->kind) {
+	case QPROF_TR_SCOPE:
+		e->kind = QP_TEV_SCOPE;
+		e->depth = t->depth;
+		e->dur_ns = t->arg;
+		break;
+	case QPROF_TR_MARK:
+		e->kind = QP_TEV_MARK;
+		break;
+	case QPROF_TR_VALUE:
+		e->kind = QP_TEV_VALUE;
+		e->value = value_of(t->arg);
+		break;
+	case QPROF_TR_ASTEP:
+		/* named as its span, so that viewers put it on the span's track */
+		e->kind = QP_TEV_ASTEP;
+		e->msg = e->name;
+		e->name = site_name(c, t->pid, t->arg2);
+		e->id = t->arg;
+		break;
+	}
+}
+
+/* The targets' records of R as events from out->ev[*N] on, MAX_EVENTS in
+ * all; those past it counted in d->dropped. */
+static void record_events(struct namecache *c, const struct qp_trace_result *r, size_t max_events,
+			  struct qp_trace_model *out, size_t *n)
+{
+	struct qp_trace_doc *d = &out->doc;
+	size_t i;
+
+	for (i = 0; i < r->n; i++) {
+		const struct trace_record *t = &r->recs[i];
+
+		if (!is_target(c, t->pid) || t->kind < QPROF_TR_SCOPE || t->kind > QPROF_TR_ASTEP)
+			continue;	/* another process, or not a kind this daemon emits */
+		if (t->kind == QPROF_TR_ASPAN) {
+			if (max_events - *n < 2) {
+				d->dropped += 2;
+				continue;
+			}
+			aspan_events(c, t, &out->ev[*n]);
+			*n += 2;
+			continue;
+		}
+		if (*n == max_events) {
+			d->dropped++;
+			continue;
+		}
+		record_event(c, t, &out->ev[*n]);
+		(*n)++;
+	}
+}
+
+/* The log messages of PID (all targets when 0) inside R's time span, from
+ * out->ev[*N] on, up to MAX_EVENTS. 0 or -ENOMEM. */
+static int log_events(struct namecache *c, const struct qp_trace_result *r, int pid,
+		      const struct qp_log_entry *logs, size_t nlogs, size_t max_events,
+		      struct qp_trace_model *out, size_t *n)
+{
+	size_t i;
+
+	for (i = 0; i < nlogs; i++) {
+		const struct qp_log_entry *l = &logs[i];
+		struct qp_trace_event *e = &out->ev[*n];
+
+		if ((pid > 0 && l->pid != (uint32_t)pid) || l->mono_ns < r->begin_ns ||
+		    l->mono_ns > r->end_ns || !is_target(c, l->pid))
+			continue;
+		if (*n == max_events) {
+			out->doc.dropped++;
+			continue;
+		}
+		memset(e, 0, sizeof(*e));
+		e->kind = QP_TEV_LOG;
+		e->pid = l->pid;
+		e->tid = l->tid;
+		e->ts_ns = l->mono_ns;
+		e->name = site_name(c, l->pid, l->site);
+		e->msg = qp_arena_strndup(out->arena, l->msg, strnlen(l->msg, sizeof(l->msg)));
+		if (!e->msg)
+			return -ENOMEM;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* The threads and processes of the targets, in the order first seen, into
+ * TH and PR (room for r->nthreads each). */
+static void threads_and_procs(struct namecache *c, const struct qp_trace_result *r, struct qp_trace_thread *th,
+			      struct qp_trace_process *pr, struct qp_trace_model *out)
+{
+	struct qp_trace_doc *d = &out->doc;
+	size_t i, k;
+
+	for (i = 0; i < r->nthreads; i++) {
+		const struct qp_trace_thread_name *tn = &r->threads[i];
+
+		if (!is_target(c, tn->pid))
+			continue;
+		th[d->nthreads].pid = tn->pid;
+		th[d->nthreads].tid = tn->tid;
+		th[d->nthreads].name = tn->name[0] ? qp_arena_strdup(out->arena, tn->name) : NULL;
+		d->nthreads++;
+		for (k = 0; k < d->nprocs && pr[k].pid != tn->pid; k++)
+			;
+		if (k == d->nprocs) {
+			pr[k].pid = tn->pid;
+			pr[k].name = proc_name(r, tn->pid, out->arena);
+			d->nprocs++;
+		}
+	}
+	d->threads = th;
+	d->procs = pr;
+}
+
 int qp_trace_model_make(const struct qp_trace_result *r, int pid, const struct qp_log_entry *logs,
 			size_t nlogs, const struct qp_namer *nm, size_t max_events,
 			struct qp_trace_model *out)
@@ -150,110 +289,13 @@ int qp_trace_model_make(const struct qp_trace_result *r, int pid, const struct q
 	if (!out->ev || !th || !pr)
 		goto fail;
 	d->dropped = r->dropped;
-	for (i = 0; i < r->n; i++) {
-		const struct trace_record *t = &r->recs[i];
-		struct qp_trace_event *e = &out->ev[n];
-
-		if (!is_target(&c, t->pid) || t->kind < QPROF_TR_SCOPE || t->kind > QPROF_TR_ASTEP)
-			continue;	/* another process, or not a kind this daemon emits */
-		if (t->kind == QPROF_TR_ASPAN) {
-			/* its begin and its end, as two events of one name and id */
-			if (max_events - n < 2) {
-				d->dropped += 2;
-				continue;
-			}
-			memset(e, 0, 2 * sizeof(*e));
-			e[0].kind = QP_TEV_ABEGIN;
-			e[0].pid = e[1].pid = t->pid;
-			e[0].tid = e[1].tid = t->tid;
-			e[0].ts_ns = t->ts_ns;
-			e[0].name = e[1].name = site_name(&c, t->pid, t->site);
-			e[0].id = e[1].id = t->arg2;
-			e[1].kind = QP_TEV_AEND;
-			e[1].ts_ns = t->ts_ns + t->arg;
-			n += 2;
-			continue;
-		}
-		if (n == max_events) {
-			d->dropped++;
-			continue;
-		}
-		memset(e, 0, sizeof(*e));
-		e->pid = t->pid;
-		e->tid = t->tid;
-		e->ts_ns = t->ts_ns;
-		e->name = site_name(&c, t->pid, t->site);
-		switch (t->kind) {
-		case QPROF_TR_SCOPE:
-			e->kind = QP_TEV_SCOPE;
-			e->depth = t->depth;
-			e->dur_ns = t->arg;
-			break;
-		case QPROF_TR_MARK:
-			e->kind = QP_TEV_MARK;
-			break;
-		case QPROF_TR_VALUE:
-			e->kind = QP_TEV_VALUE;
-			e->value = value_of(t->arg);
-			break;
-		case QPROF_TR_ASTEP:
-			/* named as its span, so that viewers put it on the span's track */
-			e->kind = QP_TEV_ASTEP;
-			e->msg = e->name;
-			e->name = site_name(&c, t->pid, t->arg2);
-			e->id = t->arg;
-			break;
-		}
-		n++;
-	}
-	for (i = 0; i < nlogs; i++) {
-		const struct qp_log_entry *l = &logs[i];
-		struct qp_trace_event *e = &out->ev[n];
-
-		if ((pid > 0 && l->pid != (uint32_t)pid) || l->mono_ns < r->begin_ns ||
-		    l->mono_ns > r->end_ns || !is_target(&c, l->pid))
-			continue;
-		if (n == max_events) {
-			d->dropped++;
-			continue;
-		}
-		memset(e, 0, sizeof(*e));
-		e->kind = QP_TEV_LOG;
-		e->pid = l->pid;
-		e->tid = l->tid;
-		e->ts_ns = l->mono_ns;
-		e->name = site_name(&c, l->pid, l->site);
-		e->msg = qp_arena_strndup(out->arena, l->msg, strnlen(l->msg, sizeof(l->msg)));
-		if (!e->msg)
-			goto fail;
-		n++;
-	}
-	if (c.oom)
+	record_events(&c, r, max_events, out, &n);
+	if (log_events(&c, r, pid, logs, nlogs, max_events, out, &n) || c.oom)
 		goto fail;
 	qp_trace_events_sort(out->ev, n);
 	d->ev = out->ev;
 	d->n = n;
-	/* threads and processes of the targets, in the order first seen */
-	for (i = 0; i < r->nthreads; i++) {
-		const struct qp_trace_thread_name *tn = &r->threads[i];
-		size_t k;
-
-		if (!is_target(&c, tn->pid))
-			continue;
-		th[d->nthreads].pid = tn->pid;
-		th[d->nthreads].tid = tn->tid;
-		th[d->nthreads].name = tn->name[0] ? qp_arena_strdup(out->arena, tn->name) : NULL;
-		d->nthreads++;
-		for (k = 0; k < d->nprocs && pr[k].pid != tn->pid; k++)
-			;
-		if (k == d->nprocs) {
-			pr[k].pid = tn->pid;
-			pr[k].name = proc_name(r, tn->pid, out->arena);
-			d->nprocs++;
-		}
-	}
-	d->threads = th;
-	d->procs = pr;
+	threads_and_procs(&c, r, th, pr, out);
 	d->collector = "bpf";
 	d->begin_ns = r->begin_ns;
 	d->end_ns = r->end_ns;
