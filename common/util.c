@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <sys/resource.h>
 
@@ -196,6 +197,30 @@ char *qp_fmt_count(char *buf, size_t len, uint64_t v)
 			break;
 	}
 	return buf;
+}
+
+int qp_grow(void *p, size_t *cap, size_t need, size_t elem)
+{
+	size_t ncap;
+	void *old, *nv;
+
+	if (need <= *cap)
+		return 0;
+	if (!elem || need > SIZE_MAX / elem)
+		return -ENOMEM;
+	ncap = *cap ? *cap : 16;
+	while (ncap < need && ncap <= SIZE_MAX / 2)
+		ncap *= 2;
+	if (ncap < need || ncap > SIZE_MAX / elem)
+		ncap = need;	/* doubling would overflow: exactly what is asked */
+	/* the pointer copied, not read through a void **: P may be an int ** */
+	memcpy(&old, p, sizeof(old));
+	nv = realloc(old, ncap * elem);
+	if (!nv)
+		return -ENOMEM;
+	memcpy(p, &nv, sizeof(nv));
+	*cap = ncap;
+	return 0;
 }
 
 int qp_read_file(const char *path, size_t max, char **buf, size_t *len)

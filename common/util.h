@@ -22,6 +22,13 @@ int qp_parse_u64(const char *s, uint64_t max, uint64_t *out);
  * (-EFBIG beyond): /proc files report size 0, so it reads until EOF with a
  * growing buffer. 0 or -errno. */
 int qp_read_file(const char *path, size_t max, char **buf, size_t *len);
+/* Room for NEED elements of ELEM bytes in the array *P of *CAP elements
+ * (P is the address of any object pointer: int **, struct x **): the
+ * capacity doubles from 16, or becomes NEED when that is more. 0, or
+ * -ENOMEM when memory is short or NEED * ELEM (or the doubled capacity)
+ * would not fit in a size_t; *P and *CAP are then unchanged (the array is
+ * still the caller's to free). */
+int qp_grow(void *p, size_t *cap, size_t need, size_t elem);
 /* Monotonic / realtime clocks in ns. */
 uint64_t qp_now_ns(void);
 /* Raise the soft limit of open descriptors to WANT (at most the hard

@@ -48,12 +48,10 @@ static int parse_uint_opt(const char *name, const char *s, int64_t min, int64_t 
 
 static int opt_pid(struct options *o, const struct opt_row *r, const char *arg)
 {
-	int *np = realloc(o->pids, (o->npids + 1) * sizeof(*np));
 	int64_t v;
 
-	if (!np)
+	if (qp_grow(&o->pids, &o->pids_cap, o->npids + 1, sizeof(*o->pids)))
 		return 1;
-	o->pids = np;
 	if (parse_uint_opt("--pid", arg, 1, INT32_MAX, &v))
 		return 2;
 	o->pids[o->npids++] = (int)v;
@@ -62,11 +60,8 @@ static int opt_pid(struct options *o, const struct opt_row *r, const char *arg)
 
 static int opt_binary(struct options *o, const struct opt_row *r, const char *arg)
 {
-	const char **nb = realloc(o->binaries, (o->nbinaries + 1) * sizeof(*nb));
-
-	if (!nb)
+	if (qp_grow(&o->binaries, &o->binaries_cap, o->nbinaries + 1, sizeof(*o->binaries)))
 		return 1;
-	o->binaries = nb;
 	o->binaries[o->nbinaries++] = arg;
 	return 0;
 }

@@ -38,9 +38,9 @@ struct options {
 	const char *token_file;
 	const char *report_dir;
 	int *pids;
-	size_t npids;
+	size_t npids, pids_cap;
 	const char **binaries;
-	size_t nbinaries;
+	size_t nbinaries, binaries_cap;
 	unsigned int frequency;
 	unsigned int max_sites;
 	unsigned int max_exited;

@@ -383,7 +383,7 @@ int qp_probe_counts_read(struct qp_scopes *s, int pid, struct qp_probe_row **row
 	int fd = bpf_map__fd(s->skel->maps.probe_counts);
 	__u64 *pc = calloc(1, sizeof(*pc));	/* a shared map: one value a key */
 	struct probe_key key, next;
-	struct qp_probe_row *v = NULL, *nv;
+	struct qp_probe_row *v = NULL;
 	size_t cnt = 0, cap = 0, steps = 0;
 	void *prev = NULL;
 
@@ -398,15 +398,10 @@ int qp_probe_counts_read(struct qp_scopes *s, int pid, struct qp_probe_row **row
 			continue;
 		if (bpf_map_lookup_elem(fd, &next, pc))
 			continue;
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 32;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				free(pc);
-				return -ENOMEM;
-			}
-			v = nv;
+		if (qp_grow(&v, &cap, cnt + 1, sizeof(*v))) {
+			free(v);
+			free(pc);
+			return -ENOMEM;
 		}
 		v[cnt].tgid = next.tgid;
 		v[cnt].id = next.id;
@@ -436,7 +431,7 @@ int qp_scopes_exclude(struct qp_scopes *s, uint32_t pid, bool excluded)
  * get_next_key restart from the beginning; a cap bounds that. */
 int qp_map_keys(int fd, size_t ksz, int pid, void **out, size_t *n)
 {
-	unsigned char key[64], next[64], *v = NULL, *nv;
+	unsigned char key[64], next[64], *v = NULL;
 	size_t cap = 0, cnt = 0, steps = 0;
 	void *prev = NULL;
 	uint32_t tgid;
@@ -446,14 +441,9 @@ int qp_map_keys(int fd, size_t ksz, int pid, void **out, size_t *n)
 	while (bpf_map_get_next_key(fd, prev, next) == 0 && ++steps <= (1u << 22)) {
 		memcpy(&tgid, next, sizeof(tgid));
 		if (pid <= 0 || tgid == (uint32_t)pid) {
-			if (cnt == cap) {
-				cap = cap ? cap * 2 : 64;
-				nv = realloc(v, cap * ksz);
-				if (!nv) {
-					free(v);
-					return -ENOMEM;
-				}
-				v = nv;
+			if (qp_grow(&v, &cap, cnt + 1, ksz)) {
+				free(v);
+				return -ENOMEM;
 			}
 			memcpy(v + cnt++ * ksz, next, ksz);
 		}
