@@ -12,6 +12,7 @@
 #include "export_metrics.h"
 #include "export_targets.h"
 #include "heap_window.h"
+#include "lifecycle.h"
 #include "http_conn.h"
 #include "http_query.h"
 #include "model_scopes.h"
@@ -84,7 +85,7 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 	struct qp_scope_model scopes = { 0 };
 	struct qp_value_model values = { 0 };
 	struct qp_status_model status;
-	struct qp_targets_view tv = { 0 };
+	struct qp_lifecycle_figures lc;
 	struct qp_model_src src;
 	const char *accept = req->header ? req->header(req->arg, "Accept") : NULL;
 	bool protobuf = qp_accept_protobuf(accept);
@@ -100,13 +101,13 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 		ret = qp_scope_model_build(&src, &q, &scopes);
 	if (!ret)
 		ret = qp_value_model_build(&src, 0, &values);
-	/* the fork/exec figures (copied as /api/status copies them) */
+	/* the fork/exec figures, read under the lifecycle's own lock (the
+	 * lifecycle is set before the server starts, closed after it stops) */
+	if (d->reg.lc)
+		qp_lifecycle_figures(d->reg.lc, &lc);
 	if (!ret)
-		ret = qp_targets_view_take(&d->reg, QP_VIEW_LIFECYCLE, &tv);
-	if (!ret)
-		ret = qp_export_metrics(&status, tv.has_lifecycle ? &tv.lifecycle : NULL, &scopes, &values,
-					&d->metrics, protobuf, &b);
-	qp_targets_view_free(&tv);
+		ret = qp_export_metrics(&status, d->reg.lc ? &lc : NULL, &scopes, &values, &d->metrics, protobuf,
+					&b);
 	qp_scope_model_free(&scopes);
 	qp_value_model_free(&values);
 	if (ret) {
