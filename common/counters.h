@@ -253,7 +253,7 @@ struct qp_counter_def {
 	  "Exits of threads with a ring whose head the kernel could not read.")                                    \
 	X(QP_CK_FLAG, "exit_hook", s->ring.exit_hook, QP_CU_ONE, "qprof_ring_exit_hook", NULL,                 \
 	  "1 when thread exits are hooked to read each ring's last head.")                                     \
-	X(QP_CK_OPT, "ring_records", s->ring.ring_records, QP_CU_ONE, "qprof_ring_records", NULL,              \
+	X(QP_CK_OPT, "ring_records", s->ring.ring_records, QP_CU_ONE, "qprof_ring_new_ring_records", NULL,      \
 	  "Records a new ring is asked to have (--ring-records; 0: the markers' own size).")                   \
 	X(QP_CK_REAL, "tsc_ns_per_tick", s->ring.ns_per_tick, QP_CU_NS, "qprof_ring_tsc_seconds_per_tick",     \
 	  NULL, "The TSC calibration: time a tick of the time stamp counter.")
