@@ -17,6 +17,7 @@ build_pkgs=(
   libcurl4-openssl-dev     # qprofd --otlp-endpoint and --debuginfod: pushes and fetches over http(s) (OpenSSL)
   python3                  # the man pages are generated from --help at build time
   systemtap-sdt-dev        # <sys/sdt.h>: the baseline probes of the test fixtures built with the tree
+  dpkg-dev file            # the .deb (--target package): dpkg-shlibdeps finds its Depends, with file
 )
 # the test suite and the benchmarks, on top of the build
 test_pkgs=(
@@ -31,7 +32,6 @@ test_pkgs=(
   strace                   # counts the bpf() syscalls of a request in the values test
   chromium                 # headless: runs speedscope on the trace (integration_trace_client)
   prometheus               # promtool checks /metrics; the Prometheus test scrapes qprofd
-  dpkg-dev                 # dpkg-shlibdeps: the .deb's Depends (install_deb)
   lintian                  # lints the .deb in install_deb (no error allowed)
   man-db groff-base        # the man pages read and checked in the tests
   protobuf-compiler        # protoc --decode: integration_otlp decodes every push against the schema
