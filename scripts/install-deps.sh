@@ -29,6 +29,7 @@ test_pkgs=(
   curl                     # talking to the unix socket by hand
   golang-go                # `go tool pprof` reads /pprof/profile in the CPU integration test
   procps
+  jq                       # bench/soak.sh reads the daemon's JSON (bench_soak_smoke)
   strace                   # counts the bpf() syscalls of a request in the values test
   chromium                 # headless: runs speedscope on the trace (integration_trace_client)
   prometheus               # promtool checks /metrics; the Prometheus test scrapes qprofd
