@@ -5,7 +5,21 @@
 # prefix the install really uses, so a `cmake --install --prefix P` and
 # CPack's /usr both get their own.
 include(GNUInstallDirs)
+# the package's Maintainer and its changelog's signature: whoever builds
+# a package to hand on sets their own (-DQPROF_DEB_MAINTAINER="Name <mail>")
+set(QPROF_DEB_MAINTAINER "qprof maintainers <maintainers@users.noreply.a-seed-30209c12.example>"
+  CACHE STRING "Maintainer of the Debian package: Name <address>")
 include(CMakePackageConfigHelpers)
+
+# The installed programs hardened as Debian builds its own (lintian's
+# hardening checks): immediate binding, a read-only GOT, and glibc's
+# checked string and memory functions where the build optimises.
+foreach(_t qprofd qprof-cli qprof_common)
+  target_compile_definitions(${_t} PRIVATE $<$<CONFIG:Release,RelWithDebInfo,MinSizeRel>:_FORTIFY_SOURCE=2>)
+endforeach()
+foreach(_t qprofd qprof-cli)
+  target_link_options(${_t} PRIVATE -Wl,-z,relro -Wl,-z,now)
+endforeach()
 
 # The markers as an interface target: the include directory, nothing to link.
 add_library(qprof_markers INTERFACE)
@@ -58,6 +72,22 @@ install(CODE "
 install(FILES ${PROJECT_SOURCE_DIR}/cli/qprof-cli.bash-completion
   DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME qprof-cli)
 install(FILES README.md CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# the licences, in Debian's machine-readable form (the source tree's LICENSE
+# explains them; /usr/share/common-licenses holds the GPL's text)
+install(FILES cmake/deb/copyright DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# the Debian changelog (a native package's changelog.gz), made from
+# CHANGELOG.md's released versions
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+set(QPROF_DEB_CHANGELOG ${PROJECT_BINARY_DIR}/deb/changelog.gz)
+add_custom_command(OUTPUT ${QPROF_DEB_CHANGELOG}
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/deb
+  COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/cmake/deb/changelog.py
+          ${PROJECT_SOURCE_DIR}/CHANGELOG.md ${PROJECT_VERSION} "${QPROF_DEB_MAINTAINER}" ${QPROF_DEB_CHANGELOG}
+  DEPENDS ${PROJECT_SOURCE_DIR}/CHANGELOG.md ${PROJECT_SOURCE_DIR}/cmake/deb/changelog.py
+  COMMENT "Writing the Debian changelog from CHANGELOG.md"
+  VERBATIM)
+add_custom_target(deb_changelog ALL DEPENDS ${QPROF_DEB_CHANGELOG})
+install(FILES ${QPROF_DEB_CHANGELOG} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 
 # ---- the Debian package: cmake --build build --target package ----
@@ -69,7 +99,7 @@ set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME qprof)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "qprof")
-set(CPACK_PACKAGE_CONTACT "qprof maintainers <qprof@localhost>")
+set(CPACK_PACKAGE_CONTACT "${QPROF_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "eBPF profiler for latency-critical C/C++ programs")
 set(CPACK_PACKAGE_DESCRIPTION "qprofd attaches to running processes from outside: it times the scopes
 marked with the header-only qprof markers (count, percentiles, max),
@@ -92,5 +122,8 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # only the files the install rules name (not the tests' or the fuzzers')
 set(CPACK_INSTALL_CMAKE_PROJECTS "${PROJECT_BINARY_DIR};qprof;ALL;/")
-set(CPACK_STRIP_FILES OFF)
+# stripped, as Debian ships binaries (qprofd needs no symbol of its own:
+# its calibration finds its scope through the .note.stapsdt note, which
+# strip keeps)
+set(CPACK_STRIP_FILES ON)
 include(CPack)

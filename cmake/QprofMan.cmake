@@ -15,5 +15,19 @@ add_custom_command(OUTPUT ${QPROF_MAN_DIR}/.stamp
   COMMENT "Generating the man pages from --help"
   VERBATIM)
 add_custom_target(man ALL DEPENDS ${QPROF_MAN_DIR}/.stamp)
-install(DIRECTORY ${QPROF_MAN_DIR}/man1 ${QPROF_MAN_DIR}/man8
-  DESTINATION ${CMAKE_INSTALL_MANDIR})
+# installed compressed, as Debian keeps man pages (gzip -9n: no name, no
+# time stamp, so the package is the same at every build)
+install(CODE "
+  file(GLOB _pages \"${QPROF_MAN_DIR}/man1/*.1\" \"${QPROF_MAN_DIR}/man8/*.8\")
+  foreach(_p \${_pages})
+    get_filename_component(_n \"\${_p}\" NAME)
+    string(REGEX REPLACE \"^.*\\\\.\" \"\" _s \"\${_n}\")
+    set(_d \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_MANDIR}/man\${_s}\")
+    file(MAKE_DIRECTORY \"\${_d}\")
+    execute_process(COMMAND gzip -9nc \"\${_p}\" OUTPUT_FILE \"\${_d}/\${_n}.gz\" RESULT_VARIABLE _rc)
+    if(NOT _rc EQUAL 0)
+      message(FATAL_ERROR \"gzip \${_p}: \${_rc}\")
+    endif()
+    message(STATUS \"Installing: \${_d}/\${_n}.gz\")
+  endforeach()
+")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* strategy.c - a mean-reversion strategy on a simulated market, marked for qprof.
  *
  * Each thread trades one simulated instrument: a deterministic random price

@@ -16,22 +16,24 @@ build_pkgs=(
   libsystemd-dev           # sd_notify: qprofd.service is Type=notify
   libcurl4-openssl-dev     # qprofd --otlp-endpoint and --debuginfod: pushes and fetches over http(s) (OpenSSL)
   python3                  # the man pages are generated from --help at build time
+  systemtap-sdt-dev        # <sys/sdt.h>: the baseline probes of the test fixtures built with the tree
+  dpkg-dev file            # the .deb (--target package): dpkg-shlibdeps finds its Depends, with file
 )
 # the test suite and the benchmarks, on top of the build
 test_pkgs=(
   linux-perf               # perf record: the CPU unwinding baselines (bench/unwind.sh)
   systemd                  # systemd-analyze verify/security check the unit in the tests
-  systemtap-sdt-dev        # <sys/sdt.h>: the baseline probes in tests and bench
   bpftrace                 # the attached-cost baseline (bench/)
   valgrind                 # callgrind instruction counts (bench/)
   libclang-rt-14-dev       # libFuzzer and sanitizer runtimes for the fuzz targets (tests/fuzz)
   curl                     # talking to the unix socket by hand
   golang-go                # `go tool pprof` reads /pprof/profile in the CPU integration test
   procps
+  jq                       # bench/soak.sh reads the daemon's JSON (bench_soak_smoke)
   strace                   # counts the bpf() syscalls of a request in the values test
   chromium                 # headless: runs speedscope on the trace (integration_trace_client)
   prometheus               # promtool checks /metrics; the Prometheus test scrapes qprofd
-  dpkg-dev                 # dpkg-shlibdeps: the .deb's Depends (install_deb)
+  lintian                  # lints the .deb in install_deb (no error allowed)
   man-db groff-base        # the man pages read and checked in the tests
   protobuf-compiler        # protoc --decode: integration_otlp decodes every push against the schema
   debuginfod               # elfutils' server: integration_debuginfod fetches a stripped target's debug file from it
@@ -89,8 +91,15 @@ if [ ! -e "$policy" ]; then
 fi
 cleanup() { if [ -n "$own_policy" ]; then rm -f "$policy"; fi; }
 trap cleanup EXIT
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# apt's own output (hundreds of lines on a fresh host) goes to a log, shown
+# only when it fails
+log=$(mktemp /tmp/qprof-install-deps.XXXXXX.log)
+if ! { apt-get update -q && apt-get install -y -q --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  tail -40 "$log" >&2
+  echo "install-deps: apt-get failed (its whole output: $log)" >&2
+  exit 1
+fi
+echo "install-deps: installed ${#missing[@]} packages and what they need (apt's output: $log)"
 if [[ " ${missing[*]} " == *" prometheus "* ]]; then
   if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
     systemctl disable --now prometheus >/dev/null 2>&1 || true

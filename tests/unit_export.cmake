@@ -23,3 +23,12 @@ add_executable(test_export_lines ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_export_li
 target_include_directories(test_export_lines PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_export_lines qprof_common PkgConfig::ZLIB m)
 add_test(NAME unit_export_lines COMMAND test_export_lines)
+
+# The scope tables of an exit report's summary.txt, byte for byte: a
+# duration the BPF collector's calibration took to 0 reads "<N ns".
+add_executable(test_report_tables ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_report_tables.c
+  ${PROJECT_SOURCE_DIR}/daemon/export/report_figures.c ${PROJECT_SOURCE_DIR}/daemon/export/report_tables.c)
+target_include_directories(test_report_tables PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
+  ${PROJECT_SOURCE_DIR}/daemon/export)
+target_link_libraries(test_report_tables qprof_common m)
+add_test(NAME unit_report_tables COMMAND test_report_tables)

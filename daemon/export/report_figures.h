@@ -1,6 +1,6 @@
 /* report_figures.h - the figures of an exit report: scope rows of the scope
  * model sorted three ways, functions of the CPU profile
- * with self and total samples. */
+ * with self and total samples, and the text tables summary.txt shows them in. */
 #ifndef QPROF_REPORT_FIGURES_H
 #define QPROF_REPORT_FIGURES_H
 #include <stdbool.h>
@@ -48,4 +48,22 @@ struct funcs {
 int qp_funcs_build(const struct qp_cpu_profile *p, struct funcs *f);
 int qp_func_by_self(const void *a, const void *b);
 int qp_func_by_total(const void *a, const void *b);
+
+/* The tables of summary.txt (report_tables.c), each at most QP_REPORT_TOP
+ * rows, appended to B. */
+#define QP_REPORT_TOP 20
+struct qp_buf;
+/* TITLE, then ROWS sorted by CMP (in place): COUNT, MEAN, P50, P99, MAX,
+ * TOTAL; only rows with durations when NEED_DUR. A duration that reads 0
+ * in a row the BPF collector corrected by calibration_ns is written as the
+ * bound it is, "<N ns"; "(none)" when no row is shown. */
+void qp_report_scope_table(struct qp_buf *b, const char *title, struct srow *rows, size_t n,
+			   int (*cmp)(const void *, const void *), bool need_dur);
+/* The rows with kernel figures, by off-CPU time (rows with no event left
+ * out); nothing at all when no row has its kernel figures traced. */
+void qp_report_kernel_table(struct qp_buf *b, struct srow *rows, size_t n);
+/* TITLE, then V's first functions: SELF and TOTAL samples with their share
+ * of SAMPLES (SELF first when SELF_FIRST), the function and its module. */
+void qp_report_func_table(struct qp_buf *b, const char *title, const struct func *v, size_t n,
+			  uint64_t samples, bool self_first);
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* instrument.h - the INSTRUMENT_* names of the original tutorial API, mapped
  * onto the qprof markers (qprof.h), so that code written against that API
  * compiles unchanged and becomes visible to qprofd.

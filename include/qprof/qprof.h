@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qprof.h - markers for the qprof profiler.
  *
  * Every marker is a USDT probe site (provider "qprof"): on x86-64 a 5-byte nop

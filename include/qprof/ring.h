@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring.h - the ring fast path of the qprof markers (marker ABI 2), included
  * by qprof.h; not meant to be included alone.
  *

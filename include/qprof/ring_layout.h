@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ring_layout.h - the memory layout of a qprof thread ring (marker ABI 2):
  * the contract between the markers (ring.h, which writes) and qprofd's ring
  * collector (daemon/collect/ring_*.c, which reads with process_vm_readv).

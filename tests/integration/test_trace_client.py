@@ -17,17 +17,23 @@ async ones to Perfetto and chrome://tracing).
 Then the demo strategy (examples/strategy.c, 2 threads at 20,000 ticks a
 second, as the demo runs it): 10 s recorded by qprof-cli trace --format
 speedscope on the BPF collector, every frame name clean (the strategy's
-scope names, nothing appended), and the file opened by speedscope (the
-wall time of the headless Chromium run, printed with the size per scope;
-within 30 s when the load average is at most the CPUs, within 180 s
-whatever the load); then 3 s on the ring collector cut by --max-mb 2: the file
-within 2,000,000 bytes, the cut said by the CLI and in the profile names
+scope names, nothing appended), and the file opened by speedscope within
+30 s of CPU time: the CPU that headless Chromium and speedscope spent to
+import it, their processes' user and system time (waited for, so counted
+in this process's children). Unlike the wall time, that does not stretch
+with the load of a shared machine, and on an idle one the wall time of the
+import is at most it (nothing in it waits: the file is local and the
+page's timers run on virtual time). A loaded machine makes the figure a
+little larger (caches, frequency), so the check errs on the strict side.
+The wall time is printed beside it and bounded at 180 s. Then 3 s on the
+ring collector cut by --max-mb 2: the file within 2,000,000 bytes, the cut said by the CLI and in the profile names
 speedscope shows, and the Chrome JSON of the same cap within it too.
 
 usage: test_trace_client.py QPROFD TRACE_TARGET QPROF_CLI CACHE_DIR SPANS_TARGET STRATEGY"""
 import base64
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -207,21 +213,23 @@ with tempfile.TemporaryDirectory() as tmpdir:
     t.check(nscopes > 100000, f"speedscope: 10 s of the strategy hold many scopes ({nscopes})")
     t.check(f"{nscopes} scopes" in err, f"the CLI says how many scopes: {err.strip()}")
     t.check("speedscope format holds scopes only" in err, "the CLI says what the format leaves out")
+
+    def cpu_children():
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+
     load0 = os.getloadavg()[0]
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), cpu_children()
     dom = open_in_speedscope(rel, path, tmpdir, timeout=180)
-    took = time.monotonic() - t0
+    took, cpu = time.monotonic() - t0, cpu_children() - c0
     load = max(load0, os.getloadavg()[0])
     print(f"10 s of the strategy: {nscopes} scopes, {size} bytes ({size / nscopes:.1f} bytes a scope, "
-          f"two events), opened by speedscope in {took:.1f} s (load {load:.1f})", flush=True)
+          f"two events), opened by speedscope with {cpu:.1f} s of CPU in {took:.1f} s of wall time "
+          f"(load {load:.1f} on {os.cpu_count()} CPUs)", flush=True)
     t.check(dom is not None, f"speedscope opened 10 s of the strategy (within 180 s: {took:.1f} s)")
-    # the goal, 30 s, judged on a machine that is not overloaded (a load
-    # average above its CPUs stretches any wall time; bench/trace_open.py
-    # measures the ratio of both formats in one run)
-    if load <= os.cpu_count():
-        t.check(took <= 30, f"speedscope opened it within 30 s: {took:.1f} s at load {load:.1f}")
-    else:
-        print(f"the 30 s goal not judged: load {load:.1f} on {os.cpu_count()} CPUs", flush=True)
+    # the goal, 30 s: judged on the CPU spent, whatever the load (see the top)
+    t.check(dom is None or cpu <= 30, f"speedscope opened it with at most 30 s of CPU: {cpu:.1f} s "
+            f"(wall {took:.1f} s at load {load:.1f})")
     dom = dom or ""
     t.check("<title>strategy - speedscope</title>" in dom, f"speedscope imported it (title): {dom[:300]!r}")
     t.check(" (pid " in dom and "strategy (tid " in dom, "speedscope shows a thread's profile by name")

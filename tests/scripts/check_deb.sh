@@ -2,7 +2,9 @@
 # check_deb.sh SOURCE_DIR BUILD_DIR VERSION build|system - the Debian package CPack
 # builds: its metadata (name, version, architecture, Depends from
 # dpkg-shlibdeps naming the real runtime libraries, maintainer scripts) and
-# its file list (the same as `cmake --install --prefix /usr`). As root, on a
+# its file list (the same as `cmake --install --prefix /usr`), its copyright
+# file (machine-readable, checked against the source tree) and, when
+# lintian is installed, no lintian error. As root, on a
 # machine where no qprof package is installed, it then installs the package
 # with apt (`apt-get install ./qprof_*.deb`, as a user would), runs
 # `qprofd --version`, profiles a marked program with the installed qprofd
@@ -64,6 +66,33 @@ DESTDIR=$tmp/stage cmake --install "$build" --prefix /usr >/dev/null
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { print $6 }' | sed 's|^\./|/|' | sort >"$tmp/packaged"
 diff -u "$tmp/staged" "$tmp/packaged" || fail "the package's files differ from the install's"
 echo "ok: $(wc -l <"$tmp/packaged") files, metadata and Depends"
+
+# the licences: /usr/share/doc/qprof/copyright in Debian's machine-readable
+# format, the same as the source's, and true of the source tree
+dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/qprof/copyright >"$tmp/copyright" ||
+	fail "no /usr/share/doc/qprof/copyright in the package"
+cmp -s "$tmp/copyright" "$src/cmake/deb/copyright" || fail "the packaged copyright differs from cmake/deb/copyright"
+python3 "$src/tests/scripts/check_copyright.py" "$tmp/copyright" "$src" || fail "the copyright file (above)"
+# the check can fail: without the MIT paragraph, the headers' own SPDX lines
+# disagree with what is left (the whole tree under GPL-2.0-only)
+awk '/^Files: include\/qprof/ { skip = 1 } skip && /^$/ { skip = 0; next } !skip' \
+	"$tmp/copyright" >"$tmp/copyright.broken"
+if python3 "$src/tests/scripts/check_copyright.py" "$tmp/copyright.broken" "$src" >"$tmp/broken.log" 2>&1 ||
+	! grep -q 'include/qprof/qprof.h: declares MIT' "$tmp/broken.log"; then
+	cat "$tmp/broken.log" >&2
+	fail "check_copyright.py did not catch a copyright file without the MIT paragraph"
+fi
+echo "ok: copyright (DEP-5) installed and true of the source tree"
+# lintian, when installed (scripts/install-deps.sh does): no error; its
+# warnings and notes are printed
+if command -v lintian >/dev/null 2>&1; then
+	lintian --no-cfg --display-info "$deb" >"$tmp/lintian.log" 2>&1 || true
+	sed 's/^/lintian: /' "$tmp/lintian.log"
+	if grep -q '^E: ' "$tmp/lintian.log"; then fail "lintian reports errors (above)"; fi
+	echo "ok: lintian: no error ($(grep -c '^W: ' "$tmp/lintian.log" || true) warnings)"
+else
+	echo "note: lintian is not installed: the package is not linted"
+fi
 dpkg-deb -c "$deb" | awk '$1 !~ /^d/ && $2 != "root/root" { bad = 1 } END { exit bad }' ||
 	fail "files not owned by root/root"
 

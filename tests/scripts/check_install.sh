@@ -31,9 +31,11 @@ expect=$tmp/expect
 	echo usr/share/cmake/qprof/qprofTargets.cmake
 	echo usr/share/doc/qprof/CHANGELOG.md
 	echo usr/share/doc/qprof/README.md
-	echo usr/share/man/man1/qprof-cli.1
-	for c in $cmds; do echo "usr/share/man/man1/qprof-cli-$c.1"; done
-	echo usr/share/man/man8/qprofd.8
+	echo usr/share/doc/qprof/changelog.gz
+	echo usr/share/doc/qprof/copyright
+	echo usr/share/man/man1/qprof-cli.1.gz
+	for c in $cmds; do echo "usr/share/man/man1/qprof-cli-$c.1.gz"; done
+	echo usr/share/man/man8/qprofd.8.gz
 	echo usr/share/pkgconfig/qprof.pc
 } | sort >"$expect"
 (cd "$stage" && find . -type f | sed 's|^\./||' | grep -v '^usr/share/doc/qprof/docs/' | sort) >"$tmp/got"
