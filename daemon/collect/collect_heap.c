@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "elf_syms.h"
+#include "common/elf_syms.h"
 #include "heap_internal.h"
-#include "log.h"
-#include "procfs.h"
+#include "common/log.h"
+#include "common/procfs.h"
 
 /* The entry points, in the order they are reported. operator new and
  * delete of libstdc++ call malloc and free, so they are seen there (with

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "heap_internal.h"
-#include "util.h"
+#include "common/util.h"
 
 #define BATCH 1024
 

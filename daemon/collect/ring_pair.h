@@ -15,9 +15,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "qprof/ring_layout.h"
-#include "scopes.h"
+#include "bpf/scopes.h"
 
 /* Time stamps to CLOCK_MONOTONIC ns: ns = ns0 + (ts - tsc0) * ns_per_tick
  * from TSC tsc0 on, and before it by the segment that covers ts among the

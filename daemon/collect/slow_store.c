@@ -6,7 +6,7 @@
 #include <string.h>
 #include "slow_store.h"
 #include "slow_window.h"
-#include "offcpu.h"
+#include "bpf/offcpu.h"
 
 /* entries a little out of order across CPUs: scan this far past the begin */
 #define SLACK_NS 1000000ull

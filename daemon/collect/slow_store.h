@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cpu_table.h"
-#include "scopes.h"
+#include "bpf/scopes.h"
 
 #define QP_SLOW_KEEP 32		/* instances kept per (process, site): the n of a query at most */
 #define QP_SLOW_IVS 16		/* off-CPU intervals kept per instance (the longest) */

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "export.h"
-#include "stackstats.h"
+#include "common/stackstats.h"
 
 #define MAX_NODES 100
 #define NODE_FRACTION 200	/* keep nodes with total >= grand total / 200 (0.5%) */

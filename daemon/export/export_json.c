@@ -1,7 +1,7 @@
 /* export_json.c - see export_json.h: the scope, value and status models as
  * the JSON the API has always answered (the same keys in the same order). */
 #include "export_json.h"
-#include "util.h"
+#include "common/util.h"
 
 void qp_export_figures_json(struct qp_json *j, const char *const *keys, const double *vals, size_t n)
 {

@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "export.h"
-#include "heap_window.h"
+#include "export/export.h"
+#include "model/heap_window.h"
 #include "qprofd.h"
 #include "http_routes.h"
 

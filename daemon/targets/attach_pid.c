@@ -19,10 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collect_scopes.h"
+#include "collect/collect_scopes.h"
 #include "lifecycle.h"
-#include "log.h"
-#include "symbolize.h"
+#include "common/log.h"
+#include "symbolize/symbolize.h"
 #include "targets_priv.h"
 
 bool qp_registry_busy(struct qp_registry *r, int pid)

@@ -16,11 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collect_scopes.h"
+#include "collect/collect_scopes.h"
 #include "lifecycle.h"
-#include "log.h"
+#include "common/log.h"
 #include "targets_priv.h"
-#include "util.h"
+#include "common/util.h"
 
 /* PATH without a trailing " (deleted)" equals P. */
 static bool same_path(const char *path, const char *p)

@@ -16,13 +16,13 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "collect_cpu.h"
-#include "collect_scopes.h"
-#include "symbolize.h"
+#include "collect/collect_cpu.h"
+#include "collect/collect_scopes.h"
+#include "symbolize/symbolize.h"
 #include "lifecycle.h"
-#include "log.h"
+#include "common/log.h"
 #include "targets_priv.h"
-#include "util.h"
+#include "common/util.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434

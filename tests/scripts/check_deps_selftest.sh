@@ -23,10 +23,10 @@ fresh() {
 }
 expect 0 "every one points down" "the tree as it is" "$src"
 fresh
-sed -i '0,/#include "/s//#include "http_routes.h"\n#include "/' "$tmp/t/common/util.c"
+sed -i '0,/#include "/s//#include "http\/http_routes.h"\n#include "/' "$tmp/t/common/util.c"
 expect 1 "common/util.c:.*may not include daemon/http/http_routes.h" "common/ including http/" "$tmp/t"
 fresh
-sed -i '0,/#include "/s//#include "model_scopes.h"\n#include "/' "$tmp/t/daemon/collect/cpu_table.c"
+sed -i '0,/#include "/s//#include "model\/model_scopes.h"\n#include "/' "$tmp/t/daemon/collect/cpu_table.c"
 expect 1 "daemon/collect/cpu_table.c:.*may not include daemon/model/model_scopes.h" "collect/ including model/" "$tmp/t"
 fresh
 printf '#include "cyc_b.h"\n' >"$tmp/t/common/cyc_a.h"

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "export.h"
+#include "export/export.h"
 #include "testlib.h"
 
 #define PERIOD 10101010ull /* 99 Hz */
