@@ -3,7 +3,7 @@
 # -fsanitize=fuzzer,address,undefined. ctest runs each for a fixed number of
 # inputs from a seed corpus as a smoke test; tests/fuzz/run_long.sh runs each
 # for 10 M inputs (figures in docs/testing.md).
-set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/common/elf_probes.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/elf_sites.c ${PROJECT_SOURCE_DIR}/common/procfs.c
+set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/common/elf_probes.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/elf_sites.c ${PROJECT_SOURCE_DIR}/common/elf_ctx.c ${PROJECT_SOURCE_DIR}/common/procfs.c
   ${PROJECT_SOURCE_DIR}/common/usdt_spec.c ${PROJECT_SOURCE_DIR}/common/util.c)
 # Each fuzz target sees the include folders of the stage it fuzzes and of the
 # stages below it, as that stage's library does (cmake/QprofStages.cmake).

@@ -511,21 +511,3 @@ long qp_heap_pids(struct qp_heap *h, int **pids)
 	return n;
 }
 
-void qp_heap_counters(struct qp_heap *h, uint64_t c[HEAP_CNT__MAX])
-{
-	int fd = bpf_map__fd(h->skel->maps.heap_counters);
-	__u64 *v = calloc((size_t)h->ncpus, sizeof(*v));
-	__u32 k;
-	int cpu;
-
-	memset(c, 0, HEAP_CNT__MAX * sizeof(*c));
-	if (!v)
-		return;
-	for (k = 0; k < HEAP_CNT__MAX; k++) {
-		if (bpf_map_lookup_elem(fd, &k, v))
-			continue;
-		for (cpu = 0; cpu < h->ncpus; cpu++)
-			c[k] += v[cpu];
-	}
-	free(v);
-}

@@ -246,3 +246,22 @@ void qp_heap_map_forget(struct qp_heap *h, int pid)
 	forget_in(bpf_map__fd(h->skel->maps.heap_stacks), sizeof(__u64), sizeof(struct heap_stack),
 		  (__u32)pid, on_forget_stack);
 }
+
+void qp_heap_counters(struct qp_heap *h, uint64_t c[HEAP_CNT__MAX])
+{
+	int fd = bpf_map__fd(h->skel->maps.heap_counters);
+	__u64 *v = calloc((size_t)h->ncpus, sizeof(*v));
+	__u32 k;
+	int cpu;
+
+	memset(c, 0, HEAP_CNT__MAX * sizeof(*c));
+	if (!v)
+		return;
+	for (k = 0; k < HEAP_CNT__MAX; k++) {
+		if (bpf_map_lookup_elem(fd, &k, v))
+			continue;
+		for (cpu = 0; cpu < h->ncpus; cpu++)
+			c[k] += v[cpu];
+	}
+	free(v);
+}

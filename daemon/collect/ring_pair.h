@@ -239,6 +239,13 @@ struct qp_ring_agg {
 
 struct qp_ring_spans;
 
+/* Entries of every table: what max_rows bounds. */
+static inline size_t qp_ring_agg_used(const struct qp_ring_agg *a)
+{
+	return a->rows.n + a->marks.n + a->values.n + a->vhist.n;
+}
+
+/* ring_agg.c */
 void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows);
 void qp_ring_agg_free(struct qp_ring_agg *a);
 /* Forget PID's aggregates (rebuilds the tables). */

@@ -270,14 +270,6 @@ int qp_binary_scan(struct qp_registry *r, const struct qp_binary *jb, struct qp_
 	return ret;
 }
 
-void qp_binary_gen_unlink(struct qp_binary_gen *g)
-{
-	qp_scopes_detach_links(g->links, g->nlinks);
-	free(g->links);
-	g->links = NULL;
-	g->nlinks = 0;
-}
-
 static void gen_free(struct qp_registry *r, struct qp_binary_gen *g)
 {
 	if (g->nlinks)	/* forks of it no longer keep int3 sites: no uprobe would take them */
