@@ -27,7 +27,7 @@ set(QP_SLOW_INTEGRATION integration_cpu integration_markers integration_trace_cl
   integration_ring integration_ring_more integration_unwind integration_cpu_stacks
   integration_demo bench_soak_smoke install_deb_system)
 set(QP_NET_TESTS integration_errors integration_listen integration_otlp integration_prometheus
-  integration_http_limits)
+  integration_http_limits integration_debuginfod)
 
 get_property(_qp_tests DIRECTORY PROPERTY TESTS)
 foreach(t ${_qp_tests})
