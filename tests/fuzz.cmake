@@ -36,9 +36,8 @@ foreach(w qp_scopes_read qp_marks_read qp_probe_counts_read qp_values_read qp_sc
     qp_spans_figures qp_registry_add_pid qp_registry_add_binary qp_stop_wait)
   list(APPEND QP_FUZZ_HTTP_WRAP -Wl,--wrap=${w})
 endforeach()
-qp_stage_sources(_qp_sym_src symbolize)
-set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/common/arena.c
-  ${PROJECT_SOURCE_DIR}/common/hashtab.c ${_qp_sym_src})
+# the symbolizer's stage and the one below it, as its library links them
+qp_stage_sources(QP_FUZZ_SYM_SRC common symbolize)
 if(_qp_nofuzz EQUAL 0)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes

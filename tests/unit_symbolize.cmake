@@ -86,12 +86,8 @@ file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/tsan_probe.c "int main(void) { return 0; 
 execute_process(COMMAND ${BPF_CLANG} -fsanitize=thread ${CMAKE_CURRENT_BINARY_DIR}/tsan_probe.c
   -o ${CMAKE_CURRENT_BINARY_DIR}/tsan_probe RESULT_VARIABLE _qp_notsan OUTPUT_QUIET ERROR_QUIET)
 if(_qp_notsan EQUAL 0)
-  set(SF_TSAN_SRC ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c
-    ${PROJECT_SOURCE_DIR}/common/procfs.c ${PROJECT_SOURCE_DIR}/common/util.c
-    ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/arena.c
-    ${PROJECT_SOURCE_DIR}/common/hashtab.c)
-  qp_stage_sources(_sym_src symbolize)
-  list(APPEND SF_TSAN_SRC ${_sym_src})
+  qp_stage_sources(_sym_src common symbolize)
+  set(SF_TSAN_SRC ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c ${_sym_src})
   qp_stage_cflags(_sym_inc common symbolize)
   add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
     COMMAND ${BPF_CLANG} -fsanitize=thread -g -O1 -pthread ${_sym_inc} -I${CMAKE_CURRENT_SOURCE_DIR} ${SF_TSAN_SRC}
