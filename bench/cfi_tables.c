@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "cfi_table.h"
+#include "collect/cfi_table.h"
 
 int main(int argc, char **argv)
 {

@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 
 struct result {
 	double first_ms, cached_ns;

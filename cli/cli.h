@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "http_client.h"
-#include "util.h"
+#include "common/util.h"
 
 #define CLI_PROG "qprof-cli"
 #define CLI_DEFAULT_SOCKET "/run/qprof/qprofd.sock"

@@ -4,8 +4,8 @@
  * and the other USDT probes (provider:name, argument spec, number of sites).
  * --json prints the same through the JSON writer. */
 #include "cli.h"
-#include "elf_probes.h"
-#include "json_writer.h"
+#include "common/elf_probes.h"
+#include "common/json_writer.h"
 #include "table.h"
 
 #include <stdlib.h>

@@ -3,7 +3,7 @@
  * or the daemon's JSON as it came with --json. The targets table is shared
  * with `attach`. */
 #include "cli.h"
-#include "counters.h"
+#include "common/counters.h"
 #include "table.h"
 
 #include <string.h>

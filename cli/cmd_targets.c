@@ -5,7 +5,7 @@
  * reported before anything is attached), and remove one with
  * DELETE /api/targets/PID. */
 #include "cli.h"
-#include "json_writer.h"
+#include "common/json_writer.h"
 
 #include <errno.h>
 #include <limits.h>

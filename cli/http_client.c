@@ -19,7 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "common/util.h"
 
 /* Wait for EVENTS until the deadline. 0, or HTTP_ERR_IO with the reason set. */
 static int wait_fd(struct conn *c, short events)

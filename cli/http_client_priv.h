@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "http_client.h"
-#include "util.h"
+#include "common/util.h"
 
 struct conn {
 	int fd;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "util.h"
+#include "common/util.h"
 
 struct table_col {
 	const char *name;

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-#include "buf.h"
-#include "stackstats.h"
+#include "common/buf.h"
+#include "common/stackstats.h"
 
 #define TOP_ONCE_FUNCS 20	/* rows of the plain frame */
 #define TOP_ONCE_SCOPES 40

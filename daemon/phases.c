@@ -1,8 +1,8 @@
 /* phases.c - see phases.h. */
 #include <stdio.h>
-#include "log.h"
+#include "common/log.h"
 #include "phases.h"
-#include "util.h"
+#include "common/util.h"
 
 void phase_begin(struct phases *p)
 {

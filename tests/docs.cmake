@@ -26,3 +26,7 @@ add_test(NAME install_deb_system
   COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/scripts/check_deb.sh ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR} ${PROJECT_VERSION} system)
 set_tests_properties(install_deb_system PROPERTIES FIXTURES_REQUIRED qprof_deb
   SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# The architecture page's table of routes is what the router's table and the
+# handlers say (scripts/gen_routes_doc.py writes it).
+add_test(NAME docs_routes_table
+  COMMAND python3 ${PROJECT_SOURCE_DIR}/scripts/gen_routes_doc.py --check ${PROJECT_SOURCE_DIR})

@@ -3,14 +3,14 @@
 # -fsanitize=fuzzer,address,undefined. ctest runs each for a fixed number of
 # inputs from a seed corpus as a smoke test; tests/fuzz/run_long.sh runs each
 # for 10 M inputs (figures in docs/testing.md).
-set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/common/elf_probes.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/elf_sites.c ${PROJECT_SOURCE_DIR}/common/procfs.c
-  ${PROJECT_SOURCE_DIR}/common/usdt_spec.c ${PROJECT_SOURCE_DIR}/daemon/http/http_query.c
-  ${PROJECT_SOURCE_DIR}/common/util.c)
-# every folder of the tree (QP_INCLUDE_DIRS, the top CMakeLists.txt)
-set(QP_FUZZ_INC)
-foreach(d ${QP_INCLUDE_DIRS})
-  list(APPEND QP_FUZZ_INC -I${d})
-endforeach()
+set(QP_FUZZ_SRC ${PROJECT_SOURCE_DIR}/common/elf_probes.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/elf_sites.c ${PROJECT_SOURCE_DIR}/common/elf_ctx.c ${PROJECT_SOURCE_DIR}/common/procfs.c
+  ${PROJECT_SOURCE_DIR}/common/usdt_spec.c ${PROJECT_SOURCE_DIR}/common/util.c)
+# Each fuzz target sees the include folders of the stage it fuzzes and of the
+# stages below it, as that stage's library does (cmake/QprofStages.cmake).
+qp_stage_cflags(QP_FUZZ_INC_COMMON common)
+qp_stage_cflags(QP_FUZZ_INC_COLLECT common collect)
+qp_stage_cflags(QP_FUZZ_INC_SYMBOLIZE common symbolize)
+qp_stage_cflags(QP_FUZZ_INC_HTTP common collect symbolize targets model export http)
 execute_process(COMMAND ${BPF_CLANG} -fsanitize=fuzzer -x c - -o /dev/null
   INPUT_FILE /dev/null RESULT_VARIABLE _qp_nofuzz OUTPUT_QUIET ERROR_QUIET)
 # an empty program fails only for lack of main: test the runtime with a target
@@ -21,23 +21,13 @@ execute_process(COMMAND ${BPF_CLANG} -fsanitize=fuzzer ${CMAKE_CURRENT_BINARY_DI
 # fuzz_http_routes: the router and its handlers with their model, without
 # libmicrohttpd (http.c) and without loading BPF; the link swaps the BPF map
 # readers and the attach calls for the fuzzer's own (see the file).
-# Its sources: qprofd's and qprof_common's, less main.c and http.c, read from
-# the targets so that a new daemon file needs no edit here.
-get_target_property(_qp_common_src qprof_common SOURCES)
-get_target_property(_qp_daemon_src qprofd SOURCES)
-set(QP_FUZZ_HTTP_SRC)
-foreach(s ${_qp_common_src})
-  if(NOT IS_ABSOLUTE ${s})
-    set(s ${PROJECT_SOURCE_DIR}/${s})
-  endif()
-  list(APPEND QP_FUZZ_HTTP_SRC ${s})
-endforeach()
-foreach(s ${_qp_daemon_src})
-  if(NOT IS_ABSOLUTE ${s})
-    set(s ${PROJECT_SOURCE_DIR}/daemon/${s})
-  endif()
+# Its sources: those of every stage's library, less http.c, and qprofd's
+# options.c, read from the libraries so that a new daemon file needs no edit here.
+qp_stage_sources(_qp_stage_src common symbolize collect targets model export http)
+set(QP_FUZZ_HTTP_SRC ${PROJECT_SOURCE_DIR}/daemon/options.c)
+foreach(s ${_qp_stage_src})
   get_filename_component(_n ${s} NAME)
-  if(NOT _n STREQUAL "main.c" AND NOT _n STREQUAL "http.c")
+  if(NOT _n STREQUAL "http.c")
     list(APPEND QP_FUZZ_HTTP_SRC ${s})
   endif()
 endforeach()
@@ -46,16 +36,13 @@ foreach(w qp_scopes_read qp_marks_read qp_probe_counts_read qp_values_read qp_sc
     qp_spans_figures qp_registry_add_pid qp_registry_add_binary qp_stop_wait)
   list(APPEND QP_FUZZ_HTTP_WRAP -Wl,--wrap=${w})
 endforeach()
-set(QP_FUZZ_SYM_SRC ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/common/arena.c
-  ${PROJECT_SOURCE_DIR}/common/hashtab.c)
-foreach(f symbolize sym_intern sym_elf sym_dwarf sym_maps sym_kernel)
-  list(APPEND QP_FUZZ_SYM_SRC ${PROJECT_SOURCE_DIR}/daemon/symbolize/${f}.c)
-endforeach()
+# the symbolizer's stage and the one below it, as its library links them
+qp_stage_sources(QP_FUZZ_SYM_SRC common symbolize)
 if(_qp_nofuzz EQUAL 0)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
-            ${QP_FUZZ_INC}
+            ${QP_FUZZ_INC_HTTP}
             -I${BPF_GEN_DIR} ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_http_routes.c ${QP_FUZZ_HTTP_SRC}
             ${QP_FUZZ_HTTP_WRAP} -lbpf -ljansson -ldw -lelf -lz -lcapstone -lcurl -lpthread -lm -lstdc++
             -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_http_routes
@@ -67,9 +54,9 @@ if(_qp_nofuzz EQUAL 0)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
-            ${QP_FUZZ_INC}
+            ${QP_FUZZ_INC_SYMBOLIZE}
             ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_symbolize.c ${QP_FUZZ_SYM_SRC}
-            -ldw -lelf -lz -lpthread -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
+            -ldw -lelf -lz -lcurl -lpthread -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_symbolize
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_symbolize.c ${QP_FUZZ_SYM_SRC}
     COMMENT "libFuzzer target fuzz_symbolize"
     VERBATIM)
@@ -79,9 +66,9 @@ if(_qp_nofuzz EQUAL 0)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_dwarf
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
-            ${QP_FUZZ_INC}
+            ${QP_FUZZ_INC_SYMBOLIZE}
             ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_dwarf.c ${QP_FUZZ_SYM_SRC}
-            -ldw -lelf -lz -lpthread -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_dwarf
+            -ldw -lelf -lz -lcurl -lpthread -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_dwarf
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_dwarf.c ${QP_FUZZ_SYM_SRC}
             ${PROJECT_SOURCE_DIR}/daemon/symbolize/sym_internal.h
     COMMENT "libFuzzer target fuzz_dwarf"
@@ -92,7 +79,7 @@ if(_qp_nofuzz EQUAL 0)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
-            ${QP_FUZZ_INC}
+            ${QP_FUZZ_INC_COLLECT}
             ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_unwind.c ${QP_FUZZ_UNWIND_SRC}
             -ldw -lelf -lz -lpthread -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_unwind.c ${QP_FUZZ_UNWIND_SRC}
@@ -115,14 +102,20 @@ if(_qp_nofuzz EQUAL 0)
             -rss_limit_mb=2048 ${CMAKE_CURRENT_BINARY_DIR}/fuzz_new_unwind
             ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind)
   set_tests_properties(fuzz_unwind_smoke PROPERTIES TIMEOUT 300)
+  # fuzz_elf_probes: common/'s ELF readers; fuzz_parsers: common/'s text
+  # parsers and http/'s query-string checks
+  set(QP_FUZZ_INC_fuzz_elf_probes ${QP_FUZZ_INC_COMMON})
+  set(QP_FUZZ_SRC_fuzz_elf_probes ${QP_FUZZ_SRC})
+  set(QP_FUZZ_INC_fuzz_parsers ${QP_FUZZ_INC_HTTP})
+  set(QP_FUZZ_SRC_fuzz_parsers ${QP_FUZZ_SRC} ${PROJECT_SOURCE_DIR}/daemon/http/http_query.c)
   foreach(f fuzz_elf_probes fuzz_parsers)
     add_custom_command(
       OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/${f}
       COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
-              ${QP_FUZZ_INC}
-              ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${f}.c ${QP_FUZZ_SRC}
+              ${QP_FUZZ_INC_${f}}
+              ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${f}.c ${QP_FUZZ_SRC_${f}}
               -lelf -lz -o ${CMAKE_CURRENT_BINARY_DIR}/${f}
-      DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${f}.c ${QP_FUZZ_SRC}
+      DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${f}.c ${QP_FUZZ_SRC_${f}}
       COMMENT "libFuzzer target ${f}"
       VERBATIM)
     add_custom_target(${f}_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/${f})

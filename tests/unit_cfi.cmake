@@ -8,14 +8,14 @@ add_executable(test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cfi_walk.c
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_cxx.cpp ${QP_CFI_SRC}
   ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c ${PROJECT_SOURCE_DIR}/daemon/collect/unwind_fast.c)
 target_compile_options(test_cfi_walk PRIVATE -O2 -fomit-frame-pointer -momit-leaf-frame-pointer)
-target_link_libraries(test_cfi_walk qprof_common PkgConfig::LIBDW PkgConfig::LIBELF Threads::Threads m stdc++)
+target_link_libraries(test_cfi_walk qprof_collect PkgConfig::LIBDW PkgConfig::LIBELF Threads::Threads m stdc++)
 add_test(NAME unit_cfi_walk COMMAND test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_cfi/libdw-costly-program)
 set_tests_properties(unit_cfi_walk PROPERTIES TIMEOUT 120)
 
 # The table compiler's figures on real files (bench/cfi_tables.sh runs it).
 add_executable(cfi_tables_bench ${PROJECT_SOURCE_DIR}/bench/cfi_tables.c ${QP_CFI_SRC})
 target_compile_options(cfi_tables_bench PRIVATE -O2)
-target_link_libraries(cfi_tables_bench qprof_common PkgConfig::LIBDW PkgConfig::LIBELF Threads::Threads)
+target_link_libraries(cfi_tables_bench qprof_collect PkgConfig::LIBDW PkgConfig::LIBELF Threads::Threads)
 
 # fuzz_cfi_table: the table compiler on hostile ELF files (truncated, cyclic,
 # garbage CFI); refusals counted, never a crash or hang.
@@ -24,7 +24,7 @@ if(_qp_nofuzz EQUAL 0)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_cfi_table
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined
-            ${QP_FUZZ_INC}
+            ${QP_FUZZ_INC_COLLECT}
             ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_cfi_table.c ${QP_FUZZ_CFI_SRC}
             -ldw -lelf -lz -lpthread -o ${CMAKE_CURRENT_BINARY_DIR}/fuzz_cfi_table
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/fuzz_cfi_table.c ${QP_FUZZ_CFI_SRC}

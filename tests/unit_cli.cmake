@@ -40,6 +40,6 @@ add_executable(test_top_figures unit/test_top_figures.c ${PROJECT_SOURCE_DIR}/cl
   ${PROJECT_SOURCE_DIR}/cli/common.c ${PROJECT_SOURCE_DIR}/cli/http_client.c
   ${PROJECT_SOURCE_DIR}/cli/http_parse.c)
 target_include_directories(test_top_figures PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
-  ${PROJECT_SOURCE_DIR}/cli)
+  ${QP_STAGE_INC}/cli)
 target_link_libraries(test_top_figures PRIVATE qprof_common PkgConfig::JANSSON)
 add_test(NAME unit_top_figures COMMAND test_top_figures)

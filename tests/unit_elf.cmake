@@ -38,9 +38,7 @@ add_test(NAME unit_elf_syms COMMAND test_elf_syms)
 
 # What an unloaded library keeps for its names (daemon/targets/lib_ranges.c):
 # its mappings from a snapshot that held it whole, on the fx_sitelib fixture.
-add_executable(test_lib_ranges ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_lib_ranges.c
-  ${PROJECT_SOURCE_DIR}/daemon/targets/lib_ranges.c)
-target_include_directories(test_lib_ranges PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}
-  ${PROJECT_SOURCE_DIR}/daemon/targets)
-target_link_libraries(test_lib_ranges PRIVATE qprof_common)
+add_executable(test_lib_ranges ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_lib_ranges.c)
+target_include_directories(test_lib_ranges PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_lib_ranges PRIVATE qprof_targets)
 add_test(NAME unit_lib_ranges COMMAND test_lib_ranges lib=$<TARGET_FILE:fx_sitelib>)

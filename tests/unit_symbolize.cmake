@@ -54,7 +54,7 @@ add_custom_target(sf_split DEPENDS ${SF_OUT}/bid/sf_bid ${SF_OUT}/link/sf_link $
 
 add_executable(test_symbolize ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize.c)
 target_include_directories(test_symbolize PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(test_symbolize PRIVATE qprof_common)
+target_link_libraries(test_symbolize PRIVATE qprof_symbolize)
 add_dependencies(test_symbolize sf_split sf_pie sf_nopie sf_cxx)
 
 add_test(NAME unit_symbolize COMMAND test_symbolize
@@ -72,7 +72,7 @@ set_tests_properties(unit_symbolize PROPERTIES TIMEOUT 120)
 # The symbolizer from 4 threads at once against a single-threaded reference.
 add_executable(test_symbolize_threads ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c)
 target_include_directories(test_symbolize_threads PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(test_symbolize_threads PRIVATE qprof_common Threads::Threads)
+target_link_libraries(test_symbolize_threads PRIVATE qprof_symbolize Threads::Threads)
 add_dependencies(test_symbolize_threads sf_split sf_pie sf_cxx)
 set(SF_THREAD_ARGS pie=$<TARGET_FILE:sf_pie> bid=${SF_OUT}/bid/sf_bid cxx=$<TARGET_FILE:sf_cxx>
   debugroot=${SF_DEBUGROOT} kallsyms=${SF_SRC}/kallsyms.txt)
@@ -86,17 +86,12 @@ file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/tsan_probe.c "int main(void) { return 0; 
 execute_process(COMMAND ${BPF_CLANG} -fsanitize=thread ${CMAKE_CURRENT_BINARY_DIR}/tsan_probe.c
   -o ${CMAKE_CURRENT_BINARY_DIR}/tsan_probe RESULT_VARIABLE _qp_notsan OUTPUT_QUIET ERROR_QUIET)
 if(_qp_notsan EQUAL 0)
-  set(SF_TSAN_SRC ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c
-    ${PROJECT_SOURCE_DIR}/common/procfs.c ${PROJECT_SOURCE_DIR}/common/util.c
-    ${PROJECT_SOURCE_DIR}/common/elf_build_id.c ${PROJECT_SOURCE_DIR}/common/elf_file.c ${PROJECT_SOURCE_DIR}/common/arena.c
-    ${PROJECT_SOURCE_DIR}/common/hashtab.c)
-  foreach(f symbolize sym_intern sym_elf sym_dwarf sym_maps sym_kernel)
-    list(APPEND SF_TSAN_SRC ${PROJECT_SOURCE_DIR}/daemon/symbolize/${f}.c)
-  endforeach()
+  qp_stage_sources(_sym_src common symbolize)
+  set(SF_TSAN_SRC ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c ${_sym_src})
+  qp_stage_cflags(_sym_inc common symbolize)
   add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
-    COMMAND ${BPF_CLANG} -fsanitize=thread -g -O1 -pthread -I${PROJECT_SOURCE_DIR}/common
-            -I${PROJECT_SOURCE_DIR}/daemon/symbolize -I${CMAKE_CURRENT_SOURCE_DIR} ${SF_TSAN_SRC}
-            -ldw -lelf -lz -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
+    COMMAND ${BPF_CLANG} -fsanitize=thread -g -O1 -pthread ${_sym_inc} -I${CMAKE_CURRENT_SOURCE_DIR} ${SF_TSAN_SRC}
+            -ldw -lelf -lz -lcurl -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
     DEPENDS ${SF_TSAN_SRC} ${CMAKE_CURRENT_SOURCE_DIR}/unit/symfix_child.h
             ${PROJECT_SOURCE_DIR}/daemon/symbolize/sym_internal.h
             ${PROJECT_SOURCE_DIR}/daemon/symbolize/symbolize.h
@@ -122,7 +117,7 @@ add_custom_command(OUTPUT ${SF_OUT}/bid/sf_inline
 add_custom_target(sf_inline_split DEPENDS ${SF_OUT}/bid/sf_inline)
 add_executable(test_symbolize_lines ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_lines.c)
 target_include_directories(test_symbolize_lines PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(test_symbolize_lines PRIVATE qprof_common)
+target_link_libraries(test_symbolize_lines PRIVATE qprof_symbolize)
 add_dependencies(test_symbolize_lines sf_inline sf_inline_split sf_split)
 add_test(NAME unit_symbolize_lines COMMAND test_symbolize_lines
   inline=$<TARGET_FILE:sf_inline> inline_bid=${SF_OUT}/bid/sf_inline debugroot=${SF_DEBUGROOT}
@@ -133,7 +128,7 @@ set_tests_properties(unit_symbolize_lines PROPERTIES TIMEOUT 120)
 # namespace, a device): never opened for reading (inotify is the witness).
 add_executable(test_symbolize_special ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_special.c)
 target_include_directories(test_symbolize_special PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
-target_link_libraries(test_symbolize_special PRIVATE qprof_common)
+target_link_libraries(test_symbolize_special PRIVATE qprof_symbolize)
 add_dependencies(test_symbolize_special sf_split)
 add_test(NAME unit_symbolize_special COMMAND test_symbolize_special
   link=${SF_OUT}/link/sf_link tmp=${SF_OUT}/tmp)

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cfi_table.h"
-#include "elf_build_id.h"
+#include "common/elf_build_id.h"
 
 struct qp_cfi_cache {
 	pthread_mutex_t lock;

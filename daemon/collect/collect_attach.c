@@ -12,11 +12,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "collect_internal.h"
-#include "elf_probes.h"
-#include "log.h"
+#include "common/elf_probes.h"
+#include "common/log.h"
 #include "redzone.h"
 #include "ring_collect.h"
-#include "usdt_spec.h"
+#include "common/usdt_spec.h"
 
 static int push_link(struct qp_scope_link ***links, size_t *n, struct qp_scope_link *l)
 {

@@ -12,8 +12,8 @@
 #include "collect_calibrate.h"
 #include "collect_scopes.h"
 #include "collect_trace.h"
-#include "elf_probes.h"
-#include "log.h"
+#include "common/elf_probes.h"
+#include "common/log.h"
 
 static __attribute__((noinline)) void empty_scope(void)
 {

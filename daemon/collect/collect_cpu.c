@@ -27,9 +27,9 @@
 #include <bpf/libbpf.h>
 #include "collect_cpu.h"
 #include "cpu_internal.h"
-#include "log.h"
+#include "common/log.h"
 #include "unwind.h"
-#include "util.h"
+#include "common/util.h"
 
 #define MAX_STACKS (1u << 19)	/* distinct live stacks (~0.45 kB each); beyond, samples are lost (counted) */
 #define MAX_KEYS (1u << 20)	/* distinct (process, stacks, scopes) */

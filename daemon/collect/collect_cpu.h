@@ -10,9 +10,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "offcpu.h"
-#include "profile.h"
-#include "scopes.h"
+#include "bpf/offcpu.h"
+#include "bpf/profile.h"
+#include "bpf/scopes.h"
 #include "slow_store.h"
 
 struct qp_cpu;

@@ -18,10 +18,10 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "elf_syms.h"
+#include "common/elf_syms.h"
 #include "heap_internal.h"
-#include "log.h"
-#include "procfs.h"
+#include "common/log.h"
+#include "common/procfs.h"
 
 /* The entry points, in the order they are reported. operator new and
  * delete of libstdc++ call malloc and free, so they are seen there (with
@@ -511,21 +511,3 @@ long qp_heap_pids(struct qp_heap *h, int **pids)
 	return n;
 }
 
-void qp_heap_counters(struct qp_heap *h, uint64_t c[HEAP_CNT__MAX])
-{
-	int fd = bpf_map__fd(h->skel->maps.heap_counters);
-	__u64 *v = calloc((size_t)h->ncpus, sizeof(*v));
-	__u32 k;
-	int cpu;
-
-	memset(c, 0, HEAP_CNT__MAX * sizeof(*c));
-	if (!v)
-		return;
-	for (k = 0; k < HEAP_CNT__MAX; k++) {
-		if (bpf_map_lookup_elem(fd, &k, v))
-			continue;
-		for (cpu = 0; cpu < h->ncpus; cpu++)
-			c[k] += v[cpu];
-	}
-	free(v);
-}

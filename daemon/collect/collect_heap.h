@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "heap.h"
+#include "bpf/heap.h"
 
 struct qp_heap;
 

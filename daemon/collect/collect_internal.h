@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "collect_scopes.h"
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "scope_store.h"
 #include "scopes.skel.h"
 

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include "cpu_internal.h"
-#include "log.h"
-#include "util.h"
+#include "common/log.h"
+#include "common/util.h"
 
 /* One off_ring record (the caller holds c->lock, consuming). */
 static int on_interval(void *ctx, void *data, size_t size)

@@ -12,15 +12,15 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "collect_scopes.h"
-#include "elf_probes.h"
-#include "log.h"
+#include "common/elf_probes.h"
+#include "common/log.h"
 #include "scopes.skel.h"
-#include "trace.h"
+#include "bpf/trace.h"
 #include "collect_internal.h"
 #include "scope_sizing.h"
 #include "ring_collect.h"
-#include "usdt_spec.h"
-#include "util.h"
+#include "common/usdt_spec.h"
+#include "common/util.h"
 
 /* Kernel memory for scope aggregates: chunks (scope_sizing.h) of
  * --max-sites pairs, QP_CHUNKS_PER_PAIR_PRE of each preallocated, or of

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "scopes.h"
+#include "bpf/scopes.h"
 
 struct qp_scopes;
 struct qp_scope_link;

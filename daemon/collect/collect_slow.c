@@ -9,9 +9,9 @@
 #include <time.h>
 #include <bpf/bpf.h>
 #include "cpu_internal.h"
-#include "log.h"
+#include "common/log.h"
 #include "slow_window.h"
-#include "util.h"
+#include "common/util.h"
 
 #define RING_CHUNK 4096
 #define SUBMIT_PAUSE_NS 2000000L	/* a scope exit stamped before a window's end submits within this */

@@ -8,7 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "collect_internal.h"
-#include "log.h"
+#include "common/log.h"
 #include "ring_collect.h"
 
 /* Every entry of the pending table, by batches (a bucket larger than the

@@ -20,8 +20,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "collect_threads.h"
-#include "procfs.h"
-#include "threads.h"
+#include "common/procfs.h"
+#include "bpf/threads.h"
 #include "threads.skel.h"
 #include "unwind.h"
 

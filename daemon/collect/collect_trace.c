@@ -16,11 +16,11 @@
 #include <bpf/libbpf.h>
 #include "collect_internal.h"
 #include "collect_trace.h"
-#include "hashtab.h"
-#include "log.h"
-#include "procfs.h"
+#include "common/hashtab.h"
+#include "common/log.h"
+#include "common/procfs.h"
 #include "rb_drain.h"
-#include "util.h"
+#include "common/util.h"
 
 struct qp_trace_session {
 	uint32_t pid;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "trace.h"
+#include "bpf/trace.h"
 
 struct qp_scopes;
 struct qp_tracer;

@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include "collect_internal.h"
 #include "ring_collect.h"
-#include "elf_probes.h"
-#include "log.h"
-#include "usdt_spec.h"
+#include "common/elf_probes.h"
+#include "common/log.h"
+#include "common/usdt_spec.h"
 
 static int cmp_mark_key(const struct mark_key *a, const struct mark_key *b)
 {

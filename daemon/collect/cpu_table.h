@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "profile.h"
+#include "bpf/profile.h"
 
 /* A stack id is (generation << QP_CPU_SLOT_BITS) | slot: a positive int32. */
 #define QP_CPU_SLOT_BITS 21

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "heap_internal.h"
-#include "util.h"
+#include "common/util.h"
 
 #define BATCH 1024
 
@@ -245,4 +245,23 @@ void qp_heap_map_forget(struct qp_heap *h, int pid)
 		  sizeof(struct heap_live), (__u32)pid, on_forget_live);
 	forget_in(bpf_map__fd(h->skel->maps.heap_stacks), sizeof(__u64), sizeof(struct heap_stack),
 		  (__u32)pid, on_forget_stack);
+}
+
+void qp_heap_counters(struct qp_heap *h, uint64_t c[HEAP_CNT__MAX])
+{
+	int fd = bpf_map__fd(h->skel->maps.heap_counters);
+	__u64 *v = calloc((size_t)h->ncpus, sizeof(*v));
+	__u32 k;
+	int cpu;
+
+	memset(c, 0, HEAP_CNT__MAX * sizeof(*c));
+	if (!v)
+		return;
+	for (k = 0; k < HEAP_CNT__MAX; k++) {
+		if (bpf_map_lookup_elem(fd, &k, v))
+			continue;
+		for (cpu = 0; cpu < h->ncpus; cpu++)
+			c[k] += v[cpu];
+	}
+	free(v);
 }

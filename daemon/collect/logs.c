@@ -12,10 +12,10 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <bpf/libbpf.h>
-#include "log.h"
+#include "common/log.h"
 #include "logs.h"
 #include "rb_drain.h"
-#include "util.h"
+#include "common/util.h"
 
 struct qp_logs {
 	struct qp_rb_drain rd;	/* the BPF ring buffer and the drain thread */

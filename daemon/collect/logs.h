@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "scopes.h"
+#include "bpf/scopes.h"
 
 struct qp_logs;
 

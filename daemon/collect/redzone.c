@@ -32,7 +32,7 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-#include "elf_probes.h"
+#include "common/elf_probes.h"
 #include "redzone.h"
 
 static const unsigned char nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };

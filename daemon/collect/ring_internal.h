@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include "ring_collect.h"
 #include "ring_spans.h"
-#include "ringreg.h"
+#include "bpf/ringreg.h"
 
 #define RING_MIN_REC 64
 #define RING_MAX_REC (1u << 24)

@@ -11,115 +11,6 @@
 #include "ring_pair.h"
 #include "ring_spans.h"
 
-static void hints_clear(struct qp_ring_agg *a)
-{
-	for (size_t i = 0; i < QP_RING_ROW_HINTS; i++)
-		a->hint[i].i = -1;
-}
-
-void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows)
-{
-	memset(a, 0, sizeof(*a));
-	qp_htab_init(&a->rows, sizeof(struct scope_stats));
-	qp_htab_init(&a->marks, sizeof(struct mark_stats));
-	qp_htab_init(&a->values, sizeof(struct qp_ring_value));
-	qp_htab_init(&a->vhist, sizeof(uint64_t));
-	a->max_rows = max_rows;
-	hints_clear(a);
-}
-
-void qp_ring_agg_free(struct qp_ring_agg *a)
-{
-	qp_htab_free(&a->rows);
-	qp_htab_free(&a->marks);
-	qp_htab_free(&a->values);
-	qp_htab_free(&a->vhist);
-	memset(a, 0, sizeof(*a));
-}
-
-/* A copy of table T without the entries whose key starts with tgid PID. */
-static int rebuild_without(struct qp_htab *t, uint32_t pid)
-{
-	struct qp_htab nt;
-	size_t i, len;
-
-	qp_htab_init(&nt, t->vsize);
-	for (i = 0; i < t->n; i++) {
-		const char *k = qp_htab_key(t, i, &len);
-		uint32_t tgid;
-		int64_t j;
-
-		memcpy(&tgid, k, sizeof(tgid));
-		if (tgid == pid)
-			continue;
-		j = qp_htab_add(&nt, k, len, NULL);
-		if (j < 0) {
-			qp_htab_free(&nt);
-			return (int)j;
-		}
-		memcpy(qp_htab_value(&nt, (size_t)j), qp_htab_value(t, i), t->vsize);
-	}
-	qp_htab_free(t);
-	*t = nt;
-	return 0;
-}
-
-int qp_ring_agg_forget(struct qp_ring_agg *a, uint32_t pid)
-{
-	int ret;
-
-	hints_clear(a);
-	ret = rebuild_without(&a->rows, pid);
-
-	if (!ret)
-		ret = rebuild_without(&a->marks, pid);
-	if (!ret)
-		ret = rebuild_without(&a->values, pid);
-	return ret ? ret : rebuild_without(&a->vhist, pid);
-}
-
-/* Entries of every table: what max_rows bounds. */
-static size_t used(const struct qp_ring_agg *a)
-{
-	return a->rows.n + a->marks.n + a->values.n + a->vhist.n;
-}
-
-void qp_ring_agg_add(struct qp_ring_agg *a, uint32_t pid, uint64_t site, uint64_t parent, uint64_t dur,
-		     struct qp_ring_counts *c)
-{
-	struct scope_key k = { .tgid = pid, .site = site, .parent = parent };
-	struct qp_ring_row_hint *h =
-		&a->hint[((site >> 3) ^ (parent >> 1) ^ pid ^ (site >> 13)) & (QP_RING_ROW_HINTS - 1)];
-	struct scope_stats *s;
-	int64_t i = -1;
-
-	if (h->i >= 0 && h->k.site == site && h->k.parent == parent && h->k.tgid == pid)
-		i = h->i;
-	if (i < 0)
-		i = qp_htab_find(&a->rows, &k, sizeof(k));
-	if (i < 0) {
-		if (used(a) >= a->max_rows) {
-			c->table_full++;
-			return;
-		}
-		i = qp_htab_add(&a->rows, &k, sizeof(k), NULL);
-		if (i < 0) {
-			c->table_full++;
-			return;
-		}
-	}
-	h->k = k;
-	h->i = i;
-	s = qp_htab_value(&a->rows, (size_t)i);
-	if (!s->count || dur < s->min_ns)
-		s->min_ns = dur;
-	if (dur > s->max_ns)
-		s->max_ns = dur;
-	s->count++;
-	s->sum_ns += dur;
-	s->hist[qprof_hist_index(dur)]++;
-}
-
 static void record(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_t site, uint64_t parent,
 		   uint64_t begin_ns, uint64_t end_ns, uint32_t depth, uint32_t kind, struct qp_ring_counts *c)
 {
@@ -145,7 +36,7 @@ static void mark(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_
 	}
 	i = qp_htab_find(&a->marks, &k, sizeof(k));
 	if (i < 0) {
-		if (used(a) >= a->max_rows) {
+		if (qp_ring_agg_used(a) >= a->max_rows) {
 			c->table_full++;
 			return;
 		}
@@ -166,7 +57,7 @@ static void *entry(struct qp_ring_agg *a, struct qp_htab *t, const void *key, si
 {
 	int64_t i = qp_htab_find(t, key, len);
 
-	if (i < 0 && used(a) < a->max_rows)
+	if (i < 0 && qp_ring_agg_used(a) < a->max_rows)
 		i = qp_htab_add(t, key, len, NULL);
 	if (i < 0) {
 		c->table_full++;

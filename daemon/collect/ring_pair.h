@@ -15,9 +15,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "qprof/ring_layout.h"
-#include "scopes.h"
+#include "bpf/scopes.h"
 
 /* Time stamps to CLOCK_MONOTONIC ns: ns = ns0 + (ts - tsc0) * ns_per_tick
  * from TSC tsc0 on, and before it by the segment that covers ts among the
@@ -239,6 +239,13 @@ struct qp_ring_agg {
 
 struct qp_ring_spans;
 
+/* Entries of every table: what max_rows bounds. */
+static inline size_t qp_ring_agg_used(const struct qp_ring_agg *a)
+{
+	return a->rows.n + a->marks.n + a->values.n + a->vhist.n;
+}
+
+/* ring_agg.c */
 void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows);
 void qp_ring_agg_free(struct qp_ring_agg *a);
 /* Forget PID's aggregates (rebuilds the tables). */

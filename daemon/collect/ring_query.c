@@ -13,8 +13,8 @@
 #include <bpf/libbpf.h>
 #include "collect_internal.h"
 #include "collect_scopes.h"
-#include "elf_probes.h"
-#include "procfs.h"
+#include "common/elf_probes.h"
+#include "common/procfs.h"
 #include "ring_internal.h"
 #include "ringreg.skel.h"
 

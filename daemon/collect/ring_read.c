@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "collect_internal.h"
-#include "log.h"
-#include "procfs.h"
+#include "common/log.h"
+#include "common/procfs.h"
 #include "ring_internal.h"
 #include "ring_collect.h"
 

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "ring_pair.h"
 
 struct qp_ring_span_ev {

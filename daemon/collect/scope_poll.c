@@ -11,7 +11,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "collect_internal.h"
-#include "log.h"
+#include "common/log.h"
 
 int qp_scope_poll_init(struct qp_scopes *s)
 {

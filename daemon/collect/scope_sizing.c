@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <linux/types.h>
 #include "scope_sizing.h"
-#include "scopes.h"
+#include "bpf/scopes.h"
 
 #define R8(x) (((uint64_t)(x) + 7) & ~(uint64_t)7)
 /* Entries of the maps scopes.bpf.c declares with a fixed size. */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "collect_scopes.h"
-#include "hashtab.h"
+#include "common/hashtab.h"
 
 struct qp_scope_store {
 	struct qp_htab pairs;	/* struct scope_key -> struct qp_store_pair */

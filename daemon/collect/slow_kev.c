@@ -12,7 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "slow_store.h"
-#include "offcpu.h"
+#include "bpf/offcpu.h"
 
 /* as slow_store.c: entries a little out of order across CPUs */
 #define SLACK_NS 1000000ull

@@ -6,7 +6,7 @@
 #include <string.h>
 #include "slow_store.h"
 #include "slow_window.h"
-#include "offcpu.h"
+#include "bpf/offcpu.h"
 
 /* entries a little out of order across CPUs: scan this far past the begin */
 #define SLACK_NS 1000000ull
@@ -24,20 +24,6 @@ int qp_slow_init(struct qp_slow_store *s)
 	return 0;
 }
 
-static void inst_free(struct qp_slow_inst *in)
-{
-	uint32_t i;
-
-	if (!in)
-		return;
-	for (i = 0; i < in->nivs; i++)
-		free(in->ivs[i].st.ips);
-	for (i = 0; i < in->nsamples; i++)
-		free(in->samples[i].st.ips);
-	free(in->ivs);
-	free(in->samples);
-}
-
 void qp_slow_free(struct qp_slow_store *s)
 {
 	size_t r;
@@ -46,7 +32,7 @@ void qp_slow_free(struct qp_slow_store *s)
 	qp_slow_win_free_all(s);
 	for (r = 0; r < s->nres; r++)
 		for (i = 0; i < s->res[r].n; i++) {
-			inst_free(s->res[r].v[i]);
+			qp_slow_inst_clear(s->res[r].v[i]);
 			free(s->res[r].v[i]);
 		}
 	free(s->res);
@@ -225,7 +211,7 @@ static struct qp_slow_inst *join_one(struct qp_slow_store *s, const struct slow_
 	in->bytes += in->nsamples ? QP_SLOW_SAMPLES * sizeof(*in->samples) : 0;
 	return in;
 oom:
-	inst_free(in);
+	qp_slow_inst_clear(in);
 	free(in);
 	return NULL;
 }
@@ -252,16 +238,6 @@ static struct qp_slow_res *res_of(struct qp_slow_store *s, uint32_t tgid, uint64
 	s->res[s->nres].tgid = tgid;
 	s->res[s->nres].site = site;
 	return &s->res[s->nres++];
-}
-
-uint32_t qp_slow_fastest(struct qp_slow_inst *const *v, uint32_t n)
-{
-	uint32_t i, m = 0;
-
-	for (i = 1; i < n; i++)
-		if (v[i]->r.dur_ns < v[m]->r.dur_ns)
-			m = i;
-	return m;
 }
 
 /* the index of the fastest instance kept */
@@ -368,71 +344,6 @@ void qp_slow_forget(struct qp_slow_store *s, uint32_t pid)
 	qp_slow_win_forget(s, pid);
 }
 
-static int stack_dup(const struct qp_slow_stack *from, struct qp_slow_stack *to)
-{
-	size_t n = (size_t)from->nk + from->nu;
-
-	*to = *from;
-	to->ips = malloc((n ? n : 1) * sizeof(*to->ips));
-	if (!to->ips)
-		return -ENOMEM;
-	memcpy(to->ips, from->ips, n * sizeof(*to->ips));
-	return 0;
-}
-
-static int inst_dup(const struct qp_slow_inst *from, struct qp_slow_inst *to)
-{
-	uint32_t i;
-
-	*to = *from;
-	to->ivs = NULL;
-	to->samples = NULL;
-	to->nivs = to->nsamples = 0;
-	if (from->nivs && !(to->ivs = calloc(from->nivs, sizeof(*to->ivs))))
-		return -ENOMEM;
-	for (i = 0; i < from->nivs; i++, to->nivs++) {
-		to->ivs[i] = from->ivs[i];
-		if (stack_dup(&from->ivs[i].st, &to->ivs[i].st))
-			return -ENOMEM;
-	}
-	if (from->nsamples && !(to->samples = calloc(from->nsamples, sizeof(*to->samples))))
-		return -ENOMEM;
-	for (i = 0; i < from->nsamples; i++, to->nsamples++) {
-		to->samples[i] = from->samples[i];
-		if (stack_dup(&from->samples[i].st, &to->samples[i].st))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-struct qp_slow_inst *qp_slow_inst_dup(const struct qp_slow_inst *in)
-{
-	struct qp_slow_inst *c = malloc(sizeof(*c));
-
-	if (!c)
-		return NULL;
-	if (inst_dup(in, c)) {
-		qp_slow_inst_free(c);
-		return NULL;
-	}
-	return c;
-}
-
-void qp_slow_inst_free(struct qp_slow_inst *in)
-{
-	inst_free(in);
-	free(in);
-}
-
-void qp_slow_insts_free(struct qp_slow_inst *v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		inst_free(&v[i]);
-	free(v);
-}
-
 int qp_slow_copy(const struct qp_slow_store *s, uint32_t pid, bool (*keep)(void *arg, uint64_t site),
 		 void *arg, struct qp_slow_inst **out, size_t *n, uint64_t *since_ns)
 {
@@ -460,7 +371,7 @@ int qp_slow_copy(const struct qp_slow_store *s, uint32_t pid, bool (*keep)(void 
 				v = w;
 				cap = c;
 			}
-			if (inst_dup(res->v[k], &v[len])) {
+			if (qp_slow_inst_copy(res->v[k], &v[len])) {
 				len++;
 				goto oom;
 			}
@@ -473,4 +384,43 @@ int qp_slow_copy(const struct qp_slow_store *s, uint32_t pid, bool (*keep)(void 
 oom:
 	qp_slow_insts_free(v, len);
 	return -ENOMEM;
+}
+
+int qp_slow_win_open(struct qp_slow_store *s, uint32_t tgid, const uint64_t *named, size_t nnamed,
+		     const uint64_t *other, size_t nother, uint32_t keep, qp_slow_threshold_fn fn, void *arg,
+		     uint64_t *id)
+{
+	struct qp_slow_win *w;
+	size_t i;
+	int ret = qp_slow_win_add(s, tgid, named, nnamed, other, nother, keep, &w);
+
+	if (ret)
+		return ret;
+	/* every instance of its sites is sent again, until it holds KEEP */
+	for (i = 0; i < w->nnamed; i++)
+		qp_slow_sync_threshold(s, tgid, w->named[i], fn, arg);
+	*id = w->id;
+	return 0;
+}
+
+int qp_slow_win_close(struct qp_slow_store *s, uint64_t id, qp_slow_threshold_fn fn, void *arg,
+		      struct qp_slow_inst **out, size_t *n, bool *complete)
+{
+	struct qp_slow_win *w;
+	size_t i;
+
+	*out = NULL;
+	*n = 0;
+	*complete = false;
+	w = qp_slow_win_detach(s, id, complete);	/* out of every threshold from here */
+	if (!w)
+		return -ENOENT;
+	if (!w->gone) {
+		for (i = 0; i < w->nnamed; i++)
+			qp_slow_sync_threshold(s, w->tgid, w->named[i], fn, arg);
+		for (i = 0; i < w->nsub; i++)
+			if (!qp_slow_win_names(w, w->sub[i].site))
+				qp_slow_sync_threshold(s, w->tgid, w->sub[i].site, fn, arg);
+	}
+	return qp_slow_win_drain(s, w, out, n);
 }

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cpu_table.h"
-#include "scopes.h"
+#include "bpf/scopes.h"
 
 #define QP_SLOW_KEEP 32		/* instances kept per (process, site): the n of a query at most */
 #define QP_SLOW_IVS 16		/* off-CPU intervals kept per instance (the longest) */
@@ -148,7 +148,11 @@ void qp_slow_sync_threshold(struct qp_slow_store *s, uint32_t tgid, uint64_t sit
 /* The index of the fastest of the N instances of V (0 when N is 0). */
 uint32_t qp_slow_fastest(struct qp_slow_inst *const *v, uint32_t n);
 /* A deep copy of IN (malloc'ed; NULL on no memory); freeing one. */
+/* slow_inst.c: a copy of IN (NULL: no memory); FROM's copy into TO (0 or
+ * -ENOMEM: TO holds what was copied, clear it); IN's memory freed, not IN. */
 struct qp_slow_inst *qp_slow_inst_dup(const struct qp_slow_inst *in);
+int qp_slow_inst_copy(const struct qp_slow_inst *from, struct qp_slow_inst *to);
+void qp_slow_inst_clear(struct qp_slow_inst *in);
 void qp_slow_inst_free(struct qp_slow_inst *in);	/* accepts NULL */
 
 /* slow_kev.c. Start remembering the faults and irq runs of ring threads

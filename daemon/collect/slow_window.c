@@ -79,12 +79,11 @@ static struct qp_slow_win **slot_of(struct qp_slow_store *s, uint64_t id)
 	return NULL;
 }
 
-int qp_slow_win_open(struct qp_slow_store *s, uint32_t tgid, const uint64_t *named, size_t nnamed,
-		     const uint64_t *other, size_t nother, uint32_t keep, qp_slow_threshold_fn fn, void *arg,
-		     uint64_t *id)
+int qp_slow_win_add(struct qp_slow_store *s, uint32_t tgid, const uint64_t *named, size_t nnamed,
+		    const uint64_t *other, size_t nother, uint32_t keep, struct qp_slow_win **out)
 {
 	struct qp_slow_win *w;
-	size_t i, slot;
+	size_t slot;
 
 	if (!keep || keep > QP_SLOW_KEEP)
 		return -EINVAL;
@@ -114,11 +113,13 @@ int qp_slow_win_open(struct qp_slow_store *s, uint32_t tgid, const uint64_t *nam
 	w->id = ++s->win_ids;
 	s->win[slot] = w;
 	s->cnt.windows_open++;
-	/* every instance of its sites is sent again, until it holds KEEP */
-	for (i = 0; i < w->nnamed; i++)
-		qp_slow_sync_threshold(s, tgid, w->named[i], fn, arg);
-	*id = w->id;
+	*out = w;
 	return 0;
+}
+
+bool qp_slow_win_names(const struct qp_slow_win *w, uint64_t site)
+{
+	return has(w->named, w->nnamed, site);
 }
 
 int qp_slow_win_time(struct qp_slow_store *s, uint64_t id, bool end, uint64_t t)
@@ -138,32 +139,27 @@ static int by_site(const void *a, const void *b)
 	return cmp_u64(&x->r.site, &y->r.site);
 }
 
-int qp_slow_win_close(struct qp_slow_store *s, uint64_t id, qp_slow_threshold_fn fn, void *arg,
-		      struct qp_slow_inst **out, size_t *n, bool *complete)
+struct qp_slow_win *qp_slow_win_detach(struct qp_slow_store *s, uint64_t id, bool *complete)
 {
 	struct qp_slow_win **p = slot_of(s, id), *w;
+
+	if (!p)
+		return NULL;
+	w = *p;
+	*p = NULL;
+	s->cnt.windows_open--;
+	*complete = !w->lost && s->cnt.pending_lost == w->at_open.pending_lost &&
+		    s->cnt.refused == w->at_open.refused && s->cnt.ring_missed == w->at_open.ring_missed;
+	return w;
+}
+
+int qp_slow_win_drain(struct qp_slow_store *s, struct qp_slow_win *w, struct qp_slow_inst **out, size_t *n)
+{
 	struct qp_slow_inst *v = NULL;
 	size_t i, len = 0, total = 0;
 	uint32_t k;
 	int ret = 0;
 
-	*out = NULL;
-	*n = 0;
-	*complete = false;
-	if (!p)
-		return -ENOENT;
-	w = *p;
-	*p = NULL;	/* out of every threshold from here */
-	s->cnt.windows_open--;
-	*complete = !w->lost && s->cnt.pending_lost == w->at_open.pending_lost &&
-		    s->cnt.refused == w->at_open.refused && s->cnt.ring_missed == w->at_open.ring_missed;
-	if (!w->gone) {
-		for (i = 0; i < w->nnamed; i++)
-			qp_slow_sync_threshold(s, w->tgid, w->named[i], fn, arg);
-		for (i = 0; i < w->nsub; i++)
-			if (!has(w->named, w->nnamed, w->sub[i].site))
-				qp_slow_sync_threshold(s, w->tgid, w->sub[i].site, fn, arg);
-	}
 	for (i = 0; i < w->nsub; i++)
 		total += w->sub[i].n;
 	if (total && !(v = calloc(total, sizeof(*v))))

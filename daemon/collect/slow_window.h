@@ -51,6 +51,17 @@ int qp_slow_win_time(struct qp_slow_store *s, uint64_t id, bool end, uint64_t t)
 int qp_slow_win_close(struct qp_slow_store *s, uint64_t id, qp_slow_threshold_fn fn, void *arg,
 		      struct qp_slow_inst **out, size_t *n, bool *complete);
 
+/* The window's own part of opening and closing (slow_store.c's
+ * qp_slow_win_open and qp_slow_win_close add the thresholds): a new window
+ * in a free slot (-EBUSY counted, -EINVAL, -ENOMEM); whether W names SITE;
+ * window ID out of its slot, *COMPLETE set (NULL: none); W's instances moved
+ * to *OUT and W freed (0 or -ENOMEM, W freed anyway). */
+int qp_slow_win_add(struct qp_slow_store *s, uint32_t tgid, const uint64_t *named, size_t nnamed,
+		    const uint64_t *other, size_t nother, uint32_t keep, struct qp_slow_win **out);
+bool qp_slow_win_names(const struct qp_slow_win *w, uint64_t site);
+struct qp_slow_win *qp_slow_win_detach(struct qp_slow_store *s, uint64_t id, bool *complete);
+int qp_slow_win_drain(struct qp_slow_store *s, struct qp_slow_win *w, struct qp_slow_inst **out, size_t *n);
+
 /* For the store's join (slow_store.c). How many open windows would keep
  * the instance of R. */
 uint32_t qp_slow_win_wanting(const struct qp_slow_store *s, const struct slow_record *r);

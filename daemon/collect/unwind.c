@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "unwind.h"
 #include "unwind_fast.h"
-#include "util.h"
+#include "common/util.h"
 
 #define REFRESH_NS 1000000000ull	/* a process's Dwfl is made again at most once a second */
 /* Dwfls made per second, all processes: under --all a busy machine starts

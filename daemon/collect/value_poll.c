@@ -10,7 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "collect_internal.h"
-#include "log.h"
+#include "common/log.h"
 
 int qp_value_poll_init(struct qp_scopes *s)
 {

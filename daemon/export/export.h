@@ -13,8 +13,8 @@
 #define QPROF_EXPORT_H
 #include <stdbool.h>
 #include <stddef.h>
-#include "buf.h"
-#include "model_cpu.h"
+#include "common/buf.h"
+#include "model/model_cpu.h"
 
 /* Folded stacks, one line per distinct stack, root first, the process name
  * (comm) as the outermost frame: "strategy;main;run;calc_ma 42\n".

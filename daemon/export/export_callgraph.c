@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "export.h"
-#include "stackstats.h"
+#include "common/stackstats.h"
 
 #define MAX_NODES 100
 #define NODE_FRACTION 200	/* keep nodes with total >= grand total / 200 (0.5%) */

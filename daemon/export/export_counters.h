@@ -8,11 +8,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
-#include "counters.h"
-#include "json_writer.h"
-#include "model_status.h"
-#include "targets_view.h"
-#include "util.h"
+#include "common/counters.h"
+#include "common/json_writer.h"
+#include "model/model_status.h"
+#include "targets/targets_view.h"
+#include "common/util.h"
 
 struct qp_counter_val {
 	uint64_t u;	/* every kind but QP_CK_REAL */

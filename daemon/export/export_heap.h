@@ -3,9 +3,9 @@
  * lock, no I/O. */
 #ifndef QPROF_EXPORT_HEAP_H
 #define QPROF_EXPORT_HEAP_H
-#include "collect_heap.h"
-#include "heap_window.h"
-#include "json_writer.h"
+#include "collect/collect_heap.h"
+#include "model/heap_window.h"
+#include "common/json_writer.h"
 
 /* {"pid", "tracing", "functions", "traced", "note"} */
 void qp_export_heap_target_json(const struct qp_heap_status *st, struct qp_json *j);

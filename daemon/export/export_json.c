@@ -4,7 +4,7 @@
 #include <math.h>
 #include "export_counters.h"
 #include "export_json.h"
-#include "util.h"
+#include "common/util.h"
 
 void qp_export_figures_json(struct qp_json *j, const char *const *keys, const double *vals, size_t n)
 {

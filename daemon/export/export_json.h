@@ -4,10 +4,10 @@
  * sections of GET /api/status. Pure: no lock, no I/O. */
 #ifndef QPROF_EXPORT_JSON_H
 #define QPROF_EXPORT_JSON_H
-#include "json_writer.h"
-#include "model_scopes.h"
-#include "model_status.h"
-#include "model_values.h"
+#include "common/json_writer.h"
+#include "model/model_scopes.h"
+#include "model/model_status.h"
+#include "model/model_values.h"
 
 /* KEYS[i]: VALS[i] for each of the N keys, or null for every key when VALS
  * is NULL: a row's figures, or the same keys for a row without them. */

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include "export_logs.h"
-#include "json_writer.h"
+#include "common/json_writer.h"
 
 static int line(const struct qp_log_line *l, struct qp_buf *out)
 {

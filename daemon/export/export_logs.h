@@ -4,8 +4,8 @@
  * truncated). Pure: no lock, no I/O. */
 #ifndef QPROF_EXPORT_LOGS_H
 #define QPROF_EXPORT_LOGS_H
-#include "buf.h"
-#include "model_logs.h"
+#include "common/buf.h"
+#include "model/model_logs.h"
 
 /* Append B's lines to OUT. 0, or -ENOMEM (OUT->failed, or a line that
  * could not be written). */

@@ -11,10 +11,10 @@
 #include <string.h>
 #include "export_counters.h"
 #include "export_metrics.h"
-#include "json_writer.h"
+#include "common/json_writer.h"
 #include "metrics_writer.h"
-#include "percentile.h"
-#include "util.h"
+#include "model/percentile.h"
+#include "common/util.h"
 
 #define FAM_SCOPE "qprof_scope_duration_seconds"
 #define FAM_EVENTS "qprof_events_total"

@@ -10,11 +10,11 @@
 #ifndef QPROF_EXPORT_METRICS_H
 #define QPROF_EXPORT_METRICS_H
 #include <stdbool.h>
-#include "buf.h"
-#include "model_scopes.h"
-#include "model_status.h"
-#include "model_values.h"
-#include "targets_view.h"
+#include "common/buf.h"
+#include "model/model_scopes.h"
+#include "model/model_status.h"
+#include "model/model_values.h"
+#include "targets/targets_view.h"
 
 /* Label sets per per-site family (scope histograms, events, values) by
  * default; past the cap a family keeps the first ones in label order and

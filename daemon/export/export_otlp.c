@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "export_otlp.h"
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "pb_wire.h"
 
 /* ProfilesDictionary field numbers, which also name the tables */

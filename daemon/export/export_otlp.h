@@ -21,8 +21,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "buf.h"
-#include "model_cpu.h"
+#include "common/buf.h"
+#include "model/model_cpu.h"
 
 struct qp_otlp_attr {
 	const char *key;

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 #include "export.h"
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "pb_wire.h"
 
 /* Profile field numbers. */

@@ -2,8 +2,8 @@
  * JSON of GET /api/scopes/slowest. Pure: no lock, no I/O. */
 #ifndef QPROF_EXPORT_SLOW_H
 #define QPROF_EXPORT_SLOW_H
-#include "json_writer.h"
-#include "model_slow.h"
+#include "common/json_writer.h"
+#include "model/model_slow.h"
 
 /* {"pid", "name", "kept", "complete", "instances": [{"tid", "thread",
  * "parent", "start_ns", "dur_ns", "on_cpu_ns", "off_cpu_ns", "runnable_ns",

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "export_trace.h"
-#include "hashtab.h"
+#include "common/hashtab.h"
 
 #define SCHEMA "https://www.speedscope.app/file-format-schema.json"
 /* What the trailer ("qprof": {...}) and the closing may take, every number

@@ -4,8 +4,8 @@
  * tracking. Pure: no lock, no I/O. */
 #ifndef QPROF_EXPORT_TARGETS_H
 #define QPROF_EXPORT_TARGETS_H
-#include "json_writer.h"
-#include "targets_view.h"
+#include "common/json_writer.h"
+#include "targets/targets_view.h"
 
 void qp_export_target_json(const struct qp_target_view *t, struct qp_json *j);
 /* The same keys, inside an object the caller opened (to add its own). */

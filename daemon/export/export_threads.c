@@ -3,10 +3,10 @@
  * the remote profiler's text form (`Thread TID (name):`, then `#N` frames). */
 #include <inttypes.h>
 #include <stdio.h>
-#include "buf.h"
+#include "common/buf.h"
 #include "export_threads.h"
-#include "json_writer.h"
-#include "model_threads.h"
+#include "common/json_writer.h"
+#include "model/model_threads.h"
 
 void qp_export_threads_json(const struct qp_thread_model *m, struct qp_json *j)
 {

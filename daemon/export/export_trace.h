@@ -32,8 +32,8 @@
 #define QPROF_EXPORT_TRACE_H
 #include <stddef.h>
 #include <stdint.h>
-#include "json_writer.h"
-#include "trace_events.h"
+#include "common/json_writer.h"
+#include "model/trace_events.h"
 
 /* The largest size cap asked for (max_mb=, --max-mb), in 10^6 bytes. */
 #define QP_TRACE_MAX_MB 4096

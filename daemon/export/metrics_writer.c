@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hist.h"
-#include "json_writer.h"
+#include "bpf/hist.h"
+#include "common/json_writer.h"
 #include "metrics_writer.h"
 #include "pb_wire.h"
 

@@ -20,8 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "buf.h"
-#include "percentile.h"
+#include "common/buf.h"
+#include "model/percentile.h"
 
 /* io.prometheus.client.MetricType */
 enum qp_mtype {

@@ -6,7 +6,7 @@
 #define QPROF_PB_WIRE_H
 #include <stddef.h>
 #include <stdint.h>
-#include "buf.h"
+#include "common/buf.h"
 
 void qp_pb_varint(struct qp_buf *b, uint64_t v);
 /* A varint field, written even when V is 0 (proto2). */

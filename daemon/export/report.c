@@ -25,20 +25,20 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "buf.h"
-#include "collect_cpu.h"
-#include "counters.h"
+#include "common/buf.h"
+#include "collect/collect_cpu.h"
+#include "common/counters.h"
 #include "export.h"
 #include "export_json.h"
-#include "json_writer.h"
-#include "log.h"
-#include "model_cpu_build.h"
-#include "model_scopes.h"
+#include "common/json_writer.h"
+#include "common/log.h"
+#include "model/model_cpu_build.h"
+#include "model/model_scopes.h"
 #include "report.h"
 #include "report_figures.h"
 #include "report_fs.h"
-#include "targets.h"
-#include "util.h"
+#include "targets/targets.h"
+#include "common/util.h"
 
 /* ---- files ---------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
 #define QPROF_REPORT_H
 #include <stddef.h>
 
-#include "model_src.h"
+#include "model/model_src.h"
 #include "report_fs.h"
 
 struct qp_target;

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "report_figures.h"
-#include "buf.h"
-#include "stackstats.h"
+#include "common/buf.h"
+#include "common/stackstats.h"
 
 /* A figure as the JSON has it: 0 and not ok when it would be null. */
 static double fig(double v, bool *ok)

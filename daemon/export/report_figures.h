@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "model_cpu_build.h"
-#include "model_scopes.h"
+#include "model/model_cpu_build.h"
+#include "model/model_scopes.h"
 
 struct srow {
 	const char *kind, *name, *parent;	/* owned by the scope model */

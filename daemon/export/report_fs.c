@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "buf.h"
+#include "common/buf.h"
 #include "report_fs.h"
 
 static int fail(int ret, char *err, size_t errlen, const char *fmt, const char *path)

@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "buf.h"
+#include "common/buf.h"
 #include "report_figures.h"
-#include "util.h"
+#include "common/util.h"
 
 static bool has_dur(const struct srow *r)
 {

@@ -3,10 +3,10 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include "debuginfod.h"
-#include "log.h"
+#include "symbolize/debuginfod.h"
+#include "common/log.h"
 #include "otlp_push.h"
-#include "util.h"
+#include "common/util.h"
 
 struct fleet_opt {
 	const char *name;

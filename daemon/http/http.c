@@ -22,9 +22,9 @@
 #include "http_auth.h"
 #include "http_conn.h"
 #include "http_query.h"
-#include "log.h"
+#include "common/log.h"
 #include "qprofd.h"
-#include "util.h"
+#include "common/util.h"
 
 struct qp_http {
 	struct MHD_Daemon *mhd;

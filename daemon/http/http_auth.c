@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-#include "util.h"
+#include "common/util.h"
 
 void qp_http_policy_unix(struct qp_http_policy *p)
 {

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include "util.h"
+#include "common/util.h"
 
 #define QP_HTTP_MAX_HOSTS 4
 #define QP_TOKEN_MIN 16

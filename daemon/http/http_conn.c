@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "log.h"
-#include "util.h"
+#include "common/log.h"
+#include "common/util.h"
 
 #define WATCH_MS 200
 

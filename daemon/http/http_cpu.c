@@ -7,16 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collect_cpu.h"
-#include "cpu_window.h"
-#include "export.h"
+#include "collect/collect_cpu.h"
+#include "model/cpu_window.h"
+#include "export/export.h"
 #include "render_dot.h"
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 #include "qprofd.h"
 #include "http_auth.h"
 #include "http_query.h"
 #include "http_routes.h"
-#include "collect_cpu.h"
+#include "collect/collect_cpu.h"
 
 /* under --all, any process with samples (issue 11) */
 static bool has_samples(struct qprofd *d, int pid)

@@ -6,14 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "export_json.h"
-#include "export_logs.h"
-#include "model_logs.h"
-#include "model_scopes.h"
-#include "model_values.h"
+#include "export/export_json.h"
+#include "export/export_logs.h"
+#include "model/model_logs.h"
+#include "model/model_scopes.h"
+#include "model/model_values.h"
 #include "qprofd.h"
 #include "http_routes.h"
-#include "util.h"
+#include "common/util.h"
 
 /* The answer to a model builder's error. */
 static void model_error(struct qp_response *resp, int ret)

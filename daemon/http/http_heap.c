@@ -6,9 +6,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "export.h"
+#include "export/export.h"
 #include "render_dot.h"
-#include "heap_window.h"
+#include "model/heap_window.h"
 #include "qprofd.h"
 #include "http_routes.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "util.h"
+#include "common/util.h"
 
 static void set_err(char *err, size_t errlen, const char *msg)
 {

@@ -4,10 +4,10 @@
 #ifndef QPROF_HTTP_ROUTES_H
 #define QPROF_HTTP_ROUTES_H
 #include <stdbool.h>
-#include "buf.h"
+#include "common/buf.h"
 #include "http.h"
-#include "json_writer.h"
-#include "util.h"
+#include "common/json_writer.h"
+#include "common/util.h"
 
 struct qprofd;
 

@@ -4,13 +4,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "collect_cpu.h"
-#include "export_slow.h"
-#include "model_slow.h"
+#include "collect/collect_cpu.h"
+#include "export/export_slow.h"
+#include "model/model_slow.h"
 #include "qprofd.h"
 #include "http_routes.h"
-#include "slow_store.h"
-#include "util.h"
+#include "collect/slow_store.h"
+#include "common/util.h"
 
 void qp_route_slowest(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "collect_heap.h"
-#include "export_heap.h"
-#include "export_targets.h"
+#include "collect/collect_heap.h"
+#include "export/export_heap.h"
+#include "export/export_targets.h"
 #include "qprofd.h"
 #include "http_routes.h"
 

@@ -5,11 +5,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "buf.h"
-#include "export_threads.h"
+#include "common/buf.h"
+#include "export/export_threads.h"
 #include "http_routes.h"
-#include "json_writer.h"
-#include "model_threads.h"
+#include "common/json_writer.h"
+#include "model/model_threads.h"
 #include "qprofd.h"
 
 /* the one target when pid= is absent; 0 and a 400 when there is not one */

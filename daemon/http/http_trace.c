@@ -9,8 +9,8 @@
  * format= and max_mb= are checked before anything is recorded. */
 #include <errno.h>
 #include <string.h>
-#include "export_trace.h"
-#include "model_trace.h"
+#include "export/export_trace.h"
+#include "model/model_trace.h"
 #include "qprofd.h"
 #include "http_routes.h"
 

@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <curl/curl.h>
-#include "collect_cpu.h"
-#include "export_otlp.h"
+#include "collect/collect_cpu.h"
+#include "export/export_otlp.h"
 
 #define MAX_TRIES 5
 #define RETRY_AFTER_MAX_S 60	/* a longer Retry-After is cut to this */

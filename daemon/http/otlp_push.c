@@ -17,17 +17,17 @@
 #include <unistd.h>
 #include <curl/curl.h>
 #include <zlib.h>
-#include "collect_cpu.h"
-#include "collect_heap.h"
-#include "export_otlp.h"
-#include "heap_window.h"
-#include "json_writer.h"
-#include "log.h"
-#include "model_cpu_build.h"
+#include "collect/collect_cpu.h"
+#include "collect/collect_heap.h"
+#include "export/export_otlp.h"
+#include "model/heap_window.h"
+#include "common/json_writer.h"
+#include "common/log.h"
+#include "model/model_cpu_build.h"
 #include "otlp_push.h"
 #include "qprofd.h"
-#include "symbolize.h"
-#include "util.h"
+#include "symbolize/symbolize.h"
+#include "common/util.h"
 
 #include "otlp_internal.h"
 

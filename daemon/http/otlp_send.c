@@ -11,7 +11,7 @@
 #include <time.h>
 #include <curl/curl.h>
 #include "otlp_internal.h"
-#include "util.h"
+#include "common/util.h"
 
 static size_t discard(char *ptr, size_t size, size_t n, void *arg)
 {

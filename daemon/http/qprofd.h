@@ -8,12 +8,12 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "collect_calibrate.h"
-#include "export_metrics.h"
-#include "model_src.h"
-#include "report_fs.h"
-#include "stop.h"
-#include "targets.h"
+#include "collect/collect_calibrate.h"
+#include "export/export_metrics.h"
+#include "model/model_src.h"
+#include "export/report_fs.h"
+#include "common/stop.h"
+#include "targets/targets.h"
 
 struct qp_threads;
 struct qp_otlp;

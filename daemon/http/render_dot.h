@@ -4,7 +4,7 @@
 #ifndef QPROF_RENDER_DOT_H
 #define QPROF_RENDER_DOT_H
 #include <stddef.h>
-#include "buf.h"
+#include "common/buf.h"
 
 /* Render DOT text to SVG with `dot -Tsvg`, found in PATH. Returns 0 with the
  * SVG in *svg, -ENOENT when dot is not installed (the route answers 501),

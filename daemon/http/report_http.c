@@ -10,11 +10,11 @@
 #include "http.h"
 #include "http_query.h"
 #include "http_routes.h"
-#include "json_writer.h"
+#include "common/json_writer.h"
 #include "qprofd.h"
-#include "report.h"
-#include "report_fs.h"
-#include "util.h"
+#include "export/report.h"
+#include "export/report_fs.h"
+#include "common/util.h"
 
 #define REPORT_MAX_FILE (256u << 20)
 

@@ -2,11 +2,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include "collect_cpu.h"
+#include "collect/collect_cpu.h"
 #include "cpu_window.h"
 #include "model_cpu_build.h"
-#include "targets.h"
-#include "util.h"
+#include "targets/targets.h"
+#include "common/util.h"
 
 int qp_cpu_window(const struct qp_model_src *src, const struct qp_cpu_window_query *wq,
 		  struct qp_cpu_profile *prof)

@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collect_heap.h"
+#include "collect/collect_heap.h"
 #include "heap_window.h"
 #include "model_cpu_build.h"
-#include "targets.h"
-#include "util.h"
+#include "targets/targets.h"
+#include "common/util.h"
 
 static const struct qp_value_type heap_types[] = {
 	{ "alloc_objects", "count" }, { "alloc_space", "bytes" },

@@ -9,17 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collect_cpu.h"
-#include "collect_trace.h"
-#include "logs.h"
+#include "collect/collect_cpu.h"
+#include "collect/collect_trace.h"
+#include "collect/logs.h"
 #include "model_scopes.h"
 #include "model_status.h"
 #include "model_trace.h"
 #include "model_values.h"
-#include "procfs.h"
-#include "ring_collect.h"
-#include "targets.h"
-#include "util.h"
+#include "common/procfs.h"
+#include "collect/ring_collect.h"
+#include "targets/targets.h"
+#include "common/util.h"
 
 /* One reading of the collector: scopes, marks and (asked for) probes. */
 struct reading {

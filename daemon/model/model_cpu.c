@@ -2,7 +2,7 @@
  * total, hide kernel addresses, main executable's mapping first. Its memory is an arena (common/arena.h). */
 #include <string.h>
 #include "model_cpu.h"
-#include "util.h"
+#include "common/util.h"
 
 void qp_cpu_profile_free(struct qp_cpu_profile *p)
 {

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "arena.h"
+#include "common/arena.h"
 
 /* A user address where the compiler inlined functions gives several
  * frames with the same addr: the function that holds the code, then each

@@ -11,8 +11,8 @@
 #include <string.h>
 #include "qprof/qprof.h"
 #include "model_cpu_build.h"
-#include "symbolize.h"
-#include "targets.h"
+#include "symbolize/symbolize.h"
+#include "targets/targets.h"
 
 static uint32_t mapping_index(struct qp_cpu_builder *b, const struct qp_sym *s)
 {

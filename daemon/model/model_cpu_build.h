@@ -4,8 +4,8 @@
  * first, frames named by the symbolizer. */
 #ifndef QPROF_MODEL_CPU_BUILD_H
 #define QPROF_MODEL_CPU_BUILD_H
-#include "collect_cpu.h"
-#include "hashtab.h"
+#include "collect/collect_cpu.h"
+#include "common/hashtab.h"
 #include "model_cpu.h"
 
 struct qp_registry;

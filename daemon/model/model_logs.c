@@ -5,10 +5,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collect_scopes.h"
+#include "collect/collect_scopes.h"
 #include "model_logs.h"
-#include "target_names.h"
-#include "targets.h"
+#include "targets/target_names.h"
+#include "targets/targets.h"
 
 static uint64_t kernel_losses(const struct qp_model_src *src)
 {

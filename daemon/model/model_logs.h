@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "logs.h"
+#include "collect/logs.h"
 #include "model_src.h"
 
 #define QP_LOG_BATCH 64

@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "qprof/qprof.h"
-#include "arena.h"
+#include "common/arena.h"
 #include "model_scopes.h"
 #include "percentile.h"
 #include "scope_window.h"
-#include "targets.h"
+#include "targets/targets.h"
 
 struct maker {
 	struct qp_arena *arena;

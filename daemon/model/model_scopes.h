@@ -11,10 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "collect_cpu.h"
-#include "collect_scopes.h"
+#include "collect/collect_cpu.h"
+#include "collect/collect_scopes.h"
 #include "model_src.h"
-#include "target_names.h"
+#include "targets/target_names.h"
 
 struct qp_arena;
 struct qp_hist_count;

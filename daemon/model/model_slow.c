@@ -9,15 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include "qprof/qprof.h"
-#include "arena.h"
-#include "collect_cpu.h"
-#include "collect_scopes.h"
+#include "common/arena.h"
+#include "collect/collect_cpu.h"
+#include "collect/collect_scopes.h"
 #include "model_slow.h"
-#include "offcpu.h"
-#include "symbolize.h"
-#include "target_names.h"
-#include "targets.h"
-#include "util.h"
+#include "bpf/offcpu.h"
+#include "symbolize/symbolize.h"
+#include "targets/target_names.h"
+#include "targets/targets.h"
+#include "common/util.h"
 
 static bool keep_all(void *arg, uint64_t site)
 {

@@ -6,10 +6,10 @@
 #define QPROF_MODEL_STATUS_H
 #include <stdbool.h>
 #include <stdint.h>
-#include "collect_calibrate.h"
-#include "collect_cpu.h"
-#include "collect_scopes.h"
-#include "collect_trace.h"
+#include "collect/collect_calibrate.h"
+#include "collect/collect_cpu.h"
+#include "collect/collect_scopes.h"
+#include "collect/collect_trace.h"
 #include "model_src.h"
 
 /* Scope events that could not be measured, by reason (bpf/scopes.h). */

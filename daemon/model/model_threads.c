@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "collect_threads.h"
+#include "collect/collect_threads.h"
 #include "model_src.h"
 #include "model_threads.h"
-#include "procfs.h"
-#include "symbolize.h"
-#include "targets.h"
+#include "common/procfs.h"
+#include "symbolize/symbolize.h"
+#include "targets/targets.h"
 
 static const char *unwind_name(enum qp_thread_unwind u)
 {

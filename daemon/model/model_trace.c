@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "arena.h"
-#include "collect_scopes.h"
-#include "hashtab.h"
-#include "procfs.h"
+#include "common/arena.h"
+#include "collect/collect_scopes.h"
+#include "common/hashtab.h"
+#include "common/procfs.h"
 #include "model_trace.h"
-#include "targets.h"
+#include "targets/targets.h"
 
 struct namecache {
 	struct qp_htab sites;	/* (pid, site) -> const char * */

@@ -7,11 +7,11 @@
 #define QPROF_MODEL_TRACE_H
 #include <stddef.h>
 #include <stdint.h>
-#include "collect_trace.h"
+#include "collect/collect_trace.h"
 #include "trace_events.h"
-#include "logs.h"
+#include "collect/logs.h"
 #include "model_src.h"
-#include "target_names.h"
+#include "targets/target_names.h"
 
 struct qp_arena;
 

@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "model_trace.h"
-#include "procfs.h"
-#include "ring_collect.h"
-#include "targets.h"
+#include "common/procfs.h"
+#include "collect/ring_collect.h"
+#include "targets/targets.h"
 
 int qp_trace_ring_pids(const struct qp_model_src *src, int pid, uint32_t **pids, size_t *n)
 {

@@ -4,10 +4,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "arena.h"
+#include "common/arena.h"
 #include "model_scopes.h"
 #include "model_values.h"
-#include "targets.h"
+#include "targets/targets.h"
 
 static const char *copy_str(struct qp_arena *a, const char *s, bool *oom)
 {

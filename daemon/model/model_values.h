@@ -5,9 +5,9 @@
 #ifndef QPROF_MODEL_VALUES_H
 #define QPROF_MODEL_VALUES_H
 #include <stdint.h>
-#include "collect_scopes.h"
+#include "collect/collect_scopes.h"
 #include "model_src.h"
-#include "target_names.h"
+#include "targets/target_names.h"
 
 struct qp_arena;
 

@@ -4,7 +4,7 @@
 #define QPROF_PERCENTILE_H
 #include <stddef.h>
 #include <stdint.h>
-#include "hist.h" /* bpf/hist.h: bucket layout */
+#include "bpf/hist.h" /* bpf/hist.h: bucket layout */
 
 /* The value at quantile Q (0 < Q <= 1, nearest-rank definition) estimated
  * from the histogram: the rank's bucket, interpolated linearly inside it and

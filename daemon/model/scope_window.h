@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "collect_scopes.h"
+#include "collect/collect_scopes.h"
 
 /* One (process, site, parent) aggregate of a window. */
 struct qp_wrow {

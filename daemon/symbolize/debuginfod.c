@@ -22,11 +22,11 @@
 #include <unistd.h>
 #include <curl/curl.h>
 #include "debuginfod.h"
-#include "elf_build_id.h"
-#include "hashtab.h"
-#include "json_writer.h"
-#include "log.h"
-#include "util.h"
+#include "common/elf_build_id.h"
+#include "common/hashtab.h"
+#include "common/json_writer.h"
+#include "common/log.h"
+#include "common/util.h"
 
 #define BID_MAX 128		/* hex digits of a build-id asked for */
 #define REASON_MAX 2048	/* the reasons of every server tried (up to 8), for status */

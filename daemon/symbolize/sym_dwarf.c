@@ -23,7 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "elf_probes.h"
+#include "common/elf_probes.h"
 #include "sym_internal.h"
 
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);

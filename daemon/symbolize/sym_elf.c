@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "elf_build_id.h"
-#include "elf_probes.h"
+#include "common/elf_build_id.h"
+#include "common/elf_probes.h"
 #include "sym_internal.h"
 
 static int elf_segments(Elf *elf, struct symfile *f)

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "sym_internal.h"
 
 /* libstdc++ (abi::__cxa_demangle has C linkage). */

@@ -16,10 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
-#include "arena.h"
-#include "hashtab.h"
+#include "common/arena.h"
+#include "common/hashtab.h"
 #include "symbolize.h"
-#include "util.h"
+#include "common/util.h"
 
 #define SYM_MAX_SYMS (1u << 24)		/* symbols kept from one table */
 #define SYM_MAX_TEXT (256u << 20)	/* kallsyms text read */

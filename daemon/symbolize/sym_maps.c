@@ -19,8 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "procfs.h"
-#include "elf_probes.h"
+#include "common/procfs.h"
+#include "common/elf_probes.h"
 #include "sym_internal.h"
 
 static struct qp_sym_process *proc_find(struct qp_symbolizer *s, int pid)

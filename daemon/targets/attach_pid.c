@@ -19,26 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collect_scopes.h"
+#include "collect/collect_scopes.h"
 #include "lifecycle.h"
-#include "log.h"
-#include "symbolize.h"
+#include "common/log.h"
+#include "symbolize/symbolize.h"
 #include "targets_priv.h"
-
-bool qp_registry_busy(struct qp_registry *r, int pid)
-{
-	size_t i;
-
-	if (qp_registry_find(r, pid))
-		return true;
-	for (i = 0; i < r->npending; i++)
-		if (r->pending[i]->pid == pid)
-			return true;
-	for (i = 0; i < r->nreap; i++)
-		if (r->reap[i]->pid == pid)
-			return true;
-	return false;
-}
 
 /* r->lock held. 0 when PID may be attached now (its earlier record's links
  * and data are gone); -EEXIST with status 409 and err otherwise. */

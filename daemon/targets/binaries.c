@@ -16,11 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collect_scopes.h"
+#include "collect/collect_scopes.h"
 #include "lifecycle.h"
-#include "log.h"
+#include "common/log.h"
 #include "targets_priv.h"
-#include "util.h"
+#include "common/util.h"
 
 /* PATH without a trailing " (deleted)" equals P. */
 static bool same_path(const char *path, const char *p)
@@ -268,14 +268,6 @@ int qp_binary_scan(struct qp_registry *r, const struct qp_binary *jb, struct qp_
 		free(paths[i]);
 	free(paths);
 	return ret;
-}
-
-void qp_binary_gen_unlink(struct qp_binary_gen *g)
-{
-	qp_scopes_detach_links(g->links, g->nlinks);
-	free(g->links);
-	g->links = NULL;
-	g->nlinks = 0;
 }
 
 static void gen_free(struct qp_registry *r, struct qp_binary_gen *g)

@@ -17,10 +17,10 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "collect_scopes.h"
-#include "log.h"
+#include "collect/collect_scopes.h"
+#include "common/log.h"
 #include "targets_priv.h"
-#include "util.h"
+#include "common/util.h"
 
 /* Does any process but qprofd map the file (DEV, INO)? What an
  * unprivileged client may name. */

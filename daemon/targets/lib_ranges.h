@@ -4,8 +4,8 @@
 #define QPROF_LIB_RANGES_H
 #include <stdbool.h>
 #include <stdint.h>
-#include "elf_probes.h"
-#include "procfs.h"
+#include "common/elf_probes.h"
+#include "common/procfs.h"
 
 /* Copy into OUT the mappings of MAPS that are of inode INO at PATH, in
  * address order. 0, or -ENOMEM. */

@@ -22,10 +22,10 @@
 #include "lifecycle_fork.h"
 #include "targets_view.h"
 #include "lifecycle_priv.h"
-#include "log.h"
-#include "procfs.h"
-#include "util.h"
-#include "../../bpf/lifecycle.h"
+#include "common/log.h"
+#include "common/procfs.h"
+#include "common/util.h"
+#include "bpf/lifecycle.h"
 
 static uint64_t kdev(dev_t d)
 {

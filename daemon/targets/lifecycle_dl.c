@@ -28,11 +28,11 @@
 #include <bpf/libbpf.h>
 #include "lifecycle.skel.h"
 #include "lifecycle_priv.h"
-#include "log.h"
-#include "procfs.h"
+#include "common/log.h"
+#include "common/procfs.h"
 #include "targets_priv.h"
-#include "util.h"
-#include "../../bpf/lifecycle.h"
+#include "common/util.h"
+#include "bpf/lifecycle.h"
 
 #define LC_MAX_LDSOS 64
 #define RELEASE_TICK_MS 10

@@ -12,10 +12,10 @@
 #include <limits.h>
 #include <unistd.h>
 #include "lifecycle.h"
-#include "log.h"
-#include "procfs.h"
+#include "common/log.h"
+#include "common/procfs.h"
 #include "targets_priv.h"
-#include "util.h"
+#include "common/util.h"
 
 /* The files a target follows (live entries), copied under the lock. */
 struct known_file {

@@ -21,12 +21,12 @@
 #include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collect_scopes.h"
+#include "collect/collect_scopes.h"
 #include "lifecycle.h"
-#include "log.h"
-#include "procfs.h"
-#include "util.h"
-#include "symbolize.h"
+#include "common/log.h"
+#include "common/procfs.h"
+#include "common/util.h"
+#include "symbolize/symbolize.h"
 #include "targets_priv.h"
 
 /* (targets.h) the old image's libraries, attached before the new image's

@@ -17,10 +17,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "elf_probes.h"
+#include "common/elf_probes.h"
 #include "lifecycle_fork.h"
-#include "log.h"
-#include "procfs.h"
+#include "common/log.h"
+#include "common/procfs.h"
 
 #define LC_MAX_MODULES 64
 

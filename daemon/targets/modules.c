@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "log.h"
+#include "common/log.h"
 #include "targets_priv.h"
 
 static void module_count(struct qp_module *m)

@@ -5,8 +5,8 @@
  * target any more is forgotten with its figures. The registry lock is
  * taken for the copies only, never across an attach. */
 #include <stdlib.h>
-#include "collect_heap.h"
-#include "log.h"
+#include "collect/collect_heap.h"
+#include "common/log.h"
 #include "targets.h"
 
 void qp_registry_heap_sync(struct qp_registry *r, struct qp_heap *h, bool all)

@@ -13,12 +13,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "collect_scopes.h"
+#include "collect/collect_scopes.h"
 #include "lib_ranges.h"
 #include "targets_view.h"
-#include "log.h"
+#include "common/log.h"
 #include "targets_priv.h"
-#include "util.h"
+#include "common/util.h"
 
 /* Entries of files that were never probed and are unmapped are dropped;
  * past this many unloaded entries the oldest go (names come from the

@@ -8,7 +8,7 @@
 #define QPROF_TARGET_NAMES_H
 #include <stdbool.h>
 #include <stdint.h>
-#include "elf_probes.h"
+#include "common/elf_probes.h"
 
 struct qp_registry;
 struct qp_usdt_def;

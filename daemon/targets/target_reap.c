@@ -12,8 +12,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collect_scopes.h"
-#include "log.h"
+#include "collect/collect_scopes.h"
+#include "common/log.h"
 #include "targets_priv.h"
 
 struct qp_reap_rec {

@@ -11,9 +11,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include "collect_scopes.h"
-#include "log.h"
-#include "ring_collect.h"
+#include "collect/collect_scopes.h"
+#include "common/log.h"
+#include "collect/ring_collect.h"
 #include "targets.h"
 
 int qp_collector_parse(const char *s, enum qp_collector *inout)

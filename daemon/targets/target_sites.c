@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "log.h"
+#include "common/log.h"
 #include "targets_priv.h"
 
 /* The module of mapping M of T, for names only (attaching never comes

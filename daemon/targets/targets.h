@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "elf_probes.h"
-#include "ring_collect.h"
-#include "procfs.h"
+#include "common/elf_probes.h"
+#include "collect/ring_collect.h"
+#include "common/procfs.h"
 #include "targets_view.h"
 
 struct qp_scopes;

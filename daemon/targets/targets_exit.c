@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "collect_cpu.h"
-#include "collect_scopes.h"
-#include "symbolize.h"
+#include "collect/collect_cpu.h"
+#include "collect/collect_scopes.h"
+#include "symbolize/symbolize.h"
 #include "lifecycle.h"
-#include "log.h"
+#include "common/log.h"
 #include "targets_priv.h"
-#include "util.h"
+#include "common/util.h"
 
 void qp_registry_trim(struct qp_registry *r, size_t max_exited)
 {

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "ring_collect.h"
+#include "collect/ring_collect.h"
 
 struct qp_registry;
 struct qp_target;

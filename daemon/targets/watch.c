@@ -19,7 +19,7 @@
 #include <sys/fanotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "log.h"
+#include "common/log.h"
 #include "targets_priv.h"
 
 struct qp_watch {

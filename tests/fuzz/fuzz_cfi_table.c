@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cfi_table.h"
-#include "cfi_walk.h"
+#include "collect/cfi_table.h"
+#include "collect/cfi_walk.h"
 
 static uint64_t accepted, refused, rows_total;
 static struct qp_cfi_space space;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sym_internal.h"
+#include "symbolize/sym_internal.h"
 
 static const char sep[] = "QPDW|";
 static const char *const names[] = {

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "elf_probes.h"
+#include "common/elf_probes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -25,11 +25,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "collect_scopes.h"
-#include "http.h"
-#include "http_query.h"
-#include "qprofd.h"
-#include "targets.h"
+#include "collect/collect_scopes.h"
+#include "http/http.h"
+#include "http/http_query.h"
+#include "http/qprofd.h"
+#include "targets/targets.h"
 
 #define MAX_URL 4096
 #define MAX_ARGS 64

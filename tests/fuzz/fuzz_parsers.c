@@ -4,10 +4,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "http_query.h"
-#include "procfs.h"
-#include "usdt_spec.h"
-#include "util.h"
+#include "http/http_query.h"
+#include "common/procfs.h"
+#include "common/usdt_spec.h"
+#include "common/util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 
 #define FAKE_PID 4242
 

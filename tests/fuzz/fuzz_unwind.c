@@ -23,7 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "unwind.h"
+#include "collect/unwind.h"
 
 #define FAKE_PID 4243
 #define BASE 0x555555554000ull

@@ -6,11 +6,11 @@
 #ifndef QPROF_METRICS_FIXTURE_H
 #define QPROF_METRICS_FIXTURE_H
 #include <stdlib.h>
-#include "../testlib.h"
-#include "export_metrics.h"
-#include "metrics_writer.h"
-#include "percentile.h"
-#include "util.h"
+#include "testlib.h"
+#include "export/export_metrics.h"
+#include "export/metrics_writer.h"
+#include "model/percentile.h"
+#include "common/util.h"
 
 #define ODD_NAME "in\"ner\n\\x\xff\xc3\xbc"	/* quote, newline, backslash, a bad byte, u-umlaut */
 #define ODD_TEXT "in\\\"ner\\n\\\\x\xef\xbf\xbd\xc3\xbc"	/* as the text format writes it */

@@ -3,7 +3,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include "arena.h"
+#include "common/arena.h"
 #include "testlib.h"
 
 static void test_small(void)

@@ -26,11 +26,11 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "../testlib.h"
-#include "cfi_table.h"
-#include "cfi_walk.h"
-#include "unwind.h"
-#include "unwind_fast.h"
+#include "testlib.h"
+#include "collect/cfi_table.h"
+#include "collect/cfi_walk.h"
+#include "collect/unwind.h"
+#include "collect/unwind_fast.h"
 
 #define MAX_FRAMES 127
 

@@ -12,12 +12,12 @@
  * `promtool check metrics` (ctest unit_counters_promtool). */
 #include <jansson.h>
 #include <stdlib.h>
-#include "buf.h"
-#include "export_counters.h"
-#include "export_json.h"
-#include "export_metrics.h"
-#include "export_targets.h"
-#include "../testlib.h"
+#include "common/buf.h"
+#include "export/export_counters.h"
+#include "export/export_json.h"
+#include "export/export_metrics.h"
+#include "export/export_targets.h"
+#include "testlib.h"
 
 /* A raw value of its own for each row, in table order. */
 struct fill {

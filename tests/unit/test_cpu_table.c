@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cpu_table.h"
-#include "../testlib.h"
+#include "collect/cpu_table.h"
+#include "testlib.h"
 
 static const uint64_t no_scopes[QPROF_SAMPLE_SCOPES];
 

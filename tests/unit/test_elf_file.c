@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "elf_probes.h"
+#include "common/elf_probes.h"
 #include "testlib.h"
 
 static void copy_file(const char *from, const char *to)

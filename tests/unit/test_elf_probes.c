@@ -25,8 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elf_probes.h"
-#include "util.h"
+#include "common/elf_probes.h"
+#include "common/util.h"
 #include "testlib.h"
 
 struct fixtures {

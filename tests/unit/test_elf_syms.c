@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../testlib.h"
-#include "elf_syms.h"
+#include "testlib.h"
+#include "common/elf_syms.h"
 
 static void same_bytes(int fd, uint64_t off, const void *fn)
 {

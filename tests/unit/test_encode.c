@@ -5,10 +5,10 @@
  * instances (two instances: one of the BPF collector with a wait, one of
  * the ring collector). (/metrics: test_metrics.c.) */
 #include <stdlib.h>
-#include "../testlib.h"
-#include "export_json.h"
-#include "export_slow.h"
-#include "util.h"
+#include "testlib.h"
+#include "export/export_json.h"
+#include "export/export_slow.h"
+#include "common/util.h"
 
 static const struct qp_scope_item scope_items[] = {
 	{ .shape = QP_ITEM_TIMED, .pid = 10, .kind = "span", .name = "gc", .site_kind = "span",

@@ -4,8 +4,8 @@
  * file, a cut message with hostile bytes; a batch with only a loss; an
  * empty batch writes nothing. */
 #include <stdlib.h>
-#include "../testlib.h"
-#include "export_logs.h"
+#include "testlib.h"
+#include "export/export_logs.h"
 
 static void entry(struct qp_log_line *l, uint64_t seq, uint32_t pid, uint32_t tid, int32_t len, const char *msg)
 {

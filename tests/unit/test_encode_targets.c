@@ -4,9 +4,9 @@
  * objects of POST /api/targets, and the target keys of GET /api/status (a
  * binary in each state and mode, fork/exec figures present and absent). */
 #include <stdlib.h>
-#include "../testlib.h"
-#include "export_targets.h"
-#include "util.h"
+#include "testlib.h"
+#include "export/export_targets.h"
+#include "common/util.h"
 
 static int pids_b0[] = { 200, 300 };
 /* a plugin loaded twice and unloaded, one refused (a hostile path) */

@@ -14,8 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "export.h"
-#include "render_dot.h"
+#include "export/export.h"
+#include "http/render_dot.h"
 #include "testlib.h"
 
 #define PERIOD 10101010ull /* 99 Hz */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "export.h"
+#include "export/export.h"
 #include "testlib.h"
 
 static struct qp_cpu_frame FR(const char *name, const char *module, uint64_t addr, uint32_t map,

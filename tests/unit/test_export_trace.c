@@ -8,8 +8,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "export_trace.h"
-#include "model_trace.h"
+#include "export/export_trace.h"
+#include "model/model_trace.h"
 #include "testlib.h"
 
 #define PID 100

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include "testlib.h"
-#include "util.h"
+#include "common/util.h"
 
 struct pair {
 	uint64_t a, b;

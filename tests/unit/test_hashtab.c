@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "hashtab.h"
+#include "common/hashtab.h"
 #include "testlib.h"
 
 struct val {

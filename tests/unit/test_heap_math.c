@@ -6,8 +6,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "../testlib.h"
-#include "heap.h"
+#include "testlib.h"
+#include "bpf/heap.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 static uint32_t rand32(void)

@@ -1,9 +1,9 @@
 /* test_hist.c - the histogram layout (bpf/hist.h) and percentile estimates
  * (daemon/hist.c) against exact percentiles of known distributions. */
 #include <stdlib.h>
-#include "../testlib.h"
-#include "hist.h"
-#include "percentile.h"
+#include "testlib.h"
+#include "bpf/hist.h"
+#include "model/percentile.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

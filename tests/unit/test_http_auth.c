@@ -5,9 +5,9 @@
  * clamped seconds= (http_query.c) the answers report. */
 #include <errno.h>
 #include <stdlib.h>
-#include "http_auth.h"
-#include "http_query.h"
-#include "model_cpu.h"
+#include "http/http_auth.h"
+#include "http/http_query.h"
+#include "model/model_cpu.h"
 #include "testlib.h"
 
 #define TOKEN "s3cret-token-0123456789"

@@ -6,7 +6,7 @@
  * not numbers; a number beyond int64 is "not an integer" (400) rather than
  * being clamped, and pid beyond INT32_MAX is not a pid. */
 #include <errno.h>
-#include "http_query.h"
+#include "http/http_query.h"
 #include "testlib.h"
 
 #define SEC_ERR "seconds must be an integer (clamped to 1..300)"

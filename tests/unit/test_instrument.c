@@ -25,9 +25,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "../testlib.h"
-#include "elf_probes.h"
-#include "util.h"
+#include "testlib.h"
+#include "common/elf_probes.h"
+#include "common/util.h"
 
 static int bumps;
 

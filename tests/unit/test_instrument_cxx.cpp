@@ -20,9 +20,9 @@
 #include <link.h>
 #include <vector>
 
-#include "../testlib.h"
+#include "testlib.h"
 extern "C" {
-#include "elf_probes.h"
+#include "common/elf_probes.h"
 }
 
 namespace {

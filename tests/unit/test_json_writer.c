@@ -2,7 +2,7 @@
  * every escape, UTF-8 kept or replaced, numbers at their limits, doubles that
  * read back exactly, the depth limit and misuse; then each output is parsed
  * back with jansson to check that a real parser sees the same strings. */
-#include "json_writer.h"
+#include "common/json_writer.h"
 #include "testlib.h"
 
 #include <jansson.h>

@@ -4,7 +4,7 @@
  * wrapped and such a hold ended at once, before qprofd probed the library
  * it was loading). */
 #include <stdint.h>
-#include "lifecycle_priv.h"
+#include "targets/lifecycle_priv.h"
 #include "testlib.h"
 
 int main(void)

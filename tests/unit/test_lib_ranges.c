@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elf_probes.h"
-#include "lib_ranges.h"
-#include "procfs.h"
+#include "common/elf_probes.h"
+#include "targets/lib_ranges.h"
+#include "common/procfs.h"
 #include "testlib.h"
 
 #define INO 4242

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "logs.h"
-#include "../testlib.h"
+#include "collect/logs.h"
+#include "testlib.h"
 
 static long rss_kb(void)
 {

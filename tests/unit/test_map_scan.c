@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "collect_internal.h"
-#include "../testlib.h"
+#include "collect/collect_internal.h"
+#include "testlib.h"
 
 #define N 3000
 #define NTRIE 500

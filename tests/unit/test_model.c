@@ -4,14 +4,14 @@
  * and since attach, values, and the status figures. Names come from a fake
  * namer that stands in for the registry. */
 #include <stdlib.h>
-#include "../testlib.h"
+#include "testlib.h"
 #include "qprof/qprof.h"
-#include "model_scopes.h"
-#include "model_status.h"
-#include "model_values.h"
-#include "scope_window.h"
-#include "targets.h"
-#include "util.h"
+#include "model/model_scopes.h"
+#include "model/model_status.h"
+#include "model/model_values.h"
+#include "model/scope_window.h"
+#include "targets/targets.h"
+#include "common/util.h"
 
 /* ---- a collector snapshot, filled as the BPF side would ------------------ */
 

@@ -7,11 +7,11 @@
  * everything reads nothing, and what a wait reports. */
 #include <errno.h>
 #include <stdlib.h>
-#include "../testlib.h"
-#include "collect_scopes.h"
-#include "model_logs.h"
-#include "target_names.h"
-#include "targets.h"
+#include "testlib.h"
+#include "collect/collect_scopes.h"
+#include "model/model_logs.h"
+#include "targets/target_names.h"
+#include "targets/targets.h"
 
 /* ---- the fake collectors and registry --------------------------------- */
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "procfs.h"
+#include "common/procfs.h"
 #include "testlib.h"
 
 static const char maps_text[] =

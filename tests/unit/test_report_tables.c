@@ -6,9 +6,9 @@
  * correction) stays "0 ns", and a row with no instance shows no bound. */
 #include <stdlib.h>
 #include <string.h>
-#include "buf.h"
-#include "model_scopes.h"
-#include "report_figures.h"
+#include "common/buf.h"
+#include "model/model_scopes.h"
+#include "export/report_figures.h"
 #include "testlib.h"
 
 static struct qp_scope_item timed(const char *name, const char *parent, uint64_t count, uint64_t total,

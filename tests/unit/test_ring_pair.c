@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collect_scopes.h"
-#include "ring_pair.h"
+#include "collect/collect_scopes.h"
+#include "collect/ring_pair.h"
 #include "testlib.h"
 
 #define A 0x401000ull

@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "collect_scopes.h"
-#include "ring_pair.h"
-#include "ring_spans.h"
+#include "collect/collect_scopes.h"
+#include "collect/ring_pair.h"
+#include "collect/ring_spans.h"
 #include "testlib.h"
 
 #define PID 7

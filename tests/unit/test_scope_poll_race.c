@@ -20,9 +20,9 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include "collect_internal.h"
+#include "collect/collect_internal.h"
 #include "scopes.skel.h"
-#include "../testlib.h"
+#include "testlib.h"
 
 #define TGID 4242u
 #define SITE 0x7f0000001000ull

@@ -5,9 +5,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "scope_sizing.h"
-#include "scopes.h"
-#include "../testlib.h"
+#include "collect/scope_sizing.h"
+#include "bpf/scopes.h"
+#include "testlib.h"
 
 int main(void)
 {

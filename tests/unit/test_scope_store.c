@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <linux/types.h>
-#include "scope_store.h"
-#include "../testlib.h"
+#include "collect/scope_store.h"
+#include "testlib.h"
 
 /* record() of scopes.bpf.c, in user space: DUR into chunk set CH[] */
 static void sim_record(struct scope_chunk *ch, uint64_t dur)

@@ -7,9 +7,9 @@
  * partial; loss spans of consecutive drains merge, and once more spans
  * than are remembered, an instance older than them is partial. */
 #include <stdlib.h>
-#include "slow_store.h"
-#include "offcpu.h"
-#include "../testlib.h"
+#include "collect/slow_store.h"
+#include "bpf/offcpu.h"
+#include "testlib.h"
 
 static bool all(void *arg, uint64_t site)
 {

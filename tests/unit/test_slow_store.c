@@ -6,9 +6,9 @@
  * instance older than the history is marked partial; forgetting a process
  * frees its reservoirs. */
 #include <stdlib.h>
-#include "slow_store.h"
-#include "offcpu.h"
-#include "../testlib.h"
+#include "collect/slow_store.h"
+#include "bpf/offcpu.h"
+#include "testlib.h"
 
 static const uint64_t no_scopes[QPROF_SAMPLE_SCOPES];
 static uint64_t last_min, last_site;

@@ -9,9 +9,9 @@
  * memory is given back. */
 #include <errno.h>
 #include <stdlib.h>
-#include "slow_store.h"
-#include "slow_window.h"
-#include "../testlib.h"
+#include "collect/slow_store.h"
+#include "collect/slow_window.h"
+#include "testlib.h"
 
 #define MAX_CALLS 256
 

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "stackstats.h"
+#include "common/stackstats.h"
 #include "testlib.h"
 
 struct extra {

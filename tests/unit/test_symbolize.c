@@ -19,9 +19,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "elf_syms.h"
-#include "procfs.h"
-#include "symbolize.h"
+#include "common/elf_syms.h"
+#include "common/procfs.h"
+#include "symbolize/symbolize.h"
 #include "testlib.h"
 #include "symfix_child.h"
 

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 #include "testlib.h"
 #include "symfix_child.h"
 

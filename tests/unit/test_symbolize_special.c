@@ -17,7 +17,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "symbolize.h"
+#include "symbolize/symbolize.h"
 #include "testlib.h"
 
 static const char *arg_link, *arg_tmp;

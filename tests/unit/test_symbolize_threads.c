@@ -26,8 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "procfs.h"
-#include "symbolize.h"
+#include "common/procfs.h"
+#include "symbolize/symbolize.h"
 #include "testlib.h"
 #include "symfix_child.h"
 

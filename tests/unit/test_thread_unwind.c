@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 #include <linux/types.h>
-#include "collect_threads.h"
-#include "../testlib.h"
+#include "collect/collect_threads.h"
+#include "testlib.h"
 
 static void put(uint8_t *stack, uint64_t sp, uint64_t at, uint64_t v)
 {

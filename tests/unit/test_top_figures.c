@@ -7,8 +7,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
-#include "top.h"
+#include "cli/cli.h"
+#include "cli/top.h"
 #include "testlib.h"
 
 static const struct fn_row *fn(const struct round *r, const char *name)

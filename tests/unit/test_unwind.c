@@ -22,8 +22,8 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "../testlib.h"
-#include "unwind.h"
+#include "testlib.h"
+#include "collect/unwind.h"
 
 #define MAX_FRAMES 127
 

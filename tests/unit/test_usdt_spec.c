@@ -1,6 +1,6 @@
 /* test_usdt_spec.c - USDT argument specs parsed into libbpf's layout. */
-#include "../testlib.h"
-#include "usdt_spec.h"
+#include "testlib.h"
+#include "common/usdt_spec.h"
 
 int main(void)
 {

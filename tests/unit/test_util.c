@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "testlib.h"
-#include "util.h"
+#include "common/util.h"
 
 #define U64(s, max, want_ret, want)                                              \
 	do {                                                                     \

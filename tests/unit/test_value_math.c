@@ -2,8 +2,8 @@
  * against exactly known sequences. */
 #include <float.h>
 #include <stdlib.h>
-#include "../testlib.h"
-#include "model_values.h"
+#include "testlib.h"
+#include "model/model_values.h"
 
 /* A row as the kernel would fill it from VALS (finite ones). */
 static void fill(struct qp_value_row *r, const double *vals, size_t n)
