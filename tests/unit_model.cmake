@@ -86,7 +86,8 @@ add_executable(test_scope_poll_race ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_pair.c ${PROJECT_SOURCE_DIR}/daemon/collect/ring_rows.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/ring_spans.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/logs.c ${PROJECT_SOURCE_DIR}/daemon/collect/rb_drain.c
-  ${PROJECT_SOURCE_DIR}/daemon/collect/collect_attach.c ${PROJECT_SOURCE_DIR}/daemon/collect/redzone.c)
+  ${PROJECT_SOURCE_DIR}/daemon/collect/collect_attach.c ${PROJECT_SOURCE_DIR}/daemon/collect/redzone.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/scope_progs.c)
 target_link_libraries(test_scope_poll_race qprof_common scopes_skel PkgConfig::LIBBPF PkgConfig::CAPSTONE
   Threads::Threads m)
 add_test(NAME integration_scope_poll_race COMMAND test_scope_poll_race)

@@ -138,6 +138,8 @@ int qp_heap_read(struct qp_heap *h, int pid, uint64_t live_since_ns, struct qp_h
 	int ret;
 
 	memset(out, 0, sizeof(*out));
+	if (!qp_heap_loaded(h))
+		return -ENOENT;	/* no heap target was ever made */
 	qp_htab_init(&c.rows, sizeof(struct qp_heap_row));
 	out->mono_ns = qp_now_ns();
 	/* stacks after the live allocations: a stack made meanwhile is read too */
