@@ -60,7 +60,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
  * dup, http_conn.h): room for the connection limits beside BPF's own. */
 /* The registry's report callbacks: the exporter, which targets/ may not call. */
 /* Kernel symbols are read on first use (/proc/kallsyms, ~120,000 lines,
- * hundreds of ms): read them at start, on a thread, so that no report (an
+ * hundreds of ms): read them once serving, on a thread, so that no report (an
  * exec'd target waits stopped while its old image's figures are read) and
  * no request pays for it. */
 static void *warm_kernel_symbols(void *arg)
@@ -102,6 +102,7 @@ static bool stop_pending(void)
 struct side_load {
 	struct qprofd *d;
 	struct qp_heap_opts *heap_opts;
+	bool load_heap;		/* --heap: its failure ends the start */
 	int heap_ret;
 	/* the heap shares the maps of the threads' open scopes: it waits for
 	 * the main thread to have loaded them (or to give up) */
@@ -130,14 +131,33 @@ static void *side_load(void *arg)
 	/* thread stacks (GET /api/threads): a task iterator, loaded once */
 	if (qp_threads_open(&s->d->threads, s->d->threads_error, sizeof(s->d->threads_error)))
 		s->d->threads = NULL;
-	/* loaded always (a POST may ask for a heap); its tracepoints and
-	 * probes only come with a heap target */
+	/* opened always (a POST may ask for a heap), loaded with the first
+	 * heap target (or now, for --heap); its tracepoints and probes only
+	 * come with a heap target */
 	pthread_mutex_lock(&s->lock);
 	while (!s->fds_set)
 		pthread_cond_wait(&s->cond, &s->lock);
 	pthread_mutex_unlock(&s->lock);
 	s->heap_ret = qp_heap_open(&s->d->heap, s->heap_opts, s->d->heap_error, sizeof(s->d->heap_error));
+	if (!s->heap_ret && s->load_heap)
+		s->heap_ret = qp_heap_load(s->d->heap, s->d->heap_error, sizeof(s->d->heap_error));
 	return NULL;
+}
+
+/* The calibration (collect_calibrate.h), run by the scope collector once,
+ * before the first program that measures a duration is attached: a daemon
+ * whose targets are all on the ring never runs it. */
+static void calibrate_first(void *arg, struct qp_scopes *s)
+{
+	struct qprofd *d = arg;
+	struct qp_calibration c;
+	uint64_t t0 = qp_now_ns();
+
+	qp_scopes_set_slow(s, false);	/* its 30,000 scopes are not the targets' */
+	qp_calibrate(s, d->tracer, CALIB_ROUNDS, CALIB_ITERS, &c);
+	qp_scopes_set_slow(s, qp_cpu_slow_on(d->cpu));
+	qp_scopes_publish_calibration(s, &c);
+	qp_info("calibration in %.1f ms", (double)(qp_now_ns() - t0) / 1e6);
 }
 
 static void *collect_report(void *arg, const struct qp_target *t)
@@ -194,6 +214,7 @@ static void daemon_init(struct daemon *q)
 				 .max_sites = 4096, .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
 				 .trace_max_events = 1000000, .flight_events = 1u << 20,
 				 .ring_records = QP_RING_RECORDS_DEFAULT, .dl_hold_ms = QP_DL_HOLD_DEFAULT_MS,
+				 .trace_ring_mb = QP_TRACE_RING_MB_DEFAULT, .offcpu_ring_mb = QP_OFFCPU_RING_MB_DEFAULT,
 				 .heap_opts = { .interval = 512 * 1024, .max_live = 65536, .max_stacks = 16384 } };
 	q->d.report_fs.fd = -1;
 	q->fd_unix = q->fd_tcp = -1;
@@ -275,11 +296,13 @@ static int start_scopes(struct daemon *q)
 				   .period_us = 1000, .ring_records = o->ring_records };
 
 	d->start_ns = qp_now_ns();
+	q->side.load_heap = o->heap;
 	q->side_started = !pthread_create(&q->side_th, NULL, side_load, &q->side);
 	d->frequency_hz = o->frequency;
 	d->report_dir = o->report_dir;
 	qp_stop_init(&d->stop);
-	if (qp_scopes_open(&d->scopes, o->max_sites, !o->no_multi, &o->spans, q->err, sizeof(q->err))) {
+	if (qp_scopes_open(&d->scopes, o->max_sites, !o->no_multi, &o->spans, o->trace_ring_mb << 20, q->err,
+			   sizeof(q->err))) {
 		fprintf(stderr, "qprofd: %s\nqprofd: BPF is unavailable: run as root on a kernel with BTF, uprobes and the BPF JIT\n",
 			q->err);
 		return 3;
@@ -322,7 +345,6 @@ static int start_registry(struct daemon *q)
 		fprintf(stderr, "qprofd: cannot start the debuginfod thread\n");
 		return 1;
 	}
-	q->warm_started = !pthread_create(&q->warm, NULL, warm_kernel_symbols, d->reg.sym);
 	/* the report directory, once (after the BPF check, so that a user
 	 * without root hears that first): refused when others could plant in it */
 	ret = qp_report_fs_open(&d->report_fs, q->o.report_dir, q->err, sizeof(q->err));
@@ -356,7 +378,8 @@ static int start_collectors(struct daemon *q)
 
 	d->sample_all = o->all;
 	if (qp_cpu_open(&d->cpu, qp_scopes_thread_stacks_fd(d->scopes), qp_ring_tids_fd(q->ring),
-			qp_scopes_slow_rb_fd(d->scopes), qp_scopes_slow_min_fd(d->scopes), o->frequency, o->all,
+			qp_scopes_slow_rb_fd(d->scopes), qp_scopes_slow_min_fd(d->scopes), o->offcpu_ring_mb << 20,
+			o->frequency, o->all,
 			o->unwind, d->cpu_error, sizeof(d->cpu_error)))
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d->cpu_error);
 	d->reg.cpu = d->cpu;
@@ -370,17 +393,24 @@ static int start_collectors(struct daemon *q)
 	if (qp_tracer_open(&d->tracer, d->scopes, q->err, sizeof(q->err)))
 		qp_warn("traces unavailable: %s", q->err);
 	phase_mark(&q->ph, "logs, tracer");
-	/* before any target: every duration measured gets the same correction */
-	if (o->no_calibrate)
-		snprintf(d->calib.error, sizeof(d->calib.error), "turned off (--no-calibrate)");
-	else if (!d->tracer)
-		snprintf(d->calib.error, sizeof(d->calib.error), "no trace recorder to measure with");
-	else
-		qp_calibrate(d->scopes, d->tracer, CALIB_ROUNDS, CALIB_ITERS, &d->calib);
-	/* after the calibration, whose 60 000 scopes are not the targets' */
+	{
+		/* before the first target on the BPF collector: every duration
+		 * it measures gets the same correction */
+		struct qp_calibration c = { .done = false };
+
+		if (o->no_calibrate)
+			snprintf(c.error, sizeof(c.error), "turned off (--no-calibrate)");
+		else if (!d->tracer)
+			snprintf(c.error, sizeof(c.error), "no trace recorder to measure with");
+		else
+			snprintf(c.error, sizeof(c.error), "not measured yet: measured when a target first needs "
+				 "the BPF collector");
+		qp_scopes_publish_calibration(d->scopes, &c);
+		if (!o->no_calibrate && d->tracer)
+			qp_scopes_set_first_use(d->scopes, calibrate_first, d);
+	}
 	qp_scopes_set_slow(d->scopes, qp_cpu_slow_on(d->cpu));
 	qp_cpu_set_ring(d->cpu, q->ring);
-	phase_mark(&q->ph, "calibration");
 	if (q->side_started)
 		pthread_join(q->side_th, NULL);
 	q->side_started = false;
@@ -458,6 +488,8 @@ static int start_serving(struct daemon *q)
 					   : " (GET only over TCP: no --token-file)");
 	phase_mark(&q->ph, "HTTP");
 	phase_log(&q->ph, "started");
+	/* once serving: its CPU is not the start-up's (on 2 CPUs it was a third of it) */
+	q->warm_started = !pthread_create(&q->warm, NULL, warm_kernel_symbols, d->reg.sym);
 	fprintf(stderr, "qprofd: ready on %s (%zu target(s))\n", o->socket, d->reg.ntargets);
 	/* systemd (Type=notify): started once the socket answers; a no-op
 	 * without $NOTIFY_SOCKET */

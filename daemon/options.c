@@ -102,6 +102,22 @@ static int opt_ring_records(struct options *o, const struct opt_row *r, const ch
 	return 0;
 }
 
+/* --trace-ring-mb, --offcpu-ring-mb: MiB, a power of two 1..1024 */
+static int opt_ring_mb(struct options *o, const struct opt_row *r, const char *arg)
+{
+	bool trace = !strcmp(r->name, "trace-ring-mb");
+	int64_t v;
+
+	if (parse_uint_opt(trace ? "--trace-ring-mb" : "--offcpu-ring-mb", arg, 1, 1024, &v))
+		return 2;
+	if (v & (v - 1)) {
+		fprintf(stderr, "qprofd: --%s wants a power of two in 1..1024, got '%s'\n", r->name, arg);
+		return 2;
+	}
+	*(trace ? &o->trace_ring_mb : &o->offcpu_ring_mb) = (unsigned int)v;
+	return 0;
+}
+
 static int opt_report_dir(struct options *o, const struct opt_row *r, const char *arg)
 {
 	if (!arg[0]) {
@@ -163,9 +179,17 @@ static const struct opt_row opts[] = {
 	{ "trace-max-events", 0, false, "N",
 	  "events a trace keeps, 1..100000000 (default 1000000;\n"
 	  "the rest are counted as dropped in the trace)", UINT(trace_max_events, 1, 100000000) },
+	{ "trace-ring-mb", 0, false, "N",
+	  "the BPF collector's trace ring buffer, MiB, a power of\n"
+	  "two 1..1024 (default " QP_STR(QP_TRACE_RING_MB_DEFAULT) "; records it cannot take are\n"
+	  "counted lost in the trace)", CALL(opt_ring_mb) },
+	{ "offcpu-ring-mb", 0, false, "N",
+	  "the off-CPU intervals' ring buffer, MiB, a power of two\n"
+	  "1..1024 (default " QP_STR(QP_OFFCPU_RING_MB_DEFAULT) "; intervals it cannot take are\n"
+	  "counted lost)", CALL(opt_ring_mb) },
 	{ "no-calibrate", 0, false, NULL,
-	  "do not measure the probes' own cost at start, nor\n"
-	  "subtract it from durations", OPT_SET_TRUE, FIELD(no_calibrate), 0, 0, NULL },
+	  "do not measure the BPF probes' own cost (when a target\n"
+	  "first needs the BPF collector), nor subtract it", OPT_SET_TRUE, FIELD(no_calibrate), 0, 0, NULL },
 	{ "metrics-pid-label", 0, false, NULL,
 	  "give /metrics series a pid label (default: exe, scope,\n"
 	  "parent, kind only, which survive restarts)", OPT_SET_TRUE, FIELD(metrics.pid_label), 0, 0, NULL },

@@ -29,6 +29,11 @@
  * kept a 3-thread program at 1 M scopes/s per thread exact on a loaded
  * 2-core VM (docs/guide/ring.md) */
 #define QP_RING_RECORDS_DEFAULT 262144
+/* The BPF ring buffers sized by flags, MiB (each is mapped twice: RSS twice
+ * that). A trace of 1 M scopes/s writes 240 KB between two drains (5 ms);
+ * off-CPU intervals, up to 2 KB each, are drained every 50 ms */
+#define QP_TRACE_RING_MB_DEFAULT 2
+#define QP_OFFCPU_RING_MB_DEFAULT 4
 #define QP_XSTR(x) #x
 #define QP_STR(x) QP_XSTR(x)
 
@@ -53,6 +58,8 @@ struct options {
 	unsigned int trace_max_events;
 	unsigned int flight_events;
 	unsigned int ring_records;	/* --ring-records: new rings' size asked of the markers */
+	unsigned int trace_ring_mb;	/* --trace-ring-mb: the BPF collector's trace ring buffer */
+	unsigned int offcpu_ring_mb;	/* --offcpu-ring-mb: the off-CPU intervals' ring buffer */
 	enum qp_collector collector;	/* QP_COLLECTOR_DEFAULT: no flag (the ring) */
 	struct qp_metrics_opts metrics;
 	bool heap;

@@ -422,6 +422,12 @@ add_test(NAME integration_exec_marks
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exec_marks.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 100)
 set_tests_properties(integration_exec_marks PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
+# Which BPF programs qprofd holds (by the kernel's list) for a ring target,
+# a BPF one and a heap one: each loaded the first time a target needs it.
+add_test(NAME integration_lazy_progs
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lazy_progs.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> $<TARGET_FILE:scope_target>)
+set_tests_properties(integration_lazy_progs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
 add_test(NAME integration_exit_storm
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exit_storm.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 10 bpf sigterm)

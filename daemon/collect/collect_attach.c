@@ -300,33 +300,9 @@ out:
 	return ret;
 }
 
-/* Wait (without S's lock: detaches go on) for the late span programs
- * when ELF has span sites that WHICH asks for. */
-static void late_wait(struct qp_scopes *s, const struct qp_elf_probes *elf, unsigned int which)
-{
-	size_t k;
-
-	if (!(which & QP_PROBES_ASYNC))
-		return;
-	for (k = 0; k < elf->nnotes; k++) {
-		if (!strcmp(elf->notes[k].provider, "qprof") &&
-		    (!strcmp(elf->notes[k].name, "span_end") || !strcmp(elf->notes[k].name, "span_step"))) {
-			qp_scopes_late_prog(s, s->skel->progs.async_end);
-			return;
-		}
-	}
-}
-
-static int attach_locked(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
-			 uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
-			 size_t errlen)
-{
-	return qp_scopes_attach_some(s, pid, path, elf, epoch, QP_PROBES_ALL, links, nlinks, err, errlen);
-}
-
-int qp_scopes_attach_some(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
-			  uint64_t epoch, unsigned int which, struct qp_scope_link ***links, size_t *nlinks,
-			  char *err, size_t errlen)
+static int attach_some_locked(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
+			      uint64_t epoch, unsigned int which, struct qp_scope_link ***links, size_t *nlinks,
+			      char *err, size_t errlen)
 {
 	LIBBPF_OPTS(bpf_usdt_opts, opts);
 	/* exits first: an exit seen without its enter is counted and harmless,
@@ -429,17 +405,34 @@ undo:
 	return ret;
 }
 
+int qp_scopes_attach_some(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
+			  uint64_t epoch, unsigned int which, struct qp_scope_link ***links, size_t *nlinks,
+			  char *err, size_t errlen)
+{
+	int ret;
+
+	/* the programs first, without the lock: a load takes the verifier's time */
+	ret = qp_scope_progs_need(s, qp_scope_progs_of(elf, which), err, errlen);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&s->lock);
+	ret = attach_some_locked(s, pid, path, elf, epoch, which, links, nlinks, err, errlen);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
 int qp_scopes_attach(struct qp_scopes *s, int pid, const char *path, const struct qp_elf_probes *elf,
 		     uint64_t epoch, struct qp_scope_link ***links, size_t *nlinks, char *err,
 		     size_t errlen)
 {
-	int ret;
+	return qp_scopes_attach_some(s, pid, path, elf, epoch, QP_PROBES_ALL, links, nlinks, err, errlen);
+}
 
-	late_wait(s, elf, QP_PROBES_ALL);
-	pthread_mutex_lock(&s->lock);
-	ret = attach_locked(s, pid, path, elf, epoch, links, nlinks, err, errlen);
-	pthread_mutex_unlock(&s->lock);
-	return ret;
+/* The program of a USDT request's role. */
+static enum qp_scope_prog usdt_prog(enum qp_usdt_role role)
+{
+	return role == QP_USDT_COUNT ? QP_SP_USDT_COUNT :
+	       role == QP_USDT_SPAN_BEGIN ? QP_SP_USDT_SPAN_BEGIN : QP_SP_USDT_SPAN_END;
 }
 
 static int attach_usdt_locked(struct qp_scopes *s, int pid, const char *path,
@@ -521,8 +514,15 @@ int qp_scopes_attach_usdt(struct qp_scopes *s, int pid, const char *path,
 {
 	int ret;
 
-	if (req->role == QP_USDT_SPAN_END)	/* its program may still be loading: not under the lock */
-		qp_scopes_late_prog(s, s->skel->progs.usdt_span_end);
+	bool present = false;
+	size_t k;
+
+	for (k = 0; k < elf->nnotes && !present; k++)
+		present = !strcmp(elf->notes[k].provider, req->provider) && !strcmp(elf->notes[k].name, req->name);
+	/* its program first, without the lock */
+	ret = present ? qp_scope_progs_need(s, QP_SP_BIT(usdt_prog(req->role)), err, errlen) : 0;
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&s->lock);
 	ret = attach_usdt_locked(s, pid, path, elf, epoch, req, links, nlinks, err, errlen);
 	pthread_mutex_unlock(&s->lock);

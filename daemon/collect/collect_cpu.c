@@ -248,6 +248,7 @@ static int off_ring_size(struct profile *skel, char *err, size_t errlen)
 }
 
 int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int slow_rb_fd, int slow_min_fd,
+		unsigned int off_rb_bytes,
 		unsigned int freq, bool all, enum qp_cpu_unwind_mode mode, char *err, size_t errlen)
 {
 	struct qp_cpu *c;
@@ -310,6 +311,11 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int
 			snprintf(err, errlen, "cannot share the ring collector's thread map: %s", strerror(-ret));
 			goto fail;
 		}
+	}
+	/* the off-CPU ring's size (--offcpu-ring-mb), unless the environment's */
+	if (off_rb_bytes && (ret = bpf_map__set_max_entries(c->skel->maps.off_ring, off_rb_bytes))) {
+		snprintf(err, errlen, "cannot size the off-CPU ring buffer: %s", strerror(-ret));
+		goto fail;
 	}
 	ret = off_ring_size(c->skel, err, errlen);
 	if (ret)

@@ -60,8 +60,10 @@ struct qp_kstats_row {
  * open scopes, at any depth), -1 when there is none. SLOW_RB_FD and
  * SLOW_MIN_FD its slow_rb and slow_min (-1: no slow instances). FREQ in Hz.
  * ALL: every process, else only added pids. MODE: how user stacks are
- * unwound. */
+ * unwound. OFF_RB_BYTES: the off-CPU ring buffer's size (a power of two;
+ * 0: QPROF_OFF_RING_BYTES). */
 int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int slow_rb_fd, int slow_min_fd,
+		unsigned int off_rb_bytes,
 		unsigned int freq, bool all, enum qp_cpu_unwind_mode mode, char *err, size_t errlen);
 /* The ring collector whose flight recorder also feeds the slow instances
  * (NULL: none); set before any ring target, cleared before it closes. */

@@ -7,7 +7,9 @@
  * seen whose return is not. The brk/mmap probes (the syscalls/
  * tracepoints, or the raw syscall tracepoints where tracefs is not
  * mounted) are attached with the first target and detached with the last:
- * otherwise nothing else of the system pays for them. */
+ * otherwise nothing else of the system pays for them. The object itself is
+ * loaded with the first target too (qp_heap_load), with the growth programs
+ * of the kind the host can attach only. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -64,6 +66,7 @@ int qp_heap_open(struct qp_heap **out, const struct qp_heap_opts *o, char *err, 
 	if (!h)
 		return -ENOMEM;
 	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutex_init(&h->load_lock, NULL);
 	h->interval = o->interval;
 	h->ncpus = libbpf_num_possible_cpus();
 	h->skel = heap__open();
@@ -84,11 +87,6 @@ int qp_heap_open(struct qp_heap **out, const struct qp_heap_opts *o, char *err, 
 	     (ret = bpf_map__reuse_fd(h->skel->maps.thread_stacks, o->thread_stacks_fd))) ||
 	    (o->ring_tids_fd >= 0 && (ret = bpf_map__reuse_fd(h->skel->maps.ring_tids, o->ring_tids_fd)))) {
 		snprintf(err, errlen, "cannot share the scopes' maps with the heap: %s", strerror(-ret));
-		goto fail;
-	}
-	ret = heap__load(h->skel);
-	if (ret) {
-		snprintf(err, errlen, "cannot load the heap profiler: %s", strerror(-ret));
 		goto fail;
 	}
 	*out = h;
@@ -128,11 +126,59 @@ void qp_heap_close(struct qp_heap *h)
 		bpf_link__destroy(h->tp[i]);
 	free(h->t);
 	heap__destroy(h->skel);
+	pthread_mutex_destroy(&h->load_lock);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }
 
 uint64_t qp_heap_interval(const struct qp_heap *h) { return h->interval; }
+
+/* Whether the growth tracepoints of syscalls/ can be attached (tracefs). */
+static bool have_syscall_events(void)
+{
+	return !access("/sys/kernel/tracing/events/syscalls/sys_enter_brk/id", F_OK) ||
+	       !access("/sys/kernel/debug/tracing/events/syscalls/sys_enter_brk/id", F_OK);
+}
+
+int qp_heap_load(struct qp_heap *h, char *err, size_t errlen)
+{
+	uint64_t t0;
+	bool tfs;
+	int ret = 0;
+
+	if (qp_heap_loaded(h))
+		return 0;
+	pthread_mutex_lock(&h->load_lock);
+	if (h->loaded || h->load_err) {
+		ret = h->load_err;
+		if (ret)
+			snprintf(err, errlen, "%s", h->load_msg);
+		pthread_mutex_unlock(&h->load_lock);
+		return ret;
+	}
+	/* the growth programs this host can attach: the raw syscall ones
+	 * (about 130,000 instructions to verify) only without tracefs */
+	tfs = have_syscall_events();
+	bpf_program__set_autoload(h->skel->progs.heap_brk_enter, tfs);
+	bpf_program__set_autoload(h->skel->progs.heap_brk_exit, tfs);
+	bpf_program__set_autoload(h->skel->progs.heap_mmap_enter, tfs);
+	bpf_program__set_autoload(h->skel->progs.heap_mmap_exit, tfs);
+	bpf_program__set_autoload(h->skel->progs.heap_sys_enter, !tfs);
+	bpf_program__set_autoload(h->skel->progs.heap_sys_exit, !tfs);
+	t0 = qp_now_ns();
+	ret = heap__load(h->skel);
+	if (ret) {
+		snprintf(h->load_msg, sizeof(h->load_msg), "cannot load the heap profiler: %s", strerror(-ret));
+		snprintf(err, errlen, "%s", h->load_msg);
+		h->load_err = ret;	/* a libbpf object is loaded once: for good */
+	} else {
+		__atomic_store_n(&h->loaded, true, __ATOMIC_RELEASE);
+		qp_info("heap profiler loaded (the first heap target needs it) in %.1f ms",
+			(double)(qp_now_ns() - t0) / 1e6);
+	}
+	pthread_mutex_unlock(&h->load_lock);
+	return ret;
+}
 
 static struct heap_target *find_locked(struct qp_heap *h, int pid)
 {
@@ -283,8 +329,7 @@ static int attach_growth_probes(struct qp_heap *h, char *err, size_t errlen)
 		return 0;
 	/* where libbpf looks for their ids: without them, the raw ones at
 	 * once (no libbpf warning on a host that has no tracefs) */
-	if (!access("/sys/kernel/tracing/events/syscalls/sys_enter_brk/id", F_OK) ||
-	    !access("/sys/kernel/debug/tracing/events/syscalls/sys_enter_brk/id", F_OK)) {
+	if (bpf_program__fd(ev[0]) >= 0 && have_syscall_events()) {
 		for (i = 0; i < 4; i++) {
 			h->tp[i] = bpf_program__attach(ev[i]);
 			if (!h->tp[i]) {
@@ -396,6 +441,9 @@ static int heap_attach(struct qp_heap *h, int pid, bool held, struct qp_heap_sta
 	struct heap_target *v, *t;
 	int ret;
 
+	ret = qp_heap_load(h, err, errlen);	/* without the lock: status reads go on */
+	if (ret)
+		return ret;
 	pthread_mutex_lock(&h->lock);
 	if (find_locked(h, pid)) {
 		pthread_mutex_unlock(&h->lock);
@@ -510,4 +558,3 @@ long qp_heap_pids(struct qp_heap *h, int **pids)
 	pthread_mutex_unlock(&h->lock);
 	return n;
 }
-

@@ -35,6 +35,11 @@ struct qp_heap_status {
 
 int qp_heap_open(struct qp_heap **out, const struct qp_heap_opts *o, char *err, size_t errlen);
 void qp_heap_close(struct qp_heap *h);	/* accepts NULL */
+/* The BPF object's load, done by the first attach (and by --heap at start,
+ * which must fail at once when it cannot be done): 0, or -errno with err
+ * set, the same every time after a failure. qp_heap_loaded: done. */
+int qp_heap_load(struct qp_heap *h, char *err, size_t errlen);
+bool qp_heap_loaded(struct qp_heap *h);
 uint64_t qp_heap_interval(const struct qp_heap *h);
 
 /* Profile the heap of PID from now on. 0 with ST filled (ST->note says so

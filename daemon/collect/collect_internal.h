@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "collect_calibrate.h"
 #include "collect_scopes.h"
 #include "common/hashtab.h"
 #include "scope_store.h"
@@ -28,6 +29,34 @@ struct qp_dirty {
 	void *carry;		/* the keys the last poll drained */
 	size_t ncarry;
 	uint64_t lost_seen;	/* the ring's lost-keys counter at the last poll */
+};
+
+/* The collector's programs, in the order of their bits (scope_progs.c). */
+enum qp_scope_prog {
+	QP_SP_SCOPE_ENTER, QP_SP_SCOPE_EXIT, QP_SP_MARK, QP_SP_VALUE, QP_SP_LOG, QP_SP_USDT_COUNT,
+	QP_SP_USDT_SPAN_BEGIN, QP_SP_USDT_SPAN_END, QP_SP_ASYNC_BEGIN, QP_SP_ASYNC_STEP, QP_SP_ASYNC_END,
+	QP_SP_THREAD_EXIT,	/* sched_process_exit: with the first program that pushes a thread stack */
+	QP_SP__N
+};
+#define QP_SP_BIT(p) (1u << (p))
+#define QP_SP_ALL ((1u << QP_SP__N) - 1)
+
+struct qp_scope_progs {
+	pthread_mutex_t lock;		/* a leaf lock: nothing is taken under it */
+	pthread_cond_t cond;		/* a load or the hook done */
+	bool loading;			/* a thread is loading an instance */
+	unsigned int tried;		/* programs whose load was tried (bits) */
+	struct bpf_program *prog[QP_SP__N];	/* loaded, or NULL */
+	int err[QP_SP__N];		/* -errno of a failed load */
+	struct scopes *inst[QP_SP__N];	/* the instances made (one per load) */
+	size_t ninst;
+	uint64_t load_ns;		/* all the loads together */
+	qp_scopes_first_fn first;	/* the calibration hook, NULL: none */
+	void *first_arg;
+	int first_state;		/* 0 not run, 1 running, 2 done */
+	pthread_t first_thread;		/* running it (it attaches too: never waits for itself) */
+	struct bpf_link *exit_link;	/* thread_exit's, once a program pushes thread stacks */
+	struct qp_calibration calib;	/* as published (qp_scopes_publish_calibration) */
 };
 
 struct qp_scopes {
@@ -56,26 +85,39 @@ struct qp_scopes {
 	/* the same for value histogram buckets (value_poll.c), under poll_lock */
 	struct qp_htab vbuckets;	/* struct value_bucket_key -> __u64 count */
 	struct qp_dirty vdirty;		/* struct value_bucket_key, QPROF_CNT_VALUE_DIRTY_LOST */
-	/* the span programs (async_step, async_end, usdt_span_end: most of the
-	 * verifier's time at start) in a second instance of the object that
-	 * shares every map, loaded on a thread of its own after qprofd serves
-	 * (collect_scopes.c); an attach that needs one waits for it */
-	struct scopes *late;		/* NULL: not loaded (yet, or it failed) */
-	struct scopes *late_pending;	/* opened, its maps those of skel: the thread loads it */
-	pthread_t late_thread;
-	bool late_started;
-	bool late_done;			/* with late_lock */
-	bool late_abandoned;		/* with late_lock: closed before it was done (S is left) */
-	int late_err;			/* -errno when late is NULL and done */
-	pthread_mutex_t late_lock;
-	pthread_cond_t late_cond;
+	/* the programs of the collector (scope_progs.c), each loaded the
+	 * first time a target needs it, in an instance of the object of its
+	 * own that shares every map of skel: a daemon whose targets are all on
+	 * the ring never loads scope_exit or a span program (the verifier's
+	 * time was most of qprofd's start-up) */
+	struct qp_scope_progs progs;
 };
 
-/* The span program of S in the second instance (PROG is the first
- * instance's program of that name), waiting for its load; NULL if it
- * failed (errno set). Programs loaded with the first instance are returned
- * as they are. */
+/* scope_progs.c: the loaded program of S of that name (PROG is the first
+ * instance's, which holds only the maps and usdt_count), or NULL with
+ * errno set when it failed to load or was never asked for with
+ * qp_scope_progs_need. Never waits. */
 struct bpf_program *qp_scopes_late_prog(struct qp_scopes *s, struct bpf_program *prog);
+/* scope_progs.c: load (once, without S->lock) the programs of MASK (bits
+ * 1 << enum qp_scope_prog) that are not loaded yet, waiting for a load
+ * another thread has under way. A program that measures a duration brings
+ * scope_enter and scope_exit with it and the calibration hook first (run
+ * once, before any such program is attached). 0, or the -errno of the first
+ * program of MASK that could not be loaded (ERR says which and why). */
+int qp_scope_progs_need(struct qp_scopes *s, unsigned int mask, char *err, size_t errlen);
+/* The programs of the probe names of qp_scopes_attach_some's WHICH bits
+ * whose notes ELF holds. */
+unsigned int qp_scope_progs_of(const struct qp_elf_probes *elf, unsigned int which);
+/* scope_progs.c: S->progs made at open, its instances destroyed at close
+ * (a load under way is waited for). Before the first instance (SKEL) is
+ * loaded, setup chooses its programs: ALL (perf-event uprobes: libbpf's
+ * USDT links keep their spec ids per object, so a second object could not
+ * share __bpf_usdt_specs) or none but usdt_count; after it, loaded notes
+ * what it holds. */
+void qp_scope_progs_init(struct qp_scopes *s);
+void qp_scope_progs_fini(struct qp_scopes *s);
+void qp_scope_progs_setup(struct qp_scopes *s, struct scopes *skel, bool all);
+void qp_scope_progs_loaded(struct qp_scopes *s, bool all);
 
 /* One attachment of one probe name in one file: a uprobe-multi link and the
  * spec ids it holds in __bpf_usdt_specs, or a libbpf USDT link. */

@@ -26,97 +26,6 @@
  * --max-sites pairs, QP_CHUNKS_PER_PAIR_PRE of each preallocated, or of
  * QPROF_PREALLOC_SITES pairs when the environment sets it. */
 
-/* The span programs, whose verification takes most of the object's load
- * (about 75,000 to 90,000 instructions each: 1.3 s of 1.8 s here, loaded):
- * a second instance of the object that reuses every map of the first, with
- * only them to load. A target's span sites are attached once it is done
- * (qp_scopes_late_prog); the rest of qprofd serves meanwhile. */
-static struct scopes *late_open(struct qp_scopes *s, int *err)
-{
-	struct bpf_program *p;
-	struct bpf_map *m;
-	struct scopes *l = scopes__open();
-	int ret = l ? 0 : -errno;
-
-	if (l) {
-		bpf_object__for_each_map(m, l->obj) {
-			struct bpf_map *mine = bpf_object__find_map_by_name(s->skel->obj, bpf_map__name(m));
-
-			ret = mine ? bpf_map__reuse_fd(m, bpf_map__fd(mine)) : -ENOENT;
-			if (ret)
-				break;
-		}
-	}
-	if (l && !ret) {
-		bpf_object__for_each_program(p, l->obj) {
-			bool want = p == l->progs.async_step || p == l->progs.async_end ||
-				    p == l->progs.usdt_span_end;
-
-			bpf_program__set_autoload(p, want);
-			if (want)
-				bpf_program__set_expected_attach_type(p, ATTACH_UPROBE_MULTI);
-		}
-	}
-	if (ret) {
-		scopes__destroy(l);
-		l = NULL;
-	}
-	*err = ret;
-	return l;
-}
-
-/* The load (the slow part), on its own thread; S->late_pending was made
- * by late_open on the opening thread (S->skel is read there only). */
-static void *late_load(void *arg)
-{
-	struct qp_scopes *s = arg;
-	struct scopes *l = s->late_pending;
-	uint64_t t0 = qp_now_ns();
-	int ret = s->late_err;
-
-	if (l)
-		ret = scopes__load(l);
-	if (ret) {
-		qp_warn("the span programs could not be loaded: %s (spans across threads and USDT spans "
-			"are not measured)", strerror(-ret));
-		scopes__destroy(l);
-		l = NULL;
-	} else {
-		qp_info("span programs loaded in %.1f ms", (double)(qp_now_ns() - t0) / 1e6);
-	}
-	pthread_mutex_lock(&s->late_lock);
-	if (s->late_abandoned) {	/* qprofd is stopping: S is left to us */
-		pthread_mutex_unlock(&s->late_lock);
-		scopes__destroy(l);
-		return NULL;
-	}
-	s->late = l;
-	s->late_err = ret;
-	s->late_done = true;
-	pthread_cond_broadcast(&s->late_cond);
-	pthread_mutex_unlock(&s->late_lock);
-	return NULL;
-}
-
-struct bpf_program *qp_scopes_late_prog(struct qp_scopes *s, struct bpf_program *prog)
-{
-	struct bpf_program *p = NULL;
-	int err;
-
-	if (bpf_program__fd(prog) >= 0)
-		return prog;	/* loaded with the first instance */
-	pthread_mutex_lock(&s->late_lock);
-	while (!s->late_done)
-		pthread_cond_wait(&s->late_cond, &s->late_lock);
-	err = s->late_err;
-	if (s->late)
-		p = bpf_object__find_program_by_name(s->late->obj, bpf_program__name(prog));
-	pthread_mutex_unlock(&s->late_lock);
-	if (!p)
-		errno = err ? -err : ENOENT;
-	return p;
-}
-
 /* Environment NAME, when set, as an integer in MIN..MAX (a power of two
  * with POW2) into *OUT: 0, or -EINVAL with the reason in ERR. */
 static int env_uint(const char *name, unsigned long min, unsigned long max, bool pow2, unsigned int *out,
@@ -148,12 +57,12 @@ struct scope_env {
 	unsigned int pre, dirty_bytes, trace_rb;
 };
 
-static int read_env(struct scope_env *e, char *err, size_t errlen)
+static int read_env(struct scope_env *e, unsigned int trace_rb_bytes, char *err, size_t errlen)
 {
 	int ret;
 
 	e->pre = e->dirty_bytes = 0;
-	e->trace_rb = QPROF_TRACE_RB_BYTES;
+	e->trace_rb = trace_rb_bytes ? trace_rb_bytes : QPROF_TRACE_RB_BYTES;	/* --trace-ring-mb */
 	if ((ret = env_uint("QPROF_PREALLOC_SITES", 1, 1ul << 18, false, &e->pre, err, errlen)) ||
 	    (ret = env_uint("QPROF_DIRTY_RING_BYTES", 4096, 1ul << 30, true, &e->dirty_bytes, err, errlen)) ||
 	    (ret = env_uint("QPROF_TRACE_RB_BYTES", 4096, 1ul << 30, true, &e->trace_rb, err, errlen)))
@@ -165,7 +74,6 @@ static int read_env(struct scope_env *e, char *err, size_t errlen)
 static void configure(struct qp_scopes *s, const struct qp_scope_sizing *sz, const struct scope_env *e)
 {
 	struct scopes *k = s->skel;
-	const char *tenv;
 
 	bpf_map__set_max_entries(k->maps.scope_chunks, sz->chunks_pre);
 	bpf_map__set_max_entries(k->maps.scope_chunks_more, sz->chunks_more);
@@ -174,27 +82,11 @@ static void configure(struct qp_scopes *s, const struct qp_scope_sizing *sz, con
 	if (e->dirty_bytes)	/* the test setting: the value ring as small */
 		bpf_map__set_max_entries(k->maps.value_dirty, sz->dirty_bytes);
 	bpf_map__set_max_entries(k->maps.span_pending, (__u32)s->span_capacity);
-	/* the test program (tests/unit/test_scope_poll_race.c) only on demand */
-	tenv = getenv("QPROF_TEST_PROGS");
-	bpf_program__set_autoload(k->progs.test_record, tenv && !strcmp(tenv, "1"));
-	if (!s->multi)
-		return;
-	/* with qprofd's own uprobe-multi links (its own spec ids), the span
-	 * programs come later, in a second instance (late_load) */
-	bpf_program__set_autoload(k->progs.async_step, false);
-	bpf_program__set_autoload(k->progs.async_end, false);
-	bpf_program__set_autoload(k->progs.usdt_span_end, false);
-	bpf_program__set_expected_attach_type(k->progs.scope_enter, ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(k->progs.scope_exit, ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(k->progs.mark_probe, ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(k->progs.value_probe, ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(k->progs.log_probe, ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(k->progs.usdt_span_begin, ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(k->progs.usdt_span_end, ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(k->progs.async_begin, ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(k->progs.async_step, ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(k->progs.async_end, ATTACH_UPROBE_MULTI);
-	bpf_program__set_expected_attach_type(k->progs.usdt_count, ATTACH_UPROBE_MULTI);
+	/* with qprofd's own uprobe-multi links (its own spec ids), each
+	 * program is loaded when a target first needs it (scope_progs.c):
+	 * this instance holds the maps; the test program
+	 * (tests/unit/test_scope_poll_race.c) only on demand */
+	qp_scope_progs_setup(s, k, !s->multi);
 }
 
 /* Open, configure and load the object: uprobe-multi links first (about
@@ -232,8 +124,8 @@ static int load_object(struct qp_scopes *s, const struct qp_scope_sizing *sz, co
 	return 0;
 }
 
-/* The polls of what changed, the thread-exit tracepoint, and the span
- * programs' second instance loading on its thread. */
+/* The polls of what changed (the thread-exit tracepoint and the programs
+ * come when a target needs them: scope_progs.c). */
 static int start_polls(struct qp_scopes *s, char *err, size_t errlen)
 {
 	int ret = qp_scope_poll_init(s);
@@ -244,25 +136,12 @@ static int start_polls(struct qp_scopes *s, char *err, size_t errlen)
 		snprintf(err, errlen, "cannot read the dirty-key ring buffers: %s", strerror(-ret));
 		return ret;
 	}
-	s->skel->links.thread_exit = bpf_program__attach(s->skel->progs.thread_exit);
-	if (!s->skel->links.thread_exit) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot attach to sched_process_exit: %s", strerror(errno));
-		return ret;
-	}
-	if (s->multi) {
-		s->late_pending = late_open(s, &s->late_err);
-		s->late_started = !pthread_create(&s->late_thread, NULL, late_load, s);
-		if (!s->late_started)
-			late_load(s);
-	} else {
-		s->late_done = true;	/* all loaded at once */
-	}
+	qp_scope_progs_loaded(s, !s->multi);
 	return 0;
 }
 
 int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_multi,
-		   const struct qp_span_opts *spans, char *err, size_t errlen)
+		   const struct qp_span_opts *spans, unsigned int trace_rb_bytes, char *err, size_t errlen)
 {
 	struct qp_scope_sizing sz;
 	struct scope_env e;
@@ -275,8 +154,7 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_mutex_init(&s->poll_lock, NULL);
-	pthread_mutex_init(&s->late_lock, NULL);
-	pthread_cond_init(&s->late_cond, NULL);
+	qp_scope_progs_init(s);
 	qp_scope_store_init(&s->store);
 	s->ncpus = libbpf_num_possible_cpus();
 	if (s->ncpus <= 0) {
@@ -284,7 +162,7 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 		ret = s->ncpus ? s->ncpus : -EINVAL;
 		goto fail;
 	}
-	if ((ret = read_env(&e, err, errlen)))
+	if ((ret = read_env(&e, trace_rb_bytes, err, errlen)))
 		goto fail;
 	ret = qp_scope_sizing((unsigned int)s->ncpus, max_sites, e.pre, &sz);
 	if (ret) {
@@ -312,32 +190,14 @@ fail:
 
 void qp_scopes_close(struct qp_scopes *s)
 {
-	bool abandon = false;
-
 	if (!s)
 		return;
-	if (s->late_started) {
-		/* a stop never waits for the verifier: a load still running is
-		 * left to finish (or to end with the process) */
-		pthread_mutex_lock(&s->late_lock);
-		abandon = s->late_abandoned = !s->late_done;
-		pthread_mutex_unlock(&s->late_lock);
-		if (abandon)
-			pthread_detach(s->late_thread);
-		else
-			pthread_join(s->late_thread, NULL);
-	}
-	scopes__destroy(s->late);
-	s->late = NULL;
 	qp_scope_poll_fini(s);
 	qp_value_poll_fini(s);
+	qp_scope_progs_fini(s);
 	scopes__destroy(s->skel);
 	s->skel = NULL;
 	qp_scope_store_free(&s->store);
-	if (abandon)
-		return;	/* its thread still holds S */
-	pthread_cond_destroy(&s->late_cond);
-	pthread_mutex_destroy(&s->late_lock);
 	pthread_mutex_destroy(&s->poll_lock);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

@@ -48,8 +48,21 @@ struct qp_span_opts {
 /* Open, size and load the BPF object; attach the thread-exit tracepoint.
  * -errno on failure (err holds the reason). */
 /* ALLOW_MULTI false: perf-event uprobes even where uprobe-multi links exist. */
+/* TRACE_RB: the trace ring buffer's bytes (a power of two; 0: QPROF_TRACE_RB_BYTES). */
 int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_multi,
-		   const struct qp_span_opts *spans, char *err, size_t errlen);
+		   const struct qp_span_opts *spans, unsigned int trace_rb_bytes, char *err, size_t errlen);
+
+/* FN(ARG, S) runs once, with no lock held, before the first program that
+ * measures a duration is attached (scope_exit, a span's end): qprofd's
+ * calibration of the probes' cost, which attaches to qprofd itself. Set
+ * before any target. */
+typedef void (*qp_scopes_first_fn)(void *arg, struct qp_scopes *s);
+void qp_scopes_set_first_use(struct qp_scopes *s, qp_scopes_first_fn fn, void *arg);
+/* The calibration as the hook measured it (or why it was not), for the
+ * readers of status: copied in and out under the collector's lock. */
+struct qp_calibration;
+void qp_scopes_publish_calibration(struct qp_scopes *s, const struct qp_calibration *c);
+void qp_scopes_calibration_read(struct qp_scopes *s, struct qp_calibration *out);
 
 /* collect_spans.c. Remove pending spans older than the timeout, counted in
  * QPROF_CNT_SPAN_ABANDONED (the poll loop calls it). 0 or -errno. */

@@ -18,6 +18,12 @@ struct heap_target {
 
 struct qp_heap {
 	pthread_mutex_t lock;	/* targets, links, tp; a leaf lock */
+	/* the object is loaded with the first heap target (the verifier takes
+	 * most of a second of CPU for it), under load_lock, never under lock */
+	pthread_mutex_t load_lock;
+	bool loaded;		/* atomic: maps and programs are there */
+	int load_err;		/* -errno of a load refused for good */
+	char load_msg[256];
 	struct heap *skel;
 	int ncpus;
 	uint64_t interval;

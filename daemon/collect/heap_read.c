@@ -12,6 +12,12 @@
 #include "heap_internal.h"
 #include "common/util.h"
 
+/* whether the maps and programs are there (collect_heap.c loads them) */
+bool qp_heap_loaded(struct qp_heap *h)
+{
+	return h && __atomic_load_n(&h->loaded, __ATOMIC_ACQUIRE);
+}
+
 #define BATCH 1024
 
 int qp_heap_map_walk(int fd, size_t ksize, size_t vsize,
@@ -138,6 +144,8 @@ int qp_heap_read(struct qp_heap *h, int pid, uint64_t live_since_ns, struct qp_h
 	int ret;
 
 	memset(out, 0, sizeof(*out));
+	if (!qp_heap_loaded(h))
+		return -ENOENT;	/* no heap target was ever made */
 	qp_htab_init(&c.rows, sizeof(struct qp_heap_row));
 	out->mono_ns = qp_now_ns();
 	/* stacks after the live allocations: a stack made meanwhile is read too */
@@ -249,12 +257,15 @@ void qp_heap_map_forget(struct qp_heap *h, int pid)
 
 void qp_heap_counters(struct qp_heap *h, uint64_t c[HEAP_CNT__MAX])
 {
-	int fd = bpf_map__fd(h->skel->maps.heap_counters);
-	__u64 *v = calloc((size_t)h->ncpus, sizeof(*v));
+	__u64 *v;
 	__u32 k;
-	int cpu;
+	int cpu, fd;
 
 	memset(c, 0, HEAP_CNT__MAX * sizeof(*c));
+	if (!qp_heap_loaded(h))
+		return;	/* no heap target yet: nothing counted */
+	fd = bpf_map__fd(h->skel->maps.heap_counters);
+	v = calloc((size_t)h->ncpus, sizeof(*v));
 	if (!v)
 		return;
 	for (k = 0; k < HEAP_CNT__MAX; k++) {

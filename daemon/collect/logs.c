@@ -1,7 +1,8 @@
 /* logs.c - see logs.h. The store is a ring of CAPACITY entries; a reader
  * that falls more than CAPACITY behind sees a gap (seq jumps) and reports
- * it as lost. Its memory is committed at start (populated pages), so the
- * daemon's RSS does not climb as messages arrive. Kernel timestamps
+ * it as lost. Its pages are touched as messages arrive (an idle qprofd does
+ * not hold them): the RSS climbs to the store's size once CAPACITY messages
+ * came, then stays. Kernel timestamps
  * (CLOCK_MONOTONIC) become Unix time with the offset between the two
  * clocks, read once per drained batch. */
 #include <errno.h>
@@ -111,7 +112,7 @@ int qp_logs_start(struct qp_logs **out, int ringbuf_fd, size_t capacity, char *e
 	/* touched up front: the store's whole size is resident from the start
 	 * (flat RSS), not page by page as the first CAPACITY messages arrive */
 	l->ring = mmap(NULL, l->cap * sizeof(*l->ring), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	pthread_mutex_init(&l->lock, NULL);
 	qp_cond_init_monotonic(&l->cond);
 	if (l->ring == MAP_FAILED) {

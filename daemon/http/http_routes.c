@@ -39,7 +39,6 @@ void qprofd_model_src(struct qprofd *d, struct qp_model_src *out)
 	out->cpu = d->cpu;
 	out->logs = d->logs;
 	out->tracer = d->tracer;
-	out->calib = &d->calib;
 	out->cpu_error = d->cpu_error;
 	out->threads = d->threads;
 	out->threads_error = d->threads_error;

@@ -28,7 +28,6 @@ struct qprofd {
 	struct qp_logs *logs;		/* NULL when the log ring buffer could not start */
 	struct qp_tracer *tracer;	/* NULL when traces could not start */
 	size_t trace_max_events;	/* --trace-max-events */
-	struct qp_calibration calib;	/* measured at start (--no-calibrate: not done) */
 	char cpu_error[256];		/* why, then */
 	struct qp_threads *threads;	/* thread stacks; NULL when the iterator could not load */
 	char threads_error[256];	/* why, then */

@@ -223,8 +223,8 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 	out->trace.running = src->tracer != NULL;
 	if (src->tracer)
 		qp_tracer_stats(src->tracer, &out->trace.st);
-	if (src->calib)
-		out->calib = *src->calib;
+	if (src->scopes)	/* measured when the first target needed the BPF collector */
+		qp_scopes_calibration_read(src->scopes, &out->calib);
 	if (src->logs)
 		qp_logs_stats(src->logs, &out->logs.received, &out->logs.oldest_seq);
 	return 0;

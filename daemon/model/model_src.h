@@ -13,7 +13,6 @@ struct qp_scopes;
 struct qp_cpu;
 struct qp_logs;
 struct qp_tracer;
-struct qp_calibration;
 struct qp_threads;
 struct qp_heap;
 
@@ -23,7 +22,6 @@ struct qp_model_src {
 	struct qp_cpu *cpu;		/* NULL when sampling could not start */
 	struct qp_logs *logs;		/* NULL when the log ring buffer could not start */
 	struct qp_tracer *tracer;	/* NULL when traces could not start */
-	const struct qp_calibration *calib;	/* the probe cost correction */
 	const char *cpu_error;		/* why cpu is NULL */
 	struct qp_threads *threads;	/* thread stacks, NULL when unavailable */
 	const char *threads_error;	/* why threads is NULL */

@@ -94,6 +94,9 @@ try:
     for name in ("strat_work", "gw_work"):
         r = by.get(("scope", name, None))
         t.check(r is not None and r["count"] == 500, f"block scope {name} on its thread: exactly 500")
+    # spans_pending is what the last sweep found (every 250 ms): the one
+    # after the last END
+    wait_for(lambda: reasons(d)["spans_pending"] == 0, timeout=3)
     sc = reasons(d)
     t.eq(sc["dropped"], 0, f"no drops: {sc['dropped_by_reason']}")
     t.eq(sc["spans_pending"], 0, "nothing pending after the last END")

@@ -74,7 +74,7 @@ int main(void)
 	}
 	setenv("QPROF_TEST_PROGS", "1", 1);
 	libbpf_set_print(NULL);
-	ret = qp_scopes_open(&s, 64, false, NULL, err, sizeof(err));
+	ret = qp_scopes_open(&s, 64, false, NULL, 0, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "SKIP: cannot load the scope programs: %s\n", err);
 		return 77;
