@@ -37,7 +37,9 @@ __attribute__((noinline)) void qt_stale_caller(void)
 
 __attribute__((noinline)) void qt_sleeping_here(void)
 {
-	struct timespec ts = { 0, 200 * 1000000L };
+	/* long sleeps: a thread woken every 200 ms was seen runnable ('R')
+	 * by a request under load; main cancels it at the end */
+	struct timespec ts = { 60, 0 };
 	volatile char pad[1024] __attribute__((unused));
 
 	pad[0] = 0;
@@ -102,6 +104,7 @@ int main(void)
 		}
 	}
 	quit = 1;
+	pthread_cancel(t[0]);	/* nanosleep is a cancellation point */
 	pthread_mutex_lock(&mu);
 	pthread_cond_broadcast(&cv);
 	pthread_mutex_unlock(&mu);
