@@ -1,6 +1,7 @@
 /* target_names.c - see target_names.h: the registry as the model's namer,
  * and the copies of its names a model is built from without the lock. */
 #include <errno.h>
+#include <linux/types.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,7 @@ struct qp_names {
 	struct qp_htab sites;	/* (pid, addr) -> names_site */
 	struct qp_htab defs;	/* id -> names_def */
 	struct qp_arena *strings;
+	size_t ntargets;	/* the registry's, at the fill */
 	bool oom;
 };
 
@@ -187,8 +189,14 @@ int qp_names_fill(struct qp_names *n, struct qp_registry *r)
 			v->def = *d;
 		}
 	}
+	n->ntargets = r->ntargets;
 	pthread_mutex_unlock(&r->lock);
 	return n->oom ? -ENOMEM : 0;
+}
+
+size_t qp_names_ntargets(const struct qp_names *n)
+{
+	return n->ntargets;
 }
 
 static bool names_target(void *arg, uint32_t pid, bool adopt, struct qp_target_times *out)

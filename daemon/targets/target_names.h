@@ -53,6 +53,8 @@ int qp_names_want_site(struct qp_names *n, uint32_t pid, uint64_t addr);
 int qp_names_want_def(struct qp_names *n, uint32_t id);
 /* Copy everything asked for out of R, taking r->lock for the pass. 0 or -ENOMEM. */
 int qp_names_fill(struct qp_names *n, struct qp_registry *r);
+/* The registry's number of targets at the fill. */
+size_t qp_names_ntargets(const struct qp_names *n);
 /* A namer over the filled copy: no lock, valid until qp_names_free. */
 void qp_names_namer(struct qp_names *n, struct qp_namer *out);
 #endif
