@@ -125,7 +125,7 @@ static uint64_t pcounter(struct qp_cpu *c, __u32 k)
  * drain thread: the unwinder is its own) the unwinding's too. */
 static void publish_locked(struct qp_cpu *c, bool uw)
 {
-	pthread_mutex_lock(&c->pub_lock);
+	qp_lock(&c->pub_lock);
 	c->pub.cnt = c->cnt;
 	c->pub.aged = c->tab.aged;
 	c->pub.bytes = qp_cpu_table_bytes(&c->tab);
@@ -187,7 +187,7 @@ static void drain_locked(struct qp_cpu *c)
 	/* its files stay open in its Dwfl otherwise; made again if sampled again */
 	for (i = 0; i < nfg; i++)
 		qp_unwind_forget(c->batch.uw, fg[i].pid);
-	pthread_mutex_lock(&c->lock);
+	qp_lock(&c->lock);
 	qp_cpu_batch_apply(&c->batch, &c->tab, &c->off, now, &c->cnt);
 	if (c->slow)
 		qp_slow_side_apply(c->slow, &c->batch, &c->tab, &c->off, kev_lost, off_lost);
@@ -215,7 +215,7 @@ static void *drain_thread(void *arg)
 	struct qp_cpu *c = arg;
 	struct timespec until;
 
-	pthread_mutex_lock(&c->lock);
+	qp_lock(&c->lock);
 	while (!c->stopping) {
 		deadline_ms(&until, DRAIN_MS);
 		while (!c->stopping && !c->flush_wanted)
@@ -337,7 +337,7 @@ void qp_cpu_close(struct qp_cpu *c)
 	qp_cpu_events_close(&c->ev);
 	qp_offcpu_stop(&c->offcpu);
 	if (c->thread_started) {
-		pthread_mutex_lock(&c->lock);
+		qp_lock(&c->lock);
 		c->stopping = true;
 		pthread_cond_broadcast(&c->wake);
 		pthread_mutex_unlock(&c->lock);
@@ -398,7 +398,7 @@ int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget)
 	}
 	/* its samples go now; the drain thread unwinds no more of it and
 	 * drops, at its next drain, what the rings still held of it */
-	pthread_mutex_lock(&c->lock);
+	qp_lock(&c->lock);
 	ret = queue_forget(c, pid, forget);
 	if (forget) {
 		if (forget_locked(c, pid) && !ret)
@@ -426,7 +426,7 @@ void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
 {
 	__u32 k;
 
-	pthread_mutex_lock(&c->pub_lock);
+	qp_lock(&c->pub_lock);
 	*samples = c->pub.cnt.kept;
 	*lost = c->pub.cnt.lost;
 	pthread_mutex_unlock(&c->pub_lock);
@@ -442,7 +442,7 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 	out->mode = qp_cpu_unwind_mode_name(c->mode);
 	out->copy_fail = pcounter(c, QPROF_PCNT_COPY_FAIL);
 	out->copy_short = pcounter(c, QPROF_PCNT_COPY_SHORT);
-	pthread_mutex_lock(&c->pub_lock);
+	qp_lock(&c->pub_lock);
 	out->copied = c->pub.cnt.copied;
 	out->dwarf = c->pub.cnt.dwarf;
 	out->fp = c->pub.cnt.fp;
@@ -463,7 +463,7 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 
 void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes)
 {
-	pthread_mutex_lock(&c->pub_lock);
+	qp_lock(&c->pub_lock);
 	*aged = c->pub.aged;
 	*bytes = c->pub.bytes;
 	pthread_mutex_unlock(&c->pub_lock);
@@ -476,7 +476,7 @@ static int read_table(struct qp_cpu *c, bool off, struct qp_cpu_snapshot *out)
 
 	memset(out, 0, sizeof(*out));
 	out->off = off;
-	pthread_mutex_lock(&c->lock);
+	qp_lock(&c->lock);
 	flush_locked(c);
 	if (t->naggs) {
 		out->v = malloc(t->naggs * sizeof(*out->v));
@@ -520,7 +520,7 @@ bool qp_cpu_has_pid(struct qp_cpu *c, uint32_t pid)
 	bool found = false;
 	size_t a;
 
-	pthread_mutex_lock(&c->lock);
+	qp_lock(&c->lock);
 	flush_locked(c);
 	for (a = 0; a < c->tab.naggs && !found; a++)
 		found = c->tab.aggs[a].key.tgid == pid;
@@ -535,7 +535,7 @@ int qp_cpu_stack(struct qp_cpu *c, bool off, int32_t id, uint64_t ips[QPROF_STAC
 	*n = 0;
 	if (id < 0)
 		return -ENOENT;
-	pthread_mutex_lock(&c->lock);
+	qp_lock(&c->lock);
 	ret = qp_cpu_table_stack(off ? &c->off : &c->tab, id, ips, QPROF_STACK_DEPTH, n);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
@@ -554,7 +554,7 @@ void qp_cpu_off_counters(struct qp_cpu *c, struct qp_off_counters *out)
 	if (!c)
 		return;
 	/* as of the last drain: a status request never waits for one */
-	pthread_mutex_lock(&c->pub_lock);
+	qp_lock(&c->pub_lock);
 	out->intervals = c->pub.cnt.off_kept;
 	out->lost = c->pub.cnt.off_lost;
 	pthread_mutex_unlock(&c->pub_lock);
@@ -586,7 +586,7 @@ bool qp_cpu_slow_on(const struct qp_cpu *c)
 /* Every slow instance sent before now joined (c->slow set). */
 static void slow_flush(struct qp_cpu *c)
 {
-	pthread_mutex_lock(&c->lock);
+	qp_lock(&c->lock);
 	flush_locked(c);
 	pthread_mutex_unlock(&c->lock);
 }

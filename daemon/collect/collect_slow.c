@@ -79,7 +79,7 @@ void qp_slow_side_kev_off(struct qp_slow_side *s)
 
 void qp_slow_side_set_ring(struct qp_slow_side *s, struct qp_ring *ring)
 {
-	pthread_mutex_lock(&s->feed_lock);
+	qp_lock(&s->feed_lock);
 	if (ring && !s->ring_buf)
 		s->ring_buf = malloc(RING_CHUNK * sizeof(*s->ring_buf));
 	if (ring && !s->ring_pids)
@@ -93,7 +93,7 @@ void qp_slow_side_fetch(struct qp_slow_side *s, struct qp_cpu_batch *b)
 	uint64_t missed, missed_all = 0;
 	size_t n, i;
 
-	pthread_mutex_lock(&s->feed_lock);
+	qp_lock(&s->feed_lock);
 	do {
 		if (!s->ring)
 			break;
@@ -118,7 +118,7 @@ void qp_slow_side_fetch(struct qp_slow_side *s, struct qp_cpu_batch *b)
 	} while (n == RING_CHUNK);
 	pthread_mutex_unlock(&s->feed_lock);
 	if (missed_all) {
-		pthread_mutex_lock(&s->lock);
+		qp_lock(&s->lock);
 		s->st.cnt.ring_missed += missed_all;
 		pthread_mutex_unlock(&s->lock);
 	}
@@ -147,7 +147,7 @@ void qp_slow_side_apply(struct qp_slow_side *s, const struct qp_cpu_batch *b, co
 {
 	size_t i;
 
-	pthread_mutex_lock(&s->lock);
+	qp_lock(&s->lock);
 	s->st.cnt.pending_lost += b->cnt.inst_lost;
 	/* slow_rb's records first, with what happened inside them, in order */
 	for (i = 0; i < b->n; i++) {
@@ -192,7 +192,7 @@ void qp_slow_side_apply(struct qp_slow_side *s, const struct qp_cpu_batch *b, co
 
 void qp_slow_side_forget(struct qp_slow_side *s, uint32_t pid)
 {
-	pthread_mutex_lock(&s->lock);
+	qp_lock(&s->lock);
 	qp_slow_forget(&s->st, pid);
 	pthread_mutex_unlock(&s->lock);
 }
@@ -204,7 +204,7 @@ void qp_slow_side_forget_thresholds(struct qp_slow_side *s, uint32_t pid)
 
 void qp_slow_side_counters(struct qp_slow_side *s, struct qp_slow_counters *out)
 {
-	pthread_mutex_lock(&s->lock);
+	qp_lock(&s->lock);
 	*out = s->st.cnt;
 	pthread_mutex_unlock(&s->lock);
 }
@@ -214,7 +214,7 @@ int qp_slow_side_copy(struct qp_slow_side *s, uint32_t pid, bool (*keep)(void *a
 {
 	int ret;
 
-	pthread_mutex_lock(&s->lock);
+	qp_lock(&s->lock);
 	ret = qp_slow_copy(&s->st, pid, keep, arg, out, n, since_ns);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
@@ -227,7 +227,7 @@ int qp_slow_side_sites(struct qp_slow_side *s, uint32_t pid, uint64_t **sites, s
 
 	*sites = NULL;
 	*n = 0;
-	pthread_mutex_lock(&s->lock);
+	qp_lock(&s->lock);
 	v = malloc((s->st.nres ? s->st.nres : 1) * sizeof(*v));
 	for (i = 0; v && i < s->st.nres; i++)
 		if (s->st.res[i].tgid == pid)
@@ -244,7 +244,7 @@ int qp_slow_side_window_open(struct qp_slow_side *s, uint32_t pid, const uint64_
 {
 	int ret;
 
-	pthread_mutex_lock(&s->lock);
+	qp_lock(&s->lock);
 	ret = qp_slow_win_open(&s->st, pid, named, nnamed, other, nother, keep, write_threshold, s, id);
 	/* its sites' thresholds are in BPF: a scope exit stamped from now on
 	 * reads them */
@@ -256,7 +256,7 @@ int qp_slow_side_window_open(struct qp_slow_side *s, uint32_t pid, const uint64_
 
 void qp_slow_side_window_end(struct qp_slow_side *s, uint64_t id)
 {
-	pthread_mutex_lock(&s->lock);
+	qp_lock(&s->lock);
 	qp_slow_win_time(&s->st, id, true, qp_now_ns());
 	pthread_mutex_unlock(&s->lock);
 }
@@ -266,7 +266,7 @@ int qp_slow_side_window_close(struct qp_slow_side *s, uint64_t id, struct qp_slo
 {
 	int ret;
 
-	pthread_mutex_lock(&s->lock);
+	qp_lock(&s->lock);
 	ret = qp_slow_win_close(&s->st, id, write_threshold, s, out, n, complete);
 	pthread_mutex_unlock(&s->lock);
 	return ret;

@@ -216,7 +216,7 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 	qp_spans_figures(src->scopes, &out->scopes.spans_pending, &out->scopes.span_table);
 	out->uptime_ms = (qp_now_ns() - src->start_ns) / 1000000;
 	out->self.ok = !qp_proc_self_usage(&out->self.rss_bytes, &out->self.cpu_ns);
-	pthread_mutex_lock(&src->reg->lock);
+	qp_lock(&src->reg->lock);
 	for (i = 0; i < src->reg->ntargets; i++) {
 		if (src->reg->targets[i]->state == QP_TARGET_RUNNING)
 			out->targets_running++;

@@ -10,6 +10,7 @@
 #include "scopes.h"
 #include "target_names.h"
 #include "targets.h"
+#include "util.h"
 
 static bool reg_target(void *arg, uint32_t pid, bool adopt, struct qp_target_times *out)
 {
@@ -156,7 +157,7 @@ int qp_names_fill(struct qp_names *n, struct qp_registry *r)
 {
 	size_t i;
 
-	pthread_mutex_lock(&r->lock);
+	qp_lock(&r->lock);
 	for (i = 0; i < n->targets.n; i++) {
 		struct names_target *v = qp_htab_value(&n->targets, i);
 
