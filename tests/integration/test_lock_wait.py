@@ -10,7 +10,9 @@ What is asserted is measured inside qprofd: the time each status request's
 thread spent waiting for the daemon's shared locks (the registry's, the CPU
 collector's; http.routes[].lock_wait_us of /api/status, a histogram), whose
 99th percentile over the requests made during the load must stay under
-50 ms. That figure does not grow when the machine is merely loaded (a
+50 ms, corrected for coordinated omission (a request that waited W stands
+also for those a 20 ms schedule would have sent meanwhile: one poller
+alone sees a lock held for a second as one slow answer in hundreds). That figure does not grow when the machine is merely loaded (a
 thread waiting for a CPU is not waiting for a lock), so it cannot flake on
 a busy 2-core CI machine; with a lock held while the trace is sorted it is
 seconds. The client's wall-clock times, and the handler's own time inside
@@ -32,6 +34,7 @@ qprofd, stacks_bin, ring_bin = sys.argv[1:4]
 require_root()
 t = Failures("integration_lock_wait")
 LOCK_P99_US = 50000   # the bound on the lock waits' 99th percentile
+INTERVAL_US = 20000   # the status is asked every 20 ms
 EVENTS = 1100000      # scopes the ring target runs: the trace holds over a million
 
 
@@ -52,6 +55,22 @@ def status_route(status):
 
 def buckets(route, key):
     return {le: n for le, n in (route[key]["buckets"] if route else [])}
+
+
+def corrected(hist, interval_us):
+    """The waits as a client asking every INTERVAL_US regardless of answers
+    would have seen them (HdrHistogram's correction for coordinated
+    omission): a status request that waited W for a lock stands also for
+    the requests not asked meanwhile, which would have waited W - interval,
+    W - 2 interval, ... A lone poller otherwise sees a lock held for a
+    second as one slow answer in hundreds, under any percentile."""
+    out = dict(hist)
+    for le, n in hist.items():
+        v = le - interval_us
+        while v > 0:
+            out[v] = out.get(v, 0) + n
+            v -= interval_us
+    return out
 
 
 def quantile(hist, q):
@@ -178,9 +197,12 @@ try:
     hand = {le: n - hand0.get(le, 0) for le, n in buckets(route, "handling_us").items()}
     lock = {le: n for le, n in lock.items() if n}
     nreq = sum(lock.values())
-    p99 = quantile(lock, 0.99)
+    lockc = corrected(lock, INTERVAL_US)
+    p99 = quantile(lockc, 0.99)
     lat.sort()
     print(f"status during the load: {nreq} requests; inside qprofd: lock waits p99 {p99 / 1000:.1f} ms "
+          f"(as asked every {INTERVAL_US // 1000} ms: {sum(lockc.values())} requests; uncorrected "
+          f"{quantile(lock, 0.99) / 1000:.1f} ms) "
           f"(bound {LOCK_P99_US / 1000:.0f} ms), max {max(lock) / 1000 if lock else 0:.1f} ms; handling p99 "
           f"{quantile(hand, 0.99) / 1000:.1f} ms; at the client: median {lat[len(lat) // 2]:.1f} ms, "
           f"p99 {lat[(len(lat) * 99) // 100]:.1f} ms, max {lat[-1]:.1f} ms (printed, not gated)", flush=True)
