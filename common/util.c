@@ -119,6 +119,24 @@ void qp_cond_init_monotonic(pthread_cond_t *c)
 	pthread_condattr_destroy(&ca);
 }
 
+static __thread uint64_t lock_waited_ns;
+
+void qp_lock(pthread_mutex_t *m)
+{
+	uint64_t t0;
+
+	if (!pthread_mutex_trylock(m))
+		return;
+	t0 = qp_now_ns();
+	pthread_mutex_lock(m);
+	lock_waited_ns += qp_now_ns() - t0;
+}
+
+uint64_t qp_lock_waited_ns(void)
+{
+	return lock_waited_ns;
+}
+
 /* Print V (already scaled, >= 0) with three significant digits. The decision
  * is taken on the rounded value so that 9.996 gives "10.0", not "10.00".
  * Returns false when V rounds to 1000 or more, i.e. the caller should move

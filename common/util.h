@@ -38,6 +38,13 @@ uint64_t qp_realtime_ns(void);
 /* A condition variable whose timed waits run on CLOCK_MONOTONIC (a
  * wall-clock jump neither cuts nor stretches them). */
 void qp_cond_init_monotonic(pthread_cond_t *c);
+/* Lock M as pthread_mutex_lock does, adding the time this thread waited
+ * for it (0 when it was free) to the thread's total, qp_lock_waited_ns:
+ * the figure of the locks shared between requests and the daemon's
+ * threads (the registry's, the CPU collector's), read around a request by
+ * the HTTP layer. */
+void qp_lock(pthread_mutex_t *m);
+uint64_t qp_lock_waited_ns(void);
 /* Format a duration in ns with a human unit ("812 ns", "12.3 us", "4.56 ms",
  * "1.20 s"); "-" when has_value is false. Returns buf. */
 char *qp_fmt_duration(char *buf, size_t len, double ns, bool has_value);

@@ -79,10 +79,6 @@ INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 # inside one of these sets passes; a new one, or one that grows past its
 # set, fails. Remove an entry once its circle is cut.
 CALL_CIRCLES_ALLOWED = {
-    ("daemon/collect", frozenset({"collect_cpu.c", "collect_offcpu.c",
-                                  "collect_slow.c"})):
-        "one struct over three files, being given one owner by the work on"
-        " the CPU table's lock; remove this entry when it lands",
     ("daemon/collect", frozenset({"collect_attach.c", "collect_scopes.c",
                                   "collect_spans.c", "ring_query.c",
                                   "value_poll.c"})):

@@ -1,19 +1,24 @@
 /* collect_cpu.c - loads bpf/profile.bpf.c, shares the scopes object's
  * thread stacks with it, opens a software cpu-clock perf event per CPU and
- * attaches the sampler to each. Samples arrive in a ring buffer, drained
- * every 50 ms by a thread of ours and before every read; each is counted in
- * cpu_table.c under (process, stack ids, scopes), the stacks interned in a
- * table of distinct stacks (an id, once freed, never names another stack).
- * So nothing in the kernel fills up over a long run: the only losses are a
- * full ring buffer and the table caps below, both counted. The table's
- * memory stays flat: every AGE_EVERY_S the thread ages out keys with no
- * sample in KEEP_S, longer than any window, so windows stay exact; their
- * samples leave the since-attach views and are counted as aged. Reads are
- * sorted snapshots of the counts. User stacks are walked by frame pointers
- * in BPF; for targets whose samples carry a copy of the stack (--unwind
- * dwarf, the default), the drain thread unwinds the copy by CFI (unwind.c)
- * and keeps that stack unless it stopped early with fewer frames than the
- * frame-pointer walk found. */
+ * attaches the sampler to each. Samples arrive in a ring buffer that only
+ * the drain thread consumes, every 50 ms or when a reader asks for a flush;
+ * each is counted in cpu_table.c under (process, stack ids, scopes), the
+ * stacks interned in a table of distinct stacks (an id, once freed, never
+ * names another stack). So nothing in the kernel fills up over a long run:
+ * the only losses are a full ring buffer and the table caps below, both
+ * counted. The table's memory stays flat: every AGE_EVERY_S the thread ages
+ * out keys with no sample in KEEP_S, longer than any window, so windows
+ * stay exact; their samples leave the since-attach views and are counted
+ * as aged. Reads are sorted snapshots of the counts. User stacks are walked
+ * by frame pointers in BPF; for targets whose samples carry a copy of the
+ * stack (--unwind dwarf, the default), the drain thread unwinds the copy by
+ * CFI (cpu_batch.c, unwind.c).
+ *
+ * Locks: a drain reads the rings into a private batch (the unwinding, the
+ * slow part) holding no lock, then takes c->lock only to count the batch
+ * into the tables; readers take c->lock only to copy. A reader that needs
+ * every sample up to now asks for a flush: it waits (with a deadline) for a
+ * drain that began after its request, never drains itself. */
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
@@ -26,8 +31,13 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "collect_cpu.h"
-#include "cpu_internal.h"
+#include "collect_offcpu.h"
+#include "collect_slow.h"
+#include "cpu_batch.h"
+#include "cpu_events.h"
+#include "cpu_table.h"
 #include "common/log.h"
+#include "profile.skel.h"
 #include "unwind.h"
 #include "common/util.h"
 
@@ -37,472 +47,66 @@
 #define KEEP_S 600		/* a key with no sample for this long is aged out: twice the longest window (300 s) */
 #define AGE_EVERY_S 10
 #define AGE_FLOOR (256u << 10)	/* below this many bytes nothing is aged: small profiles keep all since attach */
-#define DRAIN_MS 50	/* reads drain first anyway: this only keeps the ring from filling */
+#define DRAIN_MS 50	/* readers ask for a flush anyway: this only keeps the ring from filling */
+#define FLUSH_MS 5000	/* a reader waits this long at most for a drain (unwinding a new process's first samples) */
 #define RING_BYTES_COPY_MAX (32u << 20)	/* with stack copies: ~0.9 s at 999 Hz on 2 CPUs */
 #define RING_COPY_SAMPLE (19u << 10)	/* a sample with its 16 KiB stack copy, rounded up */
+#define SUBMIT_PAUSE_NS 2000000L	/* a scope exit stamped before a window's end submits within this */
 
-/* The ring with stack copies: room for about a second of samples at FREQ
- * on every CPU (it is drained every DRAIN_MS), a power of two, 1 to 32
- * MiB: 4 MiB at the default 99 Hz on 2 CPUs (it was 32 MiB at any
- * frequency, and qprofd's RSS counts a ring twice: the kernel maps its
- * pages twice). A sample that finds it full is counted lost. */
-static __u32 copy_ring_bytes(unsigned int freq, long ncpu)
+
+struct forget_req {
+	uint32_t pid;
+	bool table;	/* its samples too, not only its unwinding state */
+};
+
+struct qp_cpu {
+	struct profile *skel;
+	struct qp_cpu_events ev;	/* a perf event per online CPU */
+	int ncpus;
+	enum qp_cpu_unwind_mode mode;
+	uint64_t t0_ns;			/* the table's clock starts here (monotonic) */
+	struct ring_buffer *rb;		/* the drain thread's only */
+	struct qp_cpu_batch batch;	/* the drain thread's only, with its unwinder */
+	struct qp_offcpu offcpu;	/* set up before the drain thread starts */
+	struct qp_slow_side *slow;	/* NULL: no slow instances; its own lock */
+	pthread_t thread;
+	bool thread_started;
+	/* what /api/status shows, copied at the end of each drain: a status
+	 * request takes only pub_lock (held for the copy), never waits for a
+	 * drain */
+	pthread_mutex_t pub_lock;
+	struct {
+		struct qp_cpu_counts cnt;
+		uint64_t aged;
+		size_t bytes;
+		struct qp_unwind_stats uw;
+	} pub;
+	pthread_mutex_t lock;		/* all below; never held while the rings are read */
+	pthread_cond_t wake;		/* the drain thread: a flush asked for, or stop */
+	pthread_cond_t drained;		/* a drain ended */
+	bool stopping, flush_wanted;
+	uint64_t started, finished;	/* drains begun and ended */
+	struct qp_cpu_table tab;
+	struct qp_cpu_table off;	/* off-CPU intervals: weights in ns, same keys */
+	struct qp_cpu_counts cnt;
+	uint32_t aged_at;		/* table clock of the last aging pass */
+	struct forget_req *forget;	/* pids to forget at the next drain */
+	size_t nforget, capforget;
+};
+
+static void deadline_ms(struct timespec *t, long ms)
 {
-	uint64_t want = (uint64_t)freq * (uint64_t)(ncpu > 0 ? ncpu : 1) * RING_COPY_SAMPLE;
-	__u32 b = 1u << 20;
-
-	while (b < want && b < RING_BYTES_COPY_MAX)
-		b <<= 1;
-	return b;
-}
-
-
-static const char *const mode_names[] = { "fp", "dwarf", "dwarf-all" };
-
-const char *qp_cpu_unwind_mode_name(enum qp_cpu_unwind_mode m)
-{
-	return (unsigned int)m < sizeof(mode_names) / sizeof(mode_names[0]) ? mode_names[m] : "?";
-}
-
-int qp_cpu_unwind_mode_parse(const char *s, enum qp_cpu_unwind_mode *out)
-{
-	unsigned int i;
-
-	for (i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++) {
-		if (!strcmp(s, mode_names[i])) {
-			*out = (enum qp_cpu_unwind_mode)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/* The CFI unwind of a sample's stack copy in place of its frame-pointer
- * stack, by the rule of the file's comment. */
-static void unwind_copy(struct qp_cpu *c, const struct cpu_sample *r, const uint8_t *copy,
-			struct qp_cpu_sample_in *in)
-{
-	struct qp_unwind_in ui = {
-		.pid = r->tgid, .tid = r->tid, .regs = (const uint64_t *)r->regs, .stack = copy,
-		.len = r->copy_len,
-	};
-	size_t n = 0, i;
-	int ret;
-
-	c->copied++;
-	ret = qp_unwind_stack(c->uw, &ui, c->uips, QPROF_STACK_DEPTH, &n);
-	/* the same cut as for frame pointers: no frame at 0 or in the kernel half */
-	for (i = 0; i < n; i++)
-		if (!c->uips[i] || c->uips[i] >= QP_USER_ADDR_END)
-			n = i;
-	if (ret == 1 || (ret == 0 && n >= in->nuser && n)) {
-		in->user = c->uips;
-		in->nuser = (uint32_t)n;
-		c->dwarf_used++;
-	} else {
-		c->fp_kept++;
+	clock_gettime(CLOCK_MONOTONIC, t);
+	t->tv_sec += ms / 1000;
+	t->tv_nsec += (ms % 1000) * 1000000L;
+	if (t->tv_nsec >= 1000000000L) {
+		t->tv_sec++;
+		t->tv_nsec -= 1000000000L;
 	}
 }
 
-/* One ring-buffer record (the caller holds c->lock, consuming). */
-static int on_sample(void *ctx, void *data, size_t size)
-{
-	struct qp_cpu *c = ctx;
-	const struct cpu_sample *r = data;
-	const size_t hdr = offsetof(struct cpu_sample, ips);
-	struct qp_cpu_sample_in in;
-	struct qp_slow_hsample h;
-
-	if (size < hdr || qp_cpu_lens_bad(r->kern_len, r->user_len, r->open_len) ||
-	    r->copy_len > QPROF_USTACK_BYTES ||
-	    hdr + (size_t)r->kern_len + r->user_len + r->open_len + r->copy_len > size) {
-		c->lost++;
-		return 0;
-	}
-	qp_cpu_fill_in(&in, r->tgid, r->ips, r->kern_len, r->user_len, r->open_len, (const uint64_t *)r->scopes,
-		       r->comm);
-	in.tid = r->tid;
-	if (r->copy_len && c->uw)
-		unwind_copy(c, r, (const uint8_t *)r->ips + r->kern_len + r->user_len + r->open_len, &in);
-	if (qp_cpu_table_add_ids(&c->tab, &in, &h.kid, &h.uid)) {
-		c->kept++;
-		if (c->slow_on) {
-			h.tgid = r->tgid;
-			h.tid = r->tid;
-			h.ts = r->ts;
-			qp_slow_note_sample(&c->slow, &h);
-		}
-	} else {
-		c->lost++;
-	}
-	return 0;
-}
-
-/* One slow_rb record: joined once this consume has read the rest. */
-static int on_instance(void *ctx, void *data, size_t size)
-{
-	struct qp_cpu *c = ctx;
-
-	if (size < sizeof(struct slow_record))
-		return 0;
-	qp_slow_queue(&c->slow, data);
-	return 0;
-}
-
-void qp_cpu_publish_locked(struct qp_cpu *c)
-{
-	pthread_mutex_lock(&c->pub_lock);
-	c->pub.kept = c->kept;
-	c->pub.lost = c->lost;
-	c->pub.off_kept = c->off_kept;
-	c->pub.off_lost = c->off_lost;
-	c->pub.copied = c->copied;
-	c->pub.dwarf = c->dwarf_used;
-	c->pub.fp = c->fp_kept;
-	c->pub.aged = c->tab.aged;
-	c->pub.bytes = qp_cpu_table_bytes(&c->tab);
-	if (c->uw)
-		qp_unwind_stats(c->uw, &c->pub.uw);
-	c->pub.slow = c->slow.cnt;
-	pthread_mutex_unlock(&c->pub_lock);
-}
-
-/* Everything the ring buffer holds into the tables; the caller holds the lock. */
-void qp_cpu_drain_locked(struct qp_cpu *c)
-{
-	int n;
-
-	if (!c->rb)
-		return;
-	c->tab.now = (uint32_t)((qp_now_ns() - c->t0_ns) / 1000000000ull);
-	qp_slow_ring_feed(c);
-	n = ring_buffer__consume(c->rb);
-	if (n < 0 && n != -EINTR)
-		qp_warn("CPU sample ring buffer: %s", strerror(-n));
-	qp_offcpu_losses_locked(c);
-	if (c->slow.npending)
-		qp_slow_join(&c->slow, &c->tab, &c->off, qp_now_ns(), qp_cpu_slow_threshold, c);
-	qp_cpu_publish_locked(c);
-}
-
-static void *drain_thread(void *arg)
-{
-	struct qp_cpu *c = arg;
-	struct timespec until;
-
-	pthread_mutex_lock(&c->lock);
-	while (!c->stopping) {
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += DRAIN_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&c->cond, &c->lock, &until);
-		qp_cpu_drain_locked(c);
-		if (c->tab.now >= KEEP_S && c->tab.now - c->aged_at >= AGE_EVERY_S) {
-			c->aged_at = c->tab.now;
-			if (qp_cpu_table_age(&c->tab, c->tab.now - KEEP_S, AGE_FLOOR) < 0)
-				qp_warn("CPU samples: out of memory while aging; every count moved to aged");
-			if (qp_cpu_table_age(&c->off, c->tab.now - KEEP_S, AGE_FLOOR) < 0)
-				qp_warn("off-CPU intervals: out of memory while aging; every weight moved to aged");
-			qp_cpu_publish_locked(c);
-		}
-	}
-	pthread_mutex_unlock(&c->lock);
-	return NULL;
-}
-
-/* ---- perf events and the BPF object ------------------------------------- */
-
-static int perf_open(unsigned int freq, int cpu)
-{
-	struct perf_event_attr attr = {
-		.type = PERF_TYPE_SOFTWARE,
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		.size = sizeof(attr),
-		.sample_freq = freq,
-		.freq = 1,
-	};
-
-	return (int)syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
-/* QPROF_OFF_RB_BYTES in the environment (a power of two, 4 KiB..1 GiB)
- * sizes the off-CPU ring buffer: small enough for a test to overflow it */
-static int off_ring_size(struct profile *skel, char *err, size_t errlen)
-{
-	const char *env = getenv("QPROF_OFF_RB_BYTES");
-	unsigned long v;
-	char *end;
-
-	if (!env || !*env)
-		return 0;
-	errno = 0;
-	v = strtoul(env, &end, 10);
-	if (errno || *end || v < 4096 || v > (1ul << 30) || (v & (v - 1))) {
-		snprintf(err, errlen, "QPROF_OFF_RB_BYTES must be a power of two, 4096..2^30, not '%s'", env);
-		return -EINVAL;
-	}
-	return bpf_map__set_max_entries(skel->maps.off_ring, (__u32)v);
-}
-
-int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int slow_rb_fd, int slow_min_fd,
-		unsigned int off_rb_bytes,
-		unsigned int freq, bool all, enum qp_cpu_unwind_mode mode, char *err, size_t errlen)
-{
-	struct qp_cpu *c;
-	long nconf = sysconf(_SC_NPROCESSORS_CONF);
-	int cpu, ret;
-
-	*out = NULL;
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&c->cond, &ca);
-		pthread_condattr_destroy(&ca);
-		pthread_mutex_init(&c->lock, NULL);
-		pthread_mutex_init(&c->pub_lock, NULL);
-	}
-	qp_cpu_table_init(&c->tab, MAX_STACKS, MAX_KEYS, MAX_BYTES);
-	qp_cpu_table_init(&c->off, MAX_STACKS / 4, MAX_KEYS / 4, MAX_BYTES / 4);
-	c->t0_ns = qp_now_ns();
-	c->ncpus = libbpf_num_possible_cpus();
-	if (c->ncpus <= 0 || nconf <= 0) {
-		snprintf(err, errlen, "cannot count CPUs");
-		qp_cpu_close(c);
-		return -EINVAL;
-	}
-	c->skel = profile__open();
-	if (!c->skel) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open the sampler BPF object: %s", strerror(errno));
-		goto fail;
-	}
-	c->skel->rodata->sample_all = all;
-	c->skel->rodata->copy_all = all && mode == QP_CPU_UNWIND_DWARF_ALL;
-	c->mode = mode;
-	if (mode != QP_CPU_UNWIND_FP) {
-		c->uw = qp_unwind_new(NULL);
-		if (!c->uw) {
-			ret = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-			goto fail;
-		}
-		ret = bpf_map__set_max_entries(c->skel->maps.cpu_ring, copy_ring_bytes(freq, nconf));
-		if (ret) {
-			snprintf(err, errlen, "cannot size the CPU sample ring buffer: %s", strerror(-ret));
-			goto fail;
-		}
-	}
-	ret = bpf_map__reuse_fd(c->skel->maps.thread_stacks, thread_stacks_fd);
-	if (ret) {
-		snprintf(err, errlen, "cannot share the thread stacks map: %s", strerror(-ret));
-		goto fail;
-	}
-	if (ring_tids_fd >= 0) {
-		ret = bpf_map__reuse_fd(c->skel->maps.ring_tids, ring_tids_fd);
-		if (ret) {
-			snprintf(err, errlen, "cannot share the ring collector's thread map: %s", strerror(-ret));
-			goto fail;
-		}
-	}
-	/* the off-CPU ring's size (--offcpu-ring-mb), unless the environment's */
-	if (off_rb_bytes && (ret = bpf_map__set_max_entries(c->skel->maps.off_ring, off_rb_bytes))) {
-		snprintf(err, errlen, "cannot size the off-CPU ring buffer: %s", strerror(-ret));
-		goto fail;
-	}
-	ret = off_ring_size(c->skel, err, errlen);
-	if (ret)
-		goto fail;
-	ret = profile__load(c->skel);
-	if (ret) {
-		snprintf(err, errlen, "cannot load the sampler: %s", strerror(-ret));
-		goto fail;
-	}
-	/* slow instances first (cpu_internal.h), when there is room for them */
-	if (slow_rb_fd >= 0 && !qp_slow_init(&c->slow)) {
-		c->rb = ring_buffer__new(slow_rb_fd, on_instance, c, NULL);
-		if (c->rb && ring_buffer__add(c->rb, bpf_map__fd(c->skel->maps.cpu_ring), on_sample, c)) {
-			ring_buffer__free(c->rb);
-			c->rb = NULL;
-		}
-		c->slow_on = c->rb != NULL;
-		c->slow_min_fd = slow_min_fd;
-	}
-	if (!c->rb)
-		c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.cpu_ring), on_sample, c, NULL);
-	if (!c->rb) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot open the CPU sample ring buffer: %s", strerror(errno));
-		goto fail;
-	}
-	qp_offcpu_start(c);
-	ret = -pthread_create(&c->thread, NULL, drain_thread, c);
-	if (ret) {
-		snprintf(err, errlen, "cannot start the CPU sample thread: %s", strerror(-ret));
-		goto fail;
-	}
-	c->thread_started = true;
-	c->links = calloc((size_t)nconf, sizeof(*c->links));
-	c->pfds = calloc((size_t)nconf, sizeof(*c->pfds));
-	if (!c->links || !c->pfds) {
-		ret = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto fail;
-	}
-	for (cpu = 0; cpu < nconf; cpu++) {
-		int fd = perf_open(freq, cpu);
-		struct bpf_link *l;
-
-		if (fd < 0) {
-			if (errno == ENODEV)
-				continue; /* offline CPU */
-			ret = -errno;
-			snprintf(err, errlen, "perf_event_open(cpu-clock, cpu %d): %s", cpu, strerror(errno));
-			goto fail;
-		}
-		l = bpf_program__attach_perf_event(c->skel->progs.do_sample, fd);
-		if (!l) {
-			ret = -errno;
-			close(fd);
-			snprintf(err, errlen, "cannot attach the sampler to cpu %d: %s", cpu, strerror(errno));
-			goto fail;
-		}
-		c->links[c->nevents] = l;
-		c->pfds[c->nevents++] = fd;
-	}
-	if (!c->nevents) {
-		ret = -ENODEV;
-		snprintf(err, errlen, "no online CPU accepted a cpu-clock perf event");
-		goto fail;
-	}
-	*out = c;
-	return 0;
-fail:
-	qp_cpu_close(c);
-	return ret;
-}
-
-void qp_cpu_close(struct qp_cpu *c)
-{
-	unsigned int i;
-
-	if (!c)
-		return;
-	for (i = 0; i < c->nevents; i++) {
-		bpf_link__destroy(c->links[i]);
-		close(c->pfds[i]);
-	}
-	qp_offcpu_stop(c);
-	if (c->thread_started) {
-		pthread_mutex_lock(&c->lock);
-		c->stopping = true;
-		pthread_cond_broadcast(&c->cond);
-		pthread_mutex_unlock(&c->lock);
-		pthread_join(c->thread, NULL);
-	}
-	ring_buffer__free(c->rb);
-	free(c->links);
-	free(c->pfds);
-	profile__destroy(c->skel);
-	qp_unwind_free(c->uw);
-	qp_cpu_table_free(&c->tab);
-	qp_cpu_table_free(&c->off);
-	qp_slow_free(&c->slow);
-	free(c->ring_buf);
-	free(c->ring_pids);
-	pthread_cond_destroy(&c->cond);
-	pthread_mutex_destroy(&c->lock);
-	pthread_mutex_destroy(&c->pub_lock);
-	free(c);
-}
-
-unsigned int qp_cpu_ncpus(const struct qp_cpu *c) { return c ? c->nevents : 0; }
-
-int qp_cpu_add_pid(struct qp_cpu *c, uint32_t pid)
-{
-	__u8 v = QPROF_CPU_TARGET | (c->mode != QP_CPU_UNWIND_FP ? QPROF_CPU_COPY : 0);
-
-	return bpf_map_update_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid, &v, BPF_ANY) ? -errno : 0;
-}
-
-static int cmp_key(const struct sample_key *a, const struct sample_key *b)
-{
-	return memcmp(a, b, sizeof(*a));
-}
-
-static int cmp_raw(const void *a, const void *b)
-{
-	return cmp_key(&((const struct qp_cpu_raw *)a)->key, &((const struct qp_cpu_raw *)b)->key);
-}
-
-int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget)
-{
-	int ret;
-
-	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid) && errno != ENOENT)
-		return -errno;
-	if (forget)
-		qp_offcpu_forget(c, pid);
-	pthread_mutex_lock(&c->lock);
-	if (forget)
-		qp_cpu_drain_locked(c);
-	/* its files stay open in its Dwfl otherwise; made again if sampled again */
-	qp_unwind_forget(c->uw, pid);
-	ret = 0;
-	if (forget) {
-		ret = qp_cpu_table_forget(&c->tab, pid);
-		if (qp_cpu_table_forget(&c->off, pid) && !ret)
-			ret = -ENOMEM;
-		qp_slow_forget(&c->slow, pid);
-	}
-	qp_cpu_publish_locked(c);
-	pthread_mutex_unlock(&c->lock);
-	return ret;
-}
-
-/* The caller holds the lock, having drained the ring. */
-static void counters_locked(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
-{
-	int cfd = bpf_map__fd(c->skel->maps.pcounters);
-	__u64 *cnt = calloc((size_t)c->ncpus, sizeof(*cnt));
-	__u32 k;
-	int cpu;
-
-	*samples = c->kept;
-	*lost = c->lost;
-	if (!cnt)
-		return;
-	for (k = QPROF_PCNT_LOST_RING; k <= QPROF_PCNT_LOST_STACK; k++) {
-		if (bpf_map_lookup_elem(cfd, &k, cnt))
-			continue;
-		for (cpu = 0; cpu < c->ncpus; cpu++)
-			*lost += cnt[cpu];
-	}
-	free(cnt);
-}
-
-/* As of the last drain (at most DRAIN_MS old), for /api/status: never
- * behind c->lock. */
-void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
-{
-	__u32 k;
-
-	pthread_mutex_lock(&c->pub_lock);
-	*samples = c->pub.kept;
-	*lost = c->pub.lost;
-	pthread_mutex_unlock(&c->pub_lock);
-	for (k = QPROF_PCNT_LOST_RING; k <= QPROF_PCNT_LOST_STACK; k++)
-		*lost += qp_cpu_pcounter(c, k);
-}
-
-uint64_t qp_cpu_pcounter(struct qp_cpu *c, __u32 k)
+/* BPF's per-CPU counter K (profile.h) summed over CPUs; 0 when it cannot be read. */
+static uint64_t pcounter(struct qp_cpu *c, __u32 k)
 {
 	__u64 *cnt = calloc((size_t)c->ncpus, sizeof(*cnt));
 	uint64_t sum = 0;
@@ -517,18 +121,332 @@ uint64_t qp_cpu_pcounter(struct qp_cpu *c, __u32 k)
 	return sum;
 }
 
+/* The figures /api/status shows into c->pub, c->lock held; with UW (the
+ * drain thread: the unwinder is its own) the unwinding's too. */
+static void publish_locked(struct qp_cpu *c, bool uw)
+{
+	qp_lock(&c->pub_lock);
+	c->pub.cnt = c->cnt;
+	c->pub.aged = c->tab.aged;
+	c->pub.bytes = qp_cpu_table_bytes(&c->tab);
+	if (uw && c->batch.uw)
+		qp_unwind_stats(c->batch.uw, &c->pub.uw);
+	pthread_mutex_unlock(&c->pub_lock);
+}
+
+/* PID's samples, intervals and slow instances dropped; c->lock held. */
+static int forget_locked(struct qp_cpu *c, uint32_t pid)
+{
+	int ret = qp_cpu_table_forget(&c->tab, pid);
+
+	if (qp_cpu_table_forget(&c->off, pid) && !ret)
+		ret = -ENOMEM;
+	if (c->slow)
+		qp_slow_side_forget(c->slow, pid);
+	return ret;
+}
+
+/* The pids to forget, taken from the queue (c->lock held): those asked for
+ * before this drain's consume, so their samples already sent are read first. */
+static struct forget_req *take_forgets(struct qp_cpu *c, size_t *n)
+{
+	struct forget_req *v = c->forget;
+
+	*n = c->nforget;
+	c->forget = NULL;
+	c->nforget = c->capforget = 0;
+	return v;
+}
+
+/* One drain: entered and left with c->lock held, released while the rings
+ * are read and the samples unwound. */
+static void drain_locked(struct qp_cpu *c)
+{
+	struct forget_req *fg;
+	uint64_t kev_lost = 0, off_lost = 0;
+	uint32_t now;
+	size_t nfg, i;
+	int n;
+
+	c->started++;
+	c->flush_wanted = false;
+	fg = take_forgets(c, &nfg);
+	pthread_mutex_unlock(&c->lock);
+	now = (uint32_t)((qp_now_ns() - c->t0_ns) / 1000000000ull);
+	if (c->slow && !c->offcpu.error[0])
+		qp_slow_side_fetch(c->slow, &c->batch);
+	n = ring_buffer__consume(c->rb);
+	if (n < 0 && n != -EINTR)
+		qp_warn("CPU sample ring buffer: %s", strerror(-n));
+	if (c->slow) {
+		kev_lost = pcounter(c, QPROF_PCNT_KEV_LOST);
+		/* intervals lost, or never begun (no task storage at a
+		 * switch-out): their migrations are missing */
+		off_lost = pcounter(c, QPROF_PCNT_OFF_LOST_RING) + pcounter(c, QPROF_PCNT_OFF_NO_STATE);
+	}
+	/* its files stay open in its Dwfl otherwise; made again if sampled again */
+	for (i = 0; i < nfg; i++)
+		qp_unwind_forget(c->batch.uw, fg[i].pid);
+	qp_lock(&c->lock);
+	qp_cpu_batch_apply(&c->batch, &c->tab, &c->off, now, &c->cnt);
+	if (c->slow)
+		qp_slow_side_apply(c->slow, &c->batch, &c->tab, &c->off, kev_lost, off_lost);
+	qp_cpu_batch_reset(&c->batch);
+	/* what the rings still held of them when they were forgotten */
+	for (i = 0; i < nfg; i++)
+		if (fg[i].table && forget_locked(c, fg[i].pid))
+			qp_warn("CPU samples: out of memory while forgetting pid %u; every count moved to aged",
+				fg[i].pid);
+	free(fg);
+	if (now >= KEEP_S && now - c->aged_at >= AGE_EVERY_S) {
+		c->aged_at = now;
+		if (qp_cpu_table_age(&c->tab, now - KEEP_S, AGE_FLOOR) < 0)
+			qp_warn("CPU samples: out of memory while aging; every count moved to aged");
+		if (qp_cpu_table_age(&c->off, now - KEEP_S, AGE_FLOOR) < 0)
+			qp_warn("off-CPU intervals: out of memory while aging; every weight moved to aged");
+	}
+	publish_locked(c, true);
+	c->finished = c->started;
+	pthread_cond_broadcast(&c->drained);
+}
+
+static void *drain_thread(void *arg)
+{
+	struct qp_cpu *c = arg;
+	struct timespec until;
+
+	qp_lock(&c->lock);
+	while (!c->stopping) {
+		deadline_ms(&until, DRAIN_MS);
+		while (!c->stopping && !c->flush_wanted)
+			if (pthread_cond_timedwait(&c->wake, &c->lock, &until) == ETIMEDOUT)
+				break;
+		if (!c->stopping)
+			drain_locked(c);
+	}
+	pthread_cond_broadcast(&c->drained);
+	pthread_mutex_unlock(&c->lock);
+	return NULL;
+}
+
+/* Wait, c->lock held, for a drain that begins after this call: every
+ * sample sent before it is then in the tables. false when the deadline
+ * (FLUSH_MS) passed or the collector stops first: the tables are as of the
+ * last drain. */
+static bool flush_locked(struct qp_cpu *c)
+{
+	uint64_t want = c->started + 1;
+	struct timespec until;
+
+	if (!c->thread_started)
+		return false;
+	c->flush_wanted = true;
+	pthread_cond_signal(&c->wake);
+	deadline_ms(&until, FLUSH_MS);
+	while (c->finished < want && !c->stopping)
+		if (pthread_cond_timedwait(&c->drained, &c->lock, &until) == ETIMEDOUT)
+			break;
+	if (c->finished < want && !c->stopping)
+		qp_warn("CPU samples: no drain within %d ms; read as of the last one", FLUSH_MS);
+	return c->finished >= want;
+}
+
+int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int slow_rb_fd, int slow_min_fd,
+		unsigned int off_rb_bytes, unsigned int freq, bool all, enum qp_cpu_unwind_mode mode, char *err, size_t errlen)
+{
+	struct qp_cpu *c;
+	long nconf = sysconf(_SC_NPROCESSORS_CONF);
+	int ret;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	qp_cond_init_monotonic(&c->wake);
+	qp_cond_init_monotonic(&c->drained);
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->pub_lock, NULL);
+	qp_cpu_table_init(&c->tab, MAX_STACKS, MAX_KEYS, MAX_BYTES);
+	qp_cpu_table_init(&c->off, MAX_STACKS / 4, MAX_KEYS / 4, MAX_BYTES / 4);
+	c->t0_ns = qp_now_ns();
+	c->ncpus = libbpf_num_possible_cpus();
+	if (c->ncpus <= 0 || nconf <= 0) {
+		snprintf(err, errlen, "cannot count CPUs");
+		qp_cpu_close(c);
+		return -EINVAL;
+	}
+	c->mode = mode;
+	if (mode != QP_CPU_UNWIND_FP && !(c->batch.uw = qp_unwind_new(NULL))) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	ret = qp_cpu_skel_open(&c->skel, thread_stacks_fd, ring_tids_fd, off_rb_bytes, freq, nconf, all, mode, err,
+			       errlen);
+	if (ret)
+		goto fail;
+	/* slow instances first: slow_rb is the first ring of rb, so its
+	 * records are read before the samples and intervals stamped before
+	 * their exits, which the same consume reads */
+	if (slow_rb_fd >= 0 && !qp_slow_side_new(&c->slow, slow_min_fd)) {
+		c->rb = ring_buffer__new(slow_rb_fd, qp_cpu_batch_on_instance, &c->batch, NULL);
+		if (c->rb && ring_buffer__add(c->rb, bpf_map__fd(c->skel->maps.cpu_ring), qp_cpu_batch_on_sample,
+					      &c->batch)) {
+			ring_buffer__free(c->rb);
+			c->rb = NULL;
+		}
+		if (!c->rb) {
+			qp_slow_side_free(c->slow);
+			c->slow = NULL;
+		}
+	}
+	if (!c->rb)
+		c->rb = ring_buffer__new(bpf_map__fd(c->skel->maps.cpu_ring), qp_cpu_batch_on_sample, &c->batch,
+					 NULL);
+	if (!c->rb) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the CPU sample ring buffer: %s", strerror(errno));
+		goto fail;
+	}
+	{
+		bool kev = c->slow && !qp_slow_side_kev_on(c->slow);
+
+		qp_offcpu_start(&c->offcpu, c->skel, c->rb, &c->batch, kev);
+		if (kev && !c->offcpu.kev)
+			qp_slow_side_kev_off(c->slow);
+	}
+	ret = -pthread_create(&c->thread, NULL, drain_thread, c);
+	if (ret) {
+		snprintf(err, errlen, "cannot start the CPU sample thread: %s", strerror(-ret));
+		goto fail;
+	}
+	c->thread_started = true;
+	ret = qp_cpu_events_open(&c->ev, c->skel->progs.do_sample, freq, nconf, err, errlen);
+	if (ret)
+		goto fail;
+	*out = c;
+	return 0;
+fail:
+	qp_cpu_close(c);
+	return ret;
+}
+
+void qp_cpu_close(struct qp_cpu *c)
+{
+	if (!c)
+		return;
+	qp_cpu_events_close(&c->ev);
+	qp_offcpu_stop(&c->offcpu);
+	if (c->thread_started) {
+		qp_lock(&c->lock);
+		c->stopping = true;
+		pthread_cond_broadcast(&c->wake);
+		pthread_mutex_unlock(&c->lock);
+		pthread_join(c->thread, NULL);
+	}
+	ring_buffer__free(c->rb);
+	profile__destroy(c->skel);
+	qp_unwind_free(c->batch.uw);
+	qp_cpu_batch_free(&c->batch);
+	qp_cpu_table_free(&c->tab);
+	qp_cpu_table_free(&c->off);
+	qp_slow_side_free(c->slow);
+	free(c->forget);
+	pthread_cond_destroy(&c->wake);
+	pthread_cond_destroy(&c->drained);
+	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->pub_lock);
+	free(c);
+}
+
+unsigned int qp_cpu_ncpus(const struct qp_cpu *c) { return c ? c->ev.n : 0; }
+
+int qp_cpu_add_pid(struct qp_cpu *c, uint32_t pid)
+{
+	__u8 v = QPROF_CPU_TARGET | (c->mode != QP_CPU_UNWIND_FP ? QPROF_CPU_COPY : 0);
+
+	return bpf_map_update_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid, &v, BPF_ANY) ? -errno : 0;
+}
+
+/* The drain thread forgets PID at its next drain (c->lock held). */
+static int queue_forget(struct qp_cpu *c, uint32_t pid, bool table)
+{
+	if (c->nforget == c->capforget) {
+		size_t cap = c->capforget ? c->capforget * 2 : 16;
+		struct forget_req *v = realloc(c->forget, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		c->forget = v;
+		c->capforget = cap;
+	}
+	c->forget[c->nforget].pid = pid;
+	c->forget[c->nforget++].table = table;
+	pthread_cond_signal(&c->wake);
+	return 0;
+}
+
+int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget)
+{
+	int ret;
+
+	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid) && errno != ENOENT)
+		return -errno;
+	if (forget) {
+		qp_cpu_delete_pid_keys(bpf_map__fd(c->skel->maps.scope_kstats), sizeof(struct scope_key), pid);
+		if (c->slow)
+			qp_slow_side_forget_thresholds(c->slow, pid);
+	}
+	/* its samples go now; the drain thread unwinds no more of it and
+	 * drops, at its next drain, what the rings still held of it */
+	qp_lock(&c->lock);
+	ret = queue_forget(c, pid, forget);
+	if (forget) {
+		if (forget_locked(c, pid) && !ret)
+			ret = -ENOMEM;
+		publish_locked(c, false);
+	}
+	pthread_mutex_unlock(&c->lock);
+	return ret;
+}
+
+/* The caller holds the lock, having flushed. */
+static void counters_locked(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
+{
+	__u32 k;
+
+	*samples = c->cnt.kept;
+	*lost = c->cnt.lost;
+	for (k = QPROF_PCNT_LOST_RING; k <= QPROF_PCNT_LOST_STACK; k++)
+		*lost += pcounter(c, k);
+}
+
+/* As of the last drain (at most DRAIN_MS old), for /api/status: never
+ * behind c->lock. */
+void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
+{
+	__u32 k;
+
+	qp_lock(&c->pub_lock);
+	*samples = c->pub.cnt.kept;
+	*lost = c->pub.cnt.lost;
+	pthread_mutex_unlock(&c->pub_lock);
+	for (k = QPROF_PCNT_LOST_RING; k <= QPROF_PCNT_LOST_STACK; k++)
+		*lost += pcounter(c, k);
+}
+
 void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 {
 	struct qp_unwind_stats st = { 0 };
 
 	memset(out, 0, sizeof(*out));
 	out->mode = qp_cpu_unwind_mode_name(c->mode);
-	out->copy_fail = qp_cpu_pcounter(c, QPROF_PCNT_COPY_FAIL);
-	out->copy_short = qp_cpu_pcounter(c, QPROF_PCNT_COPY_SHORT);
-	pthread_mutex_lock(&c->pub_lock);
-	out->copied = c->pub.copied;
-	out->dwarf = c->pub.dwarf;
-	out->fp = c->pub.fp;
+	out->copy_fail = pcounter(c, QPROF_PCNT_COPY_FAIL);
+	out->copy_short = pcounter(c, QPROF_PCNT_COPY_SHORT);
+	qp_lock(&c->pub_lock);
+	out->copied = c->pub.cnt.copied;
+	out->dwarf = c->pub.cnt.dwarf;
+	out->fp = c->pub.cnt.fp;
 	st = c->pub.uw;
 	pthread_mutex_unlock(&c->pub_lock);
 	out->complete = st.unwound;
@@ -546,7 +464,7 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 
 void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes)
 {
-	pthread_mutex_lock(&c->pub_lock);
+	qp_lock(&c->pub_lock);
 	*aged = c->pub.aged;
 	*bytes = c->pub.bytes;
 	pthread_mutex_unlock(&c->pub_lock);
@@ -559,8 +477,8 @@ static int read_table(struct qp_cpu *c, bool off, struct qp_cpu_snapshot *out)
 
 	memset(out, 0, sizeof(*out));
 	out->off = off;
-	pthread_mutex_lock(&c->lock);
-	qp_cpu_drain_locked(c);
+	qp_lock(&c->lock);
+	flush_locked(c);
 	if (t->naggs) {
 		out->v = malloc(t->naggs * sizeof(*out->v));
 		if (!out->v) {
@@ -574,14 +492,15 @@ static int read_table(struct qp_cpu *c, bool off, struct qp_cpu_snapshot *out)
 		memcpy(out->v[a].comm, t->aggs[a].comm, sizeof(out->v[a].comm));
 	}
 	out->n = t->naggs;
-	if (off)
-		qp_offcpu_counters_locked(c, &out->samples, &out->lost);
-	else
+	if (off) {
+		out->samples = c->cnt.off_kept;
+		out->lost = c->cnt.off_lost + pcounter(c, QPROF_PCNT_OFF_LOST_RING);
+	} else
 		counters_locked(c, &out->samples, &out->lost);
 	out->mono_ns = qp_now_ns();
 	pthread_mutex_unlock(&c->lock);
 	if (out->n > 1)
-		qsort(out->v, out->n, sizeof(*out->v), cmp_raw);
+		qsort(out->v, out->n, sizeof(*out->v), qp_cpu_raw_cmp);
 	return 0;
 }
 
@@ -592,7 +511,7 @@ int qp_cpu_read(struct qp_cpu *c, struct qp_cpu_snapshot *out)
 
 int qp_cpu_read_off(struct qp_cpu *c, struct qp_cpu_snapshot *out)
 {
-	if (c->off_error[0])
+	if (c->offcpu.error[0])
 		return -ENODEV;
 	return read_table(c, true, out);
 }
@@ -602,28 +521,12 @@ bool qp_cpu_has_pid(struct qp_cpu *c, uint32_t pid)
 	bool found = false;
 	size_t a;
 
-	pthread_mutex_lock(&c->lock);
-	qp_cpu_drain_locked(c);
+	qp_lock(&c->lock);
+	flush_locked(c);
 	for (a = 0; a < c->tab.naggs && !found; a++)
 		found = c->tab.aggs[a].key.tgid == pid;
 	pthread_mutex_unlock(&c->lock);
 	return found;
-}
-
-void qp_cpu_snapshot_free(struct qp_cpu_snapshot *s)
-{
-	free(s->v);
-	memset(s, 0, sizeof(*s));
-}
-
-static int cmp_key_raw(const void *key, const void *raw)
-{
-	return cmp_key(key, &((const struct qp_cpu_raw *)raw)->key);
-}
-
-const struct qp_cpu_raw *qp_cpu_snapshot_find(const struct qp_cpu_snapshot *s, const struct sample_key *k)
-{
-	return s->n ? bsearch(k, s->v, s->n, sizeof(*s->v), cmp_key_raw) : NULL;
 }
 
 int qp_cpu_stack(struct qp_cpu *c, bool off, int32_t id, uint64_t ips[QPROF_STACK_DEPTH], size_t *n)
@@ -633,8 +536,108 @@ int qp_cpu_stack(struct qp_cpu *c, bool off, int32_t id, uint64_t ips[QPROF_STAC
 	*n = 0;
 	if (id < 0)
 		return -ENOENT;
-	pthread_mutex_lock(&c->lock);
+	qp_lock(&c->lock);
 	ret = qp_cpu_table_stack(off ? &c->off : &c->tab, id, ips, QPROF_STACK_DEPTH, n);
 	pthread_mutex_unlock(&c->lock);
 	return ret;
+}
+
+/* ---- off-CPU and slow instances (collect_offcpu.c, collect_slow.c) ------ */
+
+const char *qp_cpu_off_error(const struct qp_cpu *c)
+{
+	return !c ? "CPU sampling is unavailable" : c->offcpu.error[0] ? c->offcpu.error : NULL;
+}
+
+void qp_cpu_off_counters(struct qp_cpu *c, struct qp_off_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!c)
+		return;
+	/* as of the last drain: a status request never waits for one */
+	qp_lock(&c->pub_lock);
+	out->intervals = c->pub.cnt.off_kept;
+	out->lost = c->pub.cnt.off_lost;
+	pthread_mutex_unlock(&c->pub_lock);
+	out->lost += pcounter(c, QPROF_PCNT_OFF_LOST_RING);
+	out->no_state = pcounter(c, QPROF_PCNT_OFF_NO_STATE);
+	out->kstats_full = pcounter(c, QPROF_PCNT_KSTATS_FULL);
+}
+
+int qp_cpu_kstats_read(struct qp_cpu *c, int pid, struct qp_kstats_row **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!c || c->offcpu.error[0])
+		return -ENODEV;
+	return qp_offcpu_kstats_read(bpf_map__fd(c->skel->maps.scope_kstats), pid, out, n);
+}
+
+void qp_cpu_set_ring(struct qp_cpu *c, struct qp_ring *ring)
+{
+	if (c && c->slow)
+		qp_slow_side_set_ring(c->slow, ring);
+}
+
+bool qp_cpu_slow_on(const struct qp_cpu *c)
+{
+	return c && c->slow && !c->offcpu.error[0];
+}
+
+/* Every slow instance sent before now joined (c->slow set). */
+static void slow_flush(struct qp_cpu *c)
+{
+	qp_lock(&c->lock);
+	flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+int qp_cpu_slow_copy(struct qp_cpu *c, uint32_t pid, bool (*keep)(void *arg, uint64_t site), void *arg,
+		     struct qp_slow_inst **out, size_t *n, uint64_t *since_ns)
+{
+	*out = NULL;
+	*n = 0;
+	*since_ns = 0;
+	if (!c->slow)
+		return 0;
+	slow_flush(c);
+	return qp_slow_side_copy(c->slow, pid, keep, arg, out, n, since_ns);
+}
+
+void qp_cpu_slow_counters(struct qp_cpu *c, struct qp_slow_counters *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (c && c->slow)
+		qp_slow_side_counters(c->slow, out);
+}
+
+int qp_cpu_slow_sites(struct qp_cpu *c, uint32_t pid, uint64_t **sites, size_t *n)
+{
+	*sites = NULL;
+	*n = 0;
+	if (!c->slow)
+		return 0;
+	slow_flush(c);
+	return qp_slow_side_sites(c->slow, pid, sites, n);
+}
+
+int qp_cpu_slow_window_open(struct qp_cpu *c, uint32_t pid, const uint64_t *named, size_t nnamed,
+			    const uint64_t *other, size_t nother, unsigned int keep, uint64_t *id)
+{
+	if (!c->slow)
+		return -ENODEV;
+	return qp_slow_side_window_open(c->slow, pid, named, nnamed, other, nother, keep, id);
+}
+
+int qp_cpu_slow_window_close(struct qp_cpu *c, uint64_t id, struct qp_slow_inst **out, size_t *n,
+			     bool *complete)
+{
+	struct timespec pause = { 0, SUBMIT_PAUSE_NS };
+
+	if (!c->slow)
+		return -ENOENT;
+	qp_slow_side_window_end(c->slow, id);
+	nanosleep(&pause, NULL);
+	slow_flush(c);
+	return qp_slow_side_window_close(c->slow, id, out, n, complete);
 }

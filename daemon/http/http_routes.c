@@ -11,6 +11,7 @@
 #include "http_query.h"
 #include "qprofd.h"
 #include "http_routes.h"
+#include "common/util.h"
 
 /* The request the calling thread routes now (MHD gives each connection a
  * thread of its own), so that a window's wait sees its client hang up. */
@@ -245,6 +246,8 @@ static const struct route {
 	{ "/debug/pprof/symbol", qp_route_pprof_symbol, qp_route_pprof_symbol, NULL, "GET, POST" },
 };
 
+_Static_assert(QP_ARRAY_SIZE(routes) <= QP_ROUTE_STATS_MAX, "route_stats.h: room for every route");
+
 static bool path_matches(const char *pattern, const char *url)
 {
 	size_t n = strlen(pattern);
@@ -263,9 +266,17 @@ static void route(struct qprofd *d, const struct qp_request *req, struct qp_resp
 
 void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
+	uint64_t t0 = qp_now_ns(), w0 = qp_lock_waited_ns();
+	size_t i;
+
 	routing = req;
 	route(d, req, resp);
 	routing = NULL;
+	for (i = 0; i < QP_ARRAY_SIZE(routes); i++)
+		if (path_matches(routes[i].path, req->url))
+			break;
+	if (i < QP_ARRAY_SIZE(routes))
+		qp_route_stats_note(&d->routes, i, routes[i].path, qp_now_ns() - t0, qp_lock_waited_ns() - w0);
 }
 
 static void route(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)

@@ -70,6 +70,7 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	qp_json_kv_u64(&j, "closed_overdue", hs.closed_overdue);
 	qp_json_kv_u64(&j, "refused_long_polls", hs.refused_long);
 	qp_json_kv_u64(&j, "refused_connections", hs.refused_full);
+	qp_route_stats_json(&d->routes, &j);
 	qp_json_obj_end(&j);
 	qp_json_obj_end(&j);
 	qp_reply_json(resp, 200, &j);

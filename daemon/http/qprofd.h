@@ -5,6 +5,7 @@
  * nothing below http/ may include it (scripts/check_deps.py). */
 #ifndef QPROF_QPROFD_H
 #define QPROF_QPROFD_H
+#include "route_stats.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +44,7 @@ struct qprofd {
 	struct qp_metrics_opts metrics;	/* --metrics-pid-label, --metrics-max-sets */
 	struct qp_otlp *otlp;		/* --otlp-endpoint: the push (otlp_push.h), NULL: none */
 	struct qp_dbgf *dbgf;		/* debuginfod (symbolize/debuginfod.h), NULL: none */
+	struct qp_route_stats routes;	/* each route's handling time and lock waits */
 };
 
 /* The model's view of D: its registry, collectors, settings, and the stop

@@ -68,11 +68,47 @@ fail:
 	return -EIO;
 }
 
+/* The names the scope model of IN asks for (model_scopes.c), copied out
+ * of the registry: NULL on no memory. */
+static struct qp_names *scope_names(const struct qp_model_src *src, const struct qp_scope_input *in)
+{
+	struct qp_names *n = qp_names_new();
+	size_t i;
+
+	if (!n)
+		return NULL;
+	for (i = 0; i < in->now->n; i++) {
+		const struct scope_key *k = &in->now->rows[i].key;
+
+		if (in->pid > 0 && k->tgid != (uint32_t)in->pid)
+			continue;
+		/* a process a --binary target produced becomes a target here */
+		qp_names_want_target(n, k->tgid, true);
+		qp_names_want_site(n, k->tgid, k->site);
+		if (k->parent)
+			qp_names_want_site(n, k->tgid, k->parent);
+	}
+	for (i = 0; i < in->nmarks; i++) {
+		qp_names_want_target(n, in->marks[i].key.tgid, false);
+		qp_names_want_site(n, in->marks[i].key.tgid, in->marks[i].key.site);
+	}
+	for (i = 0; i < in->nprobes; i++) {
+		qp_names_want_target(n, in->probes[i].tgid, false);
+		qp_names_want_def(n, in->probes[i].id);
+	}
+	if (qp_names_fill(n, src->reg)) {
+		qp_names_free(n);
+		return NULL;
+	}
+	return n;
+}
+
 int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_query *q,
 			 struct qp_scope_model *out)
 {
 	struct reading base = { 0 }, now = { 0 };
 	struct qp_scope_input in = { 0 };
+	struct qp_names *names;
 	struct qp_namer nm;
 	int ret;
 
@@ -111,9 +147,13 @@ int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_q
 		in.window_s = q->seconds;
 	}
 	in.now_ms = qp_realtime_ns() / 1000000;
-	qp_registry_namer(src->reg, &nm);
-	if (!q->reg_locked)
-		pthread_mutex_lock(&src->reg->lock);
+	/* the names under the lock, the model built without it */
+	names = scope_names(src, &in);
+	if (!names) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	qp_names_namer(names, &nm);
 	ret = qp_scope_model_make(&in, &nm, out);
 	if (!ret) {
 		/* what the BPF collector took off each duration of its targets'
@@ -122,14 +162,15 @@ int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_q
 		size_t i;
 
 		for (i = 0; i < out->n && cal; i++) {
-			const struct qp_target *t = qp_registry_find(src->reg, out->items[i].pid);
+			struct qp_target_times tt;
 
-			if (out->items[i].shape == QP_ITEM_TIMED && t && !t->ring)
+			if (out->items[i].shape == QP_ITEM_TIMED &&
+			    nm.target(nm.arg, (uint32_t)out->items[i].pid, false, &tt) && !tt.ring)
 				out->items[i].calibration_ns = cal;
 		}
 	}
-	if (!q->reg_locked)
-		pthread_mutex_unlock(&src->reg->lock);
+	qp_names_free(names);
+out:
 	reading_free(&base);
 	reading_free(&now);
 	return ret;
@@ -138,17 +179,25 @@ int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_q
 int qp_value_model_build(const struct qp_model_src *src, int pid, struct qp_value_model *out)
 {
 	struct qp_value_row *rows = NULL;
+	struct qp_names *names;
 	struct qp_namer nm;
-	size_t n = 0;
+	size_t n = 0, i;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
 	if (qp_values_read(src->scopes, pid, &rows, &n))
 		return -EIO;
-	qp_registry_namer(src->reg, &nm);
-	pthread_mutex_lock(&src->reg->lock);
-	ret = qp_value_model_make(rows, n, &nm, out);
-	pthread_mutex_unlock(&src->reg->lock);
+	names = qp_names_new();
+	for (i = 0; names && i < n; i++) {
+		qp_names_want_target(names, rows[i].key.tgid, false);
+		qp_names_want_site(names, rows[i].key.tgid, rows[i].key.site);
+	}
+	ret = !names || qp_names_fill(names, src->reg) ? -ENOMEM : 0;
+	if (!ret) {
+		qp_names_namer(names, &nm);
+		ret = qp_value_model_make(rows, n, &nm, out);
+	}
+	qp_names_free(names);
 	qp_values_free(rows, n);
 	return ret;
 }
@@ -166,7 +215,7 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 	qp_spans_figures(src->scopes, &out->scopes.spans_pending, &out->scopes.span_table);
 	out->uptime_ms = (qp_now_ns() - src->start_ns) / 1000000;
 	out->self.ok = !qp_proc_self_usage(&out->self.rss_bytes, &out->self.cpu_ns);
-	pthread_mutex_lock(&src->reg->lock);
+	qp_lock(&src->reg->lock);
 	for (i = 0; i < src->reg->ntargets; i++) {
 		if (src->reg->targets[i]->state == QP_TARGET_RUNNING)
 			out->targets_running++;
@@ -331,6 +380,47 @@ static int window_result(const struct qp_model_src *src, const struct qp_trace_q
 	return ret;
 }
 
+/* The names qp_trace_model_make asks for of R and LOGS (model_trace.c),
+ * copied out of REG, and its number of targets then in *NTARGETS; NULL on
+ * no memory. */
+static struct qp_names *trace_names(struct qp_registry *reg, const struct qp_trace_result *r,
+				    const struct qp_log_entry *logs, size_t nlogs, size_t *ntargets)
+{
+	struct qp_names *n = qp_names_new();
+	uint64_t last_pid = UINT64_MAX, last_site = 0;
+	size_t i;
+
+	if (!n)
+		return NULL;
+	for (i = 0; i < r->n; i++) {
+		const struct trace_record *t = &r->recs[i];
+
+		if (t->pid != last_pid) {
+			qp_names_want_target(n, t->pid, true);
+			last_pid = t->pid;
+			last_site = 0;
+		}
+		if (t->site != last_site) {
+			qp_names_want_site(n, t->pid, t->site);
+			last_site = t->site;
+		}
+		if (t->kind == QPROF_TR_ASTEP)
+			qp_names_want_site(n, t->pid, t->arg2);
+	}
+	for (i = 0; i < nlogs; i++) {
+		qp_names_want_target(n, logs[i].pid, true);
+		qp_names_want_site(n, logs[i].pid, logs[i].site);
+	}
+	for (i = 0; i < r->nthreads; i++)
+		qp_names_want_target(n, r->threads[i].pid, true);
+	if (qp_names_fill(n, reg)) {
+		qp_names_free(n);
+		return NULL;
+	}
+	*ntargets = qp_names_ntargets(n);
+	return n;
+}
+
 int qp_trace_model_build(const struct qp_model_src *src, const struct qp_trace_query *q,
 			 struct qp_trace_model *out)
 {
@@ -338,7 +428,8 @@ int qp_trace_model_build(const struct qp_model_src *src, const struct qp_trace_q
 	struct qp_log_entry *logs = NULL;
 	uint64_t since = 0, oldest, logs_lost0 = 0;
 	uint32_t *rpids = NULL;
-	size_t nlogs = 0, nrpids = 0, ntargets;
+	size_t nlogs = 0, nrpids = 0, ntargets = 0;
+	struct qp_names *names;
 	struct qp_namer nm;
 	int ret;
 
@@ -363,11 +454,15 @@ int qp_trace_model_build(const struct qp_model_src *src, const struct qp_trace_q
 		qp_trace_result_free(&r);
 		return ret;
 	}
-	qp_registry_namer(src->reg, &nm);
-	pthread_mutex_lock(&src->reg->lock);
-	ntargets = src->reg->ntargets;
-	ret = qp_trace_model_make(&r, q->pid, logs, nlogs, &nm, q->max_events, out);
-	pthread_mutex_unlock(&src->reg->lock);
+	/* the names under the lock; the events named and sorted without it */
+	names = trace_names(src->reg, &r, logs, nlogs, &ntargets);
+	if (names) {
+		qp_names_namer(names, &nm);
+		ret = qp_trace_model_make(&r, q->pid, logs, nlogs, &nm, q->max_events, out);
+	} else {
+		ret = -ENOMEM;
+	}
+	qp_names_free(names);
 	if (!ret && q->seconds) {
 		/* messages the kernel had no room for during the window (all
 		 * processes: the log buffer is shared) */

@@ -98,11 +98,10 @@ struct qp_scope_query {
 	unsigned int seconds;	/* > 0: the next SECONDS (src->wait), else since attach */
 	bool probes;		/* counted probes too (GET /api/scopes; not the exit report) */
 	bool strict;		/* a mark or probe read failure fails (else: rows without them) */
-	bool reg_locked;	/* the caller holds src->reg->lock already (exit reports) */
 };
 
 /* Read the collector (twice for a window, waiting between through
- * src->wait), name under the registry lock (taken unless q->reg_locked),
+ * src->wait), name from a copy of the registry's names taken under its lock,
  * fill OUT. 0, -EIO (a map could
  * not be read), -ECANCELED (the daemon stops during the wait), -ENOMEM. */
 int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_query *q,

@@ -249,6 +249,7 @@ static int window_collect(const struct qp_model_src *src, const struct qp_slow_q
 {
 	uint64_t *sites = NULL, *named, id, lost0 = 0;
 	size_t ns = 0, nn = 0, no = 0, i;
+	struct qp_names *names;
 	struct qp_namer nm;
 	bool waited, gone = false;
 	unsigned int left;
@@ -262,8 +263,16 @@ static int window_collect(const struct qp_model_src *src, const struct qp_slow_q
 		free(sites);
 		return -ENOMEM;
 	}
-	qp_registry_namer(src->reg, &nm);
-	pthread_mutex_lock(&src->reg->lock);
+	names = qp_names_new();
+	for (i = 0; names && i < ns; i++)
+		qp_names_want_site(names, (uint32_t)q->pid, sites[i]);
+	if (!names || qp_names_fill(names, src->reg)) {
+		qp_names_free(names);
+		free(named);
+		free(sites);
+		return -ENOMEM;
+	}
+	qp_names_namer(names, &nm);
 	for (i = 0; i < ns; i++) {
 		const char *name = site_name(&nm, (uint32_t)q->pid, sites[i]);
 
@@ -272,7 +281,7 @@ static int window_collect(const struct qp_model_src *src, const struct qp_slow_q
 		else
 			sites[no++] = sites[i];
 	}
-	pthread_mutex_unlock(&src->reg->lock);
+	qp_names_free(names);
 	if (src->scopes)
 		lost0 = qp_scopes_counter(src->scopes, QPROF_CNT_SLOW_LOST);
 	ret = qp_cpu_slow_window_open(src->cpu, (uint32_t)q->pid, named, nn, sites, no, q->n, &id);
@@ -307,6 +316,7 @@ int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_que
 	bool complete = false;
 	const char **parents = NULL;
 	size_t n = 0, i, k = 0;
+	struct qp_names *names = NULL;
 	struct qp_namer nm;
 	int ret;
 
@@ -328,9 +338,18 @@ int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_que
 		ret = -ENOMEM;
 		goto out;
 	}
-	/* names under the registry lock; the kept instances move to the front */
-	qp_registry_namer(src->reg, &nm);
-	pthread_mutex_lock(&src->reg->lock);
+	/* names copied under the registry lock; the kept instances move to the front */
+	names = qp_names_new();
+	for (i = 0; names && i < n; i++) {
+		qp_names_want_site(names, (uint32_t)q->pid, v[i].r.site);
+		if (v[i].r.parent)
+			qp_names_want_site(names, (uint32_t)q->pid, v[i].r.parent);
+	}
+	if (!names || qp_names_fill(names, src->reg)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	qp_names_namer(names, &nm);
 	for (i = 0; i < n; i++) {
 		const char *name = site_name(&nm, (uint32_t)q->pid, v[i].r.site);
 		struct qp_slow_inst t;
@@ -353,7 +372,6 @@ int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_que
 		}
 		k++;
 	}
-	pthread_mutex_unlock(&src->reg->lock);
 	if (!k) {
 		ret = -ENOENT;
 		goto out;
@@ -410,6 +428,7 @@ int qp_slow_model_build(const struct qp_model_src *src, const struct qp_slow_que
 	}
 	ret = mk.oom ? -ENOMEM : 0;
 out:
+	qp_names_free(names);
 	free(parents);
 	qp_slow_insts_free(v, n);
 	if (ret)

@@ -30,7 +30,6 @@ int qp_trace_model_make(const struct qp_trace_result *r, int pid, const struct q
 			size_t nlogs, const struct qp_namer *nm, size_t max_events,
 			struct qp_trace_model *out);
 void qp_trace_model_free(struct qp_trace_model *m); /* accepts a zeroed model */
-
 struct qp_trace_query {
 	int pid;		/* > 0: this process; 0: every target */
 	unsigned int seconds;	/* 1..300; 0: the flight recorder (ring targets) */

@@ -34,4 +34,27 @@ struct qp_namer {
 /* A namer over R. Pointers it returns stay valid while the caller holds
  * r->lock, which it does for as long as it uses the namer. */
 void qp_registry_namer(struct qp_registry *r, struct qp_namer *out);
+
+/* Snapshot, then build: the names a model needs, asked for first (no
+ * lock), copied out of the registry under its lock in one short pass
+ * (qp_names_fill), then read through a namer with no lock at all while the
+ * model is built, sorted and written. The copy is immutable once filled
+ * and owned by the one build that made it. A lookup of a name not asked
+ * for answers "unknown". */
+struct qp_names;
+struct qp_names *qp_names_new(void);	/* NULL on no memory */
+void qp_names_free(struct qp_names *n);	/* accepts NULL */
+/* Ask for PID's target times (ADOPT: adopting a process a --binary target
+ * produced, as the namer's target() does), the site at ADDR of PID (a
+ * span's pseudo site asks for its definition), a definition. Each returns
+ * 0 or -ENOMEM (then the fill fails too). */
+int qp_names_want_target(struct qp_names *n, uint32_t pid, bool adopt);
+int qp_names_want_site(struct qp_names *n, uint32_t pid, uint64_t addr);
+int qp_names_want_def(struct qp_names *n, uint32_t id);
+/* Copy everything asked for out of R, taking r->lock for the pass. 0 or -ENOMEM. */
+int qp_names_fill(struct qp_names *n, struct qp_registry *r);
+/* The registry's number of targets at the fill. */
+size_t qp_names_ntargets(const struct qp_names *n);
+/* A namer over the filled copy: no lock, valid until qp_names_free. */
+void qp_names_namer(struct qp_names *n, struct qp_namer *out);
 #endif

@@ -8,6 +8,7 @@
 #include "lifecycle.h"
 #include "targets.h"
 #include "targets_view.h"
+#include "common/util.h"
 
 void qp_collector_reason(const struct qp_collector_choice *ch, bool ring, bool cpu_only, char *buf,
 			 size_t len)
@@ -170,7 +171,7 @@ int qp_targets_view_take(struct qp_registry *r, unsigned int what, struct qp_tar
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&r->lock);
+	qp_lock(&r->lock);
 	ret = copy_locked(r, what, out);
 	/* set once at start, closed after the HTTP server stops */
 	lc = r->lc;
