@@ -455,6 +455,7 @@ int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget)
 		if (qp_cpu_table_forget(&c->off, pid) && !ret)
 			ret = -ENOMEM;
 		qp_slow_forget(&c->slow, pid);
+		qp_cpu_slow_floor_forget(c, pid);
 	}
 	qp_cpu_publish_locked(c);
 	pthread_mutex_unlock(&c->lock);

@@ -16,7 +16,26 @@
 #define RING_CHUNK 4096
 #define SUBMIT_PAUSE_NS 2000000L	/* a scope exit stamped before a window's end submits within this */
 
-/* a reservoir's threshold moved: BPF sends only instances that reach it */
+/* Write slot F (the seqlock of scopes.h, struct slow_floor: seq odd while
+ * the fields change; the release fences keep the stores in order, as an
+ * exit's loads are on x86) */
+static void floor_write(struct slow_floor *f, uint32_t tgid, uint64_t site, uint64_t min_ns)
+{
+	uint32_t seq = __atomic_load_n(&f->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&f->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&f->tgid, tgid, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->site, site, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->min_ns, min_ns, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&f->seq, seq + 2, __ATOMIC_RELAXED);
+}
+
+/* a reservoir's threshold moved: BPF sends only instances that reach it.
+ * In the key's slot of slow_floor when it owns it or the slot is free (an
+ * exit then needs no hash lookup), and in slow_min for the others. Called
+ * under c->lock, which makes the daemon the slots' single writer. */
 void qp_cpu_slow_threshold(void *arg, uint32_t tgid, uint64_t site, uint64_t min_ns)
 {
 	struct qp_cpu *c = arg;
@@ -24,6 +43,30 @@ void qp_cpu_slow_threshold(void *arg, uint32_t tgid, uint64_t site, uint64_t min
 
 	if (bpf_map_update_elem(c->slow_min_fd, &k, &min_ns, BPF_ANY))
 		qp_debug("slow threshold of pid %u: %s", tgid, strerror(errno));
+	if (c->slow_floor) {
+		struct slow_floor *f = &c->slow_floor[qprof_slow_slot(tgid, site)];
+
+		if (!f->tgid || (f->tgid == tgid && f->site == site))
+			floor_write(f, tgid, site, min_ns);
+	}
+}
+
+void qp_cpu_slow_floor_forget(struct qp_cpu *c, uint32_t pid)
+{
+	uint32_t i;
+
+	for (i = 0; c->slow_floor && i < QPROF_SLOW_FLOOR_SLOTS; i++)
+		if (c->slow_floor[i].tgid == pid)
+			floor_write(&c->slow_floor[i], 0, 0, 0);
+}
+
+void qp_cpu_set_slow_floor(struct qp_cpu *c, struct slow_floor *floor)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->slow_floor = c->slow_on ? floor : NULL;
+	pthread_mutex_unlock(&c->lock);
 }
 
 void qp_cpu_set_ring(struct qp_cpu *c, struct qp_ring *ring)

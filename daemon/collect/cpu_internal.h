@@ -57,6 +57,7 @@ struct qp_cpu {
 	struct qp_slow_store slow;
 	bool slow_on;
 	int slow_min_fd;
+	struct slow_floor *slow_floor;	/* the thresholds' slots (scopes.h), written under lock; NULL: none */
 	struct qp_ring *ring;		/* its flight recorders feed the slow instances too */
 	struct qp_ring_inst *ring_buf;
 	uint32_t *ring_pids;		/* the pid of each of ring_buf */
@@ -119,6 +120,8 @@ void qp_offcpu_stop(struct qp_cpu *c);
 void qp_cpu_drain_locked(struct qp_cpu *c);
 /* A full reservoir's threshold into the scopes object's slow_min (ARG: c). */
 void qp_cpu_slow_threshold(void *arg, uint32_t tgid, uint64_t site, uint64_t min_ns);
+/* PID's slots of slow_floor freed (the caller holds the lock). */
+void qp_cpu_slow_floor_forget(struct qp_cpu *c, uint32_t pid);
 /* Queue the ring collector's new instances that would enter their
  * reservoirs (before a consume: their kernel events were sent before
  * they ended). The caller holds c->lock. */
