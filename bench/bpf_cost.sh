@@ -78,7 +78,7 @@ under_qprofd() {
 c = json.load(sys.stdin).get("calibration") or {}
 print(c.get("correction_ns", c.get("ns", "?")))' 2>/dev/null)
 	stop_qprofd
-	awk -v n="$N" 'FNR == NR { c[$1] = $2; t[$1] = $3; next }
+	awk -v n="$N" 'FILENAME == ARGV[1] { c[$1] = $2; t[$1] = $3; next }
 		{ d = $3 - t[$1]; r = $2 - c[$1]; if (r > 0) printf "%s %.1f %.3f\n", $1, d / n, r / n }' \
 		"$tmp/$tag.p0" "$tmp/$tag.p1" >"$tmp/$tag.progs"
 }
@@ -113,7 +113,7 @@ for r in $(seq "$rounds"); do
 			b=$(calc "$ns - $det")
 			res[bt]+="$b "
 			# bpftrace's own two programs' run time (both count() probes)
-			bt_run=$(awk -v n="$N" 'FNR == NR { t[$1] = $3; next } { d += $3 - t[$1] } END { printf "%.1f", d / n }' \
+			bt_run=$(awk -v n="$N" 'FILENAME == ARGV[1] { t[$1] = $3; next } { d += $3 - t[$1] } END { printf "%.1f", d / n }' \
 				"$tmp/bt.p0" "$tmp/bt.p1")
 			res[bt.run]+="$bt_run "
 			line="$line; bpftrace count() +$b (BPF run time $bt_run)"

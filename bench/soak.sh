@@ -263,7 +263,7 @@ account_est() { # NAME DONE MEASURED LOST
 	awk -v m="$miss" -v l="$4" -v t="${SOAK_EST_TOL:-10}" -v q="$3" -v d="$2" \
 		'BEGIN { e = l - m; if (e < 0) e = -e; exit !(q <= d && e <= m * t / 100 + 16) }' && ok=1
 	verdict "$1" "$ok" "done $2, measured $3, missed $miss, counted lost ~$4 (an estimate: $(calc \
-		"$miss > 0 ? 100 * ($4 - $miss) / $miss : 0") % off; limit +-${SOAK_EST_TOL:-10} % + 16)"
+		"($miss > 0 ? 100 * ($4 - $miss) / $miss : 0)") % off; limit +-${SOAK_EST_TOL:-10} % + 16)"
 }
 if [ -n "$on_ring" ]; then
 	verdict ring_records "$([ "$r_unread" = 0 ] && [ $((r_base + r_read + r_lost)) = "$r_head" ] &&

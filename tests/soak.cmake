@@ -14,3 +14,11 @@
 add_test(NAME bench_soak_smoke COMMAND ${PROJECT_SOURCE_DIR}/bench/soak.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(bench_soak_smoke PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE
   ENVIRONMENT "SOAK_SECONDS=25;SOAK_WARMUP=5;SOAK_RSS_EVERY=2;SOAK_RSS_TOL=25;SOAK_MIN_RATE=0")
+# bench/md_pipeline.sh, shortened: the 3-thread market-data program off,
+# detached, timed in process and on the ring (flat out), then the ring
+# paced; passes when every run ran and every count adds up (exact, or
+# within what the ring says it lost where it says its loss is an estimate).
+# Its timings and ratios are printed, not judged.
+add_test(NAME bench_md_pipeline_smoke COMMAND ${PROJECT_SOURCE_DIR}/bench/md_pipeline.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(bench_md_pipeline_smoke PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240 RUN_SERIAL TRUE
+  ENVIRONMENT "FLAT=20000;RATE=20000;SECS=1;BPF=0")
