@@ -41,16 +41,22 @@ median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 
 # the BPF collector by name where qprofd has a choice of collectors
 coll_args() { case "$("$1" --help 2>&1)" in *--collector*) echo "--collector bpf" ;; esac; }
 
-# start_loop TAG: scope_threads waiting for its start file; sets loop_pid
+# start_loop TAG: scope_threads waiting for its start file (and, after its
+# report, for its end file); sets loop_pid
 start_loop() {
-	rm -f "$tmp/go.$1" "$tmp/$1.out"
-	"$bin/scope_threads" 1 "$N" --start-file "$tmp/go.$1" >"$tmp/$1.out" 2>&1 &
+	rm -f "$tmp/go.$1" "$tmp/end.$1" "$tmp/$1.out"
+	"$bin/scope_threads" 1 "$N" --start-file "$tmp/go.$1" --end-file "$tmp/end.$1" >"$tmp/$1.out" 2>&1 &
 	loop_pid=$!
 	started_pids+=("$loop_pid")
 	wait_for_line "$tmp/$1.out" '^ready ' 10 "$loop_pid" || { say "scope_threads did not start"; exit 1; }
 }
+# run_loop TAG [HOOK]: the loop run; HOOK runs once it has reported, before
+# it exits (bpftrace's programs end with the process)
 run_loop() {
 	touch "$tmp/go.$1"
+	wait_for_line "$tmp/$1.out" '^done' 600 "$loop_pid" || say "scope_threads did not report"
+	[ -n "${2:-}" ] && "$2"
+	touch "$tmp/end.$1"
 	wait "$loop_pid"
 	forget "$loop_pid"
 	ns=$(ns_of "$tmp/$1.out")
@@ -72,10 +78,12 @@ under_qprofd() {
 c = json.load(sys.stdin).get("calibration") or {}
 print(c.get("correction_ns", c.get("ns", "?")))' 2>/dev/null)
 	stop_qprofd
-	awk -v n="$N" 'FNR == NR { c[$1] = $2; t[$1] = $3; next }
+	awk -v n="$N" 'FILENAME == ARGV[1] { c[$1] = $2; t[$1] = $3; next }
 		{ d = $3 - t[$1]; r = $2 - c[$1]; if (r > 0) printf "%s %.1f %.3f\n", $1, d / n, r / n }' \
 		"$tmp/$tag.p0" "$tmp/$tag.p1" >"$tmp/$tag.progs"
 }
+
+bt_after() { "$here/bpf_progs.py" "$bt_pid" >"$tmp/bt.p1"; }
 
 "$here/bpf_stats_hold.py" >"$tmp/stats.out" 2>&1 &
 started_pids+=("$!")
@@ -100,10 +108,15 @@ for r in $(seq "$rounds"); do
 		bt_pid=$!
 		started_pids+=("$bt_pid")
 		if wait_for_line "$tmp/bt.tracer" '^READY' "$ATTACH_TIMEOUT" "$bt_pid"; then
-			run_loop bt
+			"$here/bpf_progs.py" "$bt_pid" >"$tmp/bt.p0"
+			run_loop bt bt_after
 			b=$(calc "$ns - $det")
 			res[bt]+="$b "
-			line="$line; bpftrace count() +$b"
+			# bpftrace's own two programs' run time (both count() probes)
+			bt_run=$(awk -v n="$N" 'FILENAME == ARGV[1] { t[$1] = $3; next } { d += $3 - t[$1] } END { printf "%.1f", d / n }' \
+				"$tmp/bt.p0" "$tmp/bt.p1")
+			res[bt.run]+="$bt_run "
+			line="$line; bpftrace count() +$b (BPF run time $bt_run)"
 		else
 			kill "$loop_pid"; wait "$loop_pid"; forget "$loop_pid"
 			line="$line; bpftrace did not attach"
@@ -130,7 +143,8 @@ done
 say ""
 say "== medians (ns per scope, enter + exit; load now $(cut -d' ' -f1-3 /proc/loadavg))"
 m_bt=$(echo "${res[bt]:-}" | tr ' ' '\n' | grep . | median)
-[ -n "$m_bt" ] && say "  bpftrace count() on the same two sites (the uprobe floor): $m_bt"
+m_btrun=$(echo "${res[bt.run]:-}" | tr ' ' '\n' | grep . | median)
+[ -n "$m_bt" ] && say "  bpftrace count() on the same two sites (the uprobe floor): $m_bt; its BPF run time $m_btrun"
 for x in "${names[@]}"; do
 	m=$(echo "${res[$x]:-}" | tr ' ' '\n' | grep . | median)
 	[ -n "$m" ] || continue
@@ -152,7 +166,7 @@ for x in "${names[@]}"; do
 		*) others+=" $name $p" ;;
 		esac
 	done
-	say "    scope_enter + scope_exit: $tot ns BPF run time per scope"
+	say "    scope_enter + scope_exit: $tot ns BPF run time per scope${m_btrun:+, $(calc "$tot - $m_btrun") over bpftrace count()}"
 	say "    (machine-wide programs during the loop, ns per scope, all processes:${others:-})"
 	others=
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/bpf_progs.py - the kernel's run-time statistics of the BPF programs
-a process holds (program ids from /proc/PID/fdinfo, figures from
+a process holds (program ids from /proc/PID/fdinfo and, for programs
+attached through perf events, `bpftool perf list`; figures from
 `bpftool -j prog show id N`), one line a program with hits:
     NAME RUN_CNT RUN_TIME_NS
 Programs of the same name are summed. The statistics count only while
@@ -22,6 +23,16 @@ for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
                 if line.startswith("prog_id:"):
                     ids.add(int(line.split()[1]))
     except OSError:
+        pass
+# programs attached through perf events (bpftrace's uprobes): the perf
+# event's fd holds the program, its fdinfo does not name it
+r = subprocess.run(["bpftool", "-j", "perf", "list"], capture_output=True, text=True)
+if not r.returncode:
+    try:
+        for e in json.loads(r.stdout or "[]"):
+            if e.get("pid") == int(sys.argv[1]) and "prog_id" in e:
+                ids.add(int(e["prog_id"]))
+    except ValueError:
         pass
 tot = {}
 for i in sorted(ids):

@@ -5,7 +5,9 @@
  * per iteration (the probes' BPF runs in the thread's time; CPU time, not
  * wall-clock, so that other load on the machine does not count) and the
  * mean wall-clock ns (bench/scope_ab.sh).
- *   scope_threads T N [--start-file PATH] */
+ *   scope_threads T N [--start-file PATH] [--end-file PATH]
+ * --end-file: after the report, wait for PATH before exiting (a tracer
+ * that ends with the process can still be read). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -60,14 +62,22 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
-	const char *start_file = NULL;
+	const char *start_file = NULL, *end_file = NULL;
 	struct th th[64];
 	uint64_t ns = 0, wall = 0, x = 0;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int t, nt;
 
-	if (argc < 3 || (argc == 5 && strcmp(argv[3], "--start-file")) || (argc != 3 && argc != 5)) {
-		fprintf(stderr, "usage: %s T N [--start-file PATH]\n", argv[0]);
+	for (t = 3; t + 1 < argc; t += 2) {
+		if (!strcmp(argv[t], "--start-file"))
+			start_file = argv[t + 1];
+		else if (!strcmp(argv[t], "--end-file"))
+			end_file = argv[t + 1];
+		else
+			break;
+	}
+	if (argc < 3 || t != argc) {
+		fprintf(stderr, "usage: %s T N [--start-file PATH] [--end-file PATH]\n", argv[0]);
 		return 2;
 	}
 	nt = (int)bench_parse_count(argv[1]);
@@ -76,8 +86,6 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	iters = bench_parse_count(argv[2]);
-	if (argc == 5)
-		start_file = argv[4];
 	if (ncpu < 1)
 		ncpu = 1;
 	pthread_barrier_init(&barrier, NULL, (unsigned int)nt);
@@ -94,5 +102,10 @@ int main(int argc, char **argv)
 	}
 	bench_report("scope_threads", iters, ns / (uint64_t)nt, x);
 	printf("wall_ns_per_iter %.3f\n", (double)(wall / (uint64_t)nt) / (double)iters);
+	if (end_file) {
+		printf("done\n");
+		fflush(stdout);
+		bench_wait_for_file(end_file);
+	}
 	return 0;
 }

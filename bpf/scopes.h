@@ -227,6 +227,30 @@ struct slow_record {
 #define QPROF_SLOW_RB_BYTES (1u << 20)
 #define QPROF_SLOW_KEYS 16384
 
+/* The thresholds of most scopes, where an exit reads them without a hash
+ * lookup: an mmapped array (`slow_floor`) of slots, a slot per (process,
+ * site) at qprof_slow_slot(), owned by the first key the daemon gives a
+ * threshold to. An exit whose key owns its slot takes the slot's threshold;
+ * any other (a slot owned by another key, being written, or free) looks its
+ * threshold up in `slow_min` as before. The daemon, the only writer, makes
+ * a slot's seq odd while it writes it (a seqlock); a key owns its slot
+ * until its process is forgotten. */
+#define QPROF_SLOW_FLOOR_SLOTS 4096
+struct slow_floor {
+	__u32 seq;	/* odd while the daemon writes the slot */
+	__u32 tgid;	/* the owner (0: free) */
+	__u64 site;
+	__u64 min_ns;	/* its threshold (0: every instance) */
+	__u64 pad;
+};
+
+static inline __u32 qprof_slow_slot(__u32 tgid, __u64 site)
+{
+	__u64 h = (site ^ ((__u64)tgid << 32)) * 0x9e3779b97f4a7c15ull;
+
+	return (__u32)(h >> 52) & (QPROF_SLOW_FLOOR_SLOTS - 1);
+}
+
 /* Per-CPU counters (array map `counters`), summed by the daemon. */
 enum scope_counter {
 	QPROF_CNT_EVENTS = 0,		/* unused: events are the sum of the counts */

@@ -19,6 +19,41 @@ struct {
 	__type(value, __u64);
 } slow_min SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, QPROF_SLOW_FLOOR_SLOTS);
+	__type(key, __u32);
+	__type(value, struct slow_floor);
+} slow_floor SEC(".maps");
+
+/* 1 when KEY owns its slot: *MIN is then its threshold. The loads in
+ * order (volatile) between two reads of seq: x86 keeps loads in order, as
+ * it keeps the daemon's stores (collect_slow.c). Elsewhere: 0, the hash. */
+static __always_inline int slow_floor_of(__u32 tgid, __u64 site, __u64 *min)
+{
+#if defined(__TARGET_ARCH_x86)
+	__u32 slot = qprof_slow_slot(tgid, site), s1, s2;
+	struct slow_floor *f = bpf_map_lookup_elem(&slow_floor, &slot);
+	__u64 fsite, m;
+	__u32 ftgid;
+
+	if (!f)
+		return 0;
+	s1 = *(volatile __u32 *)&f->seq;
+	ftgid = *(volatile __u32 *)&f->tgid;
+	fsite = *(volatile __u64 *)&f->site;
+	m = *(volatile __u64 *)&f->min_ns;
+	s2 = *(volatile __u32 *)&f->seq;
+	if ((s1 & 1) || s1 != s2 || ftgid != tgid || fsite != site)
+		return 0;
+	*min = m;
+	return 1;
+#else
+	return 0;
+#endif
+}
+
 /* Frame J of ST just ended at NOW, DUR long: a record when it reaches its
  * scope's threshold. */
 static __always_inline void slow_emit(struct thread_stack *st, __u32 j, __u32 tgid, __u64 now, __u64 dur)
@@ -26,12 +61,17 @@ static __always_inline void slow_emit(struct thread_stack *st, __u32 j, __u32 tg
 	struct mark_key k = { .tgid = tgid };
 	struct scope_frame *f = &st->f[j & (QPROF_MAX_DEPTH - 1)];
 	struct slow_record *r;
-	__u64 *min;
+	__u64 *min, fl;
 
 	k.site = f->site;
-	min = bpf_map_lookup_elem(&slow_min, &k);
-	if (min && dur < *min)
-		return;
+	if (slow_floor_of(tgid, k.site, &fl)) {
+		if (dur < fl)
+			return;
+	} else {
+		min = bpf_map_lookup_elem(&slow_min, &k);
+		if (min && dur < *min)
+			return;
+	}
 	r = bpf_ringbuf_reserve(&slow_rb, sizeof(*r), 0);
 	if (!r) {
 		count(QPROF_CNT_SLOW_LOST, 1);

@@ -382,6 +382,7 @@ static int start_collectors(struct daemon *q)
 			o->frequency, o->all,
 			o->unwind, d->cpu_error, sizeof(d->cpu_error)))
 		qp_warn("CPU sampling unavailable: %s (scopes still work)", d->cpu_error);
+	qp_cpu_set_slow_floor(d->cpu, qp_scopes_slow_floor(d->scopes));
 	d->reg.cpu = d->cpu;
 	phase_mark(&q->ph, "CPU BPF");
 	d->heap_default = o->heap;

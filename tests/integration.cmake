@@ -237,6 +237,18 @@ add_test(NAME integration_ring_exact
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring_exact.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:ring_exact_target> $<TARGET_FILE:qprof-cli>)
 set_tests_properties(integration_ring_exact PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# a restarted qprofd takes over a live target's rings, exactly; /metrics
+# gives each target's ring losses as /api/status does
+add_executable(ring_restart_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/ring_restart_target.c)
+target_include_directories(ring_restart_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(ring_restart_target PRIVATE -O2 -g)
+target_link_libraries(ring_restart_target Threads::Threads)
+foreach(mode restart lapped)
+  add_test(NAME integration_ring_${mode}
+    COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring_restart.py
+            $<TARGET_FILE:qprofd> $<TARGET_FILE:ring_restart_target> ${mode})
+  set_tests_properties(integration_ring_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+endforeach()
 add_executable(ring2_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/ring2_target.c)
 target_include_directories(ring2_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(ring2_target PRIVATE -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer

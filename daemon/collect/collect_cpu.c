@@ -641,3 +641,9 @@ int qp_cpu_slow_window_close(struct qp_cpu *c, uint64_t id, struct qp_slow_inst 
 	slow_flush(c);
 	return qp_slow_side_window_close(c->slow, id, out, n, complete);
 }
+
+void qp_cpu_set_slow_floor(struct qp_cpu *c, struct slow_floor *floor)
+{
+	if (c && c->slow)
+		qp_slow_side_set_floor(c->slow, floor);
+}

@@ -69,6 +69,10 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int
  * (NULL: none); set before any ring target, cleared before it closes. */
 struct qp_ring;
 void qp_cpu_set_ring(struct qp_cpu *c, struct qp_ring *ring);
+/* The scopes object's slots of slow thresholds (qp_scopes_slow_floor),
+ * written with each threshold when slow instances are kept; NULL: none. */
+struct slow_floor;
+void qp_cpu_set_slow_floor(struct qp_cpu *c, struct slow_floor *floor);
 /* Slow instances are kept (the scopes object may send them). */
 bool qp_cpu_slow_on(const struct qp_cpu *c);
 /* Copies of the instances of PID whose site KEEP accepts, read after a

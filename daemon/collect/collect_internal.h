@@ -73,6 +73,7 @@ struct qp_scopes {
 	uint64_t spans_abandoned;	/* swept so far (atomic) */
 	uint64_t spans_pending;		/* left after the last sweep (atomic) */
 	struct qp_ring *ring;	/* the ring collector, merged into reads; NULL without */
+	struct slow_floor *slow_floor;	/* the slow thresholds' slots, mmapped (scopes.h); NULL: none */
 	unsigned char spec_used[SPEC_IDS];
 	/* the poll (scope_poll.c), under poll_lock (a leaf lock apart from
 	 * `lock`, so that reads never wait for an attach): the daemon's copy

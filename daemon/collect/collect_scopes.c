@@ -9,6 +9,7 @@
 #include <string.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "collect_scopes.h"
@@ -179,6 +180,15 @@ int qp_scopes_open(struct qp_scopes **out, unsigned int max_sites, bool allow_mu
 	qp_info("scope figures: room for %u scopes (one per process, scope and caller; --max-sites "
 		"for more), %llu KiB of kernel memory reserved", max_sites,
 		(unsigned long long)(sz.reserved_bytes >> 10));
+	/* the slow thresholds where exits read them without a hash lookup;
+	 * without the mapping every exit looks its threshold up (slow_min) */
+	s->slow_floor = mmap(NULL, QPROF_SLOW_FLOOR_SLOTS * sizeof(struct slow_floor), PROT_READ | PROT_WRITE,
+			     MAP_SHARED, bpf_map__fd(s->skel->maps.slow_floor), 0);
+	if (s->slow_floor == MAP_FAILED) {
+		qp_info("slow thresholds: no mapping of slow_floor (%s): each exit looks its threshold up",
+			strerror(errno));
+		s->slow_floor = NULL;
+	}
 	if ((ret = start_polls(s, err, errlen)))
 		goto fail;
 	*out = s;
@@ -195,6 +205,9 @@ void qp_scopes_close(struct qp_scopes *s)
 	qp_scope_poll_fini(s);
 	qp_value_poll_fini(s);
 	qp_scope_progs_fini(s);
+	if (s->slow_floor)
+		munmap(s->slow_floor, QPROF_SLOW_FLOOR_SLOTS * sizeof(struct slow_floor));
+	s->slow_floor = NULL;
 	scopes__destroy(s->skel);
 	s->skel = NULL;
 	qp_scope_store_free(&s->store);
@@ -216,6 +229,11 @@ int qp_scopes_slow_rb_fd(struct qp_scopes *s)
 int qp_scopes_slow_min_fd(struct qp_scopes *s)
 {
 	return bpf_map__fd(s->skel->maps.slow_min);
+}
+
+struct slow_floor *qp_scopes_slow_floor(struct qp_scopes *s)
+{
+	return s->slow_floor;
 }
 
 void qp_scopes_set_slow(struct qp_scopes *s, bool on)

@@ -79,6 +79,9 @@ int qp_scopes_thread_stacks_fd(struct qp_scopes *s);
  * collector, which joins them; records flow once ON is set. */
 int qp_scopes_slow_rb_fd(struct qp_scopes *s);
 int qp_scopes_slow_min_fd(struct qp_scopes *s);
+/* The slots of slow thresholds (scopes.h, struct slow_floor), mapped; NULL
+ * when they could not be: valid until qp_scopes_close. */
+struct slow_floor *qp_scopes_slow_floor(struct qp_scopes *s);
 void qp_scopes_set_slow(struct qp_scopes *s, bool on);
 /* A new attach epoch: one per attach operation (all files of one target). */
 uint64_t qp_scopes_new_epoch(struct qp_scopes *s);

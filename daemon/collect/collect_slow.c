@@ -19,6 +19,7 @@ struct qp_slow_side {
 	pthread_mutex_t lock;		/* the store */
 	struct qp_slow_store st;
 	int slow_min_fd;
+	struct slow_floor *floor;	/* the thresholds' slots (bpf/scopes.h), written under lock; NULL: none */
 	/* losses of kernel events seen so far (apply) */
 	uint64_t kev_lost_seen, off_lost_seen, losses_at;
 	pthread_mutex_t feed_lock;	/* the ring, held by a fetch */
@@ -27,7 +28,27 @@ struct qp_slow_side {
 	uint32_t *ring_pids;		/* the pid of each of ring_buf */
 };
 
-/* a reservoir's threshold moved: BPF sends only instances that reach it */
+/* Write slot F (the seqlock of scopes.h, struct slow_floor: seq odd while
+ * the fields change; the release fences keep the stores in order, as an
+ * exit's loads are on x86) */
+static void floor_write(struct slow_floor *f, uint32_t tgid, uint64_t site, uint64_t min_ns)
+{
+	uint32_t seq = __atomic_load_n(&f->seq, __ATOMIC_RELAXED);
+
+	__atomic_store_n(&f->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&f->tgid, tgid, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->site, site, __ATOMIC_RELAXED);
+	__atomic_store_n(&f->min_ns, min_ns, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&f->seq, seq + 2, __ATOMIC_RELAXED);
+}
+
+/* a reservoir's threshold moved: BPF sends only instances that reach it.
+ * In the key's slot of slow_floor when it owns it or the slot is free (an
+ * exit then needs no hash lookup), and in slow_min for the others. Called
+ * under s->lock (the join), which makes the daemon the slots' single
+ * writer. */
 static void write_threshold(void *arg, uint32_t tgid, uint64_t site, uint64_t min_ns)
 {
 	struct qp_slow_side *s = arg;
@@ -35,6 +56,21 @@ static void write_threshold(void *arg, uint32_t tgid, uint64_t site, uint64_t mi
 
 	if (bpf_map_update_elem(s->slow_min_fd, &k, &min_ns, BPF_ANY))
 		qp_debug("slow threshold of pid %u: %s", tgid, strerror(errno));
+	if (s->floor) {
+		struct slow_floor *f = &s->floor[qprof_slow_slot(tgid, site)];
+
+		if (!f->tgid || (f->tgid == tgid && f->site == site))
+			floor_write(f, tgid, site, min_ns);
+	}
+}
+
+void qp_slow_side_set_floor(struct qp_slow_side *s, struct slow_floor *floor)
+{
+	if (!s)
+		return;
+	qp_lock(&s->lock);
+	s->floor = floor;
+	pthread_mutex_unlock(&s->lock);
 }
 
 int qp_slow_side_new(struct qp_slow_side **out, int slow_min_fd)
@@ -192,8 +228,13 @@ void qp_slow_side_apply(struct qp_slow_side *s, const struct qp_cpu_batch *b, co
 
 void qp_slow_side_forget(struct qp_slow_side *s, uint32_t pid)
 {
+	uint32_t i;
+
 	qp_lock(&s->lock);
 	qp_slow_forget(&s->st, pid);
+	for (i = 0; s->floor && i < QPROF_SLOW_FLOOR_SLOTS; i++)
+		if (s->floor[i].tgid == pid)
+			floor_write(&s->floor[i], 0, 0, 0);
 	pthread_mutex_unlock(&s->lock);
 }
 

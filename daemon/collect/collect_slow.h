@@ -36,7 +36,12 @@ void qp_slow_side_fetch(struct qp_slow_side *s, struct qp_cpu_batch *b);
  * counters of kernel events and intervals lost (or never begun) so far. */
 void qp_slow_side_apply(struct qp_slow_side *s, const struct qp_cpu_batch *b, const struct qp_cpu_table *samples,
 			const struct qp_cpu_table *off, uint64_t kev_lost, uint64_t off_lost);
+/* PID's instances gone, and its slots of the thresholds' slow_floor freed. */
 void qp_slow_side_forget(struct qp_slow_side *s, uint32_t pid);
+/* The scopes object's slots of slow thresholds (bpf/scopes.h), written
+ * beside slow_min from now on (NULL: none). */
+struct slow_floor;
+void qp_slow_side_set_floor(struct qp_slow_side *s, struct slow_floor *floor);
 /* PID's thresholds out of BPF's slow_min. */
 void qp_slow_side_forget_thresholds(struct qp_slow_side *s, uint32_t pid);
 void qp_slow_side_counters(struct qp_slow_side *s, struct qp_slow_counters *out);

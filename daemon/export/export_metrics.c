@@ -11,6 +11,7 @@
 #include <string.h>
 #include "export_counters.h"
 #include "export_metrics.h"
+#include "export_metrics_ring.h"
 #include "common/json_writer.h"
 #include "metrics_writer.h"
 #include "model/percentile.h"
@@ -518,6 +519,7 @@ static void daemon_families(struct walk *k, const struct qp_status_model *st,
 
 int qp_export_metrics(const struct qp_status_model *status, const struct qp_lifecycle_figures *lifecycle,
 		      const struct qp_scope_model *scopes, const struct qp_value_model *values,
+		      const struct qp_targets_view *targets,
 		      const struct qp_metrics_opts *opts, bool protobuf, struct qp_buf *out)
 {
 	struct walk *k = calloc(1, sizeof(*k));
@@ -534,6 +536,7 @@ int qp_export_metrics(const struct qp_status_model *status, const struct qp_life
 	events_family(k, scopes);
 	value_families(k, values);
 	daemon_families(k, status, lifecycle);
+	qp_export_metrics_ring(&k->w, targets);
 	ret = qp_mw_finish(&k->w);
 	qp_mw_free(&k->w);
 	if (k->oom)

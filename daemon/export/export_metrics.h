@@ -28,8 +28,12 @@ struct qp_metrics_opts {
 };
 
 /* The counters of STATUS and LIFECYCLE (NULL: fork/exec not tracked) are
- * those of the tables of counters.h, each its family. 0 or -ENOMEM. */
+ * those of the tables of counters.h, each its family. TARGETS (NULL: none)
+ * gives the ring collector's losses per target (export_metrics_ring.h).
+ * 0 or -ENOMEM. */
+struct qp_targets_view;
 int qp_export_metrics(const struct qp_status_model *status, const struct qp_lifecycle_figures *lifecycle,
 		      const struct qp_scope_model *scopes, const struct qp_value_model *values,
+		      const struct qp_targets_view *targets,
 		      const struct qp_metrics_opts *opts, bool protobuf, struct qp_buf *out);
 #endif

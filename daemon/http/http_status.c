@@ -87,6 +87,7 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 	struct qp_value_model values = { 0 };
 	struct qp_status_model status;
 	struct qp_lifecycle_figures lc;
+	struct qp_targets_view tv;
 	struct qp_model_src src;
 	const char *accept = req->header ? req->header(req->arg, "Accept") : NULL;
 	bool protobuf = qp_accept_protobuf(accept);
@@ -106,9 +107,14 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 	 * lifecycle is set before the server starts, closed after it stops) */
 	if (d->reg.lc)
 		qp_lifecycle_figures(d->reg.lc, &lc);
-	if (!ret)
-		ret = qp_export_metrics(&status, d->reg.lc ? &lc : NULL, &scopes, &values, &d->metrics, protobuf,
-					&b);
+	/* the targets copied under the registry lock, written without it */
+	if (!ret && qp_targets_view_take(&d->reg, 0, &tv))
+		ret = -ENOMEM;
+	else if (!ret) {
+		ret = qp_export_metrics(&status, d->reg.lc ? &lc : NULL, &scopes, &values, &tv, &d->metrics,
+					protobuf, &b);
+		qp_targets_view_free(&tv);
+	}
 	qp_scope_model_free(&scopes);
 	qp_value_model_free(&values);
 	if (ret) {

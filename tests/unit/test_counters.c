@@ -231,7 +231,7 @@ static char *metrics_text(const struct qp_status_model *m, const struct qp_lifec
 	char *t;
 
 	qp_buf_init(&b);
-	CHECK_INT(qp_export_metrics(m, lc, &sm, &vm, &o, false, &b), 0);
+	CHECK_INT(qp_export_metrics(m, lc, &sm, &vm, NULL, &o, false, &b), 0);
 	t = qp_buf_steal(&b, NULL);
 	return t;
 }

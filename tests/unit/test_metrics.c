@@ -11,6 +11,7 @@
  * merged rows, 10,000 scopes) for `promtool check metrics`
  * (ctest unit_metrics_promtool). */
 #include "metrics_fixture.h"
+#include "targets/targets_view.h"
 static bool has_line(const char *text, const char *line)
 {
 	size_t n = strlen(line);
@@ -48,7 +49,7 @@ static char *export_text(const struct qp_status_model *st, const struct qp_scope
 	struct qp_buf b;
 
 	qp_buf_init(&b);
-	CHECK_INT(qp_export_metrics(st, NULL, sm, vm, o, false, &b), 0);
+	CHECK_INT(qp_export_metrics(st, NULL, sm, vm, NULL, o, false, &b), 0);
 	return qp_buf_steal(&b, NULL);
 }
 
@@ -288,6 +289,8 @@ static void check_cap(void)
 	free(names);
 }
 
+static void ring_view(struct qp_targets_view *tv, struct qp_target_view *t);
+
 static int print_hostile(void)
 {
 	struct qp_scope_model sm, big;
@@ -311,11 +314,73 @@ static int print_hostile(void)
 	all[0].kernel.off_cpu_ns = 1500;
 	all[2].kernel.page_faults = 9;
 	qp_buf_init(&b);
-	ret = qp_export_metrics(&st, NULL, &sm, &vm, &o, false, &b);
+	{
+		struct qp_targets_view tv;
+		struct qp_target_view t[2];
+
+		ring_view(&tv, t);
+		ret = qp_export_metrics(&st, NULL, &sm, &vm, &tv, &o, false, &b);
+	}
 	if (!ret)
 		fwrite(b.data, 1, b.len, stdout);
 	qp_buf_free(&b);
 	return ret ? 1 : 0;
+}
+
+/* Two targets, one on the ring with losses, one on BPF: the ring's
+ * families give the ring target's figures (those of targets[].ring in
+ * /api/status) under its pid, and nothing of the other. */
+static void ring_view(struct qp_targets_view *tv, struct qp_target_view *t)
+{
+	memset(tv, 0, sizeof(*tv));
+	memset(t, 0, 2 * sizeof(*t));
+	t[0].pid = 4242;
+	t[0].exe = "/opt/md/feed";
+	t[0].ring = t[0].has_ring_status = true;
+	t[0].ring_status.read = 1999000;
+	t[0].ring_status.c.lost = 1000;
+	t[0].ring_status.est.scopes = 500;
+	t[0].ring_status.est.marks = 3;
+	t[0].ring_status.est.values = 2;
+	t[1].pid = 77;
+	t[1].exe = "/opt/md/gateway";
+	tv->targets = t;
+	tv->ntargets = 2;
+}
+
+static void check_ring(void)
+{
+	struct qp_scope_model sm;
+	struct qp_value_model vm;
+	struct qp_status_model st;
+	struct qp_metrics_opts o = { 0 };
+	struct qp_targets_view tv;
+	struct qp_target_view t[2];
+	struct qp_buf b;
+	char *txt;
+
+	model_a(&sm, &vm, &st);
+	ring_view(&tv, t);
+	qp_buf_init(&b);
+	CHECK_INT(qp_export_metrics(&st, NULL, &sm, &vm, &tv, &o, false, &b), 0);
+	txt = qp_buf_steal(&b, NULL);
+	CHECK(has_line(txt, "# TYPE qprof_ring_records_lost_total counter"));
+	CHECK(has_line(txt, "qprof_ring_records_read_total{pid=\"4242\",exe=\"feed\"} 1999000"));
+	CHECK(has_line(txt, "qprof_ring_records_lost_total{pid=\"4242\",exe=\"feed\"} 1000"));
+	CHECK(has_line(txt, "qprof_ring_events_lost_total{pid=\"4242\",exe=\"feed\",kind=\"scope\"} 500"));
+	CHECK(has_line(txt, "qprof_ring_events_lost_total{pid=\"4242\",exe=\"feed\",kind=\"scope_partial\"} 0"));
+	CHECK(has_line(txt, "qprof_ring_events_lost_total{pid=\"4242\",exe=\"feed\",kind=\"mark\"} 3"));
+	CHECK(has_line(txt, "qprof_ring_events_lost_total{pid=\"4242\",exe=\"feed\",kind=\"value\"} 2"));
+	CHECK(has_line(txt, "qprof_ring_lost_estimated{pid=\"4242\",exe=\"feed\"} 0"));
+	CHECK(strstr(txt, "pid=\"77\"") == NULL);	/* not on the ring: no series */
+	CHECK_INT((long)count_prefix(txt, "qprof_ring_events_lost_total{"), 5);
+	free(txt);
+	t[0].ring_status.c.start_unknown = 1;	/* a ring found late: an estimate */
+	qp_buf_init(&b);
+	CHECK_INT(qp_export_metrics(&st, NULL, &sm, &vm, &tv, &o, false, &b), 0);
+	txt = qp_buf_steal(&b, NULL);
+	CHECK(has_line(txt, "qprof_ring_lost_estimated{pid=\"4242\",exe=\"feed\"} 1"));
+	free(txt);
 }
 
 int main(int argc, char **argv)
@@ -340,5 +405,6 @@ int main(int argc, char **argv)
 	check_text_a();
 	check_kernel();
 	check_cap();
+	check_ring();
 	return test_done("test_metrics");
 }

@@ -141,7 +141,7 @@ static void check_protobuf(void)
 
 	model_a(&sm, &vm, &st);
 	qp_buf_init(&b);
-	CHECK_INT(qp_export_metrics(&st, NULL, &sm, &vm, &o, true, &b), 0);
+	CHECK_INT(qp_export_metrics(&st, NULL, &sm, &vm, NULL, &o, true, &b), 0);
 	/* the merged calc histogram: expected native buckets from the durations */
 	for (i = 0; i < QP_ARRAY_SIZE(durs); i++) {
 		int32_t n = qp_metrics_native_index(qprof_hist_index(durs[i]));
