@@ -57,7 +57,7 @@ static __u32 copy_ring_bytes(unsigned int freq, long ncpu)
 }
 
 
-static const char *const mode_names[] = { "fp", "dwarf", "dwarf-all" };
+static const char *const mode_names[] = { "fp", "dwarf", "dwarf-all", "dwarf-copy" };
 
 const char *qp_cpu_unwind_mode_name(enum qp_cpu_unwind_mode m)
 {
@@ -122,6 +122,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	qp_cpu_fill_in(&in, r->tgid, r->ips, r->kern_len, r->user_len, r->open_len, (const uint64_t *)r->scopes,
 		       r->comm);
 	in.tid = r->tid;
+	qp_cpu_cfi_sample(c, r);
 	if (r->copy_len && c->uw)
 		unwind_copy(c, r, (const uint8_t *)r->ips + r->kern_len + r->user_len + r->open_len, &in);
 	if (qp_cpu_table_add_ids(&c->tab, &in, &h.kid, &h.uid)) {
@@ -159,6 +160,7 @@ void qp_cpu_publish_locked(struct qp_cpu *c)
 	c->pub.copied = c->copied;
 	c->pub.dwarf = c->dwarf_used;
 	c->pub.fp = c->fp_kept;
+	c->pub.walked = c->walked;
 	c->pub.aged = c->tab.aged;
 	c->pub.bytes = qp_cpu_table_bytes(&c->tab);
 	if (c->uw)
@@ -312,6 +314,8 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int
 		}
 	}
 	ret = off_ring_size(c->skel, err, errlen);
+	if (!ret)
+		ret = qp_cpu_cfi_prepare(c, err, errlen);
 	if (ret)
 		goto fail;
 	ret = profile__load(c->skel);
@@ -319,6 +323,7 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int
 		snprintf(err, errlen, "cannot load the sampler: %s", strerror(-ret));
 		goto fail;
 	}
+	qp_cpu_cfi_start(c);
 	/* slow instances first (cpu_internal.h), when there is room for them */
 	if (slow_rb_fd >= 0 && !qp_slow_init(&c->slow)) {
 		c->rb = ring_buffer__new(slow_rb_fd, on_instance, c, NULL);
@@ -402,6 +407,7 @@ void qp_cpu_close(struct qp_cpu *c)
 		pthread_join(c->thread, NULL);
 	}
 	ring_buffer__free(c->rb);
+	qp_cfi_bpf_free(c->cfi);
 	free(c->links);
 	free(c->pfds);
 	profile__destroy(c->skel);
@@ -421,9 +427,13 @@ unsigned int qp_cpu_ncpus(const struct qp_cpu *c) { return c ? c->nevents : 0; }
 
 int qp_cpu_add_pid(struct qp_cpu *c, uint32_t pid)
 {
-	__u8 v = QPROF_CPU_TARGET | (c->mode != QP_CPU_UNWIND_FP ? QPROF_CPU_COPY : 0);
+	__u8 v = QPROF_CPU_TARGET | (c->mode != QP_CPU_UNWIND_FP ? QPROF_CPU_COPY : 0) |
+		 (c->cfi ? QPROF_CPU_WALK : 0);
 
-	return bpf_map_update_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid, &v, BPF_ANY) ? -errno : 0;
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid, &v, BPF_ANY))
+		return -errno;
+	qp_cfi_bpf_add(c->cfi, pid);
+	return 0;
 }
 
 static int cmp_key(const struct sample_key *a, const struct sample_key *b)
@@ -442,6 +452,7 @@ int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget)
 
 	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid) && errno != ENOENT)
 		return -errno;
+	qp_cfi_bpf_remove(c->cfi, pid);
 	if (forget)
 		qp_offcpu_forget(c, pid);
 	pthread_mutex_lock(&c->lock);
@@ -536,6 +547,7 @@ void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 	out->fast = st.fast;
 	out->slow = st.slow;
 	out->cache_resets = st.fast_resets;
+	qp_cpu_cfi_figures(c, out);
 }
 
 void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes)

@@ -31,7 +31,7 @@ struct qp_cpu {
 	 * drain, which unwinds samples and may read a process's files */
 	pthread_mutex_t pub_lock;
 	struct {
-		uint64_t kept, lost, off_kept, off_lost, copied, dwarf, fp, aged;
+		uint64_t kept, lost, off_kept, off_lost, copied, dwarf, fp, aged, walked;
 		size_t bytes;
 		struct qp_unwind_stats uw;
 		struct qp_slow_counters slow;
@@ -45,6 +45,10 @@ struct qp_cpu {
 	struct qp_unwind *uw;		/* NULL in QP_CPU_UNWIND_FP mode */
 	uint64_t copied, dwarf_used, fp_kept;	/* samples with a copy; which stack was kept */
 	uint64_t uips[QPROF_STACK_DEPTH];	/* the unwound stack of the sample at hand */
+	/* the kernel's walk by compiled tables (cpu_cfi.c): NULL when it does not run */
+	struct qp_cfi_bpf *cfi;
+	uint64_t walked;		/* samples whose stack the kernel walked */
+	char cfi_error[128];		/* why it does not run, "" */
 	/* off-CPU intervals (collect_offcpu.c): weights in ns, same keys */
 	struct qp_cpu_table off;
 	uint64_t off_kept, off_lost;	/* intervals counted; lost here (caps, bad records) */
@@ -105,6 +109,15 @@ static inline void qp_cpu_fill_in(struct qp_cpu_sample_in *in, uint32_t tgid, co
 	in->comm = comm;
 	in->weight = 1;
 }
+
+/* cpu_cfi.c: the kernel's walk. Prepare sizes its maps before the load;
+ * start begins loading tables after it (a failure leaves c->cfi NULL and
+ * c->cfi_error set: the copy path serves alone); sample notes one record
+ * (c->lock held); the figures go into OUT. */
+int qp_cpu_cfi_prepare(struct qp_cpu *c, char *err, size_t errlen);
+void qp_cpu_cfi_start(struct qp_cpu *c);
+void qp_cpu_cfi_sample(struct qp_cpu *c, const struct cpu_sample *r);
+void qp_cpu_cfi_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out);
 
 /* Copy the figures /api/status shows into c->pub; the caller holds c->lock. */
 void qp_cpu_publish_locked(struct qp_cpu *c);

@@ -1,0 +1,78 @@
+/* cpu_cfi.c - the CPU sampler's side of the kernel's walk by compiled CFI
+ * tables (cfi_bpf.h, bpf/cfiwalk.bpf.h): the maps sized before the load
+ * (a sampler that does not walk keeps them at one entry), the table
+ * worker started after it, each record's walk noted (a process whose
+ * mappings were missing or stale is read again), the figures for status. */
+#include <stdio.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include "cpu_internal.h"
+#include "common/log.h"
+
+static uint64_t cfi_bytes = (uint64_t)QPROF_CFI_ROWS_DEFAULT * sizeof(struct cfi_krow);
+
+void qp_cpu_set_cfi_bytes(uint64_t bytes)
+{
+	cfi_bytes = bytes;
+}
+
+static bool walks(const struct qp_cpu *c)
+{
+	return c->mode == QP_CPU_UNWIND_DWARF || c->mode == QP_CPU_UNWIND_DWARF_ALL;
+}
+
+int qp_cpu_cfi_prepare(struct qp_cpu *c, char *err, size_t errlen)
+{
+	uint64_t rows = cfi_bytes / sizeof(struct cfi_krow);
+	int ret;
+
+	if (!walks(c) || !rows)
+		rows = 1;
+	if (rows > 0x7fffffffu / sizeof(struct cfi_krow))
+		rows = 0x7fffffffu / sizeof(struct cfi_krow);
+	ret = bpf_map__set_max_entries(c->skel->maps.cfi_rows, (__u32)rows);
+	if (!ret && !walks(c))
+		ret = bpf_map__set_max_entries(c->skel->maps.cfi_procs, 1);
+	if (ret)
+		snprintf(err, errlen, "cannot size the CFI table maps: %s", strerror(-ret));
+	return ret;
+}
+
+void qp_cpu_cfi_start(struct qp_cpu *c)
+{
+	if (!walks(c))
+		return;
+	if (cfi_bytes / sizeof(struct cfi_krow) == 0) {
+		snprintf(c->cfi_error, sizeof(c->cfi_error), "--cfi-memory 0: no kernel tables");
+		return;
+	}
+	c->cfi = qp_cfi_bpf_new(c->skel->maps.cfi_rows, c->skel->maps.cfi_files, c->skel->maps.cfi_procs,
+				c->skel->maps.cfi_counts, c->ncpus, c->cfi_error, sizeof(c->cfi_error));
+	if (!c->cfi)
+		qp_warn("CPU samples: no walk in the kernel (%s); stacks are copied and unwound in qprofd",
+			c->cfi_error);
+}
+
+void qp_cpu_cfi_sample(struct qp_cpu *c, const struct cpu_sample *r)
+{
+	if (QPROF_WALK_KEPT(r->walk) && r->user_len) {
+		c->walked++;
+		return;
+	}
+	/* new mappings (dlopen) or a new image (exec): read them again */
+	if (r->walk == QPROF_WALK_NOMAP || r->walk == QPROF_WALK_NOPROC || r->walk == QPROF_WALK_STALE)
+		qp_cfi_bpf_rescan(c->cfi, r->tgid);
+}
+
+void qp_cpu_cfi_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
+{
+	out->kernel = c->cfi != NULL;
+	snprintf(out->kernel_error, sizeof(out->kernel_error), "%s", c->cfi_error);
+	pthread_mutex_lock(&c->pub_lock);
+	out->walked = c->pub.walked;
+	pthread_mutex_unlock(&c->pub_lock);
+	if (!c->cfi)
+		return;
+	qp_cfi_bpf_counts(c->cfi, 0, out->walk_ends, &out->walk_frames);
+	qp_cfi_bpf_stats(c->cfi, &out->tables);
+}
