@@ -42,6 +42,8 @@ struct qp_cpu_unwind_figures {
 	uint64_t walked;	/* samples whose user stack the kernel walked (no copy) */
 	uint64_t walk_ends[QPROF_WALK__MAX];	/* walks by how they ended (cfiwalk.h) */
 	uint64_t walk_frames;	/* frames of the walked stacks */
+	uint64_t off_walk_ends[QPROF_WALK__MAX];	/* the same at off-CPU switch-outs (no copy: */
+	uint64_t off_walk_frames;			/* a fallback is a frame-pointer stack) */
 	struct qp_cfi_bpf_stats tables;
 };
 /* The kernel memory for the CFI tables (--cfi-memory), before qp_cpu_open. */

@@ -29,6 +29,7 @@ static int on_interval(void *ctx, void *data, size_t size)
 	qp_cpu_fill_in(&in, r->tgid, r->ips, r->kern_len, r->user_len, r->open_len, (const uint64_t *)r->scopes,
 		       r->comm);
 	in.tid = r->tid;
+	qp_cpu_cfi_off(c, r->tgid, r->walk);
 	/* an interval of 0 ns (both stamps in the same tick) still happened */
 	in.weight = r->ts_in > r->ts_out ? r->ts_in - r->ts_out : 1;
 	c->off.now = c->tab.now;

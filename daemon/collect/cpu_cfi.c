@@ -64,6 +64,12 @@ void qp_cpu_cfi_sample(struct qp_cpu *c, const struct cpu_sample *r)
 		qp_cfi_bpf_rescan(c->cfi, r->tgid);
 }
 
+void qp_cpu_cfi_off(struct qp_cpu *c, uint32_t tgid, uint32_t walk)
+{
+	if (walk == QPROF_WALK_NOMAP || walk == QPROF_WALK_NOPROC || walk == QPROF_WALK_STALE)
+		qp_cfi_bpf_rescan(c->cfi, tgid);
+}
+
 void qp_cpu_cfi_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 {
 	out->kernel = c->cfi != NULL;
@@ -74,5 +80,6 @@ void qp_cpu_cfi_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 	if (!c->cfi)
 		return;
 	qp_cfi_bpf_counts(c->cfi, 0, out->walk_ends, &out->walk_frames);
+	qp_cfi_bpf_counts(c->cfi, 1, out->off_walk_ends, &out->off_walk_frames);
 	qp_cfi_bpf_stats(c->cfi, &out->tables);
 }

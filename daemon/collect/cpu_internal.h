@@ -117,6 +117,7 @@ static inline void qp_cpu_fill_in(struct qp_cpu_sample_in *in, uint32_t tgid, co
 int qp_cpu_cfi_prepare(struct qp_cpu *c, char *err, size_t errlen);
 void qp_cpu_cfi_start(struct qp_cpu *c);
 void qp_cpu_cfi_sample(struct qp_cpu *c, const struct cpu_sample *r);
+void qp_cpu_cfi_off(struct qp_cpu *c, uint32_t tgid, uint32_t walk);	/* an off-CPU interval's walk */
 void qp_cpu_cfi_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out);
 
 /* Copy the figures /api/status shows into c->pub; the caller holds c->lock. */

@@ -44,6 +44,26 @@ void qp_export_cfi_kernel(struct qp_json *j, const struct qp_cpu_unwind_figures 
 	for (e = QPROF_WALK_COMPLETE; e < QPROF_WALK__MAX; e++)
 		qp_json_kv_u64(j, end_names[e], u->walk_ends[e]);
 	qp_json_obj_end(j);
+	/* at off-CPU switch-outs: a walk that falls back keeps frame pointers */
+	qp_json_key(j, "offcpu");
+	qp_json_obj_begin(j);
+	kept = fell = 0;
+	for (e = QPROF_WALK_COMPLETE; e < QPROF_WALK__MAX; e++) {
+		if (QPROF_WALK_KEPT(e))
+			kept += u->off_walk_ends[e];
+		else
+			fell += u->off_walk_ends[e];
+	}
+	qp_json_kv_u64(j, "walks", kept + fell);
+	qp_json_kv_u64(j, "kept", kept);
+	qp_json_kv_u64(j, "fallbacks", fell);
+	qp_json_kv_u64(j, "frames", u->off_walk_frames);
+	qp_json_key(j, "ends");
+	qp_json_obj_begin(j);
+	for (e = QPROF_WALK_COMPLETE; e < QPROF_WALK__MAX; e++)
+		qp_json_kv_u64(j, end_names[e], u->off_walk_ends[e]);
+	qp_json_obj_end(j);
+	qp_json_obj_end(j);
 	qp_json_key(j, "tables");
 	qp_json_obj_begin(j);
 	qp_json_kv_u64(j, "files", t->files);
