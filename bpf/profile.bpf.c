@@ -25,6 +25,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile bool sample_all = false;
 const volatile bool copy_all = false;	/* with sample_all: copy every process's stack too */
+const volatile bool verify_walk = false;	/* a walk kept still sends the copy (the daemon checks it) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -236,7 +237,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 			if (bpf_probe_read_kernel((char *)s->ips + (klen & (STACK_BYTES | (STACK_BYTES - 1))), ulen,
 						  wo->ips))
 				ulen = 0;
-			if (ulen)
+			if (ulen && !verify_walk)
 				copy = 0;
 		}
 		if (QPROF_WALK_KEPT(walk) && !ulen)

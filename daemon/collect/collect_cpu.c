@@ -122,8 +122,7 @@ static int on_sample(void *ctx, void *data, size_t size)
 	qp_cpu_fill_in(&in, r->tgid, r->ips, r->kern_len, r->user_len, r->open_len, (const uint64_t *)r->scopes,
 		       r->comm);
 	in.tid = r->tid;
-	qp_cpu_cfi_sample(c, r);
-	if (r->copy_len && c->uw)
+	if (!qp_cpu_cfi_sample(c, r, &in) && r->copy_len && c->uw)
 		unwind_copy(c, r, (const uint8_t *)r->ips + r->kern_len + r->user_len + r->open_len, &in);
 	if (qp_cpu_table_add_ids(&c->tab, &in, &h.kid, &h.uid)) {
 		c->kept++;
@@ -161,6 +160,7 @@ void qp_cpu_publish_locked(struct qp_cpu *c)
 	c->pub.dwarf = c->dwarf_used;
 	c->pub.fp = c->fp_kept;
 	c->pub.walked = c->walked;
+	memcpy(c->pub.verify, c->verify, sizeof(c->verify));
 	c->pub.aged = c->tab.aged;
 	c->pub.bytes = qp_cpu_table_bytes(&c->tab);
 	if (c->uw)

@@ -45,6 +45,11 @@ struct qp_cpu_unwind_figures {
 	uint64_t off_walk_ends[QPROF_WALK__MAX];	/* the same at off-CPU switch-outs (no copy: */
 	uint64_t off_walk_frames;			/* a fallback is a frame-pointer stack) */
 	struct qp_cfi_bpf_stats tables;
+	/* QPROF_CFI_VERIFY=1: each walk kept checked against libdwfl on a copy
+	 * of the same stack: the same frames, a prefix of them (the copy or the
+	 * walk ended first), others; and copies libdwfl could not unwind */
+	bool verify;
+	uint64_t verify_same, verify_prefix, verify_differ, verify_none;
 };
 /* The kernel memory for the CFI tables (--cfi-memory), before qp_cpu_open. */
 void qp_cpu_set_cfi_bytes(uint64_t bytes);

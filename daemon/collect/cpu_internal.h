@@ -31,7 +31,7 @@ struct qp_cpu {
 	 * drain, which unwinds samples and may read a process's files */
 	pthread_mutex_t pub_lock;
 	struct {
-		uint64_t kept, lost, off_kept, off_lost, copied, dwarf, fp, aged, walked;
+		uint64_t kept, lost, off_kept, off_lost, copied, dwarf, fp, aged, walked, verify[4];
 		size_t bytes;
 		struct qp_unwind_stats uw;
 		struct qp_slow_counters slow;
@@ -49,6 +49,8 @@ struct qp_cpu {
 	struct qp_cfi_bpf *cfi;
 	uint64_t walked;		/* samples whose stack the kernel walked */
 	char cfi_error[128];		/* why it does not run, "" */
+	bool cfi_verify;		/* QPROF_CFI_VERIFY=1: kept walks carry a copy too, checked */
+	uint64_t verify[4];		/* against libdwfl: same, prefix, differ, not unwound */
 	/* off-CPU intervals (collect_offcpu.c): weights in ns, same keys */
 	struct qp_cpu_table off;
 	uint64_t off_kept, off_lost;	/* intervals counted; lost here (caps, bad records) */
@@ -116,7 +118,7 @@ static inline void qp_cpu_fill_in(struct qp_cpu_sample_in *in, uint32_t tgid, co
  * (c->lock held); the figures go into OUT. */
 int qp_cpu_cfi_prepare(struct qp_cpu *c, char *err, size_t errlen);
 void qp_cpu_cfi_start(struct qp_cpu *c);
-void qp_cpu_cfi_sample(struct qp_cpu *c, const struct cpu_sample *r);
+bool qp_cpu_cfi_sample(struct qp_cpu *c, const struct cpu_sample *r, const struct qp_cpu_sample_in *in);
 void qp_cpu_cfi_off(struct qp_cpu *c, uint32_t tgid, uint32_t walk);	/* an off-CPU interval's walk */
 void qp_cpu_cfi_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out);
 

@@ -39,6 +39,16 @@ void qp_export_cfi_kernel(struct qp_json *j, const struct qp_cpu_unwind_figures 
 	qp_json_kv_u64(j, "kept", kept);
 	qp_json_kv_u64(j, "fallbacks", fell);
 	qp_json_kv_u64(j, "frames", u->walk_frames);
+	if (u->verify) {
+		/* QPROF_CFI_VERIFY=1: each walk kept against libdwfl on its copy */
+		qp_json_key(j, "verify");
+		qp_json_obj_begin(j);
+		qp_json_kv_u64(j, "same", u->verify_same);
+		qp_json_kv_u64(j, "prefix", u->verify_prefix);
+		qp_json_kv_u64(j, "differ", u->verify_differ);
+		qp_json_kv_u64(j, "not_unwound", u->verify_none);
+		qp_json_obj_end(j);
+	}
 	qp_json_key(j, "ends");
 	qp_json_obj_begin(j);
 	for (e = QPROF_WALK_COMPLETE; e < QPROF_WALK__MAX; e++)

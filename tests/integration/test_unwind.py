@@ -21,7 +21,11 @@ carries a 16 KiB stack copy unwound in qprofd. "kernel"
 the kernel by the compiled CFI tables: >= 95 % of samples under a caller,
 the same shares, >= 95 % of the targets' samples walked in the kernel
 (the status says so: walks kept, fallbacks to the copy at most 5 %), the
-tables of the program, glibc and libstdc++ loaded once each.
+tables of the program, glibc and libstdc++ loaded once each. Then the
+differential check: under QPROF_CFI_VERIFY=1 every sample the kernel walks
+also carries the 16 KiB copy of the same stack, which qprofd unwinds with
+libdwfl and compares frame for frame: no walk differs, and >= 90 % are
+the same frames (the rest a prefix: the copy ended first).
 
 usage: test_unwind.py QPROFD QSORT_NOFP QSORT_FP SORT_CXX [copy|kernel]"""
 import json
@@ -149,7 +153,7 @@ def check_kernel_figures(u):
     k = u["kernel"]
     tb = k["tables"]
     t.eq(k["running"], True, "the kernel walks")
-    t.check(k["walked"] >= 3 * WANT * 0.8, f"samples walked in the kernel ({k['walked']})")
+    t.check(k["walked"] >= 2 * WANT * 0.8, f"samples walked in the kernel ({k['walked']})")
     # a target's first samples come before its tables: the copy serves them
     t.check(k["walked"] >= 0.95 * (k["walked"] + u["copied"]),
             f">= 95 % of the targets' samples walked in the kernel ({k['walked']} walked, {u['copied']} copied)")
@@ -160,10 +164,10 @@ def check_kernel_figures(u):
     t.eq(k["ends"]["loop"], 0, "no loop on real stacks")
     t.eq(k["ends"]["bad_registers"], 0, "user registers always there")
     t.check(k["frames"] >= 8 * k["kept"], f"whole stacks: {k['frames']} frames for {k['kept']} walks")
-    # three programs: each its own file; glibc, libstdc++, libm, libgcc_s,
+    # two programs: each its own file; glibc, libstdc++, libm, libgcc_s,
     # ld.so and the vDSO shared by all, compiled once
     t.check(4 <= tb["builds"] <= 12, f"tables compiled once per file ({tb['builds']})")
-    t.check(tb["hits"] >= 4, f"files shared between the programs ({tb['hits']} found loaded)")
+    t.check(tb["hits"] >= 2, f"files shared between the programs ({tb['hits']} found loaded)")
     t.eq(tb["refused"], 0, "no file refused")
     t.eq(tb["no_room"], 0, "room for every table")
     t.check(0 < tb["bytes"] <= tb["bytes_max"], f"table memory {tb['bytes']} of {tb['bytes_max']}")
@@ -177,7 +181,8 @@ try:
         sys.exit(77)
     t.eq(status["cpu"]["unwind"]["mode"], "dwarf" if KERNEL else "dwarf-copy", "--unwind as asked")
     run_case(d, "C -O2 -fomit-frame-pointer, qsort", nofp_bin, False)
-    run_case(d, "C -O2 frame pointers, qsort", fp_bin, False)
+    if not KERNEL:  # the walk in the kernel needs no frame pointers: the copy path's case
+        run_case(d, "C -O2 frame pointers, qsort", fp_bin, False)
     run_case(d, "C++ -O2 -fomit-frame-pointer, std::sort", cxx_bin, True)
     st, status = d.get("/api/status")
     u = status["cpu"]["unwind"]
@@ -192,6 +197,26 @@ finally:
     if t.failed:
         print(d.logtext()[-3000:], file=sys.stderr)
 if KERNEL:
+    os.environ["QPROF_CFI_VERIFY"] = "1"
+    d = Daemon(qprofd, ["--collector", "bpf", "--frequency", "999"])
+    del os.environ["QPROF_CFI_VERIFY"]
+    try:
+        run_case(d, "verify: C qsort", nofp_bin, False)
+        run_case(d, "verify: C++ std::sort", cxx_bin, True)
+        st, status = d.get("/api/status")
+        k = status["cpu"]["unwind"]["kernel"]
+        v = k.get("verify", {})
+        print(f"the kernel's walks against libdwfl on the same stacks: {v}", flush=True)
+        checked = v.get("same", 0) + v.get("prefix", 0) + v.get("differ", 0)
+        t.check(checked >= 0.9 * k["walked"] and checked > 2 * WANT * 0.8,
+                f"walks checked against libdwfl ({checked} of {k['walked']})")
+        t.eq(v.get("differ"), 0, "no walk differs from libdwfl's on the same stack")
+        t.check(v.get("same", 0) >= 0.9 * checked, f">= 90 % the very same frames ({v.get('same')}/{checked})")
+    finally:
+        code = d.stop()
+        t.eq(code, 0, "qprofd exits 0 on SIGTERM (verify)")
+        if t.failed:
+            print(d.logtext()[-3000:], file=sys.stderr)
     sys.exit(t.done())
 
 # --all: any sampled process answers ?pid=, unwound from its copy
