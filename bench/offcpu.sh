@@ -11,7 +11,11 @@
 #   none     no qprofd
 #   target   qprofd --pid on the ping-pong process: every switch is a
 #            target's switch-out and a target's switch-in (stacks taken, an
-#            interval sent, the scope's kernel figures raised)
+#            interval sent, the scope's kernel figures raised); the user
+#            stack walked in the kernel by the CFI tables (--unwind dwarf)
+#   fpwalk   the same with --unwind dwarf-copy: the user stack of a
+#            switch-out walked by frame pointers (no CFI walk in the kernel);
+#            target - fpwalk is what the CFI walk adds to a switch
 #   ring     the same under --ring: the scope's kernel figures found from
 #            the thread's ring header (two user-memory reads a switch-out)
 #   others   qprofd --pid on another (idle) process: the ping-pong threads
@@ -47,6 +51,8 @@ run_pp() {
 	wait_for_line "$out" '^pid ' 10 "$pid" || { say "  pingpong did not start"; return 1; }
 	if [ "$mode" = target ]; then
 		start_qprofd "$tag" "$pid" --no-calibrate --collector bpf || return 1
+	elif [ "$mode" = fpwalk ]; then
+		start_qprofd "$tag" "$pid" --no-calibrate --collector bpf --unwind dwarf-copy || return 1
 	elif [ "$mode" = ring ]; then
 		start_qprofd "$tag" "$pid" --no-calibrate --ring || return 1
 	elif [ "$mode" = others ]; then
@@ -70,21 +76,24 @@ run_pp() {
 	awk '/^ns_per_switch/ { print $2 }' "$out"
 }
 
-none=() target=() ring=() others=()
+none=() target=() fpwalk=() ring=() others=()
 for r in $(seq 1 "$REPS"); do
 	none+=("$(run_pp "none$r")")
 	target+=("$(run_pp "target$r" target)")
+	fpwalk+=("$(run_pp "fpwalk$r" fpwalk)")
 	ring+=("$(run_pp "ring$r" ring)")
 	others+=("$(run_pp "others$r" others)")
-	say "rep $r: none ${none[-1]} ns, target ${target[-1]} ns, ring ${ring[-1]} ns, others ${others[-1]} ns per switch"
+	say "rep $r: none ${none[-1]} ns, target ${target[-1]} ns, fpwalk ${fpwalk[-1]} ns, ring ${ring[-1]} ns, others ${others[-1]} ns per switch"
 done
 mn=$(median "${none[@]}")
 mt=$(median "${target[@]}")
+mf=$(median "${fpwalk[@]}")
 mr=$(median "${ring[@]}")
 mo=$(median "${others[@]}")
 say ""
 say "context switch, median of $REPS runs of $ROUNDS round trips (2 switches each), CPU 0:"
 say "  unprofiled:                  $mn ns"
 say "  target threads (traced):     $mt ns   extra $(calc "$mt - $mn") ns per switch"
+say "  ... frame pointers, no CFI walk: $mf ns   the CFI walk adds $(calc "$mt - $mf") ns per switch"
 say "  target threads, --ring:      $mr ns   extra $(calc "$mr - $mn") ns per switch"
 say "  other processes (filtered):  $mo ns   extra $(calc "$mo - $mn") ns per switch"

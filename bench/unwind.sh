@@ -13,7 +13,8 @@
 # Configurations, run one after the other in each of REPS rounds
 # (interleaved), figures are medians over the rounds:
 #   none            unprofiled
-#   q_dwarf_HZ      qprofd --pid --unwind dwarf --frequency HZ
+#   q_dwarf_HZ      qprofd --pid --unwind dwarf --frequency HZ (stacks walked in the kernel by CFI tables)
+#   q_copy_HZ       qprofd --pid --unwind dwarf-copy (every sample's 16 KiB stack copied, unwound in qprofd)
 #   q_fp_HZ         qprofd --pid --unwind fp
 #   p_dwarf_HZ      perf record -e cpu-clock -c 1e9/HZ --call-graph dwarf -m 32M -p
 #   p_fp_HZ         perf record -e cpu-clock -c 1e9/HZ -g -m 8M -p
@@ -172,6 +173,7 @@ run() {
 	local cfg=$1 tag=$2 freq mode i c0=0 c1=0 b0 b1 bc0 bc1 off
 	start_work "$tag" "$ROUNDS" || { say "  $cfg: the workload did not start"; return 1; }
 	freq=${cfg##*_}; mode=${cfg#?_}; mode=${mode%_*}
+	[ "$mode" = copy ] && mode=dwarf-copy
 	sock=$tmp/$tag.sock
 	case $cfg in
 	none) ;;
@@ -244,7 +246,7 @@ run() {
 started_pids+=("$!")
 wait_for_line "$tmp/stats.out" '^held' 10 "$!" || say "BPF statistics unavailable: $(cat "$tmp/stats.out")"
 
-configs=(none "q_dwarf_$HIGH_HZ" "q_fp_$HIGH_HZ")
+configs=(none "q_dwarf_$HIGH_HZ" "q_copy_$HIGH_HZ" "q_fp_$HIGH_HZ")
 [ $have_perf = 1 ] && configs+=("p_dwarf_$HIGH_HZ" "p_fp_$HIGH_HZ")
 [ -n "${CONFIGS:-}" ] && read -r -a configs <<<"none $CONFIGS"
 [ $have_perf = 0 ] && say "perf is not installed (Debian: linux-perf): its columns are skipped"

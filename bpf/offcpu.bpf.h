@@ -175,8 +175,10 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	struct thread_stack *st;
 	struct scope_kstats *k;
 	struct off_thread *o;
+	struct cfi_walk_out *wo;
+	__u32 klen, ulen = 0, nw, tgid = prev->tgid;
+	__u8 *mode, walk = QPROF_WALK_NONE;
 	bool voluntary;
-	__u32 klen;
 
 	o = bpf_task_storage_get(&off_state, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!o) {
@@ -194,8 +196,28 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	o->rec.ts_in = 0;
 	klen = stack_len(bpf_get_stack(ctx, o->rec.ips, STACK_BYTES, 0));
 	o->rec.kern_len = klen;
-	o->rec.user_len = stack_len(bpf_get_stack(ctx, (char *)o->rec.ips + klen, STACK_BYTES,
-						  BPF_F_USER_STACK));
+	/* prev is the current task: its user registers are those saved at
+	 * its entry to the kernel, its memory the one bpf_probe_read_user
+	 * reads. Walked by the CFI tables when its are loaded; else (a rule
+	 * or a file the tables lack) by frame pointers, as before */
+	mode = bpf_map_lookup_elem(&cpu_targets, &tgid);
+	if (mode && (*mode & QPROF_CPU_WALK)) {
+		walk = cfi_walk(prev, tgid, (struct pt_regs *)bpf_task_pt_regs(prev), QPROF_CFI_USER_OFF, &wo, &nw);
+		if (QPROF_WALK_KEPT(walk) && wo && nw) {
+			ulen = (nw * 8) & (STACK_BYTES | (STACK_BYTES - 1));
+			if (ulen > STACK_BYTES)
+				ulen = STACK_BYTES;
+			if (bpf_probe_read_kernel((char *)o->rec.ips + (klen & (STACK_BYTES | (STACK_BYTES - 1))),
+						  ulen, wo->ips))
+				ulen = 0;
+		}
+		if (QPROF_WALK_KEPT(walk) && !ulen)
+			walk = QPROF_WALK_BAD;
+	}
+	if (!ulen)
+		ulen = stack_len(bpf_get_stack(ctx, (char *)o->rec.ips + klen, STACK_BYTES, BPF_F_USER_STACK));
+	o->rec.user_len = ulen;
+	o->rec.walk = walk;
 	st = bpf_task_storage_get(&thread_stacks, prev, 0, 0);
 	fill_scopes(o->rec.scopes, st);
 	bpf_get_current_comm(o->rec.comm, sizeof(o->rec.comm));

@@ -26,7 +26,7 @@ struct offcpu_record {
 	__u32 reason;		/* enum offcpu_reason */
 	__u32 open_len;		/* bytes of a ring thread's open scopes after the stacks */
 	__u32 migrations;	/* CPU changes while off (a task moves only then) */
-	__u32 pad;
+	__u32 walk;		/* enum cfi_walk_end (cfiwalk.h): kept ends: the user stack is the CFI walk's */
 	__u64 scopes[QPROF_SAMPLE_SCOPES];	/* innermost first at the switch-out, 0 = none */
 	char comm[16];
 	__u64 ips[2 * QPROF_STACK_DEPTH + 2 + QPROF_SAMPLE_OPEN_MAX];

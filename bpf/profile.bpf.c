@@ -16,6 +16,7 @@
 #include "profile.h"
 #include "ringreg.h"
 #include "scopes.h"
+#include "cfiwalk.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -24,6 +25,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 const volatile bool sample_all = false;
 const volatile bool copy_all = false;	/* with sample_all: copy every process's stack too */
+const volatile bool verify_walk = false;	/* a walk kept still sends the copy (the daemon checks it) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -199,8 +201,9 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	struct cpu_sample *s;
 	struct ring_tid *rt;
 	struct ring_hdr *h;
-	__u8 *mode, copy;
-	__u32 d, tid, olen, off;
+	__u8 *mode, copy, walk = QPROF_WALK_NONE;
+	__u32 d, tid, olen, off, nw;
+	struct cfi_walk_out *wo;
 
 	if (!tgid)
 		return 0;	/* idle */
@@ -218,9 +221,32 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	s->ts = bpf_ktime_get_ns();
 	klen = stack_len(bpf_get_stack(ctx, s->ips, STACK_BYTES, 0));
 	s->kern_len = klen;
-	/* the user stack right after the kernel one: only used bytes are sent */
-	ulen = stack_len(bpf_get_stack(ctx, (char *)s->ips + klen, STACK_BYTES, BPF_F_USER_STACK));
+	/* the user stack right after the kernel one: only used bytes are
+	 * sent. Walked by the CFI tables when the target's are loaded: a walk
+	 * that ends well is the user stack, and no copy is made; else (a rule
+	 * or a file the tables lack) frame pointers and the copy, as before */
+	ulen = 0;
+	if (mode && (*mode & QPROF_CPU_WALK)) {
+		struct task_struct *task = bpf_get_current_task_btf();
+
+		walk = cfi_walk(task, tgid, (struct pt_regs *)bpf_task_pt_regs(task), QPROF_CFI_USER_CPU, &wo, &nw);
+		if (QPROF_WALK_KEPT(walk) && wo && nw) {
+			ulen = (nw * 8) & (STACK_BYTES | (STACK_BYTES - 1));
+			if (ulen > STACK_BYTES)
+				ulen = STACK_BYTES;
+			if (bpf_probe_read_kernel((char *)s->ips + (klen & (STACK_BYTES | (STACK_BYTES - 1))), ulen,
+						  wo->ips))
+				ulen = 0;
+			if (ulen && !verify_walk)
+				copy = 0;
+		}
+		if (QPROF_WALK_KEPT(walk) && !ulen)
+			walk = QPROF_WALK_BAD;
+	}
+	if (!ulen)
+		ulen = stack_len(bpf_get_stack(ctx, (char *)s->ips + klen, STACK_BYTES, BPF_F_USER_STACK));
 	s->user_len = ulen;
+	s->walk = walk;
 	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0, 0);
 	fill_scopes(s->scopes, st);
 	/* a ring target's thread: its open scopes at any depth, from the

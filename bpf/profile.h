@@ -13,13 +13,16 @@
 /* cpu_targets values: bits */
 #define QPROF_CPU_TARGET 1	/* sample it */
 #define QPROF_CPU_COPY 2	/* and copy its user stack and registers (CFI unwinding) */
+#define QPROF_CPU_WALK 4	/* walk its user stack in the kernel by CFI tables (cfiwalk.bpf.h) first */
 
 /* One sample in the ring buffer: the header, then kern_len bytes of kernel
  * stack and user_len bytes of user stack (instruction pointers, leaf first,
  * the user one walked by frame pointers), then open_len bytes of the
  * thread's open scopes read from its ring (ring collector; site addresses,
  * outermost first), then copy_len bytes of the user stack from regs[7]
- * (sp) up, for the daemon to unwind by CFI. Only the bytes used are sent. */
+ * (sp) up, for the daemon to unwind by CFI. Only the bytes used are sent.
+ * A target walked in the kernel (QPROF_CPU_WALK) whose walk ended well
+ * carries the walked stack as its user stack, and no copy. */
 struct cpu_sample {
 	__u32 tgid;
 	__u32 kern_len;		/* bytes, a multiple of 8; 0 = none */
@@ -30,6 +33,8 @@ struct cpu_sample {
 	char comm[16];
 	__u32 tid;
 	__u32 copy_fail;	/* 1: a copy was wanted but no read of the stack succeeded */
+	__u32 walk;		/* enum cfi_walk_end (cfiwalk.h): kept ends: user_len holds the walked stack */
+	__u32 walk_pad;
 	__u64 ts;		/* bpf_ktime_get_ns(): joins a sample to a scope instance */
 	__u64 regs[QPROF_UREGS];	/* user registers, DWARF numbering */
 	__u64 ips[2 * QPROF_STACK_DEPTH + 2 + QPROF_SAMPLE_OPEN_MAX];

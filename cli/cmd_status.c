@@ -89,6 +89,46 @@ static const char *num(char *buf, size_t len, const json_t *o, const char *key)
 	return qp_fmt_count(buf, len, v);
 }
 
+/* How user stacks were walked: in the kernel by CFI tables (walked, fell
+ * back to the stack copy and why, the tables and their kernel memory),
+ * copies unwound in qprofd. */
+static void print_unwind(const json_t *u)
+{
+	const json_t *k = json_object_get(u, "kernel"), *t = json_object_get(k, "tables"), *n;
+	const json_t *ends = json_object_get(k, "ends");
+	const char *mode = cli_json_str(u, "mode"), *e;
+	char a[32], b[32], c[32], d[32], f[32];
+	uint64_t bytes = 0, max = 0;
+	bool first = true;
+
+	if (!json_is_object(u))
+		return;
+	printf("unwinding: %s", mode ? mode : "?");
+	if (json_is_true(json_object_get(k, "running"))) {
+		printf(", %s walked in the kernel, %s fell back to a stack copy", num(a, sizeof(a), k, "walked"),
+		       num(b, sizeof(b), k, "fallbacks"));
+		json_object_foreach((json_t *)ends, e, n) {
+			if (!json_is_integer(n) || !json_integer_value(n) || !strcmp(e, "complete") ||
+			    !strcmp(e, "depth") || !strcmp(e, "loop"))
+				continue;
+			printf("%s%lld %s", first ? " (" : ", ", (long long)json_integer_value(n), e);
+			first = false;
+		}
+		printf("%s", first ? "" : ")");
+	} else if (cli_json_str(k, "error")) {
+		printf(", not in the kernel: %s", cli_json_str(k, "error"));
+	}
+	printf(", %s copies unwound in qprofd\n", num(a, sizeof(a), u, "copied"));
+	if (!json_is_true(json_object_get(k, "running")))
+		return;
+	cli_json_u64(t, "bytes", &bytes);
+	cli_json_u64(t, "bytes_max", &max);
+	printf("CFI tables: %s files, %llu KiB of %llu KiB kernel memory, %s compiled, %s refused, %s evicted, "
+	       "%s without room\n", num(a, sizeof(a), t, "files"), (unsigned long long)(bytes >> 10),
+	       (unsigned long long)(max >> 10), num(b, sizeof(b), t, "builds"), num(c, sizeof(c), t, "refused"),
+	       num(d, sizeof(d), t, "evictions"), num(f, sizeof(f), t, "no_room"));
+}
+
 /* --binary targets: path, probes, state, processes, deploys seen. */
 static void print_binaries(const json_t *arr)
 {
@@ -261,6 +301,7 @@ static int print_status(const struct cli_ctx *ctx, const json_t *root)
 			printf(" at %llu Hz", (unsigned long long)v);
 		printf(", %s samples, %s lost\n", num(a, sizeof(a), cpu, "samples"),
 		       num(b, sizeof(b), cpu, "lost"));
+		print_unwind(json_object_get(cpu, "unwind"));
 	}
 	if (json_is_object(sc)) {
 		const json_t *why = json_object_get(sc, "dropped_by_reason");

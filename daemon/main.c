@@ -211,7 +211,7 @@ static void daemon_init(struct daemon *q)
 {
 	memset(q, 0, sizeof(*q));
 	q->o = (struct options){ .socket = DEFAULT_SOCKET, .frequency = 99, .unwind = QP_CPU_UNWIND_DWARF,
-				 .max_sites = 4096, .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
+				 .cfi_memory_mb = 16, .max_sites = 4096, .max_exited = 1000, .report_dir = QPROF_REPORT_DIR,
 				 .trace_max_events = 1000000, .flight_events = 1u << 20,
 				 .ring_records = QP_RING_RECORDS_DEFAULT, .dl_hold_ms = QP_DL_HOLD_DEFAULT_MS,
 				 .trace_ring_mb = QP_TRACE_RING_MB_DEFAULT, .offcpu_ring_mb = QP_OFFCPU_RING_MB_DEFAULT,
@@ -377,6 +377,7 @@ static int start_collectors(struct daemon *q)
 	const struct options *o = &q->o;
 
 	d->sample_all = o->all;
+	qp_cpu_set_cfi_bytes((uint64_t)o->cfi_memory_mb << 20);
 	if (qp_cpu_open(&d->cpu, qp_scopes_thread_stacks_fd(d->scopes), qp_ring_tids_fd(q->ring),
 			qp_scopes_slow_rb_fd(d->scopes), qp_scopes_slow_min_fd(d->scopes), o->offcpu_ring_mb << 20,
 			o->frequency, o->all,

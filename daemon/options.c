@@ -81,7 +81,7 @@ static int opt_collector(struct options *o, const struct opt_row *r, const char 
 static int opt_unwind(struct options *o, const struct opt_row *r, const char *arg)
 {
 	if (qp_cpu_unwind_mode_parse(arg, &o->unwind)) {
-		fprintf(stderr, "qprofd: --unwind wants fp, dwarf or dwarf-all, got '%s'\n", arg);
+		fprintf(stderr, "qprofd: --unwind wants fp, dwarf, dwarf-copy or dwarf-all, got '%s'\n", arg);
 		return 2;
 	}
 	return 0;
@@ -160,8 +160,14 @@ static const struct opt_row opts[] = {
 	  NULL },
 	{ "unwind", 0, false, "MODE",
 	  "user stacks: fp (frame pointers only), dwarf (default:\n"
-	  "targets' samples also carry 16 KiB of stack, unwound\n"
-	  "by CFI in qprofd), dwarf-all (so do --all's processes)", CALL(opt_unwind) },
+	  "targets' stacks walked in the kernel by CFI tables\n"
+	  "compiled from their files; a frame the tables lack\n"
+	  "sends the sample's 16 KiB stack copy to qprofd's\n"
+	  "unwinder), dwarf-copy (always the copy), dwarf-all\n"
+	  "(--all's processes' samples carry copies too)", CALL(opt_unwind) },
+	{ "cfi-memory", 0, false, "MB",
+	  "kernel memory for the CFI tables, 0..1024 (default 16;\n"
+	  "0: no walk in the kernel, every sample copied)", UINT(cfi_memory_mb, 0, 1024) },
 	{ "max-sites", 0, false, "N", "(process, scope, parent) aggregates (default 4096)",
 	  UINT(max_sites, 16, 1 << 18) },
 	{ "span-pending", 0, false, "N",

@@ -53,6 +53,7 @@ struct options {
 	unsigned int dl_hold_ms;
 	bool all;
 	enum qp_cpu_unwind_mode unwind;
+	unsigned int cfi_memory_mb;	/* --cfi-memory: the kernel's CFI tables */
 	bool no_multi;
 	bool no_calibrate;
 	unsigned int trace_max_events;

@@ -392,8 +392,21 @@ add_executable(sort_cxx ${CMAKE_CURRENT_SOURCE_DIR}/integration/sort_target.cpp)
 target_compile_options(sort_cxx PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
 add_test(NAME integration_unwind
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_unwind.py
-          $<TARGET_FILE:qprofd> $<TARGET_FILE:qsort_nofp> $<TARGET_FILE:qsort_fp> $<TARGET_FILE:sort_cxx>)
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:qsort_nofp> $<TARGET_FILE:qsort_fp> $<TARGET_FILE:sort_cxx> copy)
 set_tests_properties(integration_unwind PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
+# The same programs walked in the kernel by compiled CFI tables (the default --unwind dwarf).
+add_test(NAME integration_unwind_kernel
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_unwind.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:qsort_nofp> $<TARGET_FILE:qsort_fp> $<TARGET_FILE:sort_cxx> kernel)
+set_tests_properties(integration_unwind_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# Off-CPU stacks walked in the kernel: a sleep, a std::mutex wait, a read on a pipe, -O2 without frame pointers.
+add_executable(offcpu_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/offcpu_nofp.cpp)
+target_compile_options(offcpu_nofp PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+target_link_libraries(offcpu_nofp Threads::Threads)
+add_test(NAME integration_offcpu_kernel
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_offcpu_kernel.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_nofp>)
+set_tests_properties(integration_offcpu_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
 
 # Off-CPU profiles, the scopes' kernel figures, the slowest instances (issue 10).
 add_executable(offcpu_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/offcpu_target.c)

@@ -34,6 +34,7 @@
 #include "collect_offcpu.h"
 #include "collect_slow.h"
 #include "cpu_batch.h"
+#include "cpu_cfi.h"
 #include "cpu_events.h"
 #include "cpu_table.h"
 #include "common/log.h"
@@ -67,6 +68,7 @@ struct qp_cpu {
 	uint64_t t0_ns;			/* the table's clock starts here (monotonic) */
 	struct ring_buffer *rb;		/* the drain thread's only */
 	struct qp_cpu_batch batch;	/* the drain thread's only, with its unwinder */
+	struct qp_cpu_cfi cfi;		/* the kernel's walk by compiled tables (cpu_cfi.c) */
 	struct qp_offcpu offcpu;	/* set up before the drain thread starts */
 	struct qp_slow_side *slow;	/* NULL: no slow instances; its own lock */
 	pthread_t thread;
@@ -103,22 +105,6 @@ static void deadline_ms(struct timespec *t, long ms)
 		t->tv_sec++;
 		t->tv_nsec -= 1000000000L;
 	}
-}
-
-/* BPF's per-CPU counter K (profile.h) summed over CPUs; 0 when it cannot be read. */
-static uint64_t pcounter(struct qp_cpu *c, __u32 k)
-{
-	__u64 *cnt = calloc((size_t)c->ncpus, sizeof(*cnt));
-	uint64_t sum = 0;
-	int cpu;
-
-	if (!cnt)
-		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.pcounters), &k, cnt))
-		for (cpu = 0; cpu < c->ncpus; cpu++)
-			sum += cnt[cpu];
-	free(cnt);
-	return sum;
 }
 
 /* The figures /api/status shows into c->pub, c->lock held; with UW (the
@@ -179,10 +165,10 @@ static void drain_locked(struct qp_cpu *c)
 	if (n < 0 && n != -EINTR)
 		qp_warn("CPU sample ring buffer: %s", strerror(-n));
 	if (c->slow) {
-		kev_lost = pcounter(c, QPROF_PCNT_KEV_LOST);
+		kev_lost = qp_cpu_pcounter(c->skel, c->ncpus, QPROF_PCNT_KEV_LOST);
 		/* intervals lost, or never begun (no task storage at a
 		 * switch-out): their migrations are missing */
-		off_lost = pcounter(c, QPROF_PCNT_OFF_LOST_RING) + pcounter(c, QPROF_PCNT_OFF_NO_STATE);
+		off_lost = qp_cpu_pcounter(c->skel, c->ncpus, QPROF_PCNT_OFF_LOST_RING) + qp_cpu_pcounter(c->skel, c->ncpus, QPROF_PCNT_OFF_NO_STATE);
 	}
 	/* its files stay open in its Dwfl otherwise; made again if sampled again */
 	for (i = 0; i < nfg; i++)
@@ -281,10 +267,12 @@ int qp_cpu_open(struct qp_cpu **out, int thread_stacks_fd, int ring_tids_fd, int
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	ret = qp_cpu_skel_open(&c->skel, thread_stacks_fd, ring_tids_fd, off_rb_bytes, freq, nconf, all, mode, err,
+	ret = qp_cpu_skel_open(&c->skel, &c->cfi, thread_stacks_fd, ring_tids_fd, off_rb_bytes, freq, nconf, all, mode, err,
 			       errlen);
 	if (ret)
 		goto fail;
+	qp_cpu_cfi_start(&c->cfi, c->skel, mode, c->ncpus);
+	c->batch.cfi = &c->cfi;
 	/* slow instances first: slow_rb is the first ring of rb, so its
 	 * records are read before the samples and intervals stamped before
 	 * their exits, which the same consume reads */
@@ -345,6 +333,7 @@ void qp_cpu_close(struct qp_cpu *c)
 		pthread_join(c->thread, NULL);
 	}
 	ring_buffer__free(c->rb);
+	qp_cfi_bpf_free(c->cfi.cfi);
 	profile__destroy(c->skel);
 	qp_unwind_free(c->batch.uw);
 	qp_cpu_batch_free(&c->batch);
@@ -363,9 +352,13 @@ unsigned int qp_cpu_ncpus(const struct qp_cpu *c) { return c ? c->ev.n : 0; }
 
 int qp_cpu_add_pid(struct qp_cpu *c, uint32_t pid)
 {
-	__u8 v = QPROF_CPU_TARGET | (c->mode != QP_CPU_UNWIND_FP ? QPROF_CPU_COPY : 0);
+	__u8 v = QPROF_CPU_TARGET | (c->mode != QP_CPU_UNWIND_FP ? QPROF_CPU_COPY : 0) |
+		 (c->cfi.cfi ? QPROF_CPU_WALK : 0);
 
-	return bpf_map_update_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid, &v, BPF_ANY) ? -errno : 0;
+	if (bpf_map_update_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid, &v, BPF_ANY))
+		return -errno;
+	qp_cfi_bpf_add(c->cfi.cfi, pid);
+	return 0;
 }
 
 /* The drain thread forgets PID at its next drain (c->lock held). */
@@ -392,6 +385,7 @@ int qp_cpu_remove_pid(struct qp_cpu *c, uint32_t pid, bool forget)
 
 	if (bpf_map_delete_elem(bpf_map__fd(c->skel->maps.cpu_targets), &pid) && errno != ENOENT)
 		return -errno;
+	qp_cfi_bpf_remove(c->cfi.cfi, pid);
 	if (forget) {
 		qp_cpu_delete_pid_keys(bpf_map__fd(c->skel->maps.scope_kstats), sizeof(struct scope_key), pid);
 		if (c->slow)
@@ -418,7 +412,7 @@ static void counters_locked(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
 	*samples = c->cnt.kept;
 	*lost = c->cnt.lost;
 	for (k = QPROF_PCNT_LOST_RING; k <= QPROF_PCNT_LOST_STACK; k++)
-		*lost += pcounter(c, k);
+		*lost += qp_cpu_pcounter(c->skel, c->ncpus, k);
 }
 
 /* As of the last drain (at most DRAIN_MS old), for /api/status: never
@@ -432,34 +426,27 @@ void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
 	*lost = c->pub.cnt.lost;
 	pthread_mutex_unlock(&c->pub_lock);
 	for (k = QPROF_PCNT_LOST_RING; k <= QPROF_PCNT_LOST_STACK; k++)
-		*lost += pcounter(c, k);
+		*lost += qp_cpu_pcounter(c->skel, c->ncpus, k);
 }
 
 void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 {
 	struct qp_unwind_stats st = { 0 };
+	struct qp_cpu_counts cnt;
 
 	memset(out, 0, sizeof(*out));
 	out->mode = qp_cpu_unwind_mode_name(c->mode);
-	out->copy_fail = pcounter(c, QPROF_PCNT_COPY_FAIL);
-	out->copy_short = pcounter(c, QPROF_PCNT_COPY_SHORT);
+	out->copy_fail = qp_cpu_pcounter(c->skel, c->ncpus, QPROF_PCNT_COPY_FAIL);
+	out->copy_short = qp_cpu_pcounter(c->skel, c->ncpus, QPROF_PCNT_COPY_SHORT);
 	qp_lock(&c->pub_lock);
 	out->copied = c->pub.cnt.copied;
 	out->dwarf = c->pub.cnt.dwarf;
 	out->fp = c->pub.cnt.fp;
 	st = c->pub.uw;
+	cnt = c->pub.cnt;
 	pthread_mutex_unlock(&c->pub_lock);
-	out->complete = st.unwound;
-	out->partial = st.partial;
-	out->truncated = st.truncated;
-	out->loops = st.loops;
-	out->no_module = st.no_module;
-	out->refreshes = st.refreshes;
-	out->errors = st.errors;
-	out->deferred = st.deferred;
-	out->fast = st.fast;
-	out->slow = st.slow;
-	out->cache_resets = st.fast_resets;
+	qp_cpu_unwind_stats_fill(&st, out);
+	qp_cpu_cfi_figures(&c->cfi, &cnt, out);
 }
 
 void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes)
@@ -494,7 +481,7 @@ static int read_table(struct qp_cpu *c, bool off, struct qp_cpu_snapshot *out)
 	out->n = t->naggs;
 	if (off) {
 		out->samples = c->cnt.off_kept;
-		out->lost = c->cnt.off_lost + pcounter(c, QPROF_PCNT_OFF_LOST_RING);
+		out->lost = c->cnt.off_lost + qp_cpu_pcounter(c->skel, c->ncpus, QPROF_PCNT_OFF_LOST_RING);
 	} else
 		counters_locked(c, &out->samples, &out->lost);
 	out->mono_ns = qp_now_ns();
@@ -559,9 +546,9 @@ void qp_cpu_off_counters(struct qp_cpu *c, struct qp_off_counters *out)
 	out->intervals = c->pub.cnt.off_kept;
 	out->lost = c->pub.cnt.off_lost;
 	pthread_mutex_unlock(&c->pub_lock);
-	out->lost += pcounter(c, QPROF_PCNT_OFF_LOST_RING);
-	out->no_state = pcounter(c, QPROF_PCNT_OFF_NO_STATE);
-	out->kstats_full = pcounter(c, QPROF_PCNT_KSTATS_FULL);
+	out->lost += qp_cpu_pcounter(c->skel, c->ncpus, QPROF_PCNT_OFF_LOST_RING);
+	out->no_state = qp_cpu_pcounter(c->skel, c->ncpus, QPROF_PCNT_OFF_NO_STATE);
+	out->kstats_full = qp_cpu_pcounter(c->skel, c->ncpus, QPROF_PCNT_KSTATS_FULL);
 }
 
 int qp_cpu_kstats_read(struct qp_cpu *c, int pid, struct qp_kstats_row **out, size_t *n)

@@ -14,13 +14,16 @@
 #include "bpf/profile.h"
 #include "bpf/scopes.h"
 #include "slow_store.h"
+#include "cfi_bpf.h"
 
 struct qp_cpu;
 
-/* How user stacks are walked (--unwind): frame pointers only; or also a
- * copy of the stack unwound by CFI, for targets (dwarf) or for every
- * process sampled (dwarf-all, with --all). */
-enum qp_cpu_unwind_mode { QP_CPU_UNWIND_FP, QP_CPU_UNWIND_DWARF, QP_CPU_UNWIND_DWARF_ALL };
+/* How user stacks are walked (--unwind): frame pointers only; or by CFI:
+ * targets' stacks walked in the kernel by compiled tables, falling back to
+ * a copy of the stack unwound in qprofd (dwarf); a copy for every process
+ * sampled (dwarf-all, with --all; targets are walked in the kernel too);
+ * the copy always, never the kernel's walk (dwarf-copy). */
+enum qp_cpu_unwind_mode { QP_CPU_UNWIND_FP, QP_CPU_UNWIND_DWARF, QP_CPU_UNWIND_DWARF_ALL, QP_CPU_UNWIND_DWARF_COPY };
 const char *qp_cpu_unwind_mode_name(enum qp_cpu_unwind_mode m);
 int qp_cpu_unwind_mode_parse(const char *s, enum qp_cpu_unwind_mode *out); /* 0 or -EINVAL */
 
@@ -33,7 +36,23 @@ struct qp_cpu_unwind_figures {
 	uint64_t dwarf, fp;	/* samples with a copy: the stack kept was the CFI one / the FP one */
 	uint64_t complete, partial, truncated, loops, no_module, refreshes, errors, deferred; /* unwind.h */
 	uint64_t fast, slow, cache_resets; /* unwind.h: the walks by path, rule caches emptied */
+	/* the kernel's walk by compiled tables (cfi_bpf.h) */
+	bool kernel;		/* it runs (dwarf, dwarf-all) */
+	char kernel_error[128];	/* why it does not, "" when it does or was not asked */
+	uint64_t walked;	/* samples whose user stack the kernel walked (no copy) */
+	uint64_t walk_ends[QPROF_WALK__MAX];	/* walks by how they ended (cfiwalk.h) */
+	uint64_t walk_frames;	/* frames of the walked stacks */
+	uint64_t off_walk_ends[QPROF_WALK__MAX];	/* the same at off-CPU switch-outs (no copy: */
+	uint64_t off_walk_frames;			/* a fallback is a frame-pointer stack) */
+	struct qp_cfi_bpf_stats tables;
+	/* QPROF_CFI_VERIFY=1: each walk kept checked against libdwfl on a copy
+	 * of the same stack: the same frames, a prefix of them (the copy or the
+	 * walk ended first), others; and copies libdwfl could not unwind */
+	bool verify;
+	uint64_t verify_same, verify_prefix, verify_differ, verify_none;
 };
+/* The kernel memory for the CFI tables (--cfi-memory), before qp_cpu_open. */
+void qp_cpu_set_cfi_bytes(uint64_t bytes);
 
 struct qp_cpu_raw {
 	struct sample_key key;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu_batch.h"
+#include "cpu_cfi.h"
 #include "unwind.h"
 
 #define KEEP_BYTES (1u << 20)	/* a batch keeps this much memory between drains */
@@ -133,7 +134,7 @@ int qp_cpu_batch_on_sample(void *ctx, void *data, size_t size)
 		b->cnt.lost++;
 		return 0;
 	}
-	if (s->copy_len && b->uw)
+	if (!qp_cpu_cfi_sample(b, s, ips + s->kern_len / 8, s->user_len / 8) && s->copy_len && b->uw)
 		nu = unwind_copy(b, s, (const uint8_t *)ips + s->kern_len + s->user_len + s->open_len,
 				 fp_frames(ips + s->kern_len / 8, s->user_len / 8));
 	r = rec_new(b, QP_CPU_REC_SAMPLE, QPROF_STACK_DEPTH * 2 + s->open_len / 8);
@@ -164,6 +165,7 @@ int qp_cpu_batch_on_interval(void *ctx, void *data, size_t size)
 		b->cnt.off_lost++;
 		return 0;
 	}
+	qp_cpu_cfi_off(b->cfi, o->tgid, o->walk);
 	r = rec_new(b, QP_CPU_REC_OFF, (o->kern_len + o->user_len + o->open_len) / 8);
 	if (!r) {
 		b->cnt.off_lost++;
@@ -273,6 +275,9 @@ void qp_cpu_batch_apply(struct qp_cpu_batch *b, struct qp_cpu_table *samples, st
 	total->fp += b->cnt.fp;
 	total->kev_bad += b->cnt.kev_bad;
 	total->inst_lost += b->cnt.inst_lost;
+	total->walked += b->cnt.walked;
+	for (size_t k = 0; k < 4; k++)
+		total->verify[k] += b->cnt.verify[k];
 }
 
 void qp_cpu_batch_reset(struct qp_cpu_batch *b)

@@ -21,6 +21,7 @@
 #define QP_CPU_BATCH_MAX (1u << 18)	/* records one drain holds; beyond, counted lost */
 
 struct qp_unwind;
+struct qp_cpu_cfi;
 
 enum qp_cpu_rec_kind {
 	QP_CPU_REC_SAMPLE,	/* a CPU sample */
@@ -54,6 +55,8 @@ struct qp_cpu_counts {
 	uint64_t copied, dwarf, fp;	/* samples with a stack copy; which stack was kept */
 	uint64_t kev_bad;		/* bad kernel-event records */
 	uint64_t inst_lost;		/* slow-instance records with no room in the batch */
+	uint64_t walked;		/* samples whose user stack the kernel walked (cpu_cfi.c) */
+	uint64_t verify[4];		/* those checked against libdwfl: same, prefix, differ, not unwound */
 };
 
 struct qp_cpu_batch {
@@ -63,6 +66,7 @@ struct qp_cpu_batch {
 	size_t nips, capips;
 	struct qp_cpu_counts cnt;	/* of this batch */
 	struct qp_unwind *uw;		/* NULL: frame pointers only */
+	struct qp_cpu_cfi *cfi;		/* the kernel's walk (cpu_cfi.h); NULL: none */
 	uint64_t uips[QPROF_STACK_DEPTH];	/* the unwound stack of the sample at hand */
 };
 

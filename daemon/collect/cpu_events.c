@@ -9,6 +9,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cpu_events.h"
+#include "cpu_cfi.h"
+#include "unwind.h"
 #include "profile.skel.h"
 #include "bpf/scopes.h"
 
@@ -30,7 +32,7 @@ static __u32 copy_ring_bytes(unsigned int freq, long ncpu)
 	return b;
 }
 
-static const char *const mode_names[] = { "fp", "dwarf", "dwarf-all" };
+static const char *const mode_names[] = { "fp", "dwarf", "dwarf-all", "dwarf-copy" };
 
 const char *qp_cpu_unwind_mode_name(enum qp_cpu_unwind_mode m)
 {
@@ -82,7 +84,8 @@ static int off_ring_size(struct profile *skel, char *err, size_t errlen)
 	return bpf_map__set_max_entries(skel->maps.off_ring, (__u32)v);
 }
 
-int qp_cpu_skel_open(struct profile **out, int thread_stacks_fd, int ring_tids_fd, unsigned int off_rb_bytes,
+int qp_cpu_skel_open(struct profile **out, struct qp_cpu_cfi *cfi, int thread_stacks_fd, int ring_tids_fd,
+		     unsigned int off_rb_bytes,
 		     unsigned int freq, long nconf,
 		     bool all, enum qp_cpu_unwind_mode mode, char *err, size_t errlen)
 {
@@ -122,6 +125,8 @@ int qp_cpu_skel_open(struct profile **out, int thread_stacks_fd, int ring_tids_f
 		return ret;
 	}
 	ret = off_ring_size(skel, err, errlen);
+	if (!ret)
+		ret = qp_cpu_cfi_prepare(cfi, skel, mode, err, errlen);
 	if (ret)
 		return ret;
 	ret = profile__load(skel);
@@ -233,3 +238,32 @@ const struct qp_cpu_raw *qp_cpu_snapshot_find(const struct qp_cpu_snapshot *s, c
 	return s->n ? bsearch(k, s->v, s->n, sizeof(*s->v), cmp_key_raw) : NULL;
 }
 
+uint64_t qp_cpu_pcounter(struct profile *skel, int ncpus, __u32 k)
+{
+	__u64 *cnt = calloc((size_t)ncpus, sizeof(*cnt));
+	uint64_t sum = 0;
+	int cpu;
+
+	if (!cnt)
+		return 0;
+	if (!bpf_map_lookup_elem(bpf_map__fd(skel->maps.pcounters), &k, cnt))
+		for (cpu = 0; cpu < ncpus; cpu++)
+			sum += cnt[cpu];
+	free(cnt);
+	return sum;
+}
+
+void qp_cpu_unwind_stats_fill(const struct qp_unwind_stats *st, struct qp_cpu_unwind_figures *out)
+{
+	out->complete = st->unwound;
+	out->partial = st->partial;
+	out->truncated = st->truncated;
+	out->loops = st->loops;
+	out->no_module = st->no_module;
+	out->refreshes = st->refreshes;
+	out->errors = st->errors;
+	out->deferred = st->deferred;
+	out->fast = st->fast;
+	out->slow = st->slow;
+	out->cache_resets = st->fast_resets;
+}

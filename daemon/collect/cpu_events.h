@@ -22,7 +22,10 @@ struct qp_cpu_events {
 /* Open and load bpf/profile.bpf.c into *OUT (destroyed by the caller
  * whatever happens), sharing THREAD_STACKS_FD and RING_TIDS_FD (-1:
  * none), its ring sized for FREQ on NCONF CPUs. 0 or -errno with ERR. */
-int qp_cpu_skel_open(struct profile **out, int thread_stacks_fd, int ring_tids_fd, unsigned int off_rb_bytes,
+struct qp_cpu_cfi;
+/* CFI: the kernel walk's side, its maps sized before the load (cpu_cfi.h). */
+int qp_cpu_skel_open(struct profile **out, struct qp_cpu_cfi *cfi, int thread_stacks_fd, int ring_tids_fd,
+		     unsigned int off_rb_bytes,
 		     unsigned int freq, long nconf,
 		     bool all, enum qp_cpu_unwind_mode mode, char *err, size_t errlen);
 /* A cpu-clock event at FREQ on each online CPU of NCONF, PROG attached to
@@ -35,4 +38,10 @@ void qp_cpu_events_close(struct qp_cpu_events *ev);
 void qp_cpu_delete_pid_keys(int fd, size_t ksize, uint32_t pid);
 /* The order of snapshot rows: by key. */
 int qp_cpu_raw_cmp(const void *a, const void *b);
+/* BPF's per-CPU counter K (profile.h) of SKEL summed over NCPUS; 0 when it
+ * cannot be read. */
+uint64_t qp_cpu_pcounter(struct profile *skel, int ncpus, __u32 k);
+/* The user-space unwinder's figures ST into OUT. */
+struct qp_unwind_stats;
+void qp_cpu_unwind_stats_fill(const struct qp_unwind_stats *st, struct qp_cpu_unwind_figures *out);
 #endif

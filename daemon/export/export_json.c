@@ -253,6 +253,7 @@ static void cpu_json(const struct qp_status_model *m, const struct qp_counter_gr
 		qp_json_obj_begin(j);
 		qp_json_kv_str(j, "mode", m->cpu.unwind.mode ? m->cpu.unwind.mode : "");
 		qp_counters_json(j, &g[QP_SG_UNWIND], 0, g[QP_SG_UNWIND].n);
+		qp_export_cfi_kernel(j, &m->cpu.unwind);
 		qp_json_obj_end(j);
 	}
 	qp_json_obj_end(j);

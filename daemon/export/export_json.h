@@ -17,4 +17,9 @@ void qp_export_values_json(const struct qp_value_model *m, struct qp_json *j);
 /* The keys "cpu", "scopes", "logs", "values", "marks" of the status
  * object J is inside of. */
 void qp_export_status_figures_json(const struct qp_status_model *m, struct qp_json *j);
+/* export_cfi.c: the key "kernel" of the CPU unwind figures U: the walk in
+ * the kernel by compiled CFI tables, its ends and its tables. */
+void qp_export_cfi_kernel(struct qp_json *j, const struct qp_cpu_unwind_figures *u);
+/* The same ends by name, for the text views (NULL past the last). */
+const char *qp_cfi_walk_end_name(unsigned int e);
 #endif

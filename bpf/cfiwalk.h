@@ -1,0 +1,88 @@
+/* cfiwalk.h - the contract between the in-kernel CFI walker (cfiwalk.bpf.h)
+ * and qprofd's side of it (daemon/collect/cfi_bpf.c): the rows of compiled
+ * CFI tables (the layout of daemon/collect/cfi_table.h's qp_cfi_row), one
+ * array of them shared by every table, the table of each file (where its
+ * rows are), each process's executable mappings (which file, at what
+ * bias), how a walk ended. Documented in docs/internals/cfi-tables.md. */
+#ifndef QPROF_UNWIND_BPF_H
+#define QPROF_UNWIND_BPF_H
+
+#define QPROF_CFI_FILES 4096	/* tables loaded at once (file ids) */
+#define QPROF_CFI_NOFILE 0xffffffffu	/* a mapping whose file has no table */
+#define QPROF_CFI_MAPS 512	/* executable mappings of one process (a power of two) */
+#define QPROF_CFI_MAP_STEPS 10	/* log2(QPROF_CFI_MAPS) + 1 */
+#define QPROF_CFI_ROW_STEPS 25	/* log2(the rows of one table, at most 2^24) + 1 */
+#define QPROF_CFI_PROCS 4096	/* processes with mappings (the CPU targets' bound) */
+#define QPROF_CFI_ROWS_DEFAULT (2u << 20)	/* rows of all tables: 16 MiB of kernel memory */
+
+/* the rule kinds and rbp rules of cfi_table.h, as the walker reads them */
+#define QPROF_CFI_K_FALLBACK 0
+#define QPROF_CFI_K_NONE 1
+#define QPROF_CFI_K_CFA_SP 2
+#define QPROF_CFI_K_CFA_BP 3
+#define QPROF_CFI_K_PLT 4
+#define QPROF_CFI_K_SIGNAL 5
+#define QPROF_CFI_K_OUTERMOST 6
+#define QPROF_CFI_BP_UNDEF 0
+#define QPROF_CFI_BP_SAME 1
+#define QPROF_CFI_BP_AT 2
+#define QPROF_CFI_SIG_RBP 120	/* sigcontext offsets in the ucontext at rsp */
+#define QPROF_CFI_SIG_RSP 160
+#define QPROF_CFI_SIG_RIP 168
+
+/* One row (8 bytes): the rule from addr (relative to its table's base) to
+ * the next row's addr. */
+struct cfi_krow {
+	__u32 addr;
+	__u16 cfa_off;
+	__u8 kind;	/* kind | bp rule << 4 */
+	__s8 bp_off;	/* BP_AT: rbp at CFA + 8 * bp_off; PLT: the threshold */
+};
+
+/* cfi_files[id]: the table of one file, rows [first, first + nrows) of
+ * cfi_rows; nrows 0: none (not loaded, evicted). The last row is NONE. */
+struct cfi_kfile {
+	__u64 base;	/* the lowest vaddr the table covers */
+	__u32 span;	/* end - base */
+	__u32 first;
+	__u32 nrows;
+	__u32 gen;	/* bumped each time the id is given to another file */
+};
+
+/* One executable mapping of a process: [start, end) holds FILE at BIAS
+ * (the vaddr of a byte plus bias is its address). */
+struct cfi_kmap {
+	__u64 start, end, bias;
+	__u32 file;	/* cfi_files index, or QPROF_CFI_NOFILE */
+	__u32 pad;
+};
+
+/* cfi_procs[tgid]: its mappings, sorted by start, not overlapping. The
+ * stamp (the process's mm start_stack and end_code, both read from
+ * /proc/PID/stat when the mappings were) tells a process that has exec'd
+ * since: its mappings are stale until read again. */
+struct cfi_kproc {
+	__u64 start_stack, end_code;
+	__u32 n;
+	__u32 pad;
+	struct cfi_kmap map[QPROF_CFI_MAPS];
+};
+
+/* How a walk in the kernel ended (cpu_sample.walk). The first three keep
+ * the walked stack; the others send the sample down the copy path. */
+enum cfi_walk_end {
+	QPROF_WALK_NONE = 0,	/* not walked in the kernel (fp, or the copy path asked) */
+	QPROF_WALK_COMPLETE,	/* the outermost frame (or an unreadable caller) */
+	QPROF_WALK_DEPTH,	/* QPROF_STACK_DEPTH frames */
+	QPROF_WALK_LOOP,	/* sp did not rise */
+	QPROF_WALK_FALLBACK,	/* a rule the tables do not hold (FALLBACK row) */
+	QPROF_WALK_NOCFI,	/* an address no FDE covers (NONE row) */
+	QPROF_WALK_NOMAP,	/* a pc in no mapping of the process */
+	QPROF_WALK_NOTABLE,	/* a mapping whose file has no table (refused, no room, evicted) */
+	QPROF_WALK_NOPROC,	/* the process's mappings are not loaded yet */
+	QPROF_WALK_STALE,	/* the process exec'd since its mappings were read */
+	QPROF_WALK_BAD,		/* a pc of 0, or no user registers */
+	QPROF_WALK__MAX,
+};
+#define QPROF_WALK_KEPT(e) ((e) >= QPROF_WALK_COMPLETE && (e) <= QPROF_WALK_LOOP)
+#endif
