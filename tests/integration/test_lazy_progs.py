@@ -18,6 +18,7 @@ time a target needs them, the heap profiler with the first heap target:
 usage: test_lazy_progs.py QPROFD EDGE_TARGET SCOPE_TARGET"""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -86,6 +87,10 @@ try:
     cal = st["calibration"]
     t.check(cal["done"], f"calibration done before the BPF target: {cal}")
     t.eq(cal["samples"], 20000, "calibration samples (2 rounds counted of 3)")
+    # the calibration's start-up line, in a user's words
+    t.check(re.search(r"the probes' own cost: \d+ ns \(an empty scope timed 20000 times: \d+ to \d+ ns for 8 in "
+                      r"10\), taken off every duration the BPF collector measures", d.logtext()) is not None,
+            "the calibration's line in words")
     bpf.start()
     bpf.result()
 

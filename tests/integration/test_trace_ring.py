@@ -141,9 +141,9 @@ try:
             f"the loader's line names the file: {dl}")
     t.check("scope figures: room for 4096 scopes (one per process, scope and caller; --max-sites for more)"
             in log and "chunks preallocated" not in log, "the scope maps' line in words")
-    t.check(re.search(r"the probes' own cost: \d+ ns \(an empty scope timed 20000 times: \d+ to \d+ ns for 8 in "
-                      r"10\), taken off every duration the BPF collector measures", log) is not None,
-            "the calibration's line in words")
+    # a ring target needs no calibration (measured when a target first
+    # needs the BPF collector: integration_lazy_progs reads that line)
+    t.check(not [ln for ln in log.splitlines() if "own cost" in ln], "no calibration for a ring target")
     # the slowest instances keep their threads' names after the threads exited
     st, slow = d.get(f"/api/scopes/slowest?pid={prog.pid}&name=outer&n=8")
     threads = {i.get("thread") for i in (slow or {}).get("instances", slow.get("items", []) if slow else [])}
