@@ -79,15 +79,26 @@ class Host:
         return self.proc.returncode
 
 
-def link_fds(pid):
-    """qprofd's BPF links (the machine's bpftool list holds other programs' too)."""
-    n = 0
+def link_kinds(pid):
+    """qprofd's BPF links by fd: (link_type, prog_id) from fdinfo."""
+    out = {}
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            n += os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:bpf_link"
-        except OSError:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
+                continue
+            info = dict(ln.split(":", 1) for ln in open(f"/proc/{pid}/fdinfo/{fd}").read().splitlines() if ":" in ln)
+            out[int(fd)] = (info.get("link_type", "").strip(), info.get("prog_id", "").strip())
+        except (OSError, ValueError):
             pass
-    return n
+    return out
+
+
+def link_fds(pid):
+    """qprofd's uprobe links (the probes on a file's sites). The tracepoint
+    links of a program qprofd loads when a target first needs it (a
+    library's markers can bring one) stay with qprofd once loaded, so they
+    are left out; link_kinds shows them."""
+    return sum(1 for kind, _ in link_kinds(pid).values() if kind.startswith("uprobe"))
 
 
 def scope_counts(d, pid):
@@ -127,6 +138,7 @@ def workload(what):
     try:
         before = target(d, h.pid)
         links0 = link_fds(d.proc.pid)
+        kinds0 = link_kinds(d.proc.pid)
         time.sleep(0.1)
         r1 = h.cmd(f"open 0 {PLUGIN}")
         t.check(r1["ok"], f"{what}: dlopen")
@@ -135,8 +147,13 @@ def workload(what):
         h.cmd("call 0 1000")
         h.cmd("close 0")
         # dlclose: the plugin's probes go (its links released in the background)
-        t.check(wait_for(lambda: link_fds(d.proc.pid) == links0, timeout=10),
-                f"{what}: dlclose: qprofd's links back to {links0} (now {link_fds(d.proc.pid)})")
+        ok = wait_for(lambda: link_fds(d.proc.pid) == links0, timeout=10)
+        # only new programs may have left links of their own (loaded for the plugin, kept)
+        extra = {fd: k for fd, k in link_kinds(d.proc.pid).items() if fd not in kinds0}
+        old_progs = {p for _, p in kinds0.values()}
+        t.check(all(not kind.startswith("uprobe") and p not in old_progs for kind, p in extra.values()),
+                f"{what}: links left after dlclose are only those of programs loaded since: {extra}")
+        t.check(ok, f"{what}: dlclose: qprofd's uprobe links back to {links0} (now {link_fds(d.proc.pid)})")
         t.eq((module(target(d, h.pid), PLUGIN) or {}).get("state"), "unloaded",
              f"{what}: the plugin shows unloaded")
         r2 = h.cmd(f"open 0 {PLUGIN}")
