@@ -41,11 +41,16 @@ RSS_BOUND_KB = 1024  # stated bound on growth from cycle 10 to the last
 
 
 def link_fds(pid):
+    """qprofd's uprobe links (the probes on the libraries' sites). A program
+    loaded when a library first needs it keeps its tracepoint link with
+    qprofd, so tracepoint links are left out."""
     n = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:bpf_link":
-                n += 1
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                n += any(ln.startswith("link_type:") and "uprobe" in ln for ln in f)
         except OSError:
             pass
     return n

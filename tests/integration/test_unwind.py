@@ -157,7 +157,11 @@ def check_kernel_figures(u):
     # a target's first samples come before its tables: the copy serves them
     t.check(k["walked"] >= 0.95 * (k["walked"] + u["copied"]),
             f">= 95 % of the targets' samples walked in the kernel ({k['walked']} walked, {u['copied']} copied)")
-    t.eq(k["kept"], k["walked"], "every walk kept is a sample's stack")
+    # every walk the kernel kept is a sample's stack; the samples still in
+    # the ring when a target is removed are dropped with it, unread (a few)
+    t.check(0 <= k["kept"] - k["walked"] <= max(4, k["kept"] // 1000),
+            f"every walk kept is a sample's stack, but those dropped unread at detach: "
+            f"{k['kept']} kept, {k['walked']} read")
     t.eq(k["walks"], k["kept"] + k["fallbacks"], "every walk is kept or falls back")
     t.check(k["fallbacks"] <= 0.05 * k["walks"], f"fallbacks <= 5 % of walks ({k['fallbacks']}/{k['walks']}: "
             f"{k['ends']})")
