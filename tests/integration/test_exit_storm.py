@@ -49,11 +49,16 @@ def spawn(n):
 
 
 def bpf_links(pid):
-    """The BPF links qprofd holds (its descriptors)."""
+    """The uprobe links qprofd holds (its descriptors): the targets' probes.
+    A program loaded when a target first needs it keeps its tracepoint link
+    with qprofd, so tracepoint links are left out."""
     n = 0
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
-            n += os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:bpf_link"
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf_link":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                n += any(ln.startswith("link_type:") and "uprobe" in ln for ln in f)
         except OSError:
             pass
     return n
