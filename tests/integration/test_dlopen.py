@@ -142,6 +142,8 @@ def workload(what):
         time.sleep(0.1)
         r1 = h.cmd(f"open 0 {PLUGIN}")
         t.check(r1["ok"], f"{what}: dlopen")
+        # its probes come within the hold, or soon after one the bound ended
+        wait_for(lambda: link_fds(d.proc.pid) > links0, timeout=10, step=0.005)
         links1 = link_fds(d.proc.pid)
         t.check(links1 > links0, f"{what}: the plugin got links of its own ({links0} -> {links1})")
         h.cmd("call 0 1000")
