@@ -156,6 +156,7 @@ def workload(what):
         t.check(all(not kind.startswith("uprobe") and p not in old_progs for kind, p in extra.values()),
                 f"{what}: links left after dlclose are only those of programs loaded since: {extra}")
         t.check(ok, f"{what}: dlclose: qprofd's uprobe links back to {links0} (now {link_fds(d.proc.pid)})")
+        wait_for(lambda: (module(target(d, h.pid), PLUGIN) or {}).get("state") == "unloaded", timeout=10)
         t.eq((module(target(d, h.pid), PLUGIN) or {}).get("state"), "unloaded",
              f"{what}: the plugin shows unloaded")
         r2 = h.cmd(f"open 0 {PLUGIN}")
