@@ -128,21 +128,6 @@ static const Dwfl_Thread_Callbacks thread_cbs = {
 
 /* ---- finding the files ------------------------------------------------ */
 
-/* The file read, not mapped (libdwfl maps the fd it is given when no Elf
- * comes with it): a library truncated or rewritten while qprofd reads its
- * CFI must give read errors, not SIGBUS in qprofd. NULL: the file is
- * not used (never handed to libdwfl to map). */
-static Elf *read_elf(int fd)
-{
-	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-
-	if (e && elf_kind(e) != ELF_K_ELF) {
-		elf_end(e);
-		e = NULL;
-	}
-	return e;
-}
-
 /* A mapped file by the process's own root (its mount namespace), else by
  * the path as we see it. Only regular files: a FIFO or a device a hostile
  * process maps would block or misbehave on open or read. *USERDATA is the
@@ -160,14 +145,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	if (name[0] != '/' || !p) {
 		if (p && p->u->fixture)
 			return -1;
-		fd = dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
-		if (fd >= 0 && !*elfp && !(*elfp = read_elf(fd))) {
-			close(fd);
-			free(*file_name);
-			*file_name = NULL;
-			return -1;
-		}
-		return fd;
+		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 	}
 	for (k = 0; k < 2 && fd < 0; k++) {
 		int w = k ? snprintf(path, sizeof(path), "%s", name)
@@ -182,12 +160,10 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 			fd = -1;
 		}
 	}
-	if (fd < 0 || !(*elfp = read_elf(fd))) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
 		return -1;
-	}
 	*file_name = strdup(path);
+	*elfp = NULL;
 	return fd;
 }
 
