@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Who may talk to qprofd (issue 7, items 4 and 8): a throw-away non-root
+"""Who may talk to qprofd: a throw-away non-root
 user, created here and removed at the end, talks to --listen (and to the
 unix socket): GET works; POST/DELETE are refused without a token (403), with
 no or a wrong token (401), and go through with the right one; a foreign
