@@ -204,6 +204,11 @@ void qp_lifecycle_handle_execs(struct qp_registry *r)
 				handle_one(r, &v[i], &rep);
 				pthread_mutex_unlock(&r->lock);
 			}
+			/* alive again before the process runs on: an exec handled
+			 * slowly (its old image's links detached under load) must not
+			 * make the new image's loader find qprofd silent and go on
+			 * unheld, its libraries' first scopes unseen */
+			qp_lifecycle_alive(r->lc);
 			qp_lifecycle_exec_done(r->lc, &v[i]);	/* runs again */
 			if (rep.figs || rep.pin)
 				qp_registry_emit_report(r, rep.figs, rep.pin);
