@@ -109,7 +109,7 @@ static void lib_unlink(struct qp_registry *r, struct qp_target *t, struct qp_tar
 			}
 		}
 	}
-	qp_reap_push(r, t->pid, t->serial, e->ino, &e->id, e->links, e->nlinks);
+	qp_reap_push(r, t->pid, e->ino, &e->id, e->links, e->nlinks);
 	e->links = NULL;
 	e->nlinks = 0;
 }
@@ -345,7 +345,7 @@ static void lib_load(struct qp_registry *r, struct qp_target *t, const struct qp
 	if (mod->elf->nbroken_notes)
 		qp_warn("pid %d: %s: %zu unreadable .note.stapsdt note(s): the sites before them are probed",
 			t->pid, m->path, mod->elf->nbroken_notes);
-	if (e && qp_reap_take(r, t->pid, t->serial, e->ino, &e->id, &e->links, &e->nlinks)) {
+	if (e && qp_reap_take(r, t->pid, e->ino, &e->id, &e->links, &e->nlinks)) {
 		/* the same version back before its links were released: they
 		 * are put back, nothing is attached twice */
 		close(fd);

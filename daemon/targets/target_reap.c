@@ -18,15 +18,14 @@
 
 struct qp_reap_rec {
 	int pid;
-	uint64_t serial;	/* the target record the links were made for */
 	uint64_t ino;
 	struct qp_file_id id;	/* the version the links were made for */
 	struct qp_scope_link **links;
 	size_t n;
 };
 
-void qp_reap_push(struct qp_registry *r, int pid, uint64_t serial, uint64_t ino,
-		  const struct qp_file_id *id, struct qp_scope_link **links, size_t n)
+void qp_reap_push(struct qp_registry *r, int pid, uint64_t ino, const struct qp_file_id *id,
+		  struct qp_scope_link **links, size_t n)
 {
 	struct qp_reap_rec *v;
 
@@ -41,7 +40,7 @@ void qp_reap_push(struct qp_registry *r, int pid, uint64_t serial, uint64_t ino,
 		return;
 	}
 	r->libreap = v;
-	v[r->nlibreap++] = (struct qp_reap_rec){ pid, serial, ino, *id, links, n };
+	v[r->nlibreap++] = (struct qp_reap_rec){ pid, ino, *id, links, n };
 }
 
 static void rec_drop(struct qp_registry *r, size_t i)
@@ -49,15 +48,15 @@ static void rec_drop(struct qp_registry *r, size_t i)
 	r->libreap[i] = r->libreap[--r->nlibreap];
 }
 
-bool qp_reap_take(struct qp_registry *r, int pid, uint64_t serial, uint64_t ino,
-		  const struct qp_file_id *id, struct qp_scope_link ***links, size_t *n)
+bool qp_reap_take(struct qp_registry *r, int pid, uint64_t ino, const struct qp_file_id *id,
+		  struct qp_scope_link ***links, size_t *n)
 {
 	size_t i;
 
 	for (i = 0; i < r->nlibreap; i++) {
 		struct qp_reap_rec *x = &r->libreap[i];
 
-		if (x->pid == pid && x->serial == serial && x->ino == ino && qp_file_id_eq(&x->id, id)) {
+		if (x->pid == pid && x->ino == ino && qp_file_id_eq(&x->id, id)) {
 			*links = x->links;
 			*n = x->n;
 			rec_drop(r, i);

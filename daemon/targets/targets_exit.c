@@ -98,7 +98,7 @@ static void target_dead(struct qp_registry *r, struct qp_target *t)
 
 	if (t->nlinks) {
 		qp_target_libs_drop_links(t);
-		qp_reap_push(r, t->pid, t->serial, 0, &none, t->links, t->nlinks);	/* ino 0: no library's */
+		qp_reap_push(r, t->pid, 0, &none, t->links, t->nlinks);	/* ino 0: no library's */
 		t->links = NULL;
 		t->nlinks = 0;
 	}

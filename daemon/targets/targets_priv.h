@@ -43,16 +43,12 @@ void qp_target_libs_free(struct qp_target *t);
 void qp_target_libs_drop_links(struct qp_target *t);
 
 /* target_reap.c (r->lock held) */
-/* Park LINKS (taken over) of PID's unloaded inode INO, version ID, made
- * for the target record SERIAL. */
-void qp_reap_push(struct qp_registry *r, int pid, uint64_t serial, uint64_t ino,
-		  const struct qp_file_id *id, struct qp_scope_link **links, size_t n);
-/* The parked links of that very version, made for that very record, taken
- * back: true, or false. Links of another record of the pid (the image
- * before an exec) carry that record's site ids and epoch: what they saw
- * would be dropped as the old image's, so they are never taken back. */
-bool qp_reap_take(struct qp_registry *r, int pid, uint64_t serial, uint64_t ino,
-		  const struct qp_file_id *id, struct qp_scope_link ***links, size_t *n);
+/* Park LINKS (taken over) of PID's unloaded inode INO, version ID. */
+void qp_reap_push(struct qp_registry *r, int pid, uint64_t ino, const struct qp_file_id *id,
+		  struct qp_scope_link **links, size_t n);
+/* The parked links of that very version, taken back: true, or false. */
+bool qp_reap_take(struct qp_registry *r, int pid, uint64_t ino, const struct qp_file_id *id,
+		  struct qp_scope_link ***links, size_t *n);
 /* Release now (slowly, under the lock) whatever PID has parked on INO. */
 void qp_reap_flush(struct qp_registry *r, int pid, uint64_t ino);
 /* Wait (r->lock held) until links of PID on INO handed to a release thread
