@@ -121,6 +121,7 @@ void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j)
 	qp_json_kv_u64(j, "libs_unloaded", t->libs_unloaded);
 	qp_json_kv_u64(j, "libs_without_markers", t->libs_without_markers);
 	qp_json_kv_u64(j, "libs_refused", t->libs_refused);
+	qp_json_kv_u64(j, "libs_probed_late", t->libs_probed_late);
 	qp_json_kv_u64(j, "sites_reused", t->sites_reused);
 }
 

@@ -399,15 +399,18 @@ size_t qp_lifecycle_take_execs(struct qp_lifecycle *lc, struct qp_lc_exec *v, si
 	return n;
 }
 
-void qp_lifecycle_exec_done(struct qp_lifecycle *lc, const struct qp_lc_exec *e)
+bool qp_lifecycle_exec_done(struct qp_lifecycle *lc, const struct qp_lc_exec *e)
 {
 	if (e->dl) {
+		/* holds on, and this one not held: qprofd was silent (counted) */
+		bool late = lc && lc->hold_ns && !e->stopped;
+
 		if (lc && e->stopped) {
 			pthread_mutex_lock(&lc->lock);
-			lc_dl_release(lc, e->pid, e->ts_ns);
+			late = lc_dl_release(lc, e->pid, e->ts_ns);
 			pthread_mutex_unlock(&lc->lock);
 		}
-		return;
+		return late;
 	}
 	if (e->stopped && kill(e->pid, SIGCONT) && errno != ESRCH)
 		qp_warn("pid %d: SIGCONT after exec: %s", e->pid, strerror(errno));
@@ -420,6 +423,7 @@ void qp_lifecycle_exec_done(struct qp_lifecycle *lc, const struct qp_lc_exec *e)
 		pthread_mutex_unlock(&lc->lock);
 		qp_debug("pid %d resumed %llu us after its exec", e->pid, (unsigned long long)(stall / 1000));
 	}
+	return false;
 }
 
 static uint64_t counter(struct qp_lifecycle *lc, __u32 which)

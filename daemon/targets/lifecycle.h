@@ -57,8 +57,10 @@ void qp_lifecycle_forget_files(struct qp_lifecycle *lc);
 void qp_lifecycle_check_exes(struct qp_lifecycle *lc);
 /* Take up to MAX queued execs; returns how many. */
 size_t qp_lifecycle_take_execs(struct qp_lifecycle *lc, struct qp_lc_exec *v, size_t max);
-/* After an exec was handled: note the new exe of PID, SIGCONT it if STOPPED. */
-void qp_lifecycle_exec_done(struct qp_lifecycle *lc, const struct qp_lc_exec *e);
+/* After an exec was handled: note the new exe of PID, SIGCONT it if STOPPED.
+ * For a rendezvous: true when the process ran on before it was handled (not
+ * held, or its hold ended at the bound), so what it loaded was probed late. */
+bool qp_lifecycle_exec_done(struct qp_lifecycle *lc, const struct qp_lc_exec *e);
 
 /* The fork/exec figures of /api/status (targets_view.h): the kernel's
  * counters, then the thread's under its own lock. */
@@ -74,7 +76,8 @@ void qp_lifecycle_alive(struct qp_lifecycle *lc);
  * mappings for the symbolizer (with unloaded libraries' ranges) go to
  * *SYM when it is to be told, to be fed once the hold is released. */
 struct qp_maps;
-void qp_lifecycle_handle_dl(struct qp_registry *r, const struct qp_lc_exec *e, struct qp_maps *sym);
+/* Returns how many libraries it probed. */
+unsigned int qp_lifecycle_handle_dl(struct qp_registry *r, const struct qp_lc_exec *e, struct qp_maps *sym);
 
 /* The thread that handles execs as soon as the lifecycle thread queues one
  * (signal SIG, sent to it alone), whatever the poll loop is doing: a

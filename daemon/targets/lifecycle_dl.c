@@ -358,7 +358,7 @@ void lc_dl_stop(struct qp_lifecycle *lc)
 	lc->releaser = 0;
 }
 
-void lc_dl_release(struct qp_lifecycle *lc, int pid, uint64_t ts_ns)
+bool lc_dl_release(struct qp_lifecycle *lc, int pid, uint64_t ts_ns)
 {
 	int held = bpf_map__fd(lc->skel->maps.lc_held);
 	__u32 key = (__u32)pid;
@@ -369,11 +369,11 @@ void lc_dl_release(struct qp_lifecycle *lc, int pid, uint64_t ts_ns)
 		/* the release process was first (or a newer hold, whose own
 		 * record is queued): not ours to end */
 		lc->dl_released_late++;
-		return;
+		return true;
 	}
 	if (bpf_map_delete_elem(held, &key)) {
 		lc->dl_released_late++;
-		return;
+		return true;
 	}
 	if (kill(pid, SIGCONT) && errno != ESRCH)
 		qp_warn("pid %d: SIGCONT after its library rendezvous: %s", pid, strerror(errno));
@@ -382,4 +382,5 @@ void lc_dl_release(struct qp_lifecycle *lc, int pid, uint64_t ts_ns)
 	lc->dl_hold_sum_ns += hold;
 	if (hold > lc->dl_hold_max_ns)
 		lc->dl_hold_max_ns = hold;
+	return false;
 }

@@ -108,8 +108,9 @@ static void prep_parse(struct qp_registry *r, int pid, const struct qp_maps *now
 	}
 }
 
-void qp_lifecycle_handle_dl(struct qp_registry *r, const struct qp_lc_exec *e, struct qp_maps *sym)
+unsigned int qp_lifecycle_handle_dl(struct qp_registry *r, const struct qp_lc_exec *e, struct qp_maps *sym)
 {
+	unsigned int loaded = 0;
 	struct dl_prep prep = { 0 };
 	struct qp_maps now = { 0 };
 	struct qp_target *t;
@@ -126,7 +127,7 @@ void qp_lifecycle_handle_dl(struct qp_registry *r, const struct qp_lc_exec *e, s
 		if (!qp_registry_find(r, e->pid))
 			qp_lifecycle_watch(r->lc, e->pid, false);
 		pthread_mutex_unlock(&r->lock);
-		return;
+		return 0;
 	}
 	ok = t->state == QP_TARGET_RUNNING && !known_copy(t, &prep);
 	pthread_mutex_unlock(&r->lock);
@@ -146,7 +147,9 @@ void qp_lifecycle_handle_dl(struct qp_registry *r, const struct qp_lc_exec *e, s
 		if (qp_maps_read(e->pid, &now))
 			goto out;
 	}
+	loaded = t->libs_loaded;
 	changes = qp_target_libs_sync(r, t, &now);
+	loaded = t->libs_loaded - loaded;
 	qp_maps_free(&t->maps);
 	t->maps = now;
 	memset(&now, 0, sizeof(now));
@@ -161,4 +164,5 @@ out:
 	prep_free(r, &prep);
 	pthread_mutex_unlock(&r->lock);
 	qp_maps_free(&now);
+	return loaded;
 }

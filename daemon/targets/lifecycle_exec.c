@@ -186,6 +186,26 @@ static void handle_one(struct qp_registry *r, const struct qp_lc_exec *e, struct
 			e->pid, old_exe, e->ts_ns ? (td - e->ts_ns) / 1e6 : 0, (t0 - td) / 1e6, (t1 - t0) / 1e6);
 }
 
+/* PID's loader ran on before the LOADED libraries it reported were probed
+ * (not held, or held past the bound): their first calls may be missing
+ * from its figures, and its status says so. */
+static void probed_late(struct qp_registry *r, const struct qp_lc_exec *e, unsigned int loaded)
+{
+	int pid = e->pid;
+	struct qp_target *t;
+
+	pthread_mutex_lock(&r->lock);
+	t = qp_registry_find(r, pid);
+	if (t) {
+		t->libs_probed_late += loaded;
+		qp_warn("pid %d: %u librar%s probed after its loader ran on (%s): their first calls may be missing",
+			pid, loaded, loaded == 1 ? "y" : "ies",
+			e->stopped ? "its hold ended at the --dl-hold-ms bound first" :
+				     "not held: qprofd was silent, or may not signal it");
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
 void qp_lifecycle_handle_execs(struct qp_registry *r)
 {
 	struct qp_lc_exec v[64];
@@ -196,9 +216,10 @@ void qp_lifecycle_handle_execs(struct qp_registry *r)
 		for (i = 0; i < n; i++) {
 			struct exec_report rep = { 0 };
 			struct qp_maps sym = { 0 };
+			unsigned int loaded = 0;
 
 			if (v[i].dl) {
-				qp_lifecycle_handle_dl(r, &v[i], &sym);
+				loaded = qp_lifecycle_handle_dl(r, &v[i], &sym);
 			} else {
 				pthread_mutex_lock(&r->lock);
 				handle_one(r, &v[i], &rep);
@@ -209,7 +230,8 @@ void qp_lifecycle_handle_execs(struct qp_registry *r)
 			 * make the new image's loader find qprofd silent and go on
 			 * unheld, its libraries' first scopes unseen */
 			qp_lifecycle_alive(r->lc);
-			qp_lifecycle_exec_done(r->lc, &v[i]);	/* runs again */
+			if (qp_lifecycle_exec_done(r->lc, &v[i]) && loaded)	/* runs again */
+				probed_late(r, &v[i], loaded);
 			if (rep.figs || rep.pin)
 				qp_registry_emit_report(r, rep.figs, rep.pin);
 			if (sym.v) {

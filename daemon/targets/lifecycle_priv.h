@@ -68,8 +68,9 @@ void lc_dl_check(struct qp_lifecycle *lc);
 /* Stop it (it releases whatever is still held), detach the ld.so links. */
 void lc_dl_stop(struct qp_lifecycle *lc);
 /* End the hold of PID taken at TS_NS (lc->lock held): SIGCONT when the
- * entry was still ours; counts. */
-void lc_dl_release(struct qp_lifecycle *lc, int pid, uint64_t ts_ns);
+ * entry was still ours; counts. True when it was not: the release process
+ * had ended it at its bound, and the process ran on meanwhile. */
+bool lc_dl_release(struct qp_lifecycle *lc, int pid, uint64_t ts_ns);
 
 
 #endif

@@ -104,6 +104,7 @@ struct qp_target {
 	size_t nlibs;
 	unsigned int libs_loaded, libs_unloaded;	/* probed after attach / unloaded since */
 	unsigned int libs_without_markers, libs_refused;	/* loaded after attach, not probed */
+	unsigned int libs_probed_late;	/* probed after the loader ran on: first calls may be missing */
 	unsigned int sites_reused;	/* site addresses a new version shares with an unloaded one */
 	uint64_t maps_seq;		/* bumped each time maps is replaced (a read begun before is stale) */
 };

@@ -56,6 +56,7 @@ int qp_target_view_copy(const struct qp_target *t, struct qp_target_view *out)
 	out->libs_unloaded = t->libs_unloaded;
 	out->libs_without_markers = t->libs_without_markers;
 	out->libs_refused = t->libs_refused;
+	out->libs_probed_late = t->libs_probed_late;
 	out->sites_reused = t->sites_reused;
 	if (qp_target_libs_view(t, &out->modules, &out->nmodules)) {
 		qp_target_view_free(out);

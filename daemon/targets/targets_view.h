@@ -71,6 +71,7 @@ struct qp_target_view {
 	struct qp_module_view *modules;	/* files probed, and libraries loaded later not probed */
 	size_t nmodules;
 	unsigned int libs_loaded, libs_unloaded, libs_without_markers, libs_refused, sites_reused;
+	unsigned int libs_probed_late;	/* probed after its loader ran on: first calls may be missing */
 };
 
 /* A --binary file: "attached" (links on the current version, or per-process

@@ -402,6 +402,10 @@ def release():
               {k: v for k, v in lc.items() if k.startswith("dl_")}), flush=True)
         t.eq((lc.get("dl_held"), lc.get("dl_skipped_unresponsive")), (1, 1),
              "qprofd silent for 2 s: the load is not held, and counted")
+        # the plugin ran on before it was probed: the target says its
+        # first calls may be missing (plugin 0 was closed before qprofd ran)
+        late = wait_for(lambda: (target(d, h.pid) or {}).get("libs_probed_late"), timeout=10)
+        t.eq(late, 1, "qprofd silent for 2 s: the library probed late is counted to the target")
         t.check(wait_for(lambda: (module(target(d, h.pid), PLUGIN) or {}).get("state") == "probed",
                          timeout=10), "qprofd silent for 2 s: the plugin probed once it runs again")
         h.cmd("call 2 10")
