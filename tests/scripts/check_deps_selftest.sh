@@ -111,9 +111,10 @@ found "daemon/symbolize/: call circle between a.c, b.c (a.c calls qp_b() of b.c;
 # collect/ whose source is in tests/model/, and a tests/unit/ left over.
 fresh
 fresh_build
-mkdir -p "$tmp/t/tests/model" "$tmp/t/tests/unit"
+left=tests/unit	# a folder that is gone once tests/ mirrors daemon/
+mkdir -p "$tmp/t/tests/model" "$tmp/t/$left"
 cp "$(find "$src/tests" -name test_cpu_table.c | head -1)" "$tmp/t/tests/model/test_cpu_table.c"
-touch "$tmp/t/tests/unit/test_left.c"
+touch "$tmp/t/$left/test_left.c"
 set_line test_cpu_table SOURCES "$sdir/tests/model/test_cpu_table.c"
 out=$(python3 "$check" "$tmp/t" --build "$tmp/b" --tests-mirror 2>&1)
 rc=$?
