@@ -71,7 +71,7 @@ for d in old new; do
 	m0=$(sed -n 's/.*unprofiled \([0-9.]*\) ms.*/\1/p' <<<"$m")
 	m999=$(sed -n 's/.*999 Hz \([0-9.]*\) ms.*/\1/p' <<<"$m")
 	ex=$(sed -n 's/.*medians: qprofd folded \([0-9.]*\) ms.*/\1/p' "$tmp/cpu.$d")
-	ns=$(sed -n 's/.*samples: qprofd \([0-9]*\) .*/\1/p' "$tmp/cpu.$d")
+	ns=$(sed -n 's/.*samples: qprofd \([0-9]*\) .*/\1/p' "$tmp/cpu.$d" | tail -1)
 	slow=
 	[ -n "$m0" ] && [ -n "$m999" ] && slow=$(awk -v a="$m999" -v b="$m0" 'BEGIN { printf "%.4f", a / b }')
 	fig[samp,$d]=$slow fig[export,$d]=$ex
