@@ -76,7 +76,7 @@ for d in old new; do
 	[ -n "$m0" ] && [ -n "$m999" ] && slow=$(awk -v a="$m999" -v b="$m0" 'BEGIN { printf "%.4f", a / b }')
 	fig[samp,$d]=$slow fig[export,$d]=$ex
 	echo "  cpu.sh $d: unprofiled ${m0:-?} ms, 999 Hz ${m999:-?} ms (x${slow:-?}), folded export ${ex:-?} ms of ${ns:-?} samples (load $(load))"
-	[ -n "$slow" ] && [ -n "$ex" ] || grep -i 'skipped\|did not\|warning' "$tmp/cpu.$d" | head -5 | sed 's/^/    /'
+	[ -n "$slow" ] && [ -n "$ex" ] || grep -m5 -i 'skipped\|did not\|warning' "$tmp/cpu.$d" | sed 's/^/    /'
 done
 echo ""
 echo "== summary (medians; ratio new / old: below 1 the new build is cheaper); load $load0 -> $(load)"
