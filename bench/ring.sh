@@ -8,6 +8,7 @@
 # never judged by the exit status.
 #
 #   bench/ring.sh [BUILD_DIR]      N_ATTACHED=N (default 2000000)
+#                                  RING_BPFTRACE=0: no bpftrace run
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -72,7 +73,9 @@ if r=$(loop_under bpf scope_loop '^qprofd: ready on' "$QPROFD" --collector bpf -
 	bpf=$(calc "$r - $det")
 	say "  scope_loop under qprofd --collector bpf: $r ns/iteration -> $bpf ns per scope"
 fi
-if command -v bpftrace >/dev/null; then
+if [ "${RING_BPFTRACE:-1}" = 0 ]; then
+	say "  bpftrace: not run (RING_BPFTRACE=0)"
+elif command -v bpftrace >/dev/null; then
 	exe=$bin/scope_loop
 	prog="usdt:$exe:qprof:scope_enter { @s[tid] = nsecs; }
 usdt:$exe:qprof:scope_exit /@s[tid]/ { @h = hist(nsecs - @s[tid]); delete(@s[tid]); @n = count(); }

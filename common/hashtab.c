@@ -121,6 +121,51 @@ void qp_htab_free(struct qp_htab *t)
 	t->hash = hash;
 }
 
+int qp_htab_fix(struct qp_htab *t, size_t max)
+{
+	size_t nslot = 64;
+	struct qp_htab_slot *s;
+	struct qp_htab_ent *e;
+	unsigned char *v = NULL;
+
+	if (!max || max > QP_HTAB_MAX || t->n)
+		return -EINVAL;
+	while (nslot < 2 * max)
+		nslot *= 2;
+	if (t->vsize && max > SIZE_MAX / t->vsize)
+		return -ENOMEM;
+	s = calloc(nslot, sizeof(*s));
+	e = malloc(max * sizeof(*e));
+	if (t->vsize)
+		v = malloc(max * t->vsize);
+	if (!s || !e || (t->vsize && !v)) {
+		free(s);
+		free(e);
+		free(v);
+		return -ENOMEM;
+	}
+	free(t->slot);
+	free(t->ent);
+	free(t->val);
+	t->slot = s;
+	t->nslot = nslot;
+	t->ent = e;
+	t->val = v;
+	t->cap = max;
+	t->max = max;
+	return 0;
+}
+
+void qp_htab_clear(struct qp_htab *t)
+{
+	if (t->nslot)
+		memset(t->slot, 0, t->nslot * sizeof(*t->slot));
+	qp_arena_free(t->keys);
+	t->keys = NULL;
+	t->n = 0;
+	t->dead = 0;
+}
+
 static uint64_t hash_of(const struct qp_htab *t, const void *key, size_t len)
 {
 	return t->hash ? t->hash(key, len) : qp_hash_bytes(key, len);
@@ -206,6 +251,8 @@ int64_t qp_htab_add(struct qp_htab *t, const void *key, size_t len, bool *made)
 		if (t->slot[j].idx)
 			return (int64_t)t->slot[j].idx - 1;
 	}
+	if (t->max && t->n >= t->max)
+		return -ENOSPC;
 	if (t->n >= QP_HTAB_MAX)
 		return -E2BIG;
 	if (!t->keys && !(t->keys = qp_arena_new()))
@@ -228,6 +275,46 @@ int64_t qp_htab_add(struct qp_htab *t, const void *key, size_t len, bool *made)
 	if (made)
 		*made = true;
 	return (int64_t)t->n++;
+}
+
+/* The slot that holds entry I. */
+static size_t slot_of_entry(const struct qp_htab *t, size_t i)
+{
+	size_t mask = t->nslot - 1, j = (size_t)t->ent[i].hash & mask;
+
+	while (t->slot[j].idx != i + 1)
+		j = (j + 1) & mask;
+	return j;
+}
+
+void qp_htab_del(struct qp_htab *t, size_t i)
+{
+	size_t mask = t->nslot - 1, hole = slot_of_entry(t, i), k = hole, last = t->n - 1;
+
+	/* linear probing without tombstones: every later slot of the run that
+	 * may sit in the hole (its home is not between the hole and it) moves
+	 * back into it */
+	for (;;) {
+		size_t home;
+
+		k = (k + 1) & mask;
+		if (!t->slot[k].idx)
+			break;
+		home = (size_t)t->slot[k].hash & mask;
+		if (((k - home) & mask) >= ((k - hole) & mask)) {
+			t->slot[hole] = t->slot[k];
+			hole = k;
+		}
+	}
+	t->slot[hole].idx = 0;
+	t->dead += t->ent[i].len + 1;
+	if (i != last) {
+		t->slot[slot_of_entry(t, last)].idx = (uint32_t)(i + 1);
+		t->ent[i] = t->ent[last];
+		if (t->vsize)
+			memcpy(t->val + i * t->vsize, t->val + last * t->vsize, t->vsize);
+	}
+	t->n--;
 }
 
 void *qp_htab_value(const struct qp_htab *t, size_t i)

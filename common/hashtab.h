@@ -13,7 +13,10 @@
  * files and must not be able to make every key collide.
  *
  * Value pointers move when the table grows (qp_htab_add may realloc);
- * key pointers do not. Not thread-safe: one owner at a time. */
+ * key pointers do not. A table given a fixed capacity (qp_htab_fix) never
+ * grows: its value pointers stay where they are. An entry removed
+ * (qp_htab_del) gives its index to the last entry. Not thread-safe: one
+ * owner at a time. */
 #ifndef QPROF_HASHTAB_H
 #define QPROF_HASHTAB_H
 #include <stdbool.h>
@@ -36,6 +39,8 @@ struct qp_htab {
 	struct qp_htab_slot *slot;
 	size_t nslot;			/* 0 or a power of two */
 	struct qp_arena *keys;
+	size_t max;			/* qp_htab_fix's capacity; 0: grows */
+	size_t dead;			/* key bytes of removed entries, still in keys */
 	/* NULL: qp_hash_bytes. Tests set a weak one to force collisions. */
 	uint64_t (*hash)(const void *key, size_t len);
 };
@@ -45,6 +50,20 @@ void qp_htab_init(struct qp_htab *t, size_t vsize);
 /* Frees everything; the table is empty (and usable) again. Accepts a zeroed
  * table. */
 void qp_htab_free(struct qp_htab *t);
+
+/* Room for MAX entries made at once (an empty table only): no add
+ * reallocates from then on, so value pointers stay valid, and an add past
+ * MAX gives -ENOSPC. 0, -EINVAL (MAX 0 or over QP_HTAB_MAX, or the table
+ * holds entries) or -ENOMEM (the table unchanged). */
+int qp_htab_fix(struct qp_htab *t, size_t max);
+/* Every entry removed; the arrays (and a fixed capacity) are kept, the
+ * keys' memory freed. */
+void qp_htab_clear(struct qp_htab *t);
+/* Entry I (< t->n) removed: the last entry, if another, takes index I (its
+ * key and value move there; no other index changes). The key's bytes stay
+ * in the table's memory until qp_htab_clear or qp_htab_free (t->dead
+ * counts them): a table with much churn is cleared or rebuilt by its owner. */
+void qp_htab_del(struct qp_htab *t, size_t i);
 
 /* The index of KEY (LEN bytes), or -ENOENT. */
 int64_t qp_htab_find(const struct qp_htab *t, const void *key, size_t len);

@@ -97,7 +97,7 @@ def canonical(folder, target):
         return target[len("include/"):]
     if tdir == "tests" and folder.split("/")[0] == "tests":
         return name
-    # a sub-folder of the includer's own (tests/unit -> tests/unit/x), or a
+    # a sub-folder of the includer's own (tests -> tests/collect/x), or a
     # folder with no prefix: relative to the includer, if that needs no "../"
     rel = os.path.relpath(target, folder)
     if not rel.startswith(".."):

@@ -419,22 +419,3 @@ int qp_scopes_logs_fd(struct qp_scopes *s)
 {
 	return bpf_map__fd(s->skel->maps.logs);
 }
-
-uint64_t qp_scopes_counter(struct qp_scopes *s, unsigned int which)
-{
-	__u64 *cnt;
-	uint64_t sum = 0;
-	__u32 k = which;
-	int cpu;
-
-	if (which == QPROF_CNT_SPAN_ABANDONED)
-		return __atomic_load_n(&s->spans_abandoned, __ATOMIC_RELAXED);
-	if (which >= QPROF_CNT__MAX)
-		return 0;
-	cnt = calloc((size_t)s->ncpus, sizeof(*cnt));
-	if (cnt && !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &k, cnt))
-		for (cpu = 0; cpu < s->ncpus; cpu++)
-			sum += cnt[cpu];
-	free(cnt);
-	return sum;
-}

@@ -161,7 +161,7 @@ struct qp_value_row {
 int qp_marks_read(struct qp_scopes *s, int pid, struct qp_mark_row **rows, size_t *n);
 int qp_values_read(struct qp_scopes *s, int pid, struct qp_value_row **rows, size_t *n);
 void qp_values_free(struct qp_value_row *rows, size_t n);
-/* One counter of enum scope_counter, summed over CPUs. */
+/* One counter of enum scope_counter, summed over CPUs (scope_poll.c). */
 uint64_t qp_scopes_counter(struct qp_scopes *s, unsigned int which);
 /* The log ring buffer (for the logs consumer). */
 int qp_scopes_logs_fd(struct qp_scopes *s);

@@ -191,6 +191,40 @@ struct ring_pid *qp_ring_pid_locked(struct qp_ring *g, uint32_t pid)
 	return pid_of(g, pid);
 }
 
+/* Take PID's copy of its parent's ring at ADDR, if it has one (a ring
+ * made after its fork is not in it): its one thread (tid = pid) writes on
+ * in its copy of the forking thread's ring, and a tid other than the
+ * header's makes take() count from the child's watch (the fork) on. The
+ * header is read without the lock. */
+void qp_ring_take_copy_locked(struct qp_ring *g, uint32_t pid, uint64_t addr, uint64_t size)
+{
+	struct ring_announce b = { .pid = pid, .tid = pid, .addr = addr, .size = size };
+	struct qprof_ring h;
+	struct iovec l = { &h, sizeof(h) }, r = { (void *)(uintptr_t)addr, sizeof(h) };
+	bool ok;
+
+	pthread_mutex_unlock(&g->lock);
+	ok = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(h) &&
+	     h.magic == QPROF_RING_MAGIC;
+	pthread_mutex_lock(&g->lock);
+	if (ok)
+		qp_ring_take_locked(g, &b);
+}
+
+/* The copies that the children forked from A's process hold of the ring
+ * A announces (G->lock held, dropped and taken again). */
+static void take_children(struct qp_ring *g, const struct ring_announce *a)
+{
+	uint32_t kids[64];
+	size_t i, n = 0;
+
+	for (i = 0; i < g->npids && n < 64; i++)
+		if (g->pids[i].parent == a->pid)
+			kids[n++] = g->pids[i].pid;
+	for (i = 0; i < n; i++)
+		qp_ring_take_copy_locked(g, kids[i], a->addr, a->size);
+}
+
 /* A thread of PID that announced the ring at ADDR is exiting, with the
  * ring's head then: what the drain must read or count, even if the
  * process is gone by then. */
@@ -227,7 +261,7 @@ static int on_announce(void *ctx, void *data, size_t len)
 		pend(g, &a);
 	} else {
 		take(g, &a);
-		qp_ring_take_children_locked(g, &a);
+		take_children(g, &a);
 	}
 	pthread_mutex_unlock(&g->lock);
 	return 0;

@@ -104,9 +104,9 @@ struct qp_ring {
  * its header read without the lock); the watch of PID, or NULL. */
 void qp_ring_take_locked(struct qp_ring *g, const struct ring_announce *a);
 struct ring_pid *qp_ring_pid_locked(struct qp_ring *g, uint32_t pid);
-/* ring_watch.c, G->lock held (dropped and taken again): the copies that
- * the children forked from A's process hold of the ring A announces. */
-void qp_ring_take_children_locked(struct qp_ring *g, const struct ring_announce *a);
+/* ring_collect.c, G->lock held (dropped and taken again): PID's copy of
+ * its parent's ring at ADDR (SIZE bytes) taken, if it has one. */
+void qp_ring_take_copy_locked(struct qp_ring *g, uint32_t pid, uint64_t addr, uint64_t size);
 
 /* One ring's reading, made without the lock. */
 struct ring_job {

@@ -7,7 +7,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include "ring_internal.h"
 #include "ring_collect.h"
 
@@ -71,38 +70,6 @@ int qp_ring_watch(struct qp_ring *g, int pid)
 	return qp_ring_watch_since(g, pid, NULL);
 }
 
-/* Take PID's copy of its parent's ring at ADDR, if it has one (a ring
- * made after its fork is not in it): its one thread (tid = pid) writes on
- * in its copy of the forking thread's ring, and a tid other than the
- * header's makes take() count from the child's watch (the fork) on. The
- * header is read without the lock. */
-static void take_copy(struct qp_ring *g, uint32_t pid, uint64_t addr, uint64_t size)
-{
-	struct ring_announce b = { .pid = pid, .tid = pid, .addr = addr, .size = size };
-	struct qprof_ring h;
-	struct iovec l = { &h, sizeof(h) }, r = { (void *)(uintptr_t)addr, sizeof(h) };
-	bool ok;
-
-	pthread_mutex_unlock(&g->lock);
-	ok = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(h) &&
-	     h.magic == QPROF_RING_MAGIC;
-	pthread_mutex_lock(&g->lock);
-	if (ok)
-		qp_ring_take_locked(g, &b);
-}
-
-void qp_ring_take_children_locked(struct qp_ring *g, const struct ring_announce *a)
-{
-	uint32_t kids[64];
-	size_t i, n = 0;
-
-	for (i = 0; i < g->npids && n < 64; i++)
-		if (g->pids[i].parent == a->pid)
-			kids[n++] = g->pids[i].pid;
-	for (i = 0; i < n; i++)
-		take_copy(g, kids[i], a->addr, a->size);
-}
-
 int qp_ring_watch_child(struct qp_ring *g, int pid, int parent, uint64_t fork_ns)
 {
 	struct ring_announce *got = NULL, *v;
@@ -140,7 +107,7 @@ int qp_ring_watch_child(struct qp_ring *g, int pid, int parent, uint64_t fork_ns
 		got[n++] = (struct ring_announce){ .addr = g->ents[i].addr, .size = g->ents[i].size };
 	}
 	for (i = 0; i < n; i++)
-		take_copy(g, (uint32_t)pid, got[i].addr, got[i].size);
+		qp_ring_take_copy_locked(g, (uint32_t)pid, got[i].addr, got[i].size);
 	pthread_mutex_unlock(&g->lock);
 	free(got);
 	return 0;

@@ -72,6 +72,27 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* collect_scopes.h: here beside read_counters, below the value poll that
+ * reads one too (value_poll.c) and the collector that calls that poll. */
+uint64_t qp_scopes_counter(struct qp_scopes *s, unsigned int which)
+{
+	__u64 *cnt;
+	uint64_t sum = 0;
+	__u32 k = which;
+	int cpu;
+
+	if (which == QPROF_CNT_SPAN_ABANDONED)
+		return __atomic_load_n(&s->spans_abandoned, __ATOMIC_RELAXED);
+	if (which >= QPROF_CNT__MAX)
+		return 0;
+	cnt = calloc((size_t)s->ncpus, sizeof(*cnt));
+	if (cnt && !bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.counters), &k, cnt))
+		for (cpu = 0; cpu < s->ncpus; cpu++)
+			sum += cnt[cpu];
+	free(cnt);
+	return sum;
+}
+
 int qp_scope_poll(struct qp_scopes *s, uint64_t *counters)
 {
 	int fds[2] = { bpf_map__fd(s->skel->maps.scope_chunks),

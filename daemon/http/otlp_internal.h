@@ -1,7 +1,8 @@
-/* otlp_internal.h - what the OTLP push's two files share: its state, the
- * queue of requests, and the calls the sender (otlp_send.c) makes into the
- * builder's side (otlp_push.c). Locking: p->lock guards the queue, the
- * counters and stop, and is never held across a build or a POST. */
+/* otlp_internal.h - what the OTLP push's files share: its state, the
+ * queue of requests (otlp_queue.c, below both threads) and the sender's
+ * thread (otlp_send.c), which the builder's side (otlp_push.c) starts.
+ * Locking: p->lock guards the queue, the counters and stop, and is never
+ * held across a build or a POST. */
 #ifndef QPROF_OTLP_INTERNAL_H
 #define QPROF_OTLP_INTERNAL_H
 #include <pthread.h>
@@ -56,10 +57,15 @@ struct qp_otlp {
 	bool have_cpu, have_off;
 };
 
-/* Wait until NS (monotonic) or stop; the caller holds p->lock. false on stop. */
+/* otlp_queue.c: wait until NS (monotonic) or stop; the caller holds
+ * p->lock. false on stop. */
 bool otlp_wait_until(struct qp_otlp *p, uint64_t ns);
-/* Drop B, counted under WHY; the caller holds p->lock. */
+/* otlp_queue.c: drop B, counted under WHY; the caller holds p->lock. */
 void otlp_drop(struct qp_otlp *p, struct batch *b, uint64_t *why);
+/* otlp_queue.c: queue BODY (LEN bytes, SAMPLES CPU samples, owned by the
+ * queue from now on), the oldest dropped when the queue is full, and wake
+ * the sender. Takes p->lock. */
+void otlp_enqueue(struct qp_otlp *p, char *body, size_t len, uint64_t samples);
 /* The sender thread (otlp_send.c). */
 void *otlp_sender_main(void *arg);
 #endif

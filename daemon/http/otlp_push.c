@@ -39,42 +39,6 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-bool otlp_wait_until(struct qp_otlp *p, uint64_t ns)
-{
-	while (!p->stop && qp_now_ns() < ns) {
-		struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
-
-		pthread_cond_timedwait(&p->cond, &p->lock, &ts);
-	}
-	return !p->stop;
-}
-
-void otlp_drop(struct qp_otlp *p, struct batch *b, uint64_t *why)
-{
-	p->dropped++;
-	p->dropped_samples += b->samples;
-	(*why)++;
-	free(b->body);
-	b->body = NULL;
-}
-
-static void enqueue(struct qp_otlp *p, char *body, size_t len, uint64_t samples)
-{
-	struct batch *b;
-
-	pthread_mutex_lock(&p->lock);
-	if (p->qn == p->qcap) {	/* full: the oldest goes */
-		otlp_drop(p, &p->q[p->qhead], &p->dropped_full);
-		p->qhead = (p->qhead + 1) % p->qcap;
-		p->qn--;
-	}
-	b = &p->q[(p->qhead + p->qn) % p->qcap];
-	*b = (struct batch){ .body = body, .len = len, .samples = samples };
-	p->qn++;
-	pthread_cond_broadcast(&p->cond);
-	pthread_mutex_unlock(&p->lock);
-}
-
 /* ---- building ---- */
 
 #define MAX_RES 256	/* processes in one push */
@@ -301,7 +265,7 @@ static void build_once(struct qp_otlp *p)
 		p->build_cpu_ns += thread_cpu_ns() - t0;
 		pthread_mutex_unlock(&p->lock);
 		if (z)
-			enqueue(p, z, zlen, samples);
+			otlp_enqueue(p, z, zlen, samples);
 		else
 			count(p, &p->build_errors, 1);
 	} else if (s->n) {

@@ -7,8 +7,10 @@
 # copied and edited): a stage library linking a stage above it, one with
 # another stage's include folder, a test linking two stages, a test including
 # a header above its stage, and a circle of calls between two files of a
-# stage (a small archive of two objects that call each other). The build is
-# read from BUILD/qprof_targets.txt, which the broken copies edit.
+# stage (a small archive of two objects that call each other); with the
+# layout rule on (--tests-mirror), a test of collect/ kept in tests/model/
+# and a tests/unit/ left over. The build is read from
+# BUILD/qprof_targets.txt, which the broken copies edit.
 set -u
 src=$1
 build=$2
@@ -104,4 +106,20 @@ found "tests/unit/test_slow_kev.c:.*test_slow_kev tests daemon/collect/: may not
 	"a test including a header above its stage"
 found "daemon/symbolize/: call circle between a.c, b.c (a.c calls qp_b() of b.c; b.c calls qp_a() of a.c)" \
 	"a circle of calls between two files of a stage"
+
+# The layout of tests/ (TESTS_MIRROR, here --tests-mirror): a test of
+# collect/ whose source is in tests/model/, and a tests/unit/ left over.
+fresh
+fresh_build
+left=tests/unit	# a folder that is gone once tests/ mirrors daemon/
+mkdir -p "$tmp/t/tests/model" "$tmp/t/$left"
+cp "$(find "$src/tests" -name test_cpu_table.c | head -1)" "$tmp/t/tests/model/test_cpu_table.c"
+touch "$tmp/t/$left/test_left.c"
+set_line test_cpu_table SOURCES "$sdir/tests/model/test_cpu_table.c"
+out=$(python3 "$check" "$tmp/t" --build "$tmp/b" --tests-mirror 2>&1)
+rc=$?
+[ $rc = 1 ] || { echo "FAIL: the broken layout: exit $rc"; fail=1; }
+found "test_cpu_table: tests/model/test_cpu_table.c is not in tests/collect/" \
+	"a test of collect/ kept in tests/model/"
+found "tests/unit/: still there" "a tests/unit/ left over"
 exit $fail

@@ -1,7 +1,9 @@
 /* test_hashtab.c - common/hashtab.c: SipHash against the reference vector,
  * exact counts through growth, keys that collide entirely, byte keys with
  * NULs, u64 and string keys, insertion order, and contents that do not
- * depend on the order keys came in. */
+ * depend on the order keys came in; removal (the last entry takes the
+ * index; random churn against a plain array, on weak hashes too) and a
+ * fixed capacity (refused past it, nothing moved, kept by clear). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -207,6 +209,155 @@ static void test_order_independence(void)
 	}
 }
 
+/* a hash of few values: runs of colliding keys that wrap round the slots */
+static uint64_t weak_hash(const void *key, size_t len)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, key, len < sizeof(v) ? len : sizeof(v));
+	return (v * 0x9e3779b97f4a7c15ull) >> 58;	/* 64 values */
+}
+
+/* Random adds and removals against a plain array of what should be there:
+ * every key present is found at its index with its value, every key
+ * removed is absent, indices stay dense. */
+static void churn(uint64_t (*hash)(const void *, size_t), size_t range, size_t rounds)
+{
+	struct qp_htab t;
+	uint32_t *where = calloc(range, sizeof(*where));	/* key -> index + 1 */
+	size_t r, k, present = 0, bad = 0, bad_absent = 0, bad_val = 0, dels = 0;
+	uint64_t x = 12345;
+
+	qp_htab_init(&t, sizeof(uint64_t));
+	t.hash = hash;
+	for (r = 0; r < rounds; r++) {
+		uint64_t key;
+		int64_t i;
+
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		key = (x >> 33) % range;
+		i = qp_htab_find_u64(&t, key);
+		if ((i >= 0) != (where[key] != 0) || (i >= 0 && (size_t)i != where[key] - 1))
+			bad++;
+		if (i >= 0 && (x & 1)) {	/* remove it: the last entry takes its index */
+			size_t last = t.n - 1;
+			uint64_t moved = qp_htab_key_u64(&t, last);
+
+			qp_htab_del(&t, (size_t)i);
+			where[key] = 0;
+			if ((size_t)i != last)
+				where[moved] = (uint32_t)i + 1;
+			present--;
+			dels++;
+		} else if (i < 0) {
+			bool made;
+
+			i = qp_htab_add_u64(&t, key, &made);
+			if (i != (int64_t)present || !made)
+				bad++;
+			*(uint64_t *)qp_htab_value(&t, (size_t)i) = key * 7;
+			where[key] = (uint32_t)i + 1;
+			present++;
+		}
+	}
+	CHECK_INT(t.n, present);
+	for (k = 0; k < range; k++) {
+		int64_t i = qp_htab_find_u64(&t, k);
+
+		if (!where[k]) {
+			bad_absent += i != -ENOENT;
+			continue;
+		}
+		if (i != (int64_t)where[k] - 1)
+			bad++;
+		else if (*(uint64_t *)qp_htab_value(&t, (size_t)i) != k * 7 || qp_htab_key_u64(&t, (size_t)i) != k)
+			bad_val++;
+	}
+	CHECK_INT(bad, 0);
+	CHECK_INT(bad_absent, 0);
+	CHECK_INT(bad_val, 0);
+	CHECK(dels > rounds / 8);
+	CHECK_INT(t.dead, dels * (sizeof(uint64_t) + 1));
+	qp_htab_free(&t);
+	free(where);
+}
+
+static void test_del(void)
+{
+	struct qp_htab t;
+	int64_t a, b, c;
+
+	qp_htab_init(&t, sizeof(struct val));
+	a = qp_htab_add_str(&t, "a", NULL);
+	b = qp_htab_add_str(&t, "b", NULL);
+	c = qp_htab_add_str(&t, "c", NULL);
+	CHECK(a == 0 && b == 1 && c == 2);
+	((struct val *)qp_htab_value(&t, 2))->tag = 33;
+	qp_htab_del(&t, 0);	/* "c" takes index 0, with its value */
+	CHECK_INT(t.n, 2);
+	CHECK_INT(qp_htab_find_str(&t, "a"), -ENOENT);
+	CHECK_INT(qp_htab_find_str(&t, "c"), 0);
+	CHECK_INT(((struct val *)qp_htab_value(&t, 0))->tag, 33);
+	CHECK_STR(qp_htab_key(&t, 0, NULL), "c");
+	CHECK_INT(qp_htab_find_str(&t, "b"), 1);
+	qp_htab_del(&t, 1);	/* the last one: nothing moves */
+	CHECK_INT(qp_htab_find_str(&t, "b"), -ENOENT);
+	CHECK_INT(qp_htab_find_str(&t, "c"), 0);
+	qp_htab_del(&t, 0);
+	CHECK_INT(t.n, 0);
+	CHECK_INT(qp_htab_find_str(&t, "c"), -ENOENT);
+	CHECK_INT(qp_htab_add_str(&t, "a", NULL), 0);	/* added again */
+	qp_htab_free(&t);
+	churn(NULL, 5000, 200000);
+	churn(weak_hash, 3000, 100000);	/* 64 hash values: long runs, wrapped */
+	churn(zero_hash, 300, 20000);	/* one run holds everything */
+}
+
+static void test_fixed(void)
+{
+	struct qp_htab t;
+	struct val *v0;
+	size_t i, slots;
+	bool made;
+
+	qp_htab_init(&t, sizeof(struct val));
+	CHECK_INT(qp_htab_fix(&t, 0), -EINVAL);
+	CHECK_INT(qp_htab_fix(&t, QP_HTAB_MAX + 1), -EINVAL);
+	CHECK_INT(qp_htab_fix(&t, 1000), 0);
+	slots = t.nslot;
+	CHECK_INT(slots, 2048);
+	CHECK_INT(qp_htab_add_u64(&t, 0, &made), 0);
+	v0 = qp_htab_value(&t, 0);
+	v0->tag = 7;
+	for (i = 1; i < 1000; i++)
+		if (qp_htab_add_u64(&t, i, NULL) != (int64_t)i)
+			break;
+	CHECK_INT(i, 1000);
+	/* full: refused, nothing moved, nothing grown */
+	CHECK_INT(qp_htab_add_u64(&t, 5000, &made), -ENOSPC);
+	CHECK(!made);
+	CHECK_INT(qp_htab_add_u64(&t, 999, NULL), 999);	/* one there is still found */
+	CHECK(qp_htab_value(&t, 0) == v0 && v0->tag == 7);
+	CHECK_INT(t.nslot, slots);
+	CHECK_INT(qp_htab_fix(&t, 10), -EINVAL);	/* not empty */
+	/* a removal makes room again */
+	qp_htab_del(&t, 500);
+	CHECK_INT(qp_htab_add_u64(&t, 5000, NULL), 999);
+	CHECK_INT(qp_htab_find_u64(&t, 999), 500);
+	/* cleared: empty, the same arrays, still fixed */
+	qp_htab_clear(&t);
+	CHECK_INT(t.n, 0);
+	CHECK_INT(t.dead, 0);
+	CHECK_INT(qp_htab_find_u64(&t, 1), -ENOENT);
+	CHECK_INT(qp_htab_add_u64(&t, 42, NULL), 0);
+	CHECK(qp_htab_value(&t, 0) == v0);
+	CHECK_INT(t.max, 1000);
+	qp_htab_free(&t);
+	CHECK_INT(t.max, 0);	/* free forgets it: the table grows again */
+	fill_and_check(&t, 3000);
+	qp_htab_free(&t);
+}
+
 int main(void)
 {
 	test_siphash();
@@ -214,5 +365,7 @@ int main(void)
 	test_collisions();
 	test_bytes();
 	test_order_independence();
+	test_del();
+	test_fixed();
 	return test_done("hashtab");
 }
