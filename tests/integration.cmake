@@ -107,6 +107,12 @@ add_test(NAME integration_lifecycle_perf_uprobes
 set_tests_properties(integration_lifecycle integration_lifecycle_perf_uprobes PROPERTIES
   ENVIRONMENT "QPROF_TEST_LIFECYCLE_LIB=$<TARGET_FILE:lifecycle_lib>")
 set_tests_properties(integration_lifecycle_perf_uprobes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# A read never writes: a GET does not adopt a --binary library's process
+# (the poll loop, frozen by strace meanwhile, does once it runs again).
+add_test(NAME integration_reads_adopt
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_reads_adopt.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:lifecycle_target> $<TARGET_FILE:lifecycle_lib>)
+set_tests_properties(integration_reads_adopt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
 # Deploys and what a client may name (issue 7, items 1, 5, 8, 9): a second
 # build of scope_target whose code sits 301 bytes further on replaces the first,
 # in place (same inode) and by rename, under --pid and --binary.
