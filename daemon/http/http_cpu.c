@@ -50,7 +50,7 @@ static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct q
 	}
 	q.scope = scope;
 	q.off = off;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_cpu_window(&src, &q, prof);
 	if (ret == -ENODEV) {
 		if (off && d->cpu)

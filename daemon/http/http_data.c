@@ -36,7 +36,7 @@ void qp_route_scopes(struct qprofd *d, const struct qp_request *req, struct qp_r
 
 	if (!qp_req_pid_seconds(d, req, resp, &q.seconds, &q.pid))
 		return;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_scope_model_build(&src, &q, &m);
 	if (ret) {
 		model_error(resp, ret);
@@ -58,7 +58,7 @@ void qp_route_values(struct qprofd *d, const struct qp_request *req, struct qp_r
 
 	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_pid(d, req, resp, &pid))
 		return;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_value_model_build(&src, pid, &m);
 	if (ret) {
 		model_error(resp, ret);
@@ -159,7 +159,7 @@ void qp_route_logs(struct qprofd *d, const struct qp_request *req, struct qp_res
 		return;
 	}
 	ls->d = d;
-	qprofd_model_src(d, &ls->src);
+	qprofd_model_src(d, req, &ls->src);
 	ls->follow = follow && !strcmp(follow, "1");
 	/* kernel losses from before this request are history, not news */
 	qp_log_reader_init(&ls->src, &ls->rd, sv, pid);

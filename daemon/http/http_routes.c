@@ -13,27 +13,7 @@
 #include "http_routes.h"
 #include "common/util.h"
 
-/* The request the calling thread routes now (MHD gives each connection a
- * thread of its own), so that a window's wait sees its client hang up. */
-static __thread const struct qp_request *routing;
-
-/* Waits by the second: a client gone away (its long-poll slot held) ends
- * the wait as a stop does, and its handler gives the slot back. */
-static bool wait_cb(void *arg, unsigned int seconds)
-{
-	const struct qp_request *req = routing;
-	unsigned int s;
-
-	for (s = 0; s < seconds; s++) {
-		if (!qp_stop_wait(&((struct qprofd *)arg)->stop, 1))
-			return false;
-		if (req && req->gone && req->gone(req->arg))
-			return false;
-	}
-	return true;
-}
-
-void qprofd_model_src(struct qprofd *d, struct qp_model_src *out)
+void qprofd_model_src(struct qprofd *d, const struct qp_request *req, struct qp_model_src *out)
 {
 	out->reg = &d->reg;
 	out->scopes = d->scopes;
@@ -49,8 +29,11 @@ void qprofd_model_src(struct qprofd *d, struct qp_model_src *out)
 	out->frequency_hz = d->frequency_hz;
 	out->sample_all = d->sample_all;
 	out->start_ns = d->start_ns;
-	out->wait = wait_cb;
-	out->wait_arg = d;
+	/* a window ends at shutdown, and when its client hung up (its
+	 * long-poll slot held): its handler then gives the slot back */
+	out->stop = &d->stop;
+	out->gave_up = req ? req->gone : NULL;
+	out->gave_up_arg = req ? req->arg : NULL;
 }
 
 void qp_reply_json(struct qp_response *resp, int status, struct qp_json *j)
@@ -269,9 +252,7 @@ void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_res
 	uint64_t t0 = qp_now_ns(), w0 = qp_lock_waited_ns();
 	size_t i;
 
-	routing = req;
 	route(d, req, resp);
-	routing = NULL;
 	for (i = 0; i < QP_ARRAY_SIZE(routes); i++)
 		if (path_matches(routes[i].path, req->url))
 			break;

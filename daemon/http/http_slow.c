@@ -45,7 +45,7 @@ void qp_route_slowest(struct qprofd *d, const struct qp_request *req, struct qp_
 	q.name = name;
 	q.gone = req->gone;
 	q.gone_arg = req->arg;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_slow_model_build(&src, &q, &m);
 	if (ret == -ENODEV) {
 		qp_reply_error(resp, 503, "slow instances are not collected: %s",

@@ -34,7 +34,7 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	if (qp_heap_status_build(&src, &hm)) {
 		qp_reply_error(resp, 500, "out of memory");
 		return;
@@ -96,7 +96,7 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	qp_buf_init(&b);
 	ret = qp_status_model_build(&src, &status);
 	if (!ret)

@@ -55,7 +55,7 @@ static bool build(struct qprofd *d, const struct qp_request *req, struct qp_resp
 		qp_reply_error(resp, 404, "process %d has exited: its threads are not kept", pid);
 		return false;
 	}
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_thread_model_build(&src, pid, m, err, sizeof(err));
 	if (!ret && qp_registry_target_live(&d->reg, pid)) {
 		qp_thread_model_free(m);

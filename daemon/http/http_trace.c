@@ -46,7 +46,7 @@ void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_re
 	}
 	if (!qp_req_seconds(req, resp, &q.seconds) || !qp_req_pid(d, req, resp, &q.pid))
 		return;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_trace_model_build(&src, &q, &m);
 	switch (ret) {
 	case 0:

@@ -47,7 +47,11 @@ struct qprofd {
 	struct qp_route_stats routes;	/* each route's handling time and lock waits */
 };
 
-/* The model's view of D: its registry, collectors, settings, and the stop
- * flag's wait (http_routes.c). */
-void qprofd_model_src(struct qprofd *d, struct qp_model_src *out);
+struct qp_request;
+
+/* The model's view of D for one build: its registry, collectors, settings,
+ * and a window's wait, which ends at D's stop and when REQ's client is gone
+ * (REQ NULL: a build of the daemon's own, which waits for the stop only).
+ * http_routes.c. */
+void qprofd_model_src(struct qprofd *d, const struct qp_request *req, struct qp_model_src *out);
 #endif
