@@ -20,7 +20,10 @@ Read from the sources:
     exists (a window's wait is passed to them explicitly); and no stage
     keeps per-thread state (__thread, _Thread_local) but the files of
     THREAD_LOCAL_ALLOWED: state a caller cannot see passed in is how a
-    lower stage comes to depend on who calls it.
+    lower stage comes to depend on who calls it;
+  - a handler file of http/ that takes its services (includes "services.h")
+    does not include "qprofd.h": it sees the narrow interfaces it uses, not
+    the daemon's state.
 Read from the build (--build: BUILD/qprof_targets.txt, every target's
 sources, links and include path as cmake configured them, and the stage
 archives):
@@ -123,6 +126,18 @@ def code_only(text):
     """TEXT with comments and string and character literals blanked (newlines
     kept, so that line numbers stay)"""
     return CODE_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def check_services(rel, folder, incs, errors):
+    """a handler file on services sees no struct qprofd"""
+    if folder != "daemon/http":
+        return
+    names = [inc for _, inc in incs]
+    if "services.h" in names and "qprofd.h" in names:
+        no = [n for n, inc in incs if inc == "qprofd.h"][0]
+        errors.append(f"{rel}:{no}: includes qprofd.h and services.h: a"
+                      " handler on services sees only them (services.c"
+                      " takes them out of the daemon's state)")
 
 
 def check_names(root, rel, folder, errors):
@@ -228,6 +243,8 @@ def check_sources(root, errors):
         rank = LAYERS[folder]
         lines, incs = includes(root, rel)
         check_names(root, rel, folder, errors)
+        if not rel.endswith("/services.c"):
+            check_services(rel, folder, incs, errors)
         if len(lines) > MAX_LINES:
             errors.append(f"{rel}: {len(lines)} lines (more than {MAX_LINES}:"
                           " split it by job)")

@@ -9,8 +9,8 @@
 #include "export/export.h"
 #include "render_dot.h"
 #include "model/heap_window.h"
-#include "qprofd.h"
 #include "http_routes.h"
+#include "services.h"
 
 /* The profile for pid= (required), seconds=, and KIND; false when resp
  * holds the error. */

@@ -1,6 +1,6 @@
 /* http_routes.c - the API of docs/reference/http-api.md: a table of routes and the router;
- * the replies and query checks every handler shares, and the model's view
- * of the daemon. The handlers are in http_status.c, http_targets.c,
+ * the replies and query checks every handler shares (the views of the
+ * daemon a handler gets are in services.c). The handlers are in http_status.c, http_targets.c,
  * http_data.c, http_cpu.c and report_http.c: each parses its query, asks
  * the model, and encodes what it gets. */
 #include <errno.h>
@@ -12,29 +12,6 @@
 #include "qprofd.h"
 #include "http_routes.h"
 #include "common/util.h"
-
-void qprofd_model_src(struct qprofd *d, const struct qp_request *req, struct qp_model_src *out)
-{
-	out->reg = &d->reg;
-	out->scopes = d->scopes;
-	out->cpu = d->cpu;
-	out->logs = d->logs;
-	out->tracer = d->tracer;
-	out->cpu_error = d->cpu_error;
-	out->threads = d->threads;
-	out->threads_error = d->threads_error;
-	out->heap = d->heap;
-	out->heap_error = d->heap_error;
-	out->heap_default = d->heap_default;
-	out->frequency_hz = d->frequency_hz;
-	out->sample_all = d->sample_all;
-	out->start_ns = d->start_ns;
-	/* a window ends at shutdown, and when its client hung up (its
-	 * long-poll slot held): its handler then gives the slot back */
-	out->stop = &d->stop;
-	out->gave_up = req ? req->gone : NULL;
-	out->gave_up_arg = req ? req->arg : NULL;
-}
 
 void qp_reply_json(struct qp_response *resp, int status, struct qp_json *j)
 {

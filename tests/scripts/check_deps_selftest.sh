@@ -4,7 +4,8 @@
 # (each must fail, naming the fault): an include that points up a layer, an
 # include cycle, a file too long, an include with ../, a header of another
 # stage named without its stage, per-thread state in a stage, model/ naming
-# the server's request (not in a comment or string); in the build (what cmake configured,
+# the server's request (not in a comment or string), a handler on services
+# that includes the daemon's state; in the build (what cmake configured,
 # copied and edited): a stage library linking a stage above it, one with
 # another stage's include folder, a test linking two stages, a test including
 # a header above its stage, and a circle of calls between two files of a
@@ -62,6 +63,7 @@ sed -i '0,/#include "/s//#include "..\/collect\/cpu_table.h"\n#include "/' "$tmp
 sed -i '0,/#include "/s//#include "..\/testlib.h"\n#include "/' "$tmp/t/tests/unit/test_hashtab.c"
 sed -i '0,/#include "/s//#include "util.h"\n#include "/' "$tmp/t/daemon/model/scope_window.c"
 printf 'static __thread const void *routing_now;\n' >>"$tmp/t/daemon/http/http_data.c"
+sed -i '0,/#include "services.h"/s//#include "services.h"\n#include "qprofd.h"/' "$tmp/t/daemon/http/http_targets.c"
 printf 'struct qp_request;\nvoid model_knows(const struct qp_request *req);\n' >>"$tmp/t/daemon/model/model_values.c"
 printf '/* a comment may say qp_request and __thread */\nstatic const char *w = "qprofd";\n' \
 	>>"$tmp/t/daemon/model/model_status.c"
@@ -84,6 +86,7 @@ found 'tests/unit/test_hashtab.c:.*no "../" in an include' "an include with ../ 
 found 'daemon/model/scope_window.c:.*include it as "common/util.h"' "a header of common/ without its stage"
 found 'daemon/http/http_data.c:.*per-thread state (__thread)' "per-thread state in a stage"
 found 'daemon/model/model_values.c:.*names qp_request: only http/ knows the server' "model/ naming the server's request"
+found 'daemon/http/http_targets.c:.*includes qprofd.h and services.h' "a handler on services seeing the daemon's state"
 if grep -q 'daemon/model/model_status.c' <<<"$out"; then
 	echo "FAIL: a comment or a string naming the server was reported"; fail=1
 else
