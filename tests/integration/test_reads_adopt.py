@@ -54,9 +54,22 @@ try:
                                "-e", "trace=openat,open,rt_sigtimedwait",
                                "-e", "inject=rt_sigtimedwait:delay_enter=60000000"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    # attached, and the poll loop in its delayed wait: it waits at most
-    # 250 ms between two steps (a bound, not a measurement)
-    time.sleep(1.5)
+    # attached, and the poll loop (qprofd's main thread) held in its
+    # delayed wait: in tracing stop ("t") at every look over half a second
+    def main_state():
+        try:
+            with open(f"/proc/{d.proc.pid}/task/{d.proc.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return "?"
+
+    def frozen():
+        for _ in range(10):
+            if main_state() != "t":
+                return False
+            time.sleep(0.05)
+        return True
+    t.check(wait_for(frozen, timeout=30, step=0.1), "the poll loop is held by strace")
     t.check(tracer.poll() is None, "strace runs")
     polls_before = open(log).read().count("rt_sigtimedwait(")
     prog = Target([lt, "--mode", "libfork", "-n", "0", "-m", "0"])
