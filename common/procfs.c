@@ -385,6 +385,53 @@ int qp_proc_starttime(int pid, uint64_t *ticks)
 	return err;
 }
 
+int qp_proc_thread_start_ns(int pid, uint32_t tid, uint64_t *ns)
+{
+	struct timespec boot, mono;
+	uint64_t ticks, boot_ns, mono_ns, at, off;
+	char name[40];
+	size_t len;
+	char *text;
+	long hz = sysconf(_SC_CLK_TCK);
+	int err;
+
+	snprintf(name, sizeof(name), "task/%u/stat", tid);
+	err = read_proc_file(pid, name, &text, &len);
+	if (err)
+		return err;
+	err = strlen(text) != len ? -EINVAL : qp_stat_parse_starttime(text, &ticks);
+	free(text);
+	if (err)
+		return err;
+	if (hz <= 0 || clock_gettime(CLOCK_MONOTONIC, &mono) || clock_gettime(CLOCK_BOOTTIME, &boot))
+		return -EINVAL;
+	boot_ns = (uint64_t)boot.tv_sec * 1000000000ull + (uint64_t)boot.tv_nsec;
+	mono_ns = (uint64_t)mono.tv_sec * 1000000000ull + (uint64_t)mono.tv_nsec;
+	at = ticks / (uint64_t)hz * 1000000000ull + ticks % (uint64_t)hz * (1000000000ull / (uint64_t)hz);
+	/* boottime counts the suspended time too: take it off (the two clocks
+	 * were read one after the other: never a negative offset) */
+	off = boot_ns > mono_ns ? boot_ns - mono_ns : 0;
+	*ns = at > off ? at - off : 0;
+	return 0;
+}
+
+int qp_proc_thread_name_at(int pid, uint32_t tid, uint64_t at_ns, char *buf, size_t len)
+{
+	char name[40];
+	uint64_t start;
+	int err;
+
+	if (at_ns) {
+		err = qp_proc_thread_start_ns(pid, tid, &start);
+		if (err)
+			return err;
+		if (start > at_ns)
+			return -ESRCH;	/* a later thread on the tid */
+	}
+	snprintf(name, sizeof(name), "task/%u/comm", tid);
+	return qp_proc_file_line(pid, name, buf, len);
+}
+
 int qp_statm_parse_rss(const char *text, uint64_t *pages)
 {
 	const char *p = text, *end = text + strlen(text);

@@ -42,6 +42,16 @@ int qp_proc_exe(int pid, char *buf, size_t len);
  * ')' so that a comm holding spaces or parentheses cannot shift fields. */
 int qp_proc_starttime(int pid, uint64_t *ticks);
 int qp_stat_parse_starttime(const char *text, uint64_t *ticks); /* for tests */
+/* When thread TID of PID started, on CLOCK_MONOTONIC, in ns: field 22 of
+ * /proc/PID/task/TID/stat (clock ticks since boot, so rounded down to a
+ * tick) less the time the system was suspended. What tells a thread from
+ * an earlier one that had its tid. 0 or -errno (-ESRCH: gone). */
+int qp_proc_thread_start_ns(int pid, uint32_t tid, uint64_t *ns);
+/* Thread TID's name (/proc/PID/task/TID/comm) if the thread that has the
+ * tid now was running at AT_NS (CLOCK_MONOTONIC; 0: any time): a record
+ * of an earlier thread of that tid never gets a later one's name. 0,
+ * -ESRCH (gone, or started after AT_NS) or -errno. */
+int qp_proc_thread_name_at(int pid, uint32_t tid, uint64_t at_ns, char *buf, size_t len);
 
 /* This process's resident memory (/proc/self/statm, pages times the page
  * size) and CPU time, all threads (CLOCK_PROCESS_CPUTIME_ID). 0 or -errno. */

@@ -165,7 +165,7 @@ static void *collect_report(void *arg, const struct qp_target *t)
 	struct qprofd *d = arg;
 	struct qp_model_src src;
 
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, NULL, &src);
 	return qp_report_collect(&src, t);
 }
 

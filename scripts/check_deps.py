@@ -13,7 +13,17 @@ Read from the sources:
     names "../" (scripts/stage_includes.py writes them so), in tests/ and
     bench/ too;
   - no source file of those folders is longer than MAX_LINES (the tree keeps
-    files to one job, about 600 lines at most).
+    files to one job, about 600 lines at most);
+  - below http/, no code names the server's request or reply, the daemon's
+    struct or the router (qp_request, qp_response, struct qprofd, qp_http_*,
+    qp_route_*, qp_reply_*): the model and what it reads never know HTTP
+    exists (a window's wait is passed to them explicitly); and no stage
+    keeps per-thread state (__thread, _Thread_local) but the files of
+    THREAD_LOCAL_ALLOWED: state a caller cannot see passed in is how a
+    lower stage comes to depend on who calls it;
+  - a handler file of http/ that takes its services (includes "services.h")
+    does not include "qprofd.h": it sees the narrow interfaces it uses, not
+    the daemon's state.
 Read from the build (--build: BUILD/qprof_targets.txt, every target's
 sources, links and include path as cmake configured them, and the stage
 archives):
@@ -95,6 +105,60 @@ CALL_CIRCLES_ALLOWED = {
 }
 
 
+# Per-thread variables a stage may keep, each with its reason.
+THREAD_LOCAL_ALLOWED = {
+    "common/util.c": "qp_lock() adds the time the calling thread waited for"
+                     " locks; the router reads the sum around each request",
+}
+# What only http/ and main.c may name (comments and strings aside).
+HTTP_NAMES = re.compile(r"\b(qp_request|qp_response|qprofd|qprofd_\w+|"
+                        r"qp_http_\w+|qp_route_\w+|qp_reply_\w+)\b")
+THREAD_LOCAL = re.compile(r"\b(__thread|_Thread_local|thread_local)\b")
+CODE_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|'
+                        r"'(?:\\.|[^'\\\n])*'", re.S)
+
+
+def code_only(text):
+    """TEXT with comments and string and character literals blanked (newlines
+    kept, so that line numbers stay)"""
+    return CODE_NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def check_services(rel, folder, incs, errors):
+    """a handler file on services sees no struct qprofd"""
+    if folder != "daemon/http":
+        return
+    names = [inc for _, inc in incs]
+    if "services.h" in names and "qprofd.h" in names:
+        no = [n for n, inc in incs if inc == "qprofd.h"][0]
+        errors.append(f"{rel}:{no}: includes qprofd.h and services.h: a"
+                      " handler on services sees only them (services.c"
+                      " takes them out of the daemon's state)")
+
+
+def check_names(root, rel, folder, errors):
+    """the HTTP names and per-thread state rules of one file"""
+    if folder in BASE or folder == "cli":
+        return
+    try:
+        with open(os.path.join(root, rel), errors="replace") as f:
+            code = code_only(f.read())
+    except OSError:
+        return
+    below_http = LAYERS[folder] < LAYERS["daemon/http"]
+    for no, line in enumerate(code.split("\n"), 1):
+        m = HTTP_NAMES.search(line) if below_http else None
+        if m:
+            errors.append(f"{rel}:{no}: {folder}/ names {m.group(1)}: only"
+                          " http/ knows the server (pass what is needed, a"
+                          " wait or a deadline, explicitly)")
+        m = THREAD_LOCAL.search(line)
+        if m and rel not in THREAD_LOCAL_ALLOWED:
+            errors.append(f"{rel}:{no}: per-thread state ({m.group(1)}):"
+                          " pass it to the callee instead (or add the file"
+                          " to THREAD_LOCAL_ALLOWED, with its reason)")
+
+
 def allowed(folder):
     """the folders a file of FOLDER may include (its own too)"""
     if folder == "cli":
@@ -174,6 +238,9 @@ def check_sources(root, errors):
             continue
         rank = LAYERS[folder]
         lines, incs = includes(root, rel)
+        check_names(root, rel, folder, errors)
+        if not rel.endswith("/services.c"):
+            check_services(rel, folder, incs, errors)
         if len(lines) > MAX_LINES:
             errors.append(f"{rel}: {len(lines)} lines (more than {MAX_LINES}:"
                           " split it by job)")

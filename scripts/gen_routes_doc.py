@@ -3,8 +3,11 @@
 docs/internals/architecture.md ("Routes"), generated from the router's route
 table (daemon/http/http_routes.c): for each route and method, the handler,
 the http/ file that defines it, the model/ functions it calls (directly or
-through helpers of http/), the export/ functions that write its answer, and
-what it calls of collect/, symbolize/ and targets/ without the model.
+through helpers of http/), the services it calls (functions declared in a
+*_service.h header of a stage: the narrow interfaces a handler gets instead
+of the daemon's state), the export/ functions that write its answer, and
+what it calls of collect/, symbolize/ and targets/ without the model or a
+service. Only the project's functions (qp_*) are listed.
 Without --check it rewrites the table between the page's markers; with
 --check it exits 1 if the page's table is not what the code says (ctest
 docs_routes_table).
@@ -44,15 +47,19 @@ def functions(path):
     return out
 
 
-def declared(folder):
+OURS = re.compile(r"^qp_[a-z]")
+
+
+def declared(folder, pattern="*.h"):
     names = set()
-    for h in glob.glob(os.path.join(folder, "*.h")):
+    for h in glob.glob(os.path.join(folder, pattern)):
         src = strip_comments(open(h, encoding="utf-8", errors="replace").read())
         for line in src.split(";"):
             if "#define" in line:
                 continue
             for m in CALL.finditer(line):
-                names.add(m.group(1))
+                if OURS.match(m.group(1)):
+                    names.add(m.group(1))
     return names
 
 
@@ -64,10 +71,14 @@ def table(root):
             defs.setdefault(name, (os.path.basename(c), body))
     model = declared(os.path.join(root, "daemon", "model"))
     export = declared(os.path.join(root, "daemon", "export"))
-    below = set()
+    below, service = set(), set()
+    for f in ("collect", "symbolize", "targets", "model", "export"):
+        service |= declared(os.path.join(root, "daemon", f), "*_service.h")
     for f in ("collect", "symbolize", "targets"):
         below |= declared(os.path.join(root, "daemon", f))
-    below -= model | export
+    below -= model | export | service
+    model -= service
+    export -= service
     rt = open(os.path.join(http, "http_routes.c"), encoding="utf-8").read()
     start = rt.index("routes[] = {")
     rows = []
@@ -77,7 +88,7 @@ def table(root):
             if fn == "NULL":
                 continue
             seen = set()
-            found = {"model": [], "export": [], "below": []}
+            found = {"model": [], "service": [], "export": [], "below": []}
 
             def walk(name, depth):
                 if name in seen or name not in defs or depth > 4:
@@ -90,6 +101,9 @@ def table(root):
                     if callee in model and not callee.endswith("_free"):
                         if callee not in found["model"]:
                             found["model"].append(callee)
+                    elif callee in service:
+                        if callee not in found["service"]:
+                            found["service"].append(callee)
                     elif callee in export:
                         if callee not in found["export"]:
                             found["export"].append(callee)
@@ -102,15 +116,16 @@ def table(root):
             walk(fn, 0)
             where = defs.get(fn, ("?", ""))[0]
             rows.append((path, method, fn, where, found["model"],
-                         found["export"], found["below"]))
+                         found["service"], found["export"], found["below"]))
     lines = ["| route | method | handler | file (`daemon/http/`) | model |"
-             " export | below the model |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    for path, method, fn, where, mod, exp, low in rows:
+             " service | export | below the model |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for path, method, fn, where, mod, svc, exp, low in rows:
         def cell(xs):
             return ", ".join(f"`{x}`" for x in xs) if xs else "—"
         lines.append(f"| `{path.replace('*', '{pid}')}` | {method} | `{fn}` |"
-                     f" `{where}` | {cell(mod)} | {cell(exp)} | {cell(low)} |")
+                     f" `{where}` | {cell(mod)} | {cell(svc)} | {cell(exp)} |"
+                     f" {cell(low)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -107,6 +107,22 @@ add_test(NAME integration_lifecycle_perf_uprobes
 set_tests_properties(integration_lifecycle integration_lifecycle_perf_uprobes PROPERTIES
   ENVIRONMENT "QPROF_TEST_LIFECYCLE_LIB=$<TARGET_FILE:lifecycle_lib>")
 set_tests_properties(integration_lifecycle_perf_uprobes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# A read never writes: a GET does not adopt a --binary library's process
+# (the poll loop, frozen by strace meanwhile, does once it runs again).
+add_test(NAME integration_reads_adopt
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_reads_adopt.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:lifecycle_target> $<TARGET_FILE:lifecycle_lib>)
+set_tests_properties(integration_reads_adopt PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+# A tid a later thread had again (ns_last_pid) never carries the earlier
+# thread's name: names are kept by tid and thread start time.
+add_executable(tid_reuse_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/tid_reuse_target.c)
+target_include_directories(tid_reuse_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(tid_reuse_target PRIVATE -O2 -g)
+target_link_libraries(tid_reuse_target Threads::Threads)
+add_test(NAME integration_tid_reuse
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_tid_reuse.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:tid_reuse_target>)
+set_tests_properties(integration_tid_reuse PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
 # Deploys and what a client may name: a second
 # build of scope_target whose code sits 301 bytes further on replaces the first,
 # in place (same inode) and by rename, under --pid and --binary.

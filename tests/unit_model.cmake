@@ -62,6 +62,11 @@ add_executable(test_ring_pair ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_pair.c)
 target_include_directories(test_ring_pair PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_ring_pair qprof_collect m)
 add_test(NAME unit_ring_pair COMMAND test_ring_pair)
+# The ring collector's thread names by tid and start time (ring_read.c).
+add_executable(test_ring_tnames ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_tnames.c)
+target_include_directories(test_ring_tnames PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_ring_tnames qprof_collect m)
+add_test(NAME unit_ring_tnames COMMAND test_ring_tnames)
 # Spans across threads of the ring collector (daemon/collect/ring_spans.c).
 add_executable(test_ring_spans ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring_spans.c)
 target_include_directories(test_ring_spans PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

@@ -151,8 +151,11 @@ void qp_ring_sync(struct qp_ring *g, uint64_t until_ns);
 /* The flight recorder's size per target (instances). */
 size_t qp_ring_flight_max(struct qp_ring *g);
 /* The kernel's name of thread TID of PID when the collector first read its
- * ring (threads of traces may be gone by then); false when unknown. */
-bool qp_ring_thread_name(struct qp_ring *g, int pid, uint32_t tid, char *buf, size_t len);
+ * ring (threads of traces may be gone by then), of the thread that had the
+ * tid at AT_NS (CLOCK_MONOTONIC, a record's time; 0: the latest): a tid a
+ * later thread took again never gives a record an earlier thread's name,
+ * nor the reverse. false when unknown. */
+bool qp_ring_thread_name(struct qp_ring *g, int pid, uint32_t tid, uint64_t at_ns, char *buf, size_t len);
 /* Spans across threads pending on the ring collector (all targets). */
 uint64_t qp_ring_spans_pending(struct qp_ring *g);
 #endif

@@ -50,7 +50,8 @@ struct ring_ent {
 	uint32_t owner;			/* the tid of its last announcement */
 	uint64_t unreadable_ns;		/* CLOCK_MONOTONIC it became unreadable (0: readable) */
 	uint64_t gone_ns;		/* CLOCK_MONOTONIC its process was first found gone */
-	uint32_t named_tid;		/* the owner whose name was last read */
+	uint64_t named_tid;		/* the owner whose name was last read:
+					 * its ring generation << 32 | its tid */
 	uint64_t min_ts;		/* records stamped before it are not the target's */
 	struct qp_ring_reader rd;
 };
@@ -63,7 +64,7 @@ struct ring_pid {
 	size_t rings;
 	struct qp_ring_flight fl;	/* its flight recorder */
 	uint64_t feed_seq;		/* its next instance for qp_ring_instances_all */
-	struct qp_htab names;		/* tid -> char[16]: its comm when its ring was first read */
+	struct qp_htab names;		/* tid -> struct ring_tnames: the threads that had it */
 	/* the rings it no longer has (the process or ring gone): their
 	 * accounting and their share of the lost events, kept */
 	uint64_t gone_head, gone_base, gone_read, gone_lost, gone_bytes_max;
@@ -72,6 +73,20 @@ struct ring_pid {
 	uint32_t parent;		/* forked from this ring target (qp_ring_watch_child), 0 */
 };
 #define RING_MAX_NAMES 65536		/* thread names kept per process */
+
+/* The threads a tid of a process was seen with, oldest first: each its
+ * start (CLOCK_MONOTONIC ns, /proc's task stat; 0 unknown) and its comm
+ * when its ring was first read. A tid used again by a later thread gets
+ * an entry of its own, so a record is named by the thread that had the
+ * tid at its time, never by an earlier one. */
+#define RING_NAMES_PER_TID 4
+struct ring_tnames {
+	uint32_t n;
+	struct {
+		uint64_t start_ns;
+		char comm[16];
+	} v[RING_NAMES_PER_TID];
+};
 
 struct qp_ring {
 	struct ringreg *skel;
@@ -116,8 +131,10 @@ struct ring_job {
 	uint32_t nrec;			/* 0: its header not checked yet */
 	bool checked;			/* ... and checked by this read (nrec, hdr, mono set) */
 	bool mono;
-	uint32_t known_tid;		/* the owner whose name the entry has */
+	uint64_t known_tid;		/* the owner whose name the entry has (named_tid) */
 	uint32_t tid;			/* a new owner ... */
+	uint64_t owner;			/* ... as named_tid has it, */
+	uint64_t start_ns;		/* when it started (0 unknown) */
 	char comm[16];			/* ... and its name, read from /proc ("" if gone) */
 	enum { JOB_NONE, JOB_READ, JOB_DROP, JOB_BAD, JOB_UNREADABLE } what;
 	uint64_t head, lapped, skip, n; /* JOB_READ: records [tail, head) in buf, the first skip
@@ -126,6 +143,14 @@ struct ring_job {
 
 /* ring_read.c */
 uint64_t qp_ring_mono_ns(void);
+/* T gets (START_NS, COMM): the thread's entry renamed, or a new one (the
+ * oldest dropped when T is full). */
+void qp_ring_tnames_note(struct ring_tnames *t, uint64_t start_ns, const char *comm);
+/* The name of the thread of T that had the tid at AT_NS (CLOCK_MONOTONIC;
+ * 0: the newest), NULL when none: none had started by then, or the one
+ * that has the tid now (started LIVE_START_NS, 0 unknown or gone) is not
+ * in T and had. */
+const char *qp_ring_tnames_at(const struct ring_tnames *t, uint64_t at_ns, uint64_t live_start_ns);
 /* Read LEN bytes at ADDR of PID: 0, or -errno (-EFAULT for a short read). */
 int qp_ring_peek(uint32_t pid, uint64_t addr, void *dst, size_t len);
 uint64_t qp_ring_rec_offset(const struct qprof_ring *h);

@@ -449,13 +449,17 @@ uint64_t qp_ring_spans_pending(struct qp_ring *g)
 	return n;
 }
 
-bool qp_ring_thread_name(struct qp_ring *g, int pid, uint32_t tid, char *buf, size_t len)
+bool qp_ring_thread_name(struct qp_ring *g, int pid, uint32_t tid, uint64_t at_ns, char *buf, size_t len)
 {
+	uint64_t live = 0;
 	bool found = false;
 	size_t i;
 
 	if (!g || !len)
 		return false;
+	/* who has the tid now, read before the lock (0: gone) */
+	if (qp_proc_thread_start_ns(pid, tid, &live))
+		live = 0;
 	pthread_mutex_lock(&g->lock);
 	for (i = 0; i < g->npids; i++) {
 		int64_t k;
@@ -464,10 +468,12 @@ bool qp_ring_thread_name(struct qp_ring *g, int pid, uint32_t tid, char *buf, si
 			continue;
 		k = qp_htab_find_u64(&g->pids[i].names, tid);
 		if (k >= 0) {
-			const char *c = qp_htab_value(&g->pids[i].names, (size_t)k);
+			const char *c = qp_ring_tnames_at(qp_htab_value(&g->pids[i].names, (size_t)k), at_ns, live);
 
-			snprintf(buf, len, "%.*s", 15, c);
-			found = buf[0] != '\0';
+			if (c) {
+				snprintf(buf, len, "%.*s", 15, c);
+				found = buf[0] != '\0';
+			}
 		}
 		break;
 	}

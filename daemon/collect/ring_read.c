@@ -18,6 +18,46 @@
 #include "ring_internal.h"
 #include "ring_collect.h"
 
+void qp_ring_tnames_note(struct ring_tnames *t, uint64_t start_ns, const char *comm)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->n; i++) {
+		/* the same thread (its ring read again, or renamed): its name now */
+		if (t->v[i].start_ns == start_ns) {
+			memcpy(t->v[i].comm, comm, sizeof(t->v[i].comm));
+			return;
+		}
+	}
+	if (t->n == RING_NAMES_PER_TID) {	/* the oldest goes */
+		memmove(&t->v[0], &t->v[1], (RING_NAMES_PER_TID - 1) * sizeof(t->v[0]));
+		t->n--;
+	}
+	/* kept in start order: a thread found late (its ring read after a
+	 * later one's) goes before the later ones */
+	for (i = t->n; i > 0 && t->v[i - 1].start_ns > start_ns; i--)
+		t->v[i] = t->v[i - 1];
+	t->v[i].start_ns = start_ns;
+	memcpy(t->v[i].comm, comm, sizeof(t->v[i].comm));
+	t->n++;
+}
+
+const char *qp_ring_tnames_at(const struct ring_tnames *t, uint64_t at_ns, uint64_t live_start_ns)
+{
+	uint32_t i = t->n;
+
+	/* the newest thread that had started by AT_NS (0: the newest) */
+	while (i > 0 && at_ns && t->v[i - 1].start_ns > at_ns)
+		i--;
+	if (!i)
+		return NULL;
+	/* a later thread holds the tid now, not noted here, that had
+	 * started by AT_NS: the record is its, not this one's */
+	if (live_start_ns > t->v[i - 1].start_ns && (!at_ns || live_start_ns <= at_ns))
+		return NULL;
+	return t->v[i - 1].comm;
+}
+
 uint64_t qp_ring_mono_ns(void)
 {
 	struct timespec t;
@@ -98,15 +138,21 @@ void qp_ring_job_read(struct qp_ring *g, struct ring_job *j)
 		j->what = JOB_BAD;
 		return;
 	}
-	/* a new owner's name, for traces: read while it is alive */
+	/* a new owner's name and start, for traces and the slowest instances:
+	 * read while it is alive. A new owner is a new generation of the ring
+	 * (a ring of the free list taken by a thread that has an exited
+	 * owner's tid is one too), not only a new tid. */
 	j->tid = 0;
-	if (h.tid && h.tid != j->known_tid) {
+	if (h.tid && ((uint64_t)h.generation << 32 | h.tid) != j->known_tid) {
 		char path[64];
 
 		j->tid = h.tid;
+		j->owner = (uint64_t)h.generation << 32 | h.tid;
 		snprintf(path, sizeof(path), "task/%u/comm", h.tid);
 		if (qp_proc_file_line((int)j->pid, path, j->comm, sizeof(j->comm)))
 			j->comm[0] = '\0';
+		if (qp_proc_thread_start_ns((int)j->pid, h.tid, &j->start_ns))
+			j->start_ns = 0;
 	}
 	head = h.head;
 	j->head = head;
@@ -245,8 +291,8 @@ bool qp_ring_job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p
 		int64_t k = qp_htab_add_u64(&p->names, j->tid, NULL);
 
 		if (k >= 0)
-			memcpy(qp_htab_value(&p->names, (size_t)k), j->comm, sizeof(j->comm));
-		e->named_tid = j->tid;
+			qp_ring_tnames_note(qp_htab_value(&p->names, (size_t)k), j->start_ns, j->comm);
+		e->named_tid = j->owner;
 	}
 	if (j->what != JOB_READ || e->tail != j->tail)
 		return true;

@@ -36,7 +36,7 @@ int qp_ring_watch_since(struct qp_ring *g, int pid, const struct qp_ring_stamp *
 	memset(p, 0, sizeof(*p));
 	p->pid = (uint32_t)pid;
 	p->fl.max = g->o.flight;
-	qp_htab_init(&p->names, 16);
+	qp_htab_init(&p->names, sizeof(struct ring_tnames));
 	p->watch_ts = now.tsc;
 	p->watch_ns = now.ns;
 	p->from_ts = since && since->tsc < now.tsc ? since->tsc : now.tsc;

@@ -12,23 +12,28 @@
 #include "export/export.h"
 #include "render_dot.h"
 #include "symbolize/symbolize.h"
-#include "qprofd.h"
 #include "http_auth.h"
 #include "http_query.h"
 #include "http_routes.h"
-#include "collect/collect_cpu.h"
+#include "services.h"
 
 /* under --all, any process with samples */
 static bool has_samples(struct qprofd *d, int pid)
 {
-	return d->sample_all && d->cpu && qp_cpu_has_pid(d->cpu, (uint32_t)pid);
+	struct qp_model_src src;
+
+	qprofd_model_src(d, NULL, &src);
+	return src.sample_all && src.cpu && qp_cpu_has_pid(src.cpu, (uint32_t)pid);
 }
 
 /* pid= of a CPU route: a target, or under --all any process with samples.
  * false when resp holds an error. */
 static bool cpu_req_pid(struct qprofd *d, const struct qp_request *req, struct qp_response *resp, int *pid)
 {
-	return qp_req_pid_or(d, req, resp, pid, has_samples, d->sample_all ? " and has no CPU samples" : "");
+	struct qp_model_src src;
+
+	qprofd_model_src(d, NULL, &src);
+	return qp_req_pid_or(d, req, resp, pid, has_samples, src.sample_all ? " and has no CPU samples" : "");
 }
 
 /* A CPU profile (with OFF the off-CPU one) for pid=, seconds=, scope=
@@ -50,13 +55,13 @@ static bool cpu_profile(struct qprofd *d, const struct qp_request *req, struct q
 	}
 	q.scope = scope;
 	q.off = off;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_cpu_window(&src, &q, prof);
 	if (ret == -ENODEV) {
-		if (off && d->cpu)
-			qp_reply_error(resp, 503, "off-CPU profiles are unavailable: %s", qp_cpu_off_error(d->cpu));
+		if (off && src.cpu)
+			qp_reply_error(resp, 503, "off-CPU profiles are unavailable: %s", qp_cpu_off_error(src.cpu));
 		else
-			qp_reply_error(resp, 503, "CPU sampling is unavailable: %s", d->cpu_error);
+			qp_reply_error(resp, 503, "CPU sampling is unavailable: %s", src.cpu_error);
 		return false;
 	}
 	if (ret == -EIO) {
@@ -199,12 +204,14 @@ void qp_route_pprof_offcpu(struct qprofd *d, const struct qp_request *req, struc
 void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { NULL };
+	struct qp_model_src src;
 	const char *p, *end;
 	struct qp_buf b;
 	size_t count = 0;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
+	qprofd_model_src(d, req, &src);
 	qp_buf_init(&b);
 	if (!strcmp(req->method, "GET")) {
 		qp_buf_puts(&b, "num_symbols: 1\n");
@@ -247,8 +254,8 @@ void qp_route_pprof_symbol(struct qprofd *d, const struct qp_request *req, struc
 			}
 			/* a kernel address is not looked up for an unprivileged
 			 * client: its answer would tell where the kernel is */
-			name = d->reg.sym && (req->privileged || !qp_addr_is_kernel(addr))
-				       ? qp_sym_any(d->reg.sym, addr) : NULL;
+			name = src.reg->sym && (req->privileged || !qp_addr_is_kernel(addr))
+				       ? qp_sym_any(src.reg->sym, addr) : NULL;
 			qp_buf_printf(&b, "0x%016llx\t%s\n", (unsigned long long)addr, name ? name : "??");
 			count++;
 		}

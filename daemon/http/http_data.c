@@ -11,8 +11,8 @@
 #include "model/model_logs.h"
 #include "model/model_scopes.h"
 #include "model/model_values.h"
-#include "qprofd.h"
 #include "http_routes.h"
+#include "services.h"
 #include "common/util.h"
 
 /* The answer to a model builder's error. */
@@ -36,7 +36,7 @@ void qp_route_scopes(struct qprofd *d, const struct qp_request *req, struct qp_r
 
 	if (!qp_req_pid_seconds(d, req, resp, &q.seconds, &q.pid))
 		return;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_scope_model_build(&src, &q, &m);
 	if (ret) {
 		model_error(resp, ret);
@@ -58,7 +58,7 @@ void qp_route_values(struct qprofd *d, const struct qp_request *req, struct qp_r
 
 	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_pid(d, req, resp, &pid))
 		return;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_value_model_build(&src, pid, &m);
 	if (ret) {
 		model_error(resp, ret);
@@ -76,7 +76,6 @@ void qp_route_values(struct qprofd *d, const struct qp_request *req, struct qp_r
  * them) is reported in the stream as {"lost": N}. The log model reads and
  * names each batch, export_logs.c writes it; this only streams. */
 struct log_stream {
-	struct qprofd *d;
 	struct qp_model_src src;
 	struct qp_log_reader rd;
 	bool follow;
@@ -102,7 +101,7 @@ static ssize_t log_stream_read(void *state, char *buf, size_t max)
 		}
 		qp_buf_free(&ls->pending);
 		ls->off = 0;
-		if (qp_stop_is_set(&ls->d->stop))
+		if (qp_stop_is_set(ls->src.stop))
 			return QP_STREAM_END;
 		if (qp_log_read(&ls->src, &ls->rd, &ls->batch)) {
 			ret = qp_export_log_ndjson(&ls->batch, &ls->pending);
@@ -135,6 +134,7 @@ void qp_route_logs(struct qprofd *d, const struct qp_request *req, struct qp_res
 	static const char *const allowed[] = { "pid", "since", "follow", NULL };
 	const char *since = req->query(req->arg, "since");
 	const char *follow = req->query(req->arg, "follow");
+	struct qp_model_src src;
 	struct log_stream *ls;
 	uint64_t sv = 0;
 	int pid;
@@ -149,7 +149,8 @@ void qp_route_logs(struct qprofd *d, const struct qp_request *req, struct qp_res
 		qp_reply_error(resp, 400, "follow must be 0 or 1");
 		return;
 	}
-	if (!d->logs) {
+	qprofd_model_src(d, NULL, &src);	/* read after this returns: no request of its own */
+	if (!src.logs) {
 		qp_reply_error(resp, 503, "log collection is unavailable");
 		return;
 	}
@@ -158,8 +159,7 @@ void qp_route_logs(struct qprofd *d, const struct qp_request *req, struct qp_res
 		qp_reply_error(resp, 500, "out of memory");
 		return;
 	}
-	ls->d = d;
-	qprofd_model_src(d, &ls->src);
+	ls->src = src;
 	ls->follow = follow && !strcmp(follow, "1");
 	/* kernel losses from before this request are history, not news */
 	qp_log_reader_init(&ls->src, &ls->rd, sv, pid);

@@ -9,8 +9,8 @@
 #include "export/export.h"
 #include "render_dot.h"
 #include "model/heap_window.h"
-#include "qprofd.h"
 #include "http_routes.h"
+#include "services.h"
 
 /* The profile for pid= (required), seconds=, and KIND; false when resp
  * holds the error. */
@@ -30,7 +30,7 @@ static bool heap_profile(struct qprofd *d, const struct qp_request *req, struct 
 		qp_reply_error(resp, 400, "give the process: pid=N (a target whose heap is profiled)");
 		return false;
 	}
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_heap_window(&src, &q, prof, resp->note, sizeof(resp->note), msg, sizeof(msg));
 	if (!ret)
 		return true;

@@ -1,6 +1,6 @@
 /* http_reply.c - what every route handler shares (http_reply.h): the
- * replies, the query checks, and the model's view of the daemon with the
- * wait of a window that sees its client hang up. Below the router
+ * replies and the query checks (the views of the daemon a handler gets are
+ * in services.c). Below the router
  * (http_routes.c) and the handlers, which both call it; it calls neither. */
 #include <errno.h>
 #include <stdarg.h>
@@ -11,51 +11,6 @@
 #include "qprofd.h"
 #include "http_reply.h"
 #include "common/util.h"
-
-/* The request the calling thread routes now (MHD gives each connection a
- * thread of its own), so that a window's wait sees its client hang up. */
-static __thread const struct qp_request *routing;
-
-void qp_http_routing(const struct qp_request *req)
-{
-	routing = req;
-}
-
-/* Waits by the second: a client gone away (its long-poll slot held) ends
- * the wait as a stop does, and its handler gives the slot back. */
-static bool wait_cb(void *arg, unsigned int seconds)
-{
-	const struct qp_request *req = routing;
-	unsigned int s;
-
-	for (s = 0; s < seconds; s++) {
-		if (!qp_stop_wait(&((struct qprofd *)arg)->stop, 1))
-			return false;
-		if (req && req->gone && req->gone(req->arg))
-			return false;
-	}
-	return true;
-}
-
-void qprofd_model_src(struct qprofd *d, struct qp_model_src *out)
-{
-	out->reg = &d->reg;
-	out->scopes = d->scopes;
-	out->cpu = d->cpu;
-	out->logs = d->logs;
-	out->tracer = d->tracer;
-	out->cpu_error = d->cpu_error;
-	out->threads = d->threads;
-	out->threads_error = d->threads_error;
-	out->heap = d->heap;
-	out->heap_error = d->heap_error;
-	out->heap_default = d->heap_default;
-	out->frequency_hz = d->frequency_hz;
-	out->sample_all = d->sample_all;
-	out->start_ns = d->start_ns;
-	out->wait = wait_cb;
-	out->wait_arg = d;
-}
 
 void qp_reply_json(struct qp_response *resp, int status, struct qp_json *j)
 {

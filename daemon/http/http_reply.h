@@ -30,7 +30,4 @@ bool qp_req_seconds(const struct qp_request *req, struct qp_response *resp, unsi
 bool qp_req_pid_seconds(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
 			unsigned int *sec, int *pid);
 
-/* The request the calling thread routes now (NULL when done), for the
- * model's wait (qprofd_model_src) to see its client hang up. */
-void qp_http_routing(const struct qp_request *req);
 #endif

@@ -76,9 +76,7 @@ void qp_http_route(struct qprofd *d, const struct qp_request *req, struct qp_res
 	uint64_t t0 = qp_now_ns(), w0 = qp_lock_waited_ns();
 	size_t i;
 
-	qp_http_routing(req);
 	route(d, req, resp);
-	qp_http_routing(NULL);
 	for (i = 0; i < QP_ARRAY_SIZE(routes); i++)
 		if (path_matches(routes[i].path, req->url))
 			break;

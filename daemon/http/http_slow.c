@@ -7,8 +7,8 @@
 #include "collect/collect_cpu.h"
 #include "export/export_slow.h"
 #include "model/model_slow.h"
-#include "qprofd.h"
 #include "http_routes.h"
+#include "services.h"
 #include "collect/slow_store.h"
 #include "common/util.h"
 
@@ -45,11 +45,11 @@ void qp_route_slowest(struct qprofd *d, const struct qp_request *req, struct qp_
 	q.name = name;
 	q.gone = req->gone;
 	q.gone_arg = req->arg;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_slow_model_build(&src, &q, &m);
 	if (ret == -ENODEV) {
 		qp_reply_error(resp, 503, "slow instances are not collected: %s",
-			       !d->cpu ? d->cpu_error : qp_cpu_off_error(d->cpu) ? qp_cpu_off_error(d->cpu)
+			       !src.cpu ? src.cpu_error : qp_cpu_off_error(src.cpu) ? qp_cpu_off_error(src.cpu)
 										: "no room for them");
 		return;
 	}

@@ -19,8 +19,9 @@
 #include "model/model_status.h"
 #include "model/model_values.h"
 #include "otlp_push.h"
-#include "qprofd.h"
+#include "route_stats.h"
 #include "http_routes.h"
+#include "services.h"
 
 void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
@@ -30,11 +31,13 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	struct qp_conns_stats hs;
 	struct qp_heap_status_model hm;
 	struct qp_targets_view tv;
+	struct qp_status_svc ss;
 	struct qp_json j;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
+	qprofd_status_svc(d, &ss);
 	if (qp_heap_status_build(&src, &hm)) {
 		qp_reply_error(resp, 500, "out of memory");
 		return;
@@ -45,7 +48,7 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 		return;
 	}
 	/* copied under the registry lock, written without it */
-	if (qp_targets_view_take(&d->reg, QP_VIEW_BINARIES | QP_VIEW_LIFECYCLE, &tv)) {
+	if (qp_targets_view_take(src.reg, QP_VIEW_BINARIES | QP_VIEW_LIFECYCLE, &tv)) {
 		qp_heap_status_free(&hm);
 		qp_reply_error(resp, 500, "out of memory");
 		return;
@@ -59,8 +62,8 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	qp_export_status_figures_json(&m, &j);
 	qp_export_heap_status_json(&hm, &j);
 	qp_heap_status_free(&hm);
-	qp_otlp_status_json(d->otlp, &j);
-	qp_dbgf_status_json(d->dbgf, &j);
+	qp_otlp_status_json(ss.otlp, &j);
+	qp_dbgf_status_json(ss.dbgf, &j);
 	/* the limits of http_conn.h, summed over the socket and --listen */
 	qp_conns_totals(&hs);
 	qp_json_key(&j, "http");
@@ -70,7 +73,7 @@ void qp_route_status(struct qprofd *d, const struct qp_request *req, struct qp_r
 	qp_json_kv_u64(&j, "closed_overdue", hs.closed_overdue);
 	qp_json_kv_u64(&j, "refused_long_polls", hs.refused_long);
 	qp_json_kv_u64(&j, "refused_connections", hs.refused_full);
-	qp_route_stats_json(&d->routes, &j);
+	qp_route_stats_json(ss.routes, &j);
 	qp_json_obj_end(&j);
 	qp_json_obj_end(&j);
 	qp_reply_json(resp, 200, &j);
@@ -89,6 +92,7 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 	struct qp_lifecycle_figures lc;
 	struct qp_targets_view tv;
 	struct qp_model_src src;
+	struct qp_status_svc ss;
 	const char *accept = req->header ? req->header(req->arg, "Accept") : NULL;
 	bool protobuf = qp_accept_protobuf(accept);
 	struct qp_buf b;
@@ -96,7 +100,8 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
+	qprofd_status_svc(d, &ss);
 	qp_buf_init(&b);
 	ret = qp_status_model_build(&src, &status);
 	if (!ret)
@@ -105,13 +110,13 @@ void qp_route_metrics(struct qprofd *d, const struct qp_request *req, struct qp_
 		ret = qp_value_model_build(&src, 0, &values);
 	/* the fork/exec figures, read under the lifecycle's own lock (the
 	 * lifecycle is set before the server starts, closed after it stops) */
-	if (d->reg.lc)
-		qp_lifecycle_figures(d->reg.lc, &lc);
+	if (src.reg->lc)
+		qp_lifecycle_figures(src.reg->lc, &lc);
 	/* the targets copied under the registry lock, written without it */
-	if (!ret && qp_targets_view_take(&d->reg, 0, &tv))
+	if (!ret && qp_targets_view_take(src.reg, 0, &tv))
 		ret = -ENOMEM;
 	else if (!ret) {
-		ret = qp_export_metrics(&status, d->reg.lc ? &lc : NULL, &scopes, &values, &tv, &d->metrics,
+		ret = qp_export_metrics(&status, src.reg->lc ? &lc : NULL, &scopes, &values, &tv, ss.metrics,
 					protobuf, &b);
 		qp_targets_view_free(&tv);
 	}

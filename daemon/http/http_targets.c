@@ -1,19 +1,21 @@
 /* http_targets.c - the routes that attach and detach: GET/POST
  * /api/targets and DELETE /api/targets/PID. The body is JSON, read by
- * jansson with every field checked. */
+ * jansson with every field checked. The handlers see the targets service
+ * (targets/target_service.h) and nothing else of the daemon: the order of
+ * heap, attach, reap is the service's. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
-#include "collect/collect_heap.h"
 #include "export/export_heap.h"
 #include "export/export_targets.h"
-#include "qprofd.h"
+#include "targets/target_service.h"
 #include "http_routes.h"
+#include "services.h"
 
-void qp_route_targets_list(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+static void targets_list(const struct qp_target_svc *s, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { NULL };
 	struct qp_targets_view tv;
@@ -21,7 +23,7 @@ void qp_route_targets_list(struct qprofd *d, const struct qp_request *req, struc
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
-	if (qp_targets_view_take(&d->reg, 0, &tv)) {
+	if (qp_tsvc_view(s, 0, &tv)) {
 		qp_reply_error(resp, 500, "out of memory");
 		return;
 	}
@@ -103,71 +105,7 @@ static bool parse_extra(json_t *root, struct qp_attach_extra *x, struct qp_respo
 	return true;
 }
 
-/* Profile the heap of PID before its scopes are attached: a heap that
- * cannot be profiled leaves the process exactly as it was (no scope link
- * made and removed under a running program). 1: PID is a target or being
- * attached already, the registry answers (409) and nothing is touched. */
-static int heap_attach(struct qprofd *d, int pid, struct qp_heap_status *st, int *status, char *err,
-		       size_t errlen)
-{
-	struct qp_heap_status old;
-	bool busy;
-	int ret;
-
-	pthread_mutex_lock(&d->reg.lock);
-	busy = qp_registry_busy(&d->reg, pid);
-	pthread_mutex_unlock(&d->reg.lock);
-	if (busy)
-		return 1;
-	ret = qp_heap_attach_held(d->heap, pid, st, err, errlen);
-	if (ret == -EEXIST && qp_heap_status_of(d->heap, pid, &old) && !old.tracing) {
-		/* the figures left from an earlier target of that pid */
-		qp_heap_forget(d->heap, pid);
-		ret = qp_heap_attach_held(d->heap, pid, st, err, errlen);
-	}
-	if (!ret)
-		return 0;
-	if (ret == -EEXIST)
-		snprintf(err, errlen, "process %d is being attached by another request", pid);
-	*status = ret == -ESRCH ? 404 : ret == -EEXIST ? 409 : 500;
-	return ret;
-}
-
-/* {"pid": N, "heap": true} for a process that is a target already: its
- * heap profiled from now on, the target left as it is (a failure detaches
- * nothing). 0 with TV filled; -EEXIST (409) when it is not a live target
- * (the registry's words in ERR are kept) or its heap is profiled already. */
-static int heap_of_target(struct qprofd *d, int pid, struct qp_target_view *tv, struct qp_heap_status *st,
-			  int *status, char *err, size_t errlen)
-{
-	struct qp_target *t;
-	int ret = -EEXIST;
-
-	pthread_mutex_lock(&d->reg.lock);
-	t = qp_registry_find(&d->reg, pid);
-	if (t && t->state != QP_TARGET_EXITED)
-		ret = qp_target_view_copy(t, tv);
-	pthread_mutex_unlock(&d->reg.lock);
-	if (ret == -ENOMEM) {
-		*status = 500;
-		snprintf(err, errlen, "out of memory");
-	}
-	if (ret)
-		return ret;
-	ret = qp_heap_attach(d->heap, pid, st, err, errlen);
-	if (!ret)
-		return 0;
-	qp_target_view_free(tv);
-	memset(tv, 0, sizeof(*tv));
-	*status = ret == -EEXIST ? 409 : ret == -ESRCH ? 404 : 500;
-	if (ret == -EEXIST)
-		snprintf(err, errlen, "the heap of process %d is profiled already", pid);
-	else if (ret == -ESRCH)
-		snprintf(err, errlen, "process %d is gone", pid);
-	return ret;
-}
-
-void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+static void targets_add(const struct qp_target_svc *s, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { NULL };
 	struct qp_attach_extra extra = { 0 };
@@ -175,12 +113,11 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 	json_t *root, *v;
 	const char *key;
 	char err[512] = "";
-	struct qp_target_view tv = { 0 };
+	struct qp_pid_attached pa;
 	struct qp_binary_view bv = { 0 };
-	struct qp_heap_status hst = { 0 };
 	struct qp_json j;
 	int status = 500, ret;
-	bool heap, existing = false, heap_ours = false;
+	bool heap, existing = false;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
@@ -236,12 +173,12 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 				       "heap of every target, --binary ones included)");
 			goto out;
 		}
-		if (heap && !d->heap) {
-			qp_reply_error(resp, 503, "heap profiling is unavailable: %s", d->heap_error);
+		if (heap && !s->heap) {
+			qp_reply_error(resp, 503, "heap profiling is unavailable: %s", s->heap_error);
 			goto out;
 		}
 	} else {
-		heap = d->heap_default && d->heap;
+		heap = qp_tsvc_heap_default(s);
 	}
 	qp_json_init(&j);
 	if ((v = json_object_get(root, "pid"))) {
@@ -252,32 +189,19 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 			qp_reply_error(resp, 400, "\"pid\" must be a positive integer");
 			goto out;
 		}
-		ret = heap ? heap_attach(d, (int)pid, &hst, &status, err, sizeof(err)) : 0;
-		heap_ours = heap && !ret;
-		/* takes the lock itself, around the parse and attach only briefly */
-		if (ret >= 0)
-			ret = qp_registry_add_pid(&d->reg, (int)pid, &extra, &tv, &status, err, sizeof(err));
-		if (heap_ours) {
-			qp_heap_release(d->heap, (int)pid);
-			/* not attached after all (but for an answer that ran out of memory) */
-			pthread_mutex_lock(&d->reg.lock);
-			if (ret && !qp_registry_find(&d->reg, (int)pid))
-				qp_heap_forget(d->heap, (int)pid);
-			pthread_mutex_unlock(&d->reg.lock);
-		} else if (ret == -EEXIST && heap && json_object_size(root) == 2 &&
-			   !(ret = heap_of_target(d, (int)pid, &tv, &hst, &status, err, sizeof(err)))) {
-			existing = true;
-		}
+		ret = qp_tsvc_attach_pid(s, (int)pid, &extra, heap, json_object_size(root) == 2, &pa, &status, err,
+					 sizeof(err));
 		if (!ret) {
+			existing = pa.existing;
 			qp_json_obj_begin(&j);
-			qp_export_target_keys(&tv, &j);
+			qp_export_target_keys(&pa.tv, &j);
 			if (heap) {
 				qp_json_key(&j, "heap");
-				qp_export_heap_target_json(&hst, &j);
+				qp_export_heap_target_json(&pa.hst, &j);
 			}
 			qp_json_obj_end(&j);
+			qp_target_view_free(&pa.tv);
 		}
-		qp_target_view_free(&tv);
 	} else {
 		v = json_object_get(root, "binary");
 		if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > 4095 ||
@@ -286,9 +210,7 @@ void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct
 			qp_reply_error(resp, 400, "\"binary\" must be a path string of 1..4095 bytes");
 			goto out;
 		}
-		/* takes the lock itself, after opening and parsing the file */
-		ret = qp_registry_add_binary(&d->reg, json_string_value(v), &extra, &bv, &status, err,
-					     sizeof(err));
+		ret = qp_tsvc_attach_binary(s, json_string_value(v), &extra, &bv, &status, err, sizeof(err));
 		if (!ret)
 			qp_export_binary_json(&bv, &j);
 		qp_binary_view_free(&bv);
@@ -307,7 +229,7 @@ out:
 	json_decref(root);
 }
 
-static void target_delete(struct qprofd *d, const struct qp_request *req, struct qp_response *resp,
+static void target_delete(const struct qp_target_svc *s, const struct qp_request *req, struct qp_response *resp,
 			  const char *pidstr)
 {
 	static const char *const allowed[] = { NULL };
@@ -321,12 +243,7 @@ static void target_delete(struct qprofd *d, const struct qp_request *req, struct
 		qp_reply_error(resp, 400, "'%.32s' is not a pid", pidstr);
 		return;
 	}
-	pthread_mutex_lock(&d->reg.lock);
-	ret = qp_registry_remove_pid(&d->reg, (int)pid);
-	pthread_mutex_unlock(&d->reg.lock);
-	qp_registry_reap(&d->reg);	/* its links go without the lock */
-	if (ret == 0 && d->heap)
-		qp_heap_forget(d->heap, (int)pid);
+	ret = qp_tsvc_detach_pid(s, (int)pid);
 	if (ret < 0) {
 		qp_reply_error(resp, 404, "process %lld is not a target", (long long)pid);
 		return;
@@ -341,7 +258,7 @@ static void target_delete(struct qprofd *d, const struct qp_request *req, struct
 }
 
 /* DELETE /api/targets?binary=PATH: detach a --binary file and its processes. */
-void qp_route_binary_delete(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+static void binary_delete(const struct qp_target_svc *s, const struct qp_request *req, struct qp_response *resp)
 {
 	static const char *const allowed[] = { "binary", NULL };
 	const char *path = req->query(req->arg, "binary");
@@ -354,10 +271,7 @@ void qp_route_binary_delete(struct qprofd *d, const struct qp_request *req, stru
 		qp_reply_error(resp, 400, "give the binary to detach: DELETE /api/targets?binary=/path");
 		return;
 	}
-	pthread_mutex_lock(&d->reg.lock);
-	ret = qp_registry_remove_binary(&d->reg, path);
-	pthread_mutex_unlock(&d->reg.lock);
-	qp_registry_reap(&d->reg);
+	ret = qp_tsvc_detach_binary(s, path);
 	if (ret) {
 		qp_reply_error(resp, 404, "%.3000s is not a --binary target", path);
 		return;
@@ -370,7 +284,35 @@ void qp_route_binary_delete(struct qprofd *d, const struct qp_request *req, stru
 	qp_reply_json(resp, 200, &j);
 }
 
+/* The router's entries: each takes the targets service out of D. */
+void qp_route_targets_list(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	struct qp_target_svc s;
+
+	qprofd_target_svc(d, &s);
+	targets_list(&s, req, resp);
+}
+
+void qp_route_targets_add(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	struct qp_target_svc s;
+
+	qprofd_target_svc(d, &s);
+	targets_add(&s, req, resp);
+}
+
+void qp_route_binary_delete(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
+{
+	struct qp_target_svc s;
+
+	qprofd_target_svc(d, &s);
+	binary_delete(&s, req, resp);
+}
+
 void qp_route_target_delete(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
-	target_delete(d, req, resp, req->url + strlen("/api/targets/"));
+	struct qp_target_svc s;
+
+	qprofd_target_svc(d, &s);
+	target_delete(&s, req, resp, req->url + strlen("/api/targets/"));
 }

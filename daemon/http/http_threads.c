@@ -8,24 +8,24 @@
 #include "common/buf.h"
 #include "export/export_threads.h"
 #include "http_routes.h"
+#include "services.h"
 #include "common/json_writer.h"
 #include "model/model_threads.h"
-#include "qprofd.h"
 
 /* the one target when pid= is absent; 0 and a 400 when there is not one */
-static int only_target(struct qprofd *d, struct qp_response *resp)
+static int only_target(struct qp_registry *reg, struct qp_response *resp)
 {
 	int pid = 0;
 	size_t i, n = 0;
 
-	pthread_mutex_lock(&d->reg.lock);
-	for (i = 0; i < d->reg.ntargets; i++) {
-		if (d->reg.targets[i]->state != QP_TARGET_RUNNING)
+	pthread_mutex_lock(&reg->lock);
+	for (i = 0; i < reg->ntargets; i++) {
+		if (reg->targets[i]->state != QP_TARGET_RUNNING)
 			continue;
-		pid = d->reg.targets[i]->pid;
+		pid = reg->targets[i]->pid;
 		n++;
 	}
-	pthread_mutex_unlock(&d->reg.lock);
+	pthread_mutex_unlock(&reg->lock);
 	if (n != 1) {
 		if (n)
 			qp_reply_error(resp, 400, "pid= is required: %zu targets are running", n);
@@ -47,17 +47,17 @@ static bool build(struct qprofd *d, const struct qp_request *req, struct qp_resp
 
 	if (!qp_req_keys_ok(req, resp, allowed) || !qp_req_pid(d, req, resp, &pid))
 		return false;
-	if (!pid && !(pid = only_target(d, resp)))
+	qprofd_model_src(d, req, &src);
+	if (!pid && !(pid = only_target(src.reg, resp)))
 		return false;
 	/* the threads are read live, and only of the target itself: once it
 	 * exited its pid may be another process's, never shown for it */
-	if (qp_registry_target_live(&d->reg, pid)) {
+	if (qp_registry_target_live(src.reg, pid)) {
 		qp_reply_error(resp, 404, "process %d has exited: its threads are not kept", pid);
 		return false;
 	}
-	qprofd_model_src(d, &src);
 	ret = qp_thread_model_build(&src, pid, m, err, sizeof(err));
-	if (!ret && qp_registry_target_live(&d->reg, pid)) {
+	if (!ret && qp_registry_target_live(src.reg, pid)) {
 		qp_thread_model_free(m);
 		ret = -ESRCH;
 	}

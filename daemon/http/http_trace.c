@@ -11,12 +11,12 @@
 #include <string.h>
 #include "export/export_trace.h"
 #include "model/model_trace.h"
-#include "qprofd.h"
 #include "http_routes.h"
+#include "services.h"
 
 void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
-	struct qp_trace_query q = { .max_events = d->trace_max_events };
+	struct qp_trace_query q = { .max_events = qprofd_trace_max_events(d) };
 	struct qp_trace_model m;
 	struct qp_model_src src;
 	static const char *const allowed[] = { "pid", "seconds", "format", "max_mb", NULL };
@@ -46,7 +46,7 @@ void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_re
 	}
 	if (!qp_req_seconds(req, resp, &q.seconds) || !qp_req_pid(d, req, resp, &q.pid))
 		return;
-	qprofd_model_src(d, &src);
+	qprofd_model_src(d, req, &src);
 	ret = qp_trace_model_build(&src, &q, &m);
 	switch (ret) {
 	case 0:

@@ -226,7 +226,7 @@ static void build_once(struct qp_otlp *p)
 
 		add_profile(p, s, &off, &op);
 	}
-	qprofd_model_src(p->d, &src);
+	qprofd_model_src(p->d, NULL, &src);
 	npids = p->d->heap ? qp_heap_pids(p->d->heap, &pids) : 0;
 	for (i = 0; npids > 0 && i < (size_t)npids && nheap < QP_ARRAY_SIZE(heap); i++) {
 		struct qp_heap_query hq = { .pid = pids[i], .kind = QP_HEAP_INUSE, .pprof = true };

@@ -6,6 +6,7 @@
 #ifndef QPROF_QPROFD_H
 #define QPROF_QPROFD_H
 #include "route_stats.h"
+#include "services.h"
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,8 +20,6 @@
 struct qp_threads;
 struct qp_otlp;
 struct qp_dbgf;
-
-#define QPROF_VERSION "0.1.0"
 
 struct qprofd {
 	struct qp_registry reg;
@@ -47,7 +46,5 @@ struct qprofd {
 	struct qp_route_stats routes;	/* each route's handling time and lock waits */
 };
 
-/* The model's view of D: its registry, collectors, settings, and the stop
- * flag's wait (http_routes.c). */
-void qprofd_model_src(struct qprofd *d, struct qp_model_src *out);
+/* The views of the daemon the handlers get: services.h */
 #endif

@@ -10,15 +10,15 @@
 #include "http.h"
 #include "http_query.h"
 #include "http_routes.h"
+#include "services.h"
 #include "common/json_writer.h"
-#include "qprofd.h"
 #include "export/report.h"
 #include "export/report_fs.h"
 #include "common/util.h"
 
 #define REPORT_MAX_FILE (256u << 20)
 
-static void report_list(struct qprofd *d, struct qp_response *resp)
+static void report_list(struct qp_registry *reg, struct qp_response *resp)
 {
 	struct qp_json j;
 	size_t i;
@@ -27,9 +27,9 @@ static void report_list(struct qprofd *d, struct qp_response *resp)
 	qp_json_obj_begin(&j);
 	qp_json_key(&j, "reports");
 	qp_json_arr_begin(&j);
-	pthread_mutex_lock(&d->reg.lock);
-	for (i = 0; i < d->reg.ntargets; i++) {
-		const struct qp_target *t = d->reg.targets[i];
+	pthread_mutex_lock(&reg->lock);
+	for (i = 0; i < reg->ntargets; i++) {
+		const struct qp_target *t = reg->targets[i];
 
 		if (!t->report_dir[0])
 			continue;
@@ -40,7 +40,7 @@ static void report_list(struct qprofd *d, struct qp_response *resp)
 		qp_json_kv_u64(&j, "exited_ms", t->exited_ms);
 		qp_json_obj_end(&j);
 	}
-	pthread_mutex_unlock(&d->reg.lock);
+	pthread_mutex_unlock(&reg->lock);
 	qp_json_arr_end(&j);
 	qp_json_obj_end(&j);
 	qp_reply_json(resp, 200, &j);
@@ -74,29 +74,31 @@ void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_re
 	struct qp_target *t;
 	bool json;
 	size_t len;
+	struct qp_model_src src;
 	char *data;
 	int pid, ret;
 
 	if (!qp_req_keys_ok(req, resp, allowed))
 		return;
+	qprofd_model_src(d, req, &src);
 	if (format && strcmp(format, "text") && strcmp(format, "json"))
 		return qp_reply_error(resp, 400, "format must be text or json");
 	json = format && !strcmp(format, "json");
 	if (qp_query_pid(req->query(req->arg, "pid"), &pid, msg, sizeof(msg)))
 		return qp_reply_error(resp, 400, "%s", msg);
 	if (!pid)
-		return report_list(d, resp);
+		return report_list(src.reg, resp);
 
-	pthread_mutex_lock(&d->reg.lock);
-	t = report_wait(&d->reg, pid);
+	pthread_mutex_lock(&src.reg->lock);
+	t = report_wait(src.reg, pid);
 	if (t) {
 		known = true;
 		exited = t->state == QP_TARGET_EXITED;
 		snprintf(dir, sizeof(dir), "%s", t->report_dir);
 	}
-	pthread_mutex_unlock(&d->reg.lock);
+	pthread_mutex_unlock(&src.reg->lock);
 	if (!dir[0] && !known)
-		qp_report_fs_find(&d->report_fs, pid, dir, sizeof(dir));
+		qp_report_fs_find(qprofd_report_fs(d), pid, dir, sizeof(dir));
 	if (!dir[0]) {
 		if (known && !exited)
 			return qp_reply_error(resp, 404, "no report for process %d: it has not exited yet", pid);
@@ -109,7 +111,7 @@ void qp_report_http(struct qprofd *d, const struct qp_request *req, struct qp_re
 	sub = strrchr(dir, '/');
 	sub = sub ? sub + 1 : dir;
 	file = json ? "report.json" : "summary.txt";
-	ret = qp_report_fs_read(&d->report_fs, sub, file, REPORT_MAX_FILE, &data, &len);
+	ret = qp_report_fs_read(qprofd_report_fs(d), sub, file, REPORT_MAX_FILE, &data, &len);
 	if (ret == -ENOENT)
 		return qp_reply_error(resp, 404, "the report of process %d is gone from %s", pid, sub);
 	if (ret == -ELOOP || ret == -EINVAL || ret == -ENOTDIR)

@@ -22,7 +22,7 @@ int qp_cpu_window(const struct qp_model_src *src, const struct qp_cpu_window_que
 	if (wq->seconds && read_fn(src->cpu, &base))
 		return -EIO;
 	q.time_ns = qp_realtime_ns();
-	if (wq->seconds && !src->wait(src->wait_arg, wq->seconds)) {
+	if (wq->seconds && !qp_model_wait(src, wq->seconds)) {
 		qp_cpu_snapshot_free(&base);
 		return -ECANCELED;
 	}

@@ -10,7 +10,7 @@
 struct qp_cpu_window_query {
 	int pid;		/* 0: every process */
 	const char *scope;	/* NULL: all samples */
-	unsigned int seconds;	/* > 0: the next SECONDS (src->wait), else since the start */
+	unsigned int seconds;	/* > 0: the next SECONDS (qp_model_wait), else since the start */
 	bool off;		/* the off-CPU profile (weights in ns) */
 };
 

@@ -157,7 +157,7 @@ int qp_heap_window(const struct qp_model_src *src, const struct qp_heap_query *q
 			snprintf(msg, msglen, "cannot read the heap maps");
 			return -EIO;
 		}
-		if (!src->wait(src->wait_arg, q->seconds)) {
+		if (!qp_model_wait(src, q->seconds)) {
 			qp_heap_snapshot_free(&base);
 			snprintf(msg, msglen, "qprofd is shutting down");
 			return -ECANCELED;

@@ -82,18 +82,19 @@ static struct qp_names *scope_names(const struct qp_model_src *src, const struct
 
 		if (in->pid > 0 && k->tgid != (uint32_t)in->pid)
 			continue;
-		/* a process a --binary target produced becomes a target here */
-		qp_names_want_target(n, k->tgid, true);
+		/* a process not yet a target (the poll loop adopts one a --binary
+		 * target produced) is left out: a read changes nothing */
+		qp_names_want_target(n, k->tgid);
 		qp_names_want_site(n, k->tgid, k->site);
 		if (k->parent)
 			qp_names_want_site(n, k->tgid, k->parent);
 	}
 	for (i = 0; i < in->nmarks; i++) {
-		qp_names_want_target(n, in->marks[i].key.tgid, false);
+		qp_names_want_target(n, in->marks[i].key.tgid);
 		qp_names_want_site(n, in->marks[i].key.tgid, in->marks[i].key.site);
 	}
 	for (i = 0; i < in->nprobes; i++) {
-		qp_names_want_target(n, in->probes[i].tgid, false);
+		qp_names_want_target(n, in->probes[i].tgid);
 		qp_names_want_def(n, in->probes[i].id);
 	}
 	if (qp_names_fill(n, src->reg)) {
@@ -117,7 +118,7 @@ int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_q
 		ret = take_reading(src, q, &base);
 		if (ret)
 			return ret;
-		if (!src->wait(src->wait_arg, q->seconds)) {
+		if (!qp_model_wait(src, q->seconds)) {
 			reading_free(&base);
 			return -ECANCELED;
 		}
@@ -165,7 +166,7 @@ int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_q
 			struct qp_target_times tt;
 
 			if (out->items[i].shape == QP_ITEM_TIMED &&
-			    nm.target(nm.arg, (uint32_t)out->items[i].pid, false, &tt) && !tt.ring)
+			    nm.target(nm.arg, (uint32_t)out->items[i].pid, &tt) && !tt.ring)
 				out->items[i].calibration_ns = cal;
 		}
 	}
@@ -189,7 +190,7 @@ int qp_value_model_build(const struct qp_model_src *src, int pid, struct qp_valu
 		return -EIO;
 	names = qp_names_new();
 	for (i = 0; names && i < n; i++) {
-		qp_names_want_target(names, rows[i].key.tgid, false);
+		qp_names_want_target(names, rows[i].key.tgid);
 		qp_names_want_site(names, rows[i].key.tgid, rows[i].key.site);
 	}
 	ret = !names || qp_names_fill(names, src->reg) ? -ENOMEM : 0;
@@ -360,7 +361,7 @@ static int window_result(const struct qp_model_src *src, const struct qp_trace_q
 		free(seq0);
 		return ret;
 	}
-	done = src->wait(src->wait_arg, q->seconds);
+	done = qp_model_wait(src, q->seconds);
 	if (ss) {
 		ret = qp_trace_end(src->tracer, ss, r);
 	} else {
@@ -396,7 +397,7 @@ static struct qp_names *trace_names(struct qp_registry *reg, const struct qp_tra
 		const struct trace_record *t = &r->recs[i];
 
 		if (t->pid != last_pid) {
-			qp_names_want_target(n, t->pid, true);
+			qp_names_want_target(n, t->pid);
 			last_pid = t->pid;
 			last_site = 0;
 		}
@@ -408,11 +409,11 @@ static struct qp_names *trace_names(struct qp_registry *reg, const struct qp_tra
 			qp_names_want_site(n, t->pid, t->arg2);
 	}
 	for (i = 0; i < nlogs; i++) {
-		qp_names_want_target(n, logs[i].pid, true);
+		qp_names_want_target(n, logs[i].pid);
 		qp_names_want_site(n, logs[i].pid, logs[i].site);
 	}
 	for (i = 0; i < r->nthreads; i++)
-		qp_names_want_target(n, r->threads[i].pid, true);
+		qp_names_want_target(n, r->threads[i].pid);
 	if (qp_names_fill(n, reg)) {
 		qp_names_free(n);
 		return NULL;

@@ -190,7 +190,7 @@ static size_t mark_items(struct maker *mk, const struct qp_scope_input *in, stru
 		if (in->pid > 0 && cur->key.tgid != (uint32_t)in->pid)
 			continue;
 		count = qp_mark_window_count(cur, in->base ? in->mbase : NULL, in->nmbase);
-		if (!count || !mk->nm->target(mk->nm->arg, cur->key.tgid, false, &tt))
+		if (!count || !mk->nm->target(mk->nm->arg, cur->key.tgid, &tt))
 			continue;
 		site = mk->nm->site(mk->nm->arg, cur->key.tgid, cur->key.site);
 		secs = rate_secs(in, &tt);
@@ -221,7 +221,7 @@ static size_t probe_items(struct maker *mk, const struct qp_scope_input *in, str
 		double secs;
 
 		if ((in->pid > 0 && cur->tgid != (uint32_t)in->pid) || !def ||
-		    !mk->nm->target(mk->nm->arg, cur->tgid, false, &tt))
+		    !mk->nm->target(mk->nm->arg, cur->tgid, &tt))
 			continue;
 		count = qp_probe_window_count(cur, in->base ? in->pbase : NULL, in->npbase);
 		if (!count)
@@ -263,8 +263,8 @@ int qp_scope_model_make(const struct qp_scope_input *in, const struct qp_namer *
 	for (i = 0; i < n; i++) {
 		struct qp_target_times tt;
 
-		/* a process a --binary target produced becomes a target here */
-		if (nm->target(nm->arg, rows[i].key.tgid, true, &tt)) {
+		/* only targets: a process not adopted yet (by the poll loop) is not there yet */
+		if (nm->target(nm->arg, rows[i].key.tgid, &tt)) {
 			kernel_item(in, &rows[i], &out->items[out->n]);
 			timed_item(&mk, &rows[i], &tt, &out->items[out->n++]);
 		}

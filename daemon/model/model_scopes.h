@@ -86,22 +86,22 @@ struct qp_scope_input {
 	size_t nkst, nkbase;
 };
 
-/* The model of IN, named through NM (a timed row's pid is adopted when it
- * is not a target yet; rows of processes that are no target are left out).
- * 0 or -ENOMEM. Pure but for what NM does. */
+/* The model of IN, named through NM (rows of processes that are no target
+ * are left out; a process not adopted yet is simply not there yet).
+ * 0 or -ENOMEM. Pure. */
 int qp_scope_model_make(const struct qp_scope_input *in, const struct qp_namer *nm,
 			struct qp_scope_model *out);
 void qp_scope_model_free(struct qp_scope_model *m); /* accepts NULL and a zeroed model */
 
 struct qp_scope_query {
 	int pid;		/* > 0: this process only */
-	unsigned int seconds;	/* > 0: the next SECONDS (src->wait), else since attach */
+	unsigned int seconds;	/* > 0: the next SECONDS (qp_model_wait), else since attach */
 	bool probes;		/* counted probes too (GET /api/scopes; not the exit report) */
 	bool strict;		/* a mark or probe read failure fails (else: rows without them) */
 };
 
 /* Read the collector (twice for a window, waiting between through
- * src->wait), name from a copy of the registry's names taken under its lock,
+ * qp_model_wait), name from a copy of the registry's names taken under its lock,
  * fill OUT. 0, -EIO (a map could
  * not be read), -ECANCELED (the daemon stops during the wait), -ENOMEM. */
 int qp_scope_model_build(const struct qp_model_src *src, const struct qp_scope_query *q,

@@ -10,6 +10,7 @@
 #include <string.h>
 #include "qprof/qprof.h"
 #include "common/arena.h"
+#include "common/procfs.h"
 #include "collect/collect_cpu.h"
 #include "collect/collect_scopes.h"
 #include "model_slow.h"
@@ -151,20 +152,13 @@ static void make_item(struct maker *mk, const struct qp_slow_inst *in, struct qp
 	it->tid = in->r.tid;
 	memcpy(comm, in->r.comm, 16);
 	comm[16] = '\0';
-	if (!comm[0] && !qp_ring_thread_name(mk->ring, mk->pid, in->r.tid, comm, sizeof(comm))) {
+	if (!comm[0] && !qp_ring_thread_name(mk->ring, mk->pid, in->r.tid, in->r.begin_ns, comm, sizeof(comm))) {
 		/* the ring collector's records carry no name: the name it read
-		 * when it first met the thread (kept after the thread exits),
-		 * else the thread's name now */
-		char path[64];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", mk->pid, in->r.tid);
-		f = fopen(path, "re");
-		if (!f || !fgets(comm, sizeof(comm), f))
+		 * when it first met the thread that had the tid then (kept after
+		 * the thread exits), else the thread's name now if that thread
+		 * was the one running the instance */
+		if (qp_proc_thread_name_at(mk->pid, in->r.tid, in->r.begin_ns, comm, sizeof(comm)) || !comm[0])
 			snprintf(comm, sizeof(comm), "?");
-		if (f)
-			fclose(f);
-		comm[strcspn(comm, "\n")] = '\0';
 	}
 	it->kernel_known = !(in->r.flags & QPROF_SLOW_NO_KERNEL);
 	it->thread = qp_arena_strdup(mk->a, comm);
@@ -291,7 +285,7 @@ static int window_collect(const struct qp_model_src *src, const struct qp_slow_q
 		return ret;
 	/* by the second, so that a client gone away ends its window */
 	for (left = q->seconds, waited = true; left && waited && !gone; left--) {
-		waited = src->wait(src->wait_arg, 1);
+		waited = qp_model_wait(src, 1);
 		gone = q->gone && q->gone(q->gone_arg);
 	}
 	/* closed even when qprofd stops: its thresholds go back first */

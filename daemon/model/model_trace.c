@@ -34,7 +34,7 @@ static bool is_target(struct namecache *c, uint32_t pid)
 	}
 	v = qp_htab_value(&c->pids, (size_t)i);
 	if (made)
-		*v = c->nm->target(c->nm->arg, pid, true, &tt);
+		*v = c->nm->target(c->nm->arg, pid, &tt);
 	return *v;
 }
 

@@ -36,7 +36,7 @@ struct qp_trace_query {
 	size_t max_events;	/* the cap (qprofd --trace-max-events) */
 };
 
-/* Record Q->seconds (through src->wait), then make the model; without
+/* Record Q->seconds (through qp_model_wait), then make the model; without
  * seconds, the model of what the ring collector's flight recorders keep.
  * 0, -EBUSY (a trace of that process is being recorded already), -ENOSPC
  * (too many traces at once), -ECANCELED (the daemon stops), -ENOTSUP (no

@@ -78,12 +78,12 @@ static bool to_record(uint32_t pid, const struct qp_ring_inst *in, struct trace_
 	return false;
 }
 
-/* The thread (PID, TID) in R's names, its kernel name read now. */
+/* The thread (PID, TID) in R's names, named as the thread that had the tid
+ * at AT_NS (its first record's end). */
 static int add_thread(struct qp_ring *g, struct qp_trace_result *r, struct qp_htab *seen, size_t *room,
-		      uint32_t pid, uint32_t tid)
+		      uint32_t pid, uint32_t tid, uint64_t at_ns)
 {
 	struct qp_trace_thread_name *nm;
-	char path[64];
 	bool made;
 	int64_t i = qp_htab_add_u64(seen, (uint64_t)pid << 32 | tid, &made);
 
@@ -103,10 +103,9 @@ static int add_thread(struct qp_ring *g, struct qp_trace_result *r, struct qp_ht
 	nm = &r->threads[r->nthreads++];
 	nm->pid = pid;
 	nm->tid = tid;
-	if (qp_ring_thread_name(g, (int)pid, tid, nm->name, sizeof(nm->name)))
+	if (qp_ring_thread_name(g, (int)pid, tid, at_ns, nm->name, sizeof(nm->name)))
 		return 0;
-	snprintf(path, sizeof(path), "task/%u/comm", tid);
-	if (qp_proc_file_line((int)pid, path, nm->name, sizeof(nm->name)))
+	if (qp_proc_thread_name_at((int)pid, tid, at_ns, nm->name, sizeof(nm->name)))
 		nm->name[0] = '\0';
 	return 0;
 }
@@ -155,7 +154,7 @@ int qp_trace_ring_append(struct qp_ring *g, const uint32_t *pids, const uint64_t
 				if (in->begin_ns < *oldest)
 					*oldest = in->begin_ns;
 				r->n++;
-				ret = add_thread(g, r, &seen, &room, pids[i], in->tid);
+				ret = add_thread(g, r, &seen, &room, pids[i], in->tid, in->end_ns);
 			}
 		} while (got && !ret);
 	}

@@ -42,7 +42,7 @@ int qp_value_model_make(const struct qp_value_row *rows, size_t n, const struct 
 		struct qp_target_times tt;
 		char buf[32];
 
-		if (!nm->target(nm->arg, r->key.tgid, false, &tt))
+		if (!nm->target(nm->arg, r->key.tgid, &tt))
 			continue;
 		site = nm->site(nm->arg, r->key.tgid, r->key.site);
 		it->pid = (int32_t)r->key.tgid;

@@ -12,15 +12,11 @@
 #include "targets.h"
 #include "common/util.h"
 
-static bool reg_target(void *arg, uint32_t pid, bool adopt, struct qp_target_times *out)
+static bool reg_target(void *arg, uint32_t pid, struct qp_target_times *out)
 {
 	struct qp_registry *r = arg;
-	struct qp_target *t = qp_registry_find(r, (int)pid);
+	const struct qp_target *t = qp_registry_find(r, (int)pid);
 
-	if (!t && adopt) {
-		qp_registry_adopt(r, (int)pid);
-		t = qp_registry_find(r, (int)pid);
-	}
 	if (!t)
 		return false;
 	out->exited = t->state == QP_TARGET_EXITED;
@@ -55,7 +51,7 @@ void qp_registry_namer(struct qp_registry *r, struct qp_namer *out)
 /* ---- the names of one build, copied (target_names.h) ------------------- */
 
 struct names_target {
-	bool adopt, known;
+	bool known;
 	struct qp_target_times tt;
 };
 
@@ -106,16 +102,12 @@ void qp_names_free(struct qp_names *n)
 	free(n);
 }
 
-int qp_names_want_target(struct qp_names *n, uint32_t pid, bool adopt)
+int qp_names_want_target(struct qp_names *n, uint32_t pid)
 {
-	int64_t i = qp_htab_add_u64(&n->targets, pid, NULL);
-
-	if (i < 0) {
+	if (qp_htab_add_u64(&n->targets, pid, NULL) < 0) {
 		n->oom = true;
 		return -ENOMEM;
 	}
-	if (adopt)
-		((struct names_target *)qp_htab_value(&n->targets, (size_t)i))->adopt = true;
 	return 0;
 }
 
@@ -161,7 +153,7 @@ int qp_names_fill(struct qp_names *n, struct qp_registry *r)
 	for (i = 0; i < n->targets.n; i++) {
 		struct names_target *v = qp_htab_value(&n->targets, i);
 
-		v->known = reg_target(r, (uint32_t)qp_htab_key_u64(&n->targets, i), v->adopt, &v->tt);
+		v->known = reg_target(r, (uint32_t)qp_htab_key_u64(&n->targets, i), &v->tt);
 		if (v->known && v->tt.exe)
 			v->tt.exe = names_str(n, v->tt.exe);
 	}
@@ -200,13 +192,12 @@ size_t qp_names_ntargets(const struct qp_names *n)
 	return n->ntargets;
 }
 
-static bool names_target(void *arg, uint32_t pid, bool adopt, struct qp_target_times *out)
+static bool names_target(void *arg, uint32_t pid, struct qp_target_times *out)
 {
 	struct qp_names *n = arg;
 	int64_t i = qp_htab_find_u64(&n->targets, pid);
 	const struct names_target *v;
 
-	(void)adopt;	/* done by the fill, when asked for */
 	if (i < 0)
 		return false;
 	v = qp_htab_value(&n->targets, (size_t)i);

@@ -1,9 +1,11 @@
 /* target_names.h - what the model asks of the registry to name the rows of
- * its aggregates: is a pid a target (adopting a process a --binary target
- * produced), the site descriptor at a runtime address, the definition of a
- * span or counted probe. The /proc and ELF reads and the adoption happen
- * here in targets/; the model sees only this table of functions, so its
- * unit tests can hand it a fake one. */
+ * its aggregates: is a pid a target, the site descriptor at a runtime
+ * address, the definition of a span or counted probe. The namer only reads
+ * what the registry holds: a read never adopts a process (the poll loop's
+ * rescan, the fork and exec records and an attach do), so a process a
+ * --binary target produced is not there until the poll loop made it a
+ * target. The model sees only this table of functions, so its unit tests
+ * can hand it a fake one. */
 #ifndef QPROF_TARGET_NAMES_H
 #define QPROF_TARGET_NAMES_H
 #include <stdbool.h>
@@ -22,8 +24,8 @@ struct qp_target_times {
 };
 
 struct qp_namer {
-	/* PID is a target (after adopting it when ADOPT): its times; false if not */
-	bool (*target)(void *arg, uint32_t pid, bool adopt, struct qp_target_times *out);
+	/* PID is a target: its times; false if not */
+	bool (*target)(void *arg, uint32_t pid, struct qp_target_times *out);
 	/* the qprof site at ADDR in target PID, NULL when unknown */
 	const struct qp_site_info *(*site)(void *arg, uint32_t pid, uint64_t addr);
 	/* a span's or counted probe's definition, NULL when unknown */
@@ -44,14 +46,15 @@ void qp_registry_namer(struct qp_registry *r, struct qp_namer *out);
 struct qp_names;
 struct qp_names *qp_names_new(void);	/* NULL on no memory */
 void qp_names_free(struct qp_names *n);	/* accepts NULL */
-/* Ask for PID's target times (ADOPT: adopting a process a --binary target
- * produced, as the namer's target() does), the site at ADDR of PID (a
- * span's pseudo site asks for its definition), a definition. Each returns
- * 0 or -ENOMEM (then the fill fails too). */
-int qp_names_want_target(struct qp_names *n, uint32_t pid, bool adopt);
+/* Ask for PID's target times, the site at ADDR of PID (a span's pseudo
+ * site asks for its definition), a definition. Each returns 0 or -ENOMEM
+ * (then the fill fails too). */
+int qp_names_want_target(struct qp_names *n, uint32_t pid);
 int qp_names_want_site(struct qp_names *n, uint32_t pid, uint64_t addr);
 int qp_names_want_def(struct qp_names *n, uint32_t id);
-/* Copy everything asked for out of R, taking r->lock for the pass. 0 or -ENOMEM. */
+/* Copy everything asked for out of R, taking r->lock for the pass: it
+ * copies what is there and changes nothing (no adoption, no /proc read).
+ * 0 or -ENOMEM. */
 int qp_names_fill(struct qp_names *n, struct qp_registry *r);
 /* The registry's number of targets at the fill. */
 size_t qp_names_ntargets(const struct qp_names *n);

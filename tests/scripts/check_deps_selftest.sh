@@ -3,7 +3,9 @@
 # real tree and build (must pass) and on copies of them broken on purpose
 # (each must fail, naming the fault): an include that points up a layer, an
 # include cycle, a file too long, an include with ../, a header of another
-# stage named without its stage; in the build (what cmake configured,
+# stage named without its stage, per-thread state in a stage, model/ naming
+# the server's request (not in a comment or string), a handler on services
+# that includes the daemon's state; in the build (what cmake configured,
 # copied and edited): a stage library linking a stage above it, one with
 # another stage's include folder, a test linking two stages, a test including
 # a header above its stage, and a circle of calls between two files of a
@@ -62,6 +64,11 @@ seq 1 700 | sed 's/^/\/\/ /' >>"$tmp/t/daemon/model/percentile.c"
 sed -i '0,/#include "/s//#include "..\/collect\/cpu_table.h"\n#include "/' "$tmp/t/daemon/model/value_math.c"
 sed -i '0,/#include "/s//#include "..\/testlib.h"\n#include "/' "$tmp/t/tests/unit/test_hashtab.c"
 sed -i '0,/#include "/s//#include "util.h"\n#include "/' "$tmp/t/daemon/model/scope_window.c"
+printf 'static __thread const void *routing_now;\n' >>"$tmp/t/daemon/http/http_data.c"
+sed -i '0,/#include "services.h"/s//#include "services.h"\n#include "qprofd.h"/' "$tmp/t/daemon/http/http_targets.c"
+printf 'struct qp_request;\nvoid model_knows(const struct qp_request *req);\n' >>"$tmp/t/daemon/model/model_values.c"
+printf '/* a comment may say qp_request and __thread */\nstatic const char *w = "qprofd";\n' \
+	>>"$tmp/t/daemon/model/model_status.c"
 out=$(python3 "$check" "$tmp/t" 2>&1)
 rc=$?
 [ $rc = 1 ] || { echo "FAIL: the broken sources: exit $rc"; fail=1; }
@@ -79,6 +86,14 @@ found "daemon/model/percentile.c: [0-9]* lines" "a file over the limit"
 found 'daemon/model/value_math.c:.*no "../" in an include' "an include with ../"
 found 'tests/unit/test_hashtab.c:.*no "../" in an include' "an include with ../ in a test"
 found 'daemon/model/scope_window.c:.*include it as "common/util.h"' "a header of common/ without its stage"
+found 'daemon/http/http_data.c:.*per-thread state (__thread)' "per-thread state in a stage"
+found 'daemon/model/model_values.c:.*names qp_request: only http/ knows the server' "model/ naming the server's request"
+found 'daemon/http/http_targets.c:.*includes qprofd.h and services.h' "a handler on services seeing the daemon's state"
+if grep -q 'daemon/model/model_status.c' <<<"$out"; then
+	echo "FAIL: a comment or a string naming the server was reported"; fail=1
+else
+	echo "ok: comments and strings may name the server"
+fi
 
 # One copy of the build (its qprof_targets.txt) with every fault of the
 # build at once, on a clean copy of the tree but for one test's include.

@@ -20,7 +20,7 @@ static struct qp_site_info sites[] = {
 	{ .name = "log_site" },
 };
 
-static bool fake_target(void *arg, uint32_t pid, bool adopt, struct qp_target_times *out)
+static bool fake_target(void *arg, uint32_t pid, struct qp_target_times *out)
 {
 	memset(out, 0, sizeof(*out));
 	return pid == PID;
