@@ -29,14 +29,14 @@ char LICENSE[] SEC("license") = "GPL";
  * memory does not grow with the number of possible CPUs. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, QPROF_MARK_ENTRIES);
 	__type(key, struct mark_key);
 	__type(value, struct mark_stats);
 } mark_stats SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, QPROF_VALUE_ENTRIES);
 	__type(key, struct mark_key);
 	__type(value, struct value_stats);
 } value_stats SEC(".maps");
@@ -45,7 +45,7 @@ struct {
  * generation is older than qp_gen writes its key to value_dirty when hit. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, QPROF_VALUE_BUCKETS);
 	__type(key, struct value_bucket_key);
 	__type(value, struct value_bucket);
 } value_hist SEC(".maps");
@@ -57,7 +57,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, QPROF_PROBE_ENTRIES);
 	__type(key, struct probe_key);
 	__type(value, __u64);
 } probe_counts SEC(".maps");
