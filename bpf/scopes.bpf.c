@@ -14,84 +14,29 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
-#define BPF_USDT_MAX_SPEC_CNT 1024
-#include <bpf/usdt.bpf.h>
 #include "scopes.h"
-#include "usdt_args.bpf.h"
+#include "scope_maps.bpf.h"
+#include "scope_record.bpf.h"
+#include "slow.bpf.h"
+#include "spans.bpf.h"
 #include "trace.bpf.h"
+#include "usdt_args.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
-
-#define EEXIST 17
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct thread_stack);
-} thread_stacks SEC(".maps");
-
-/* Aggregates: chunks of (process, site, parent, power of two), see
- * scopes.h, 360 bytes each in the kernel whatever the number of CPUs. They
- * go first into a preallocated map, where making an entry takes an element
- * from a free list and cannot fail for want of memory (a burst of first
- * hits right after attach must lose nothing); chunks past it go to
- * scope_chunks_more, which allocates each one. Both sized by the daemon. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 8192);
-	__type(key, struct scope_chunk_key);
-	__type(value, struct scope_chunk);
-} scope_chunks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, 131072);
-	__type(key, struct scope_chunk_key);
-	__type(value, struct scope_chunk);
-} scope_chunks_more SEC(".maps");
-
-/* Keys of the chunks hit since the daemon's last poll (see scopes.h). */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 256 << 10);
-} scope_dirty SEC(".maps");
-
-/* The poll generation, raised by the daemon before each poll. */
-volatile __u64 qp_gen = 1;	/* chunks are made with gen 0: their first hit queues them */
-
-/* The value a chunk is made with: no hit yet. */
-static const struct scope_chunk empty_chunk = { .min_ns = ~0ULL };
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, QPROF_CNT__MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-/* Processes detached from a --binary attachment (which fires for all). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} excluded SEC(".maps");
 
 /* Marks, values and counted probes: shared by all CPUs like the scope
  * chunks (atomic adds, compare-and-swap for extremes), so that their
  * memory does not grow with the number of possible CPUs. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, QPROF_MARK_ENTRIES);
 	__type(key, struct mark_key);
 	__type(value, struct mark_stats);
 } mark_stats SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, QPROF_VALUE_ENTRIES);
 	__type(key, struct mark_key);
 	__type(value, struct value_stats);
 } value_stats SEC(".maps");
@@ -100,7 +45,7 @@ struct {
  * generation is older than qp_gen writes its key to value_dirty when hit. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, QPROF_VALUE_BUCKETS);
 	__type(key, struct value_bucket_key);
 	__type(value, struct value_bucket);
 } value_hist SEC(".maps");
@@ -112,7 +57,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, QPROF_PROBE_ENTRIES);
 	__type(key, struct probe_key);
 	__type(value, __u64);
 } probe_counts SEC(".maps");
@@ -121,40 +66,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } logs SEC(".maps");
-
-static __always_inline void count(__u32 which, __u64 n)
-{
-	__u64 *c = bpf_map_lookup_elem(&counters, &which);
-
-	if (c)
-		*c += n;
-}
-
-/* The thread's stack, made on first use; cleared when an attach newer than
- * its frames hits it. NULL when the hit is not ours to count. */
-static __always_inline struct thread_stack *stack_of(__u64 cookie, bool create)
-{
-	struct thread_stack *st;
-	__u32 tgid;
-
-	if (cookie & QPROF_COOKIE_BINARY) {
-		tgid = bpf_get_current_pid_tgid() >> 32;
-		if (bpf_map_lookup_elem(&excluded, &tgid))
-			return NULL;
-	}
-	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0,
-				  create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	if (!st)
-		return NULL;
-	if (st->epoch < QPROF_COOKIE_EPOCH(cookie)) {
-		st->epoch = QPROF_COOKIE_EPOCH(cookie);
-		st->depth = 0;
-		st->tgid = bpf_get_current_pid_tgid() >> 32;
-		for (int i = 0; i < QPROF_MAX_BEGINS; i++)
-			st->b[i].key = 0;
-	}
-	return st;
-}
 
 static __always_inline int do_enter(__u64 now, __u64 site, __u64 key, __u64 cookie)
 {
@@ -184,152 +95,6 @@ static __always_inline int do_enter(__u64 now, __u64 site, __u64 key, __u64 cook
 	return 0;
 }
 
-
-/* Making an entry can fail with room to spare. Since 6.15 a hash map's
- * bucket locks and its free-list locks are rqspinlocks: an update whose
- * lock would deadlock or spins too long returns -EDEADLK or -ETIMEDOUT
- * instead, and a free list whose lock refused reads as empty (-E2BIG). And
- * another CPU may make the same key between our lookup and our update. So
- * a failed update is followed by a lookup and retried up to QP_MAKE_TRIES
- * times, except after -ETIMEDOUT (the lock already spun 1/4 s: the target
- * must not wait again). Only a first hit of a key pays this. */
-#define QP_MAKE_TRIES 3
-#define ETIMEDOUT 110
-
-/* KEY's value in MAP, made from INIT if missing; NULL when it cannot be */
-#define qp_make(map, key, init) ({					\
-	void *__v = NULL;						\
-	long __e;							\
-	int __i;							\
-	for (__i = 0; __i < QP_MAKE_TRIES; __i++) {			\
-		__e = bpf_map_update_elem(map, key, init, BPF_NOEXIST);	\
-		__v = bpf_map_lookup_elem(map, key);			\
-		if (__v || __e == -ETIMEDOUT)				\
-			break;						\
-	}								\
-	__v; })
-
-/* Make KEY in MAP with INIT, which already counts this hit: 0 when made,
- * else KEY's value (made by another CPU meanwhile) for the caller to add
- * the hit to, or NULL when it cannot be made */
-#define qp_make_counted(map, key, init, made) ({			\
-	void *__v = NULL;						\
-	long __e;							\
-	int __i;							\
-	*(made) = false;						\
-	for (__i = 0; __i < QP_MAKE_TRIES; __i++) {			\
-		__e = bpf_map_update_elem(map, key, init, BPF_NOEXIST);	\
-		if (!__e) {						\
-			*(made) = true;					\
-			break;						\
-		}							\
-		__v = bpf_map_lookup_elem(map, key);			\
-		if (__v || __e == -ETIMEDOUT)				\
-			break;						\
-	}								\
-	__v; })
-
-/* The chunk of K, made at its first hit: in the preallocated map while it
- * has room, else in scope_chunks_more (*MORE set). NULL when neither can
- * take it. */
-static __always_inline struct scope_chunk *chunk_of(struct scope_chunk_key *k, bool *more)
-{
-	struct scope_chunk *c;
-
-	*more = false;
-	c = bpf_map_lookup_elem(&scope_chunks, k);
-	if (c)
-		return c;
-	*more = true;
-	c = bpf_map_lookup_elem(&scope_chunks_more, k);
-	if (c)
-		return c;
-	*more = false;
-	c = qp_make(&scope_chunks, k, &empty_chunk);
-	if (c)
-		return c;
-	*more = true;
-	return qp_make(&scope_chunks_more, k, &empty_chunk);
-}
-
-/* Lost races of a min/max update before it is given up (and counted):
- * each loss means another CPU stored a new extreme meanwhile. */
-#define QPROF_CAS_TRIES 64
-
-static __always_inline void atomic_min(__u64 *p, __u64 v)
-{
-	__u64 old = *(volatile __u64 *)p, seen;
-	int i;
-
-	for (i = 0; i < QPROF_CAS_TRIES && v < old; i++) {
-		seen = __sync_val_compare_and_swap(p, old, v);
-		if (seen == old)
-			return;
-		old = seen;
-	}
-	if (v < old)
-		count(QPROF_CNT_MINMAX_LOST, 1);
-}
-
-static __always_inline void atomic_max(__u64 *p, __u64 v)
-{
-	__u64 old = *(volatile __u64 *)p, seen;
-	int i;
-
-	for (i = 0; i < QPROF_CAS_TRIES && v > old; i++) {
-		seen = __sync_val_compare_and_swap(p, old, v);
-		if (seen == old)
-			return;
-		old = seen;
-	}
-	if (v > old)
-		count(QPROF_CNT_MINMAX_LOST, 1);
-}
-
-/* The single way a duration enters the aggregates: DUR ns of SITE under
- * PARENT in process TGID. The chunk's figures are written first and its
- * generation read after (the atomic adds are full barriers): a hit that
- * reads the generation of before a poll is whole in that poll's copy; one
- * that reads a newer one finds the chunk older and queues its key.
- * A global function: verified once, not at each unrolled call site. */
-__attribute__((noinline)) int record(__u32 tgid, __u64 site, __u64 parent, __u64 dur)
-{
-	struct scope_chunk_key k = { .tgid = tgid, .site = site, .parent = parent };
-	struct scope_chunk *c;
-	__u32 idx = qprof_hist_index(dur), sub;
-	bool more;
-	__u64 gen;
-
-	k.chunk = idx >> QPROF_HIST_SUB_BITS;
-	c = chunk_of(&k, &more);
-	if (!c) {
-		count(QPROF_CNT_DROP_MAP_FULL, 1);
-		return 0;
-	}
-	atomic_min(&c->min_ns, dur);
-	atomic_max(&c->max_ns, dur);
-	__sync_fetch_and_add(&c->sum_ns, dur);
-	sub = idx & (QPROF_HIST_SUB - 1);
-	__sync_fetch_and_add(&c->hist[sub], 1);
-	gen = qp_gen;
-	if (c->gen != gen) {
-		c->gen = gen;
-		if (more)
-			k.chunk |= QPROF_CHUNK_MORE;
-		if (bpf_ringbuf_output(&scope_dirty, &k, sizeof(k), BPF_RB_NO_WAKEUP))
-			count(QPROF_CNT_DIRTY_LOST, 1);
-	}
-	return 0;
-}
-
-#include "slow.bpf.h"
-
-static __always_inline bool excluded_hit(__u64 cookie, __u32 tgid)
-{
-	return (cookie & QPROF_COOKIE_BINARY) && bpf_map_lookup_elem(&excluded, &tgid);
-}
-
-#include "spans.bpf.h"
 
 /* Block scopes (key $0) push and pop the stack; QPROF_SCOPE_BEGIN/END (key:
  * the name's address) take the thread's begin slots (spans.bpf.h). */

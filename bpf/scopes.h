@@ -143,6 +143,13 @@ struct span_pending {
 	__u64 site;	/* the QPROF_SPAN_BEGIN descriptor: the span's row */
 };
 
+/* Entries of the mark, value, value-bucket and counted-probe tables, all
+ * targets together: the BPF maps' sizes, and the ring collector's bounds. */
+#define QPROF_MARK_ENTRIES 4096
+#define QPROF_VALUE_ENTRIES 4096
+#define QPROF_VALUE_BUCKETS 65536
+#define QPROF_PROBE_ENTRIES 4096
+
 /* Marks: count per (process, site). */
 struct mark_key {
 	__u32 tgid;

@@ -1,8 +1,10 @@
-/* slow.bpf.h - the slow-instance side of scopes.bpf.c (scopes.h, struct
+/* slow.bpf.h - the slow instances of the scope programs (scopes.h, struct
  * slow_record): a scope exit that reaches its scope's threshold sends one
  * record to slow_rb while the daemon reads them (slow_active). */
 #ifndef QPROF_SLOW_BPF_H
 #define QPROF_SLOW_BPF_H
+
+#include "scope_maps.bpf.h"
 
 /* Slow instances (scopes.h): set by the daemon once it reads slow_rb. */
 volatile __u32 slow_active = 0;

@@ -1,5 +1,5 @@
-/* spans.bpf.h - pairing of spans that do not follow a block, for
- * scopes.bpf.c (included after record(), whose inside it never touches):
+/* spans.bpf.h - pairing of spans that do not follow a block, for the scope
+ * programs of scopes.bpf.c (it adds durations only through record()):
  *
  * - QPROF_SCOPE_BEGIN/END: per-thread slots beside the block-scope stack
  *   (struct begin_slot), paired by the name's address on the thread. A begin
@@ -13,6 +13,14 @@
  * the aggregates only through record(). */
 #ifndef QPROF_SPANS_BPF_H
 #define QPROF_SPANS_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "scope_maps.bpf.h"
+#include "scope_record.bpf.h"
+#include "trace.bpf.h"
+#include "usdt_args.bpf.h"
 
 /* Sized by the daemon (--span-pending). Preallocated: a begin takes an
  * element from a free list and never waits for the kernel's atomic pool. */

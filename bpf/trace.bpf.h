@@ -1,12 +1,15 @@
-/* trace.bpf.h - the timeline side of scopes.bpf.c: while the daemon records
- * a trace of a process (an entry for its tgid, or QPROF_TRACE_ALL, in
- * trace_pids, and trace_active non-zero), scope exits, marks, values and
- * the steps and ends of spans across threads emit
- * one struct trace_record each into the ring buffer trace_rb. When nothing
+/* trace.bpf.h - the timeline side of the scope programs (scopes.bpf.c,
+ * spans.bpf.h): while the daemon records a trace of a process (an entry for
+ * its tgid, or QPROF_TRACE_ALL, in trace_pids, and trace_active non-zero),
+ * scope exits, marks, values and the steps and ends of spans across threads
+ * emit one struct trace_record each into the ring buffer trace_rb. When nothing
  * is being recorded the cost is one load of trace_active. Also the probe
  * cost calibration (calib_ns), subtracted from each measured duration. */
 #ifndef QPROF_TRACE_BPF_H
 #define QPROF_TRACE_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
 #include "trace.h"
 
 /* Traces being recorded (set by the daemon through the skeleton's .bss). */

@@ -9,6 +9,19 @@
 #ifndef QPROF_USDT_ARGS_BPF_H
 #define QPROF_USDT_ARGS_BPF_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+/* qprofd gives every site of a file its own spec (collect_attach.c):
+ * libbpf's default of 256 specs is too few */
+#ifndef BPF_USDT_MAX_SPEC_CNT
+#ifdef __USDT_BPF_H__
+#error "include usdt_args.bpf.h before <bpf/usdt.bpf.h>: it sets libbpf's number of USDT specs"
+#endif
+#define BPF_USDT_MAX_SPEC_CNT 1024
+#endif
+#include <bpf/usdt.bpf.h>
+
 #if defined(__TARGET_ARCH_x86)
 /* offsetof(struct pt_regs, reg) / 8 for x86-64: r15 r14 r13 r12 bp bx r11 r10
  * r9 r8 ax cx dx si di orig_ax ip cs flags sp ss */

@@ -67,3 +67,26 @@ macro(bpf_object name source)
   target_include_directories(${name}_skel INTERFACE ${BPF_GEN_DIR})
   target_link_libraries(${name}_skel INTERFACE PkgConfig::LIBBPF)
 endmacro()
+
+# bpf_headers_check(NAME HEADER...): each HEADER (of the current source
+# folder) compiled alone, as the first and only include of a file, so that a
+# BPF header that needs another include or a map declared elsewhere fails the
+# build. Target NAME, part of ALL.
+macro(bpf_headers_check name)
+  set(_stamps)
+  foreach(_h ${ARGN})
+    set(_stamp ${BPF_GEN_DIR}/${_h}.alone)
+    add_custom_command(
+      OUTPUT ${_stamp}
+      COMMAND ${BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_${BPF_TARGET_ARCH}
+              -I${BPF_GEN_DIR} -I${CMAKE_CURRENT_SOURCE_DIR} ${BPF_SYS_INCLUDES} -Wall -Werror
+              -Wno-unused-function -mcpu=v3 -fsyntax-only -x c ${CMAKE_CURRENT_SOURCE_DIR}/${_h}
+      COMMAND ${CMAKE_COMMAND} -E touch ${_stamp}
+      DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${_h} ${_bpf_headers} ${BPF_GEN_DIR}/vmlinux.h
+      COMMENT "BPF header ${_h} alone"
+      VERBATIM)
+    list(APPEND _stamps ${_stamp})
+  endforeach()
+  add_custom_target(${name} ALL DEPENDS ${_stamps})
+  add_dependencies(${name} vmlinux_h)
+endmacro()

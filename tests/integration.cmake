@@ -541,3 +541,9 @@ add_test(NAME integration_lock_wait
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lock_wait.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:stacks_target> $<TARGET_FILE:ring_exact_target>)
 set_tests_properties(integration_lock_wait PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# The demo's strategy on the ring: its values' histogram buckets take no
+# scope row's room, and the status shows no drop when nothing is lost.
+add_test(NAME integration_ring_status
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring_status.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:strategy>)
+set_tests_properties(integration_ring_status PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)

@@ -87,7 +87,7 @@ void qp_ring_agg_add(struct qp_ring_agg *a, uint32_t pid, uint64_t site, uint64_
 	if (i < 0)
 		i = qp_htab_find(&a->rows, &k, sizeof(k));
 	if (i < 0) {
-		if (qp_ring_agg_used(a) >= a->max_rows) {
+		if (a->rows.n >= a->max_rows) {
 			c->table_full++;
 			return;
 		}

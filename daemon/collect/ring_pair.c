@@ -36,13 +36,13 @@ static void mark(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_
 	}
 	i = qp_htab_find(&a->marks, &k, sizeof(k));
 	if (i < 0) {
-		if (qp_ring_agg_used(a) >= a->max_rows) {
-			c->table_full++;
+		if (a->marks.n >= QPROF_MARK_ENTRIES) {
+			c->marks_lost++;
 			return;
 		}
 		i = qp_htab_add(&a->marks, &k, sizeof(k), NULL);
 		if (i < 0) {
-			c->table_full++;
+			c->marks_lost++;
 			return;
 		}
 	}
@@ -51,16 +51,16 @@ static void mark(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64_
 	m->last_ns = ns;
 }
 
-/* TABLE's entry for KEY, made when there is room; NULL (counted) when not */
-static void *entry(struct qp_ring_agg *a, struct qp_htab *t, const void *key, size_t len,
-		   struct qp_ring_counts *c)
+/* T's entry for KEY, made while T has fewer than MAX; NULL (a value lost,
+ * counted as the BPF collector counts it) when not */
+static void *entry(struct qp_htab *t, size_t max, const void *key, size_t len, struct qp_ring_counts *c)
 {
 	int64_t i = qp_htab_find(t, key, len);
 
-	if (i < 0 && qp_ring_agg_used(a) < a->max_rows)
+	if (i < 0 && t->n < max)
 		i = qp_htab_add(t, key, len, NULL);
 	if (i < 0) {
-		c->table_full++;
+		c->values_lost++;
 		return NULL;
 	}
 	return qp_htab_value(t, (size_t)i);
@@ -85,7 +85,7 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 
 		qp_ring_flight_put(rd->fl, &in);
 	}
-	rv = entry(a, &a->values, &k, sizeof(k), c);
+	rv = entry(&a->values, QPROF_VALUE_ENTRIES, &k, sizeof(k), c);
 	if (!rv)
 		return;
 	v = &rv->st;
@@ -116,7 +116,7 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 		rv->comp += (x - t) + rv->sum;
 	rv->sum = t;
 	bk.bucket = key >> QPROF_VALUE_BUCKET_SHIFT;
-	hb = entry(a, &a->vhist, &bk, sizeof(bk), c);
+	hb = entry(&a->vhist, QPROF_VALUE_BUCKETS, &bk, sizeof(bk), c);
 	if (hb)
 		(*hb)++;
 }

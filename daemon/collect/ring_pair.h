@@ -98,7 +98,9 @@ struct qp_ring_counts {
 	uint64_t too_deep;	/* enters past QPROF_MAX_DEPTH */
 	uint64_t thread_exit;	/* scopes open when their thread's ring changed owner */
 	uint64_t after_loss;	/* scopes open when records were lost (their ends unknowable) */
-	uint64_t table_full;	/* durations, marks or values with no room for their aggregate */
+	uint64_t table_full;	/* durations with no room for their (site, parent) row */
+	uint64_t marks_lost;	/* marks with no room for their entry */
+	uint64_t values_lost;	/* values with no room for their entry or histogram bucket */
 	uint64_t before_attach;	/* records older than the attach: not counted */
 	/* spans across threads, by the reasons of bpf/scopes.h's counters */
 	uint64_t begin_unended;	/* QPROF_SCOPE_BEGIN spans replaced before their END */
@@ -225,7 +227,8 @@ struct qp_ring_agg {
 	struct qp_htab marks;	/* struct mark_key -> struct mark_stats */
 	struct qp_htab values;	/* struct mark_key -> struct qp_ring_value */
 	struct qp_htab vhist;	/* struct value_bucket_key -> count (bpf/scopes.h's buckets) */
-	size_t max_rows;	/* rows + marks + values + buckets past it: counted table_full */
+	size_t max_rows;	/* rows past it: counted table_full; marks, values and their
+				 * buckets have the BPF maps' bounds (bpf/scopes.h) */
 	qp_ring_log_fn log_fn;	/* where QPROF_LOG messages go (NULL: counted only) */
 	void *log_arg;
 	/* rows' indexes by key, direct-mapped, so that most durations skip
@@ -238,12 +241,6 @@ struct qp_ring_agg {
 };
 
 struct qp_ring_spans;
-
-/* Entries of every table: what max_rows bounds. */
-static inline size_t qp_ring_agg_used(const struct qp_ring_agg *a)
-{
-	return a->rows.n + a->marks.n + a->values.n + a->vhist.n;
-}
 
 /* ring_agg.c */
 void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows);

@@ -7,10 +7,10 @@
 
 #define R8(x) (((uint64_t)(x) + 7) & ~(uint64_t)7)
 /* Entries of the maps scopes.bpf.c declares with a fixed size. */
-#define MARK_ENTRIES 4096u
-#define VALUE_ENTRIES 4096u
-#define PROBE_ENTRIES 4096u
-#define VALUE_BUCKETS 65536u
+#define MARK_ENTRIES QPROF_MARK_ENTRIES
+#define VALUE_ENTRIES QPROF_VALUE_ENTRIES
+#define PROBE_ENTRIES QPROF_PROBE_ENTRIES
+#define VALUE_BUCKETS QPROF_VALUE_BUCKETS
 #define VALUE_DIRTY_BYTES (256u << 10)
 
 uint64_t qp_htab_bytes(uint64_t entries, unsigned int key, unsigned int value, int percpu,

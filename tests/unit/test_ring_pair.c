@@ -284,7 +284,7 @@ static void test_garbage(void)
 	struct qp_ring_flight fl = { 0 };
 	struct qp_ring_counts c = { 0 };
 
-	qp_ring_agg_init(&a, 3);
+	qp_ring_agg_init(&a, 2);	/* scope rows; the mark below takes none of their room */
 	fl.max = 4;
 	rd.fl = &fl;
 	put_arg(123);			/* a lone argument (its record lapped) */
@@ -311,7 +311,7 @@ static void test_garbage(void)
 	put(1700, B, QPROF_REC_ENTER);
 	put(1800, B, QPROF_REC_EXIT);
 	put(1900, C, QPROF_REC_ENTER);
-	put(2000, C, QPROF_REC_EXIT);	/* a fourth aggregate: max_rows 3 */
+	put(2000, C, QPROF_REC_EXIT);	/* a third row: max_rows 2 */
 	feed(&a, &rd, &c, 1000);
 	CHECK_INT(c.before_attach, 2);
 	CHECK_INT(a.rows.n, 2);
@@ -658,12 +658,61 @@ static void test_clock_passes(void)
 	qp_ring_agg_free(&a);
 }
 
+/* Marks, values and their histogram buckets have the BPF maps' bounds
+ * (bpf/scopes.h), apart from the scope rows' --max-sites: a value that
+ * spreads over more buckets than there are scope rows takes none of their
+ * room, and what finds no room is counted by kind (values, marks), never as
+ * a scope dropped. */
+static void test_bounds(void)
+{
+	struct qp_ring_agg a;
+	struct qp_ring_reader rd = { .pid = 7, .tid = 8 };
+	struct qp_ring_counts c = { 0 };
+	uint64_t ts = 10, i;
+
+	qp_ring_agg_init(&a, 2);
+	/* QPROF_VALUE_BUCKETS + 5 buckets of one value, 200 at a time */
+	for (i = 0; i < QPROF_VALUE_BUCKETS + 5; i++) {
+		put(ts++, A, QPROF_REC_VALUE);
+		put_arg(0x3ff0000000000000ull + (i << QPROF_VALUE_BUCKET_SHIFT)); /* a bucket each */
+		if (nrecs >= 200)
+			feed(&a, &rd, &c, 0);
+	}
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(a.vhist.n, QPROF_VALUE_BUCKETS);
+	CHECK_INT(c.values_lost, 5);
+	/* marks past theirs */
+	for (i = 0; i < QPROF_MARK_ENTRIES + 3; i++) {
+		put(ts++, 0x100000ull + i * 8, QPROF_REC_MARK);
+		if (nrecs >= 200)
+			feed(&a, &rd, &c, 0);
+	}
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(a.marks.n, QPROF_MARK_ENTRIES);
+	CHECK_INT(c.marks_lost, 3);
+	/* the scope rows still have all their room */
+	put(ts++, A, QPROF_REC_ENTER);
+	put(ts++, B, QPROF_REC_ENTER);
+	put(ts++, B, QPROF_REC_EXIT);
+	put(ts++, A, QPROF_REC_EXIT);
+	put(ts++, C, QPROF_REC_ENTER);	/* a third row: max_rows 2 */
+	put(ts++, C, QPROF_REC_EXIT);
+	feed(&a, &rd, &c, 0);
+	CHECK_INT(a.rows.n, 2);
+	CHECK_INT(c.table_full, 1);
+	CHECK(row(&a, 7, A, 0) && row(&a, 7, A, 0)->count == 1);
+	CHECK(row(&a, 7, B, A) && row(&a, 7, B, A)->count == 1);
+	CHECK_INT(c.garbage, 0);
+	qp_ring_agg_free(&a);
+}
+
 int main(void)
 {
 	test_clock_passes();
 	test_logs();
 	test_exact_sum();
 	test_values();
+	test_bounds();
 	test_nesting();
 	test_drops();
 	test_garbage();
