@@ -9,7 +9,8 @@
  * word read with bpf_probe_read_user. A walk that meets a rule the tables
  * do not hold, or a pc in no table, says so (cfi_walk_end) and the caller
  * keeps its other path (the stack copy for libdwfl). Included by the
- * programs that walk (profile.bpf.c); qprofd shares the maps between them. */
+ * programs that walk (profile.bpf.c, heap.bpf.c); qprofd shares the maps
+ * between them (cfi_out, the walk's state, is each object's own). */
 #ifndef QPROF_UNWIND_BPF_IMPL_H
 #define QPROF_UNWIND_BPF_IMPL_H
 #include "cfiwalk.h"
@@ -44,6 +45,7 @@ struct {
 #define QPROF_CFI_USERS 4	/* who walked: 0 CPU samples, 1 off-CPU, 2 heap, 3 threads */
 #define QPROF_CFI_USER_CPU 0
 #define QPROF_CFI_USER_OFF 1
+#define QPROF_CFI_USER_HEAP 2
 
 /* walks by who walked and how they ended (user * 16 + end), and the
  * frames they gave: read by qprofd for status */

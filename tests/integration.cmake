@@ -408,6 +408,15 @@ add_test(NAME integration_offcpu_kernel
           $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_nofp>)
 set_tests_properties(integration_offcpu_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
 
+add_executable(heap_nofp_c ${CMAKE_CURRENT_SOURCE_DIR}/integration/heap_nofp.c)
+target_compile_options(heap_nofp_c PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+add_executable(heap_nofp_cxx ${CMAKE_CURRENT_SOURCE_DIR}/integration/heap_nofp.cpp)
+target_compile_options(heap_nofp_cxx PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+add_test(NAME integration_heap_kernel
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_heap_kernel.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:heap_nofp_c> $<TARGET_FILE:heap_nofp_cxx>)
+set_tests_properties(integration_heap_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
+
 # Off-CPU profiles, the scopes' kernel figures, the slowest instances (issue 10).
 add_executable(offcpu_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/offcpu_target.c)
 target_include_directories(offcpu_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
