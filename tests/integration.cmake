@@ -417,6 +417,17 @@ add_test(NAME integration_heap_kernel
           $<TARGET_FILE:qprofd> $<TARGET_FILE:heap_nofp_c> $<TARGET_FILE:heap_nofp_cxx>)
 set_tests_properties(integration_heap_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
 
+# Hostile CFI in a library a target maps, written by the test at run time.
+add_library(cfi_hostile_lib SHARED ${CMAKE_CURRENT_SOURCE_DIR}/integration/cfi_hostile_lib.c)
+target_compile_options(cfi_hostile_lib PRIVATE -O2)
+add_executable(cfi_hostile_host ${CMAKE_CURRENT_SOURCE_DIR}/integration/cfi_hostile_host.c)
+target_compile_options(cfi_hostile_host PRIVATE -O2)
+target_link_libraries(cfi_hostile_host ${CMAKE_DL_LIBS})
+add_test(NAME integration_cfi_hostile
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cfi_hostile.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:cfi_hostile_host> $<TARGET_FILE:cfi_hostile_lib>)
+set_tests_properties(integration_cfi_hostile PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
+
 # Off-CPU profiles, the scopes' kernel figures, the slowest instances (issue 10).
 add_executable(offcpu_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/offcpu_target.c)
 target_include_directories(offcpu_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
