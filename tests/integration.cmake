@@ -438,6 +438,18 @@ add_test(NAME integration_offcpu
           $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:offcpu_target>)
 set_tests_properties(integration_offcpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
+# The slowest instances' waits on a build without frame pointers: the
+# function that waited found by the kernel's CFI walk.
+add_executable(offcpu_target_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/offcpu_target.c)
+target_include_directories(offcpu_target_nofp PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_definitions(offcpu_target_nofp PRIVATE QP_LIBC_SLEEP)
+target_compile_options(offcpu_target_nofp PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+target_link_libraries(offcpu_target_nofp Threads::Threads)
+add_test(NAME integration_slow_waits_kernel
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_slow_waits_kernel.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_target_nofp>)
+set_tests_properties(integration_slow_waits_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
+
 # Per-instance migrations, page faults and irq time of the slowest
 # instances, ring and BPF collectors alike (issue 10): kev_target.c.
 add_executable(kev_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/kev_target.c)
