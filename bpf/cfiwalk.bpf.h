@@ -194,6 +194,24 @@ static long cfi_step(__u32 i, void *arg)
 		/* past the push of the entry's index, 8 more bytes */
 		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= r->bp_off ? 8 : 0);
 		break;
+	case QPROF_CFI_K_TRAMP:
+		/* the return address is the highest of the four words at sp
+		 * that returns right after a call (e8 rel32) to this page's
+		 * entry: what the trampoline pushed lies below it */
+		cfa = 0;
+		for (k = 4; k > 0; k--) {
+			__u64 at = w->sp + (__u64)(k - 1) * 8, call = 0;
+
+			if (!bpf_probe_read_user(&ra, 8, (void *)at) && ra > 5 &&
+			    !bpf_probe_read_user(&call, 8, (void *)(ra - 5)) && (call & 0xff) == 0xe8 &&
+			    ra + (__s64)(__s32)(call >> 8) == m->start) {
+				cfa = at + 8;
+				break;
+			}
+		}
+		if (!cfa)
+			return cfi_stop(w, QPROF_WALK_FALLBACK);
+		break;
 	case QPROF_CFI_K_NONE:
 		return cfi_stop(w, QPROF_WALK_NOCFI);
 	default:

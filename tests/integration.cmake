@@ -450,6 +450,15 @@ add_test(NAME integration_slow_waits_kernel
           $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_target_nofp>)
 set_tests_properties(integration_slow_waits_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
 
+# CPU samples inside [uprobes-trampoline] carry the program's frames beneath.
+add_executable(tramp_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/tramp_nofp.c)
+target_include_directories(tramp_nofp PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(tramp_nofp PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+add_test(NAME integration_tramp_kernel
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_tramp_kernel.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:tramp_nofp>)
+set_tests_properties(integration_tramp_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
+
 # Per-instance migrations, page faults and irq time of the slowest
 # instances, ring and BPF collectors alike (issue 10): kev_target.c.
 add_executable(kev_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/kev_target.c)
