@@ -8,11 +8,13 @@ after its uprobe system call). The kernel's walk has a rule for that page
 (the return address the probed site's call pushed, found above what the
 trampoline pushed): in a 3 s window taken once the trampoline is mapped,
 >= 95 % of the samples with a trampoline frame have main -> hot_path
-beneath it, and the trampoline samples are >= 5 % of all. Before, such a
-sample had the trampoline and nothing of the program (libdwfl and frame
-pointers cannot go through it).
+beneath it, and the trampoline samples are >= 5 % of all. The same with
+--unwind dwarf-copy: qprofd's unwinder of the stack copy has the same rule
+(the return address found above what the trampoline pushed, pointing
+right after a nop5 of a file). Before, such a sample had the trampoline and
+nothing of the program (libdwfl and frame pointers cannot go through it).
 
-About 10 s. usage: test_tramp_kernel.py QPROFD TRAMP_NOFP"""
+About 20 s. usage: test_tramp_kernel.py QPROFD TRAMP_NOFP"""
 import os
 import sys
 import time
@@ -41,49 +43,58 @@ def beneath(frames):
     return a < b < c
 
 
-prog = Target([target])
-d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), "--frequency", "999"])
-try:
-    st, status = d.get("/api/status")
-    if not status["cpu"]["running"] or not status["cpu"]["unwind"]["kernel"]["running"]:
-        print("SKIP: CPU sampling or the kernel's walk unavailable here", flush=True)
-        sys.exit(77)
-    deadline = time.time() + 60
-    while time.time() < deadline and \
-            d.get("/api/status")[1]["cpu"]["unwind"]["kernel"]["tables"]["processes"] < 1:
-        time.sleep(0.1)
-    prog.start()
-    # the trampoline page is mapped at the first hit: the process's mappings
-    # are read again when a sample finds a pc in none (within a second)
-    deadline = time.time() + 30
-    while time.time() < deadline and TRAMP not in open(f"/proc/{prog.pid}/maps").read():
-        time.sleep(0.1)
-    time.sleep(2)
-    st, _, body = d.request("GET", f"/api/cpu/folded?pid={prog.pid}&seconds=3", timeout=60)
-    t.eq(st, 200, "the 3 s window answers")
-    total = tramp = through = 0
-    others = []
-    for line in body.decode().splitlines():
-        stack, _, n = line.rpartition(" ")
-        frames, n = stack.split(";"), int(n)
-        total += n
-        if not any(f.startswith(TRAMP) for f in frames):
-            continue
-        tramp += n
-        if beneath(frames):
-            through += n
-        else:
-            others.append(line)
-    print(f"samples {total}, in the trampoline {tramp}, with main -> hot_path beneath {through}", flush=True)
-    t.check(tramp >= 0.05 * total and tramp >= 20, f"samples in the trampoline ({tramp}/{total})")
-    t.check(through >= 0.95 * tramp, f">= 95 % of them with main -> hot_path beneath ({through}/{tramp}): "
-            f"{others[:3]}")
-    k = d.get("/api/status")[1]["cpu"]["unwind"]["kernel"]
-    print(f"walks: {k['ends']}", flush=True)
-finally:
-    prog.kill()
-    code = d.stop()
-    t.eq(code, 0, "qprofd exits 0 on SIGTERM")
-    if t.failed:
-        print(d.logtext()[-2000:], file=sys.stderr)
+def part(mode):
+    """One run under --unwind MODE: the kernel's walk, or the stack copy
+    unwound in qprofd (which goes through the page the same way)."""
+    prog = Target([target])
+    d = Daemon(qprofd, ["--collector", "bpf", "--pid", str(prog.pid), "--frequency", "999", "--unwind", mode])
+    try:
+        st, status = d.get("/api/status")
+        if not status["cpu"]["running"] or (mode == "dwarf" and not status["cpu"]["unwind"]["kernel"]["running"]):
+            print("SKIP: CPU sampling or the kernel's walk unavailable here", flush=True)
+            sys.exit(77)
+        deadline = time.time() + 60
+        while mode == "dwarf" and time.time() < deadline and \
+                d.get("/api/status")[1]["cpu"]["unwind"]["kernel"]["tables"]["processes"] < 1:
+            time.sleep(0.1)
+        prog.start()
+        # the trampoline page is mapped at the first hit: the process's
+        # mappings are read again when a sample finds a pc in none (within
+        # a second)
+        deadline = time.time() + 30
+        while time.time() < deadline and TRAMP not in open(f"/proc/{prog.pid}/maps").read():
+            time.sleep(0.1)
+        time.sleep(2)
+        st, _, body = d.request("GET", f"/api/cpu/folded?pid={prog.pid}&seconds=3", timeout=60)
+        t.eq(st, 200, f"{mode}: the 3 s window answers")
+        total = tramp = through = 0
+        others = []
+        for line in body.decode().splitlines():
+            stack, _, n = line.rpartition(" ")
+            frames, n = stack.split(";"), int(n)
+            total += n
+            if not any(f.startswith(TRAMP) for f in frames):
+                continue
+            tramp += n
+            if beneath(frames):
+                through += n
+            else:
+                others.append(line)
+        print(f"{mode}: samples {total}, in the trampoline {tramp}, with main -> hot_path beneath {through}",
+              flush=True)
+        t.check(tramp >= 0.05 * total and tramp >= 20, f"{mode}: samples in the trampoline ({tramp}/{total})")
+        t.check(through >= 0.95 * tramp, f"{mode}: >= 95 % of them with main -> hot_path beneath "
+                f"({through}/{tramp}): {others[:3]}")
+        if mode == "dwarf":
+            print(f"walks: {d.get('/api/status')[1]['cpu']['unwind']['kernel']['ends']}", flush=True)
+    finally:
+        prog.kill()
+        code = d.stop()
+        t.eq(code, 0, f"{mode}: qprofd exits 0 on SIGTERM")
+        if t.failed:
+            print(d.logtext()[-2000:], file=sys.stderr)
+
+
+part("dwarf")
+part("dwarf-copy")
 sys.exit(t.done())
