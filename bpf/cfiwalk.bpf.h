@@ -13,7 +13,10 @@
  * between them (cfi_out, the walk's state, is each object's own). */
 #ifndef QPROF_UNWIND_BPF_IMPL_H
 #define QPROF_UNWIND_BPF_IMPL_H
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
 #include "cfiwalk.h"
+#include "profile.h"	/* QPROF_STACK_DEPTH */
 
 /* every table's rows; sized by qprofd before load, mapped by it (rows are
  * written in place, then the file entry that points at them) */

@@ -17,7 +17,7 @@
 #include "heap.h"
 #include "ringreg.h"
 #include "scopes.h"
-#include "profile.h"	/* QPROF_STACK_DEPTH: the walker's frame bound */
+#include "scope_maps.bpf.h"	/* thread_stacks, ring_tids: the labels' open scopes */
 #include "cfiwalk.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -91,23 +91,6 @@ struct {
 	__type(key, int);
 	__type(value, struct heap_thread);
 } heap_threads SEC(".maps");
-
-/* The open scopes of a thread: reused from scopes.bpf.c (the BPF
- * collector's stacks) and ringreg.bpf.c (the rings threads announced) by
- * the daemon (bpf_map__reuse_fd); left empty when it has neither. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct thread_stack);
-} thread_stacks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, QPROF_RING_TIDS);
-	__type(key, __u32);
-	__type(value, struct ring_tid);
-} ring_tids SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
