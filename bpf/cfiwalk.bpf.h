@@ -9,10 +9,14 @@
  * word read with bpf_probe_read_user. A walk that meets a rule the tables
  * do not hold, or a pc in no table, says so (cfi_walk_end) and the caller
  * keeps its other path (the stack copy for libdwfl). Included by the
- * programs that walk (profile.bpf.c); qprofd shares the maps between them. */
+ * programs that walk (profile.bpf.c, heap.bpf.c); qprofd shares the maps
+ * between them (cfi_out, the walk's state, is each object's own). */
 #ifndef QPROF_UNWIND_BPF_IMPL_H
 #define QPROF_UNWIND_BPF_IMPL_H
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
 #include "cfiwalk.h"
+#include "profile.h"	/* QPROF_STACK_DEPTH */
 
 /* every table's rows; sized by qprofd before load, mapped by it (rows are
  * written in place, then the file entry that points at them) */
@@ -44,6 +48,7 @@ struct {
 #define QPROF_CFI_USERS 4	/* who walked: 0 CPU samples, 1 off-CPU, 2 heap, 3 threads */
 #define QPROF_CFI_USER_CPU 0
 #define QPROF_CFI_USER_OFF 1
+#define QPROF_CFI_USER_HEAP 2
 
 /* walks by who walked and how they ended (user * 16 + end), and the
  * frames they gave: read by qprofd for status */
@@ -191,6 +196,24 @@ static long cfi_step(__u32 i, void *arg)
 	case QPROF_CFI_K_PLT:
 		/* past the push of the entry's index, 8 more bytes */
 		cfa = w->sp + 8 + ((__s64)(w->pc & 15) >= r->bp_off ? 8 : 0);
+		break;
+	case QPROF_CFI_K_TRAMP:
+		/* the return address is the highest of the four words at sp
+		 * that returns right after a call (e8 rel32) to this page's
+		 * entry: what the trampoline pushed lies below it */
+		cfa = 0;
+		for (k = 4; k > 0; k--) {
+			__u64 at = w->sp + (__u64)(k - 1) * 8, call = 0;
+
+			if (!bpf_probe_read_user(&ra, 8, (void *)at) && ra > 5 &&
+			    !bpf_probe_read_user(&call, 8, (void *)(ra - 5)) && (call & 0xff) == 0xe8 &&
+			    ra + (__s64)(__s32)(call >> 8) == m->start) {
+				cfa = at + 8;
+				break;
+			}
+		}
+		if (!cfa)
+			return cfi_stop(w, QPROF_WALK_FALLBACK);
 		break;
 	case QPROF_CFI_K_NONE:
 		return cfi_stop(w, QPROF_WALK_NOCFI);

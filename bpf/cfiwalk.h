@@ -23,6 +23,11 @@
 #define QPROF_CFI_K_PLT 4
 #define QPROF_CFI_K_SIGNAL 5
 #define QPROF_CFI_K_OUTERMOST 6
+/* the kernel's [uprobes-trampoline] page (a table qprofd makes, not a
+ * compiled one): the probed nop5's call pushed its return address, then
+ * the trampoline up to three registers before its uprobe system call */
+#define QPROF_CFI_K_TRAMP 7
+#define QPROF_CFI_TRAMP_BYTES 4096	/* the page; its entry at the start */
 #define QPROF_CFI_BP_UNDEF 0
 #define QPROF_CFI_BP_SAME 1
 #define QPROF_CFI_BP_AT 2

@@ -2,8 +2,10 @@
 /* heap.bpf.c - heap profiling of target processes (qprofd --heap, POST
  * "heap": true). Uprobes on the allocator's entry points and uretprobes on
  * their returns (heap_fn of heap.h): an allocation is sampled by bytes
- * (heap_threshold), its user stack walked by frame pointers from the
- * allocator's entry and kept once in heap_stacks with cumulative figures,
+ * (heap_threshold), its user stack walked from the allocator's entry by
+ * the CPU sampler's compiled CFI tables (cfiwalk.bpf.h, maps shared by
+ * qprofd), else by frame pointers, and kept once in heap_stacks with
+ * cumulative figures,
  * and the live allocation in heap_live until its free. Syscall tracepoints
  * (through tracefs, else the raw ones, BTF) of brk and anonymous mmap
  * record the heap's growth under the stack of the allocator call that made it (or of
@@ -15,6 +17,8 @@
 #include "heap.h"
 #include "ringreg.h"
 #include "scopes.h"
+#include "open_scope_maps.bpf.h"	/* thread_stacks, ring_tids: the labels' open scopes */
+#include "cfiwalk.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -23,6 +27,9 @@ char LICENSE[] SEC("license") = "GPL";
 #define MAX_ERRNO_ 4095
 
 const volatile __u64 interval = 512 * 1024;	/* bytes, 1 .. 1 << 30 */
+/* cfi_rows, cfi_files, cfi_procs and cfi_counts are the CPU sampler's
+ * (reused by qprofd): stacks are walked by its tables */
+const volatile bool walk_cfi = false;
 
 /* tgid -> attach generation (> 0) */
 struct {
@@ -84,23 +91,6 @@ struct {
 	__type(key, int);
 	__type(value, struct heap_thread);
 } heap_threads SEC(".maps");
-
-/* The open scopes of a thread: reused from scopes.bpf.c (the BPF
- * collector's stacks) and ringreg.bpf.c (the rings threads announced) by
- * the daemon (bpf_map__reuse_fd); left empty when it has neither. */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct thread_stack);
-} thread_stacks SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, QPROF_RING_TIDS);
-	__type(key, __u32);
-	__type(value, struct ring_tid);
-} ring_tids SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -224,11 +214,52 @@ static __always_inline __u64 intern(struct heap_stack *s)
 	return h;
 }
 
+/* The registers a walk of an allocator call's stack starts from: the
+ * caller's, at its call (see walk_call) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct pt_regs);
+} heap_regs SEC(".maps");
+
+/* S's frames after IP and RET (the allocator's entry and its caller's
+ * return address) walked by the CFI tables from the caller: its pc is the
+ * call (RET - 1, looked up as is), its sp the one above the return address
+ * (SP at the entry + 8), its rbp the one at the entry (the allocator has
+ * not run yet, or its own pushes are below SP). The walk never reads the
+ * return address slot itself, which the uretprobe rewrites after the entry
+ * handlers: a growth inside the call walks the same frames. true: kept. */
+static __always_inline bool walk_call(struct heap_stack *s, __u32 tgid, __u64 ret, __u64 sp, __u64 bp)
+{
+	struct cfi_walk_out *w;
+	struct pt_regs *r;
+	__u32 zero = 0, n, i;
+	__u8 end;
+
+	if (!walk_cfi || !ret || !(r = bpf_map_lookup_elem(&heap_regs, &zero)))
+		return false;
+	r->ip = ret - 1;
+	r->sp = sp + 8;
+	r->bp = bp;
+	end = cfi_walk(bpf_get_current_task_btf(), tgid, r, QPROF_CFI_USER_HEAP, &w, &n);
+	if (!QPROF_WALK_KEPT(end) || !w || !n)
+		return false;
+	/* the walk's first frame is the call: the return address is kept */
+	for (i = 1; i < QPROF_HEAP_DEPTH - 1; i++) {
+		if (i >= n)
+			break;
+		s->ips[(i + 1) & (QPROF_HEAP_DEPTH - 1)] = w->ips[i & QPROF_STACK_DEPTH];
+	}
+	s->nips = i + 1;
+	return true;
+}
+
 /* The stack of an allocator call at its entry: IP, the caller (RET, the
  * return address that was at the stack pointer: the caller's frame is not
- * linked yet), then the frame pointer chain from BP, which still is the
- * caller's. */
-static __always_inline __u64 stack_at_entry(__u32 tgid, __u64 ip, __u64 ret, __u64 bp)
+ * linked yet), then the caller's frames by the CFI tables (walk_call), or
+ * else the frame pointer chain from BP, which still is the caller's. */
+static __always_inline __u64 stack_at_entry(__u32 tgid, __u64 ip, __u64 ret, __u64 sp, __u64 bp)
 {
 	__u32 zero = 0, i, n = 0;
 	struct heap_stack *s = bpf_map_lookup_elem(&heap_scratch, &zero);
@@ -240,6 +271,8 @@ static __always_inline __u64 stack_at_entry(__u32 tgid, __u64 ip, __u64 ret, __u
 	s->ips[n++] = ip;
 	if (ret)
 		s->ips[n++] = ret;
+	if (walk_call(s, tgid, ret, sp, bp))
+		return intern(s);
 	for (i = 0; i < QPROF_HEAP_DEPTH - 2; i++) {
 		if (!bp || bpf_probe_read_user(&fr, sizeof(fr), (void *)bp) || !fr.ret)
 			break;
@@ -253,17 +286,29 @@ static __always_inline __u64 stack_at_entry(__u32 tgid, __u64 ip, __u64 ret, __u
 	return intern(s);
 }
 
-/* The stack of a syscall made outside any allocator call (the kernel's
- * frame-pointer walk from the user registers). */
+/* The stack of a syscall made outside any allocator call: walked by the
+ * CFI tables from the user registers, else the kernel's frame-pointer walk. */
 static __always_inline __u64 stack_of_syscall(void *ctx, __u32 tgid)
 {
-	__u32 zero = 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct cfi_walk_out *w;
+	__u32 zero = 0, nw, i;
 	struct heap_stack *s = bpf_map_lookup_elem(&heap_scratch, &zero);
 	long n;
 
 	if (!s)
 		return 0;
 	s->tgid = tgid;
+	if (walk_cfi && QPROF_WALK_KEPT(cfi_walk(task, tgid, (struct pt_regs *)bpf_task_pt_regs(task),
+						 QPROF_CFI_USER_HEAP, &w, &nw)) && w && nw) {
+		for (i = 0; i < QPROF_HEAP_DEPTH; i++) {
+			if (i >= nw)
+				break;
+			s->ips[i & (QPROF_HEAP_DEPTH - 1)] = w->ips[i & QPROF_STACK_DEPTH];
+		}
+		s->nips = i;
+		return intern(s);
+	}
 	n = bpf_get_stack(ctx, s->ips, sizeof(s->ips), BPF_F_USER_STACK);
 	if (n <= 0)
 		return 0;
@@ -308,7 +353,7 @@ static __always_inline int on_entry(struct pt_regs *ctx, __u32 fn, __u64 size, _
 	thresh = heap_threshold(size, interval);
 	if (thresh && (__u64)bpf_get_prandom_u32() < thresh) {
 		t->sampled = 1;
-		t->stack = stack_at_entry(tgid, t->entry_ip, t->entry_ret, t->entry_bp);
+		t->stack = stack_at_entry(tgid, t->entry_ip, t->entry_ret, t->entry_sp, t->entry_bp);
 	}
 	return 0;
 }
@@ -426,7 +471,7 @@ static __always_inline void growth(void *ctx, __u32 tgid, struct heap_thread *t,
 	if (!bytes)
 		return;
 	if (t->depth)	/* inside malloc: the stack of the call that grew the heap */
-		key = stack_at_entry(tgid, t->entry_ip, t->entry_ret, t->entry_bp);
+		key = stack_at_entry(tgid, t->entry_ip, t->entry_ret, t->entry_sp, t->entry_bp);
 	else
 		key = stack_of_syscall(ctx, tgid);
 	if (!key || !(s = bpf_map_lookup_elem(&heap_stacks, &key))) {

@@ -1,5 +1,6 @@
 /* offcpu.bpf.h - kernel events of target threads, part of profile.bpf.c
- * (it shares cpu_targets and the scopes object's thread_stacks). At a
+ * (it shares cpu_targets and the scopes object's thread_stacks:
+ * sampler.bpf.h). At a
  * switch-out of a target thread: the reason, both stacks and the innermost
  * open scopes go into the thread's off_state; at its switch-in the interval
  * goes to off_ring as one record (offcpu.h) and its length to the kernel
@@ -15,7 +16,14 @@
  * task-storage lookup per switch-in. */
 #ifndef QPROF_OFFCPU_BPF_H
 #define QPROF_OFFCPU_BPF_H
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
 #include "offcpu.h"
+#include "ringreg.h"
+#include "scopes.h"
+#include "sampler.bpf.h"
+#include "cfiwalk.bpf.h"
 
 struct off_thread {
 	struct offcpu_record rec;	/* rec.ts_out != 0 while off the CPU */

@@ -9,30 +9,21 @@
  * object, so a profile can be limited to the time spent inside one scope;
  * for a thread of a ring target, from the open scopes its ring's header
  * lists (ring_tids, shared with ringreg.bpf.c), at any depth. The off-CPU
- * side (offcpu.bpf.h) shares the same target set and stacks. */
+ * side (offcpu.bpf.h) shares the same target set and stacks (sampler.bpf.h). */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "profile.h"
 #include "ringreg.h"
 #include "scopes.h"
+#include "sampler.bpf.h"
 #include "cfiwalk.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define EFAULT 14	/* no stack of that kind (a user-mode sample has no kernel stack) */
-#define RING_MAGIC 0x474e5251u	/* QPROF_RING_MAGIC */
-
 const volatile bool sample_all = false;
 const volatile bool copy_all = false;	/* with sample_all: copy every process's stack too */
 const volatile bool verify_walk = false;	/* a walk kept still sends the copy (the daemon checks it) */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);	/* QPROF_CPU_* bits */
-} cpu_targets SEC(".maps");
 
 /* 8 MiB: at 999 Hz on two CPUs, about 1.2 MB/s of records against a drain
  * every 50 ms: several seconds of slack. With stack copies (16 KiB a
@@ -51,29 +42,6 @@ struct {
 	__type(value, struct cpu_sample);
 } scratch SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, QPROF_PCNT__MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} pcounters SEC(".maps");
-
-/* Reused from scopes.bpf.c by the daemon (bpf_map__reuse_fd). */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct thread_stack);
-} thread_stacks SEC(".maps");
-
-/* Reused from ringreg.bpf.c by the daemon: the ring each thread announced. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, QPROF_RING_TIDS);
-	__type(key, __u32);
-	__type(value, struct ring_tid);
-} ring_tids SEC(".maps");
-
 /* a thread ring's header, read from the sampled thread's memory */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -81,28 +49,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct ring_hdr);
 } ring_hdr_scratch SEC(".maps");
-
-static __always_inline void pcount(__u32 which)
-{
-	__u64 *c = bpf_map_lookup_elem(&pcounters, &which);
-
-	if (c)
-		*c += 1;
-}
-
-#define STACK_BYTES (QPROF_STACK_DEPTH * 8)
-
-/* bytes of a bpf_get_stack result, 0 when there is none; a failure other
- * than "no stack of that kind" is counted */
-static __always_inline __u32 stack_len(long n)
-{
-	if (n < 0) {
-		if (n != -EFAULT)
-			pcount(QPROF_PCNT_LOST_STACK);
-		return 0;
-	}
-	return n > STACK_BYTES ? STACK_BYTES : (__u32)n & ~7u;
-}
 
 /* The user registers (those saved at the entry to the kernel, so a sample
  * taken in a system call has them too), in DWARF order, and the stack from
@@ -163,32 +109,6 @@ static __always_inline __u32 copy_user_stack(struct cpu_sample *s, __u8 *dst)
 	TRY_COPY(512);
 #undef TRY_COPY
 	return 0;
-}
-
-/* The innermost open scopes of a thread (ST may be NULL): block scopes
- * first, then QPROF_SCOPE_BEGIN spans while room is left; 0 = none. */
-static __always_inline void fill_scopes(__u64 *scopes, struct thread_stack *st)
-{
-	__u32 d, i, b;
-
-	for (i = 0; i < QPROF_SAMPLE_SCOPES; i++)
-		scopes[i] = 0;
-	if (!st)
-		return;
-	d = st->depth;
-	if (d > QPROF_MAX_DEPTH)
-		d = QPROF_MAX_DEPTH;
-	for (i = 0; i < QPROF_SAMPLE_SCOPES; i++) {
-		if (i >= d)
-			break;
-		scopes[i] = st->f[(d - 1 - i) & (QPROF_MAX_DEPTH - 1)].site;
-	}
-	for (b = 0; b < QPROF_MAX_BEGINS; b++) {
-		if (i >= QPROF_SAMPLE_SCOPES)
-			break;
-		if (st->b[b].key)
-			scopes[i++] = st->b[b].site;
-	}
 }
 
 SEC("perf_event")

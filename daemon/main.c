@@ -102,7 +102,6 @@ static bool stop_pending(void)
 struct side_load {
 	struct qprofd *d;
 	struct qp_heap_opts *heap_opts;
-	bool load_heap;		/* --heap: its failure ends the start */
 	int heap_ret;
 	/* the heap shares the maps of the threads' open scopes: it waits for
 	 * the main thread to have loaded them (or to give up) */
@@ -132,15 +131,13 @@ static void *side_load(void *arg)
 	if (qp_threads_open(&s->d->threads, s->d->threads_error, sizeof(s->d->threads_error)))
 		s->d->threads = NULL;
 	/* opened always (a POST may ask for a heap), loaded with the first
-	 * heap target (or now, for --heap); its tracepoints and probes only
-	 * come with a heap target */
+	 * heap target (or at the join, for --heap: after the CPU sampler's CFI
+	 * maps it shares); its tracepoints and probes come with a heap target */
 	pthread_mutex_lock(&s->lock);
 	while (!s->fds_set)
 		pthread_cond_wait(&s->cond, &s->lock);
 	pthread_mutex_unlock(&s->lock);
 	s->heap_ret = qp_heap_open(&s->d->heap, s->heap_opts, s->d->heap_error, sizeof(s->d->heap_error));
-	if (!s->heap_ret && s->load_heap)
-		s->heap_ret = qp_heap_load(s->d->heap, s->d->heap_error, sizeof(s->d->heap_error));
 	return NULL;
 }
 
@@ -296,7 +293,6 @@ static int start_scopes(struct daemon *q)
 				   .period_us = 1000, .ring_records = o->ring_records };
 
 	d->start_ns = qp_now_ns();
-	q->side.load_heap = o->heap;
 	q->side_started = !pthread_create(&q->side_th, NULL, side_load, &q->side);
 	d->frequency_hz = o->frequency;
 	d->report_dir = o->report_dir;
@@ -375,6 +371,7 @@ static int start_collectors(struct daemon *q)
 {
 	struct qprofd *d = &q->d;
 	const struct options *o = &q->o;
+	int cfi_fds[4];
 
 	d->sample_all = o->all;
 	qp_cpu_set_cfi_bytes((uint64_t)o->cfi_memory_mb << 20);
@@ -416,6 +413,10 @@ static int start_collectors(struct daemon *q)
 	if (q->side_started)
 		pthread_join(q->side_th, NULL);
 	q->side_started = false;
+	if (!q->side.heap_ret && qp_cpu_cfi_maps(d->cpu, cfi_fds))
+		qp_heap_set_cfi(d->heap, cfi_fds);
+	if (!q->side.heap_ret && o->heap)
+		q->side.heap_ret = qp_heap_load(d->heap, d->heap_error, sizeof(d->heap_error));
 	phase_mark(&q->ph, "threads and heap BPF (waited for)");
 	if (!d->threads)
 		qp_warn("thread stacks unavailable: %s", d->threads_error);

@@ -424,6 +424,26 @@ add_test(NAME integration_offcpu_kernel
           $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_nofp>)
 set_tests_properties(integration_offcpu_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
 
+add_executable(heap_nofp_c ${CMAKE_CURRENT_SOURCE_DIR}/integration/heap_nofp.c)
+target_compile_options(heap_nofp_c PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+add_executable(heap_nofp_cxx ${CMAKE_CURRENT_SOURCE_DIR}/integration/heap_nofp.cpp)
+target_compile_options(heap_nofp_cxx PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+add_test(NAME integration_heap_kernel
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_heap_kernel.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:heap_nofp_c> $<TARGET_FILE:heap_nofp_cxx>)
+set_tests_properties(integration_heap_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
+
+# Hostile CFI in a library a target maps, written by the test at run time.
+add_library(cfi_hostile_lib SHARED ${CMAKE_CURRENT_SOURCE_DIR}/integration/cfi_hostile_lib.c)
+target_compile_options(cfi_hostile_lib PRIVATE -O2)
+add_executable(cfi_hostile_host ${CMAKE_CURRENT_SOURCE_DIR}/integration/cfi_hostile_host.c)
+target_compile_options(cfi_hostile_host PRIVATE -O2)
+target_link_libraries(cfi_hostile_host ${CMAKE_DL_LIBS})
+add_test(NAME integration_cfi_hostile
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cfi_hostile.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:cfi_hostile_host> $<TARGET_FILE:cfi_hostile_lib>)
+set_tests_properties(integration_cfi_hostile PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
+
 # Off-CPU profiles, the scopes' kernel figures, the slowest instances.
 add_executable(offcpu_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/offcpu_target.c)
 target_include_directories(offcpu_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
@@ -433,6 +453,27 @@ add_test(NAME integration_offcpu
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_offcpu.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:offcpu_target>)
 set_tests_properties(integration_offcpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
+# The slowest instances' waits on a build without frame pointers: the
+# function that waited found by the kernel's CFI walk.
+add_executable(offcpu_target_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/offcpu_target.c)
+target_include_directories(offcpu_target_nofp PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_definitions(offcpu_target_nofp PRIVATE QP_LIBC_SLEEP)
+target_compile_options(offcpu_target_nofp PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+target_link_libraries(offcpu_target_nofp Threads::Threads)
+add_test(NAME integration_slow_waits_kernel
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_slow_waits_kernel.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_target_nofp>)
+set_tests_properties(integration_slow_waits_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
+
+# CPU samples inside [uprobes-trampoline] carry the program's frames beneath.
+add_executable(tramp_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/tramp_nofp.c)
+target_include_directories(tramp_nofp PRIVATE ${PROJECT_SOURCE_DIR}/include)
+target_compile_options(tramp_nofp PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
+add_test(NAME integration_tramp_kernel
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_tramp_kernel.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:tramp_nofp>)
+set_tests_properties(integration_tramp_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
 
 # Per-instance migrations, page faults and irq time of the slowest
 # instances, ring and BPF collectors alike: kev_target.c.

@@ -5,9 +5,12 @@ set(QP_CFI_SRC ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_table.c ${PROJECT_SOURCE
   ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_cache.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_walk.c)
 add_executable(test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cfi_walk.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_cxx.cpp ${QP_CFI_SRC}
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_cxx.cpp ${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_dbg.c ${QP_CFI_SRC}
   ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c ${PROJECT_SOURCE_DIR}/daemon/collect/unwind_fast.c)
 target_compile_options(test_cfi_walk PRIVATE -O2 -fomit-frame-pointer -momit-leaf-frame-pointer)
+# its CFI in .debug_frame only: the compiler reads it where .eh_frame has none
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_dbg.c PROPERTIES
+  COMPILE_OPTIONS "-g;-fno-asynchronous-unwind-tables")
 target_link_libraries(test_cfi_walk qprof_collect PkgConfig::LIBDW PkgConfig::LIBELF Threads::Threads m stdc++)
 add_test(NAME unit_cfi_walk COMMAND test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_cfi/libdw-costly-program)
 set_tests_properties(unit_cfi_walk PROPERTIES TIMEOUT 120)

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include "cfi_bpf.h"
 #include "cfi_kmem.h"
+#include "cfi_table.h"
 #include "common/log.h"
 #include "common/procfs.h"
 #include "common/util.h"
@@ -128,6 +129,17 @@ static void add_id(uint32_t *ids, uint32_t *n, uint32_t id)
 		ids[(*n)++] = id;
 }
 
+/* The table of the kernel's [uprobes-trampoline] page: one rule for the
+ * whole page (the walker finds the return address the probed site's call
+ * pushed), rbp untouched. */
+static struct qp_cfi_row tramp_rows[2] = {
+	{ .addr = 0, .kind = QPROF_CFI_K_TRAMP | QPROF_CFI_BP_SAME << 4 },
+	{ .addr = QPROF_CFI_TRAMP_BYTES, .kind = QPROF_CFI_K_NONE },
+};
+static const struct qp_cfi_table tramp_table = {
+	.base = 0, .end = QPROF_CFI_TRAMP_BYTES, .nrows = 2, .rows = tramp_rows,
+};
+
 /* PID's mappings into cfi_procs; its file ids into IDS. 0 or -errno. */
 static int scan(struct qp_cfi_bpf *b, uint32_t pid, uint32_t *ids, uint32_t *nids)
 {
@@ -165,6 +177,9 @@ static int scan(struct qp_cfi_bpf *b, uint32_t pid, uint32_t *ids, uint32_t *nid
 			}
 			if (id != QPROF_CFI_NOFILE && !qp_kmem_bias(&b->km, id, m->start, m->offset, &bias))
 				id = QPROF_CFI_NOFILE;
+		} else if (!strcmp(m->path, "[uprobes-trampoline]") && m->end - m->start == QPROF_CFI_TRAMP_BYTES) {
+			id = qp_kmem_get_table(&b->km, "uprobes-trampoline", &tramp_table);
+			bias = m->start;	/* the page's offsets are its table's */
 		} else if (!strcmp(m->path, "[vdso]") && b->vdso && m->end - m->start == b->vdso_len) {
 			id = qp_kmem_get(&b->km, -1, b->vdso, b->vdso_len);
 			if (id != QPROF_CFI_NOFILE && !qp_kmem_bias(&b->km, id, m->start, 0, &bias))

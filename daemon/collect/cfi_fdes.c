@@ -1,4 +1,4 @@
-/* cfi_fdes.c - the FDEs of an .eh_frame for the CFI table compiler
+/* cfi_fdes.c - the FDEs of an .eh_frame or .debug_frame for the CFI table compiler
  * (cfi_table.c): listed with dwarf_next_cfi, their initial locations
  * decoded by their CIE's pointer encoding, sorted; and each CIE's and FDE's
  * DW_CFA program read here before libdw runs it, so that a hostile program
@@ -263,7 +263,7 @@ static int span_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-struct fde_span *qp_cfi_list_fdes(Elf *elf, Elf_Data *data, uint64_t saddr, size_t *n,
+struct fde_span *qp_cfi_list_fdes(Elf *elf, Elf_Data *data, uint64_t saddr, bool eh, size_t *n,
 				  struct qp_cfi_stats *st)
 {
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
@@ -280,7 +280,7 @@ struct fde_span *qp_cfi_list_fdes(Elf *elf, Elf_Data *data, uint64_t saddr, size
 	/* two passes: a CIE may follow the FDEs that use it */
 	for (pass = 0; pass < 2; pass++) {
 		for (off = 0; off < data->d_size; off = next) {
-			int r = dwarf_next_cfi(ident, data, true, off, &next, &e);
+			int r = dwarf_next_cfi(ident, data, eh, off, &next, &e);
 
 			if (r != 0 || next <= off)
 				break;	/* the end, or garbage: what was read stands */
@@ -361,6 +361,7 @@ struct fde_span *qp_cfi_list_fdes(Elf *elf, Elf_Data *data, uint64_t saddr, size
 					fdes = m;
 				}
 				fdes[nfde].lo = lo;
+				fdes[nfde].debug = !eh;
 				fdes[nfde++].hi = lo + range;
 			}
 		}
@@ -383,3 +384,52 @@ inval:
 	return NULL;
 }
 
+
+struct fde_span *qp_cfi_merge_fdes(struct fde_span *eh, size_t ne, struct fde_span *dbg, size_t nd, size_t *n)
+{
+	struct fde_span *out;
+	uint64_t *reach;
+	size_t i, k = ne;
+
+	*n = 0;
+	if (!dbg || !nd) {
+		free(dbg);
+		*n = ne;
+		if (!eh)
+			errno = EINVAL;
+		return eh;
+	}
+	out = realloc(eh, (ne + nd) * sizeof(*out));
+	reach = malloc((ne ? ne : 1) * sizeof(*reach));
+	if (!out || !reach) {
+		free(out ? out : eh);
+		free(dbg);
+		free(reach);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* reach[j]: the highest hi of .eh_frame FDEs 0..j; a .debug_frame FDE
+	 * overlaps one iff, of those starting before its end, one reaches
+	 * past its start */
+	for (i = 0; i < ne; i++)
+		reach[i] = i && reach[i - 1] > out[i].hi ? reach[i - 1] : out[i].hi;
+	for (i = 0; i < nd; i++) {
+		size_t lo = 0, hi = ne;
+
+		while (lo < hi) {	/* the eh FDEs with lo < dbg[i].hi: [0, lo) */
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (out[mid].lo < dbg[i].hi)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (!lo || reach[lo - 1] <= dbg[i].lo)
+			out[k++] = dbg[i];
+	}
+	free(reach);
+	free(dbg);
+	qsort(out, k, sizeof(*out), span_cmp);
+	*n = k;
+	return out;
+}

@@ -296,6 +296,34 @@ uint32_t qp_kmem_get(struct qp_kmem *m, int fd, const void *img, size_t len)
 	return m->f[i].state == QP_KF_LOADED ? (uint32_t)i : QPROF_CFI_NOFILE;
 }
 
+uint32_t qp_kmem_get_table(struct qp_kmem *m, const char *fkey, const struct qp_cfi_table *t)
+{
+	uint64_t now = qp_now_ns();
+	int i = find(m, fkey, NULL);
+
+	if (i >= 0) {
+		m->st.hits++;
+	} else {
+		i = free_slot(m, now);
+		if (i < 0) {
+			m->st.no_room++;
+			return QPROF_CFI_NOFILE;
+		}
+		memset(&m->f[i], 0, offsetof(struct qp_kfile, gen));
+		m->f[i].gen++;
+		snprintf(m->f[i].fkey, sizeof(m->f[i].fkey), "%s", fkey);
+		m->f[i].fhash = fnv(fkey);
+		m->f[i].state = QP_KF_REFUSED;	/* until loaded */
+		if (!load(m, i, t, now)) {
+			m->st.no_room++;
+			m->f[i].state = QP_KF_FREE;
+			return QPROF_CFI_NOFILE;
+		}
+	}
+	m->f[i].last_use = ++m->clock;
+	return m->f[i].state == QP_KF_LOADED ? (uint32_t)i : QPROF_CFI_NOFILE;
+}
+
 bool qp_kmem_bias(const struct qp_kmem *m, uint32_t id, uint64_t start, uint64_t offset, uint64_t *bias)
 {
 	const struct qp_kfile *f;

@@ -10,6 +10,8 @@
 #include <linux/types.h>
 #include "cfi_bpf.h"
 
+struct qp_cfi_table;
+
 #define QP_KMEM_LOADS 16	/* PT_LOAD segments kept per file (for the bias) */
 
 enum qp_kfile_state { QP_KF_FREE, QP_KF_LOADED, QP_KF_REFUSED, QP_KF_QUARANTINE };
@@ -45,6 +47,10 @@ void qp_kmem_fini(struct qp_kmem *m);
  * FD < 0: the vDSO), compiled and loaded on first use; QPROF_CFI_NOFILE
  * when it has no table (refused, no room). */
 uint32_t qp_kmem_get(struct qp_kmem *m, int fd, const void *img, size_t len);
+/* The file id of a table made by qprofd itself (T, not compiled from a
+ * file: the uprobe trampoline's), keyed by FKEY, loaded on first use;
+ * QPROF_CFI_NOFILE when there is no room. */
+uint32_t qp_kmem_get_table(struct qp_kmem *m, const char *fkey, const struct qp_cfi_table *t);
 /* The load bias of file ID mapped at START from file offset OFFSET. */
 bool qp_kmem_bias(const struct qp_kmem *m, uint32_t id, uint64_t start, uint64_t offset, uint64_t *bias);
 /* One more (DELTA 1) or one less (-1) process names ID. */

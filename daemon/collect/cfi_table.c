@@ -1,4 +1,5 @@
-/* cfi_table.c - compiles an ELF file's .eh_frame into a sorted table of
+/* cfi_table.c - compiles an ELF file's .eh_frame (and .debug_frame where
+ * .eh_frame has no FDE) into a sorted table of
  * address ranges -> rule (see cfi_table.h), and the cache that shares
  * tables by file. FDEs are listed with dwarf_next_cfi (their initial
  * location decoded by the CIE's pointer encoding), sorted, and each is
@@ -212,7 +213,7 @@ static int compile_fde(Dwarf_CFI *cfi, struct builder *b, uint64_t lo, uint64_t 
 		struct qp_cfi_row r = { 0 };
 		Dwarf_Addr start, end;
 
-		if (dwarf_cfi_addrframe(cfi, a, &fr) != 0) {
+		if (!cfi || dwarf_cfi_addrframe(cfi, a, &fr) != 0) {
 			/* libdw would not answer for this FDE: fall back here */
 			r.kind = QP_CFI_FALLBACK;
 			b->st->fdes_bad++;
@@ -242,42 +243,65 @@ static int compile_fde(Dwarf_CFI *cfi, struct builder *b, uint64_t lo, uint64_t 
 	return 0;
 }
 
+/* the data of section NAME (PROGBITS, or lld's SHT_X86_64_UNWIND for
+ * .eh_frame) and its vaddr; NULL when none or empty */
+static Elf_Data *section(Elf *elf, size_t shstrndx, const char *name, uint64_t *addr)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *n;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_X86_64_UNWIND))
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!n || strcmp(n, name))
+			continue;
+		d = elf_getdata(scn, NULL);
+		*addr = sh.sh_addr;
+		return d && d->d_buf && d->d_size ? d : NULL;
+	}
+	return NULL;
+}
+
 struct qp_cfi_table *qp_cfi_compile(Elf *elf, struct qp_cfi_stats *stp)
 {
 	struct qp_cfi_stats st0 = { 0 }, *st = stp ? stp : &st0;
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), saddr = 0, cursor = 0;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), saddr = 0, daddr = 0,
+		 cursor = 0;
 	struct builder b = { .st = st };
-	struct fde_span *fdes = NULL;
+	struct fde_span *fdes = NULL, *dfdes = NULL;
 	struct qp_cfi_table *t = NULL;
-	Elf_Data *data = NULL;
-	Elf_Scn *scn = NULL;
-	Dwarf_CFI *cfi = NULL;
-	size_t shstrndx, nfde = 0, i;
+	Elf_Data *data, *ddata;
+	Dwarf_CFI *cfi = NULL, *dcfi = NULL;
+	Dwarf *dw = NULL;
+	size_t shstrndx, nfde = 0, ndfde = 0, i;
 	int err = EINVAL;
 
 	memset(st, 0, sizeof(*st));
 	if (!elf || elf_kind(elf) != ELF_K_ELF || gelf_getclass(elf) != ELFCLASS64 ||
 	    elf_getshdrstrndx(elf, &shstrndx))
 		goto out;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-
-		/* lld types it SHT_X86_64_UNWIND */
-		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_PROGBITS && sh.sh_type != SHT_X86_64_UNWIND))
-			continue;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".eh_frame")) {
-			data = elf_getdata(scn, NULL);
-			saddr = sh.sh_addr;
-			break;
-		}
-	}
-	if (!data || !data->d_buf || !data->d_size)
+	/* .eh_frame, and .debug_frame for what .eh_frame does not cover
+	 * (-fno-asynchronous-unwind-tables -g puts a program's own CFI there) */
+	data = section(elf, shstrndx, ".eh_frame", &saddr);
+	ddata = section(elf, shstrndx, ".debug_frame", &daddr);
+	if (!data && !ddata)
 		goto out;
-	fdes = qp_cfi_list_fdes(elf, data, saddr, &nfde, st);
-	if (!fdes) {
+	if (data && !(fdes = qp_cfi_list_fdes(elf, data, saddr, true, &nfde, st)) && errno != EINVAL) {
 		err = errno;
+		goto out;
+	}
+	if (ddata && !(dfdes = qp_cfi_list_fdes(elf, ddata, daddr, false, &ndfde, st)) && errno != EINVAL) {
+		err = errno;
+		goto out;
+	}
+	fdes = qp_cfi_merge_fdes(fdes, nfde, dfdes, ndfde, &nfde);
+	dfdes = NULL;
+	if (!fdes || !nfde) {
+		err = fdes ? EINVAL : errno;
 		goto out;
 	}
 	if (fdes[nfde - 1].hi - fdes[0].lo > UINT32_MAX) {
@@ -285,8 +309,11 @@ struct qp_cfi_table *qp_cfi_compile(Elf *elf, struct qp_cfi_stats *stp)
 		err = E2BIG;
 		goto out;
 	}
-	cfi = dwarf_getcfi_elf(elf);
-	if (!cfi)
+	if (data)
+		cfi = dwarf_getcfi_elf(elf);
+	if (ndfde && (dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)))
+		dcfi = dwarf_getcfi(dw);	/* owned by dw */
+	if (!cfi && !dcfi)
 		goto out;
 	cursor = fdes[0].lo;
 	for (i = 0; i < nfde; i++) {
@@ -304,7 +331,7 @@ struct qp_cfi_table *qp_cfi_compile(Elf *elf, struct qp_cfi_stats *stp)
 				goto out;
 			}
 		}
-		ret = compile_fde(cfi, &b, lo, fdes[i].hi);
+		ret = compile_fde(fdes[i].debug ? dcfi : cfi, &b, lo, fdes[i].hi);
 		if (ret) {
 			err = -ret;
 			goto out;
@@ -341,6 +368,8 @@ struct qp_cfi_table *qp_cfi_compile(Elf *elf, struct qp_cfi_stats *stp)
 out:
 	if (cfi)
 		dwarf_cfi_end(cfi);
+	if (dw)
+		dwarf_end(dw);
 	free(fdes);
 	free(b.rows);
 	free(b.addrs);

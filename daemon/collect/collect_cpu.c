@@ -429,6 +429,17 @@ void qp_cpu_counters(struct qp_cpu *c, uint64_t *samples, uint64_t *lost)
 		*lost += qp_cpu_pcounter(c->skel, c->ncpus, k);
 }
 
+bool qp_cpu_cfi_maps(struct qp_cpu *c, int fds[4])
+{
+	if (!c || !c->cfi.cfi)
+		return false;
+	fds[0] = bpf_map__fd(c->skel->maps.cfi_rows);
+	fds[1] = bpf_map__fd(c->skel->maps.cfi_files);
+	fds[2] = bpf_map__fd(c->skel->maps.cfi_procs);
+	fds[3] = bpf_map__fd(c->skel->maps.cfi_counts);
+	return true;
+}
+
 void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out)
 {
 	struct qp_unwind_stats st = { 0 };

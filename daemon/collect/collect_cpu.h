@@ -44,6 +44,8 @@ struct qp_cpu_unwind_figures {
 	uint64_t walk_frames;	/* frames of the walked stacks */
 	uint64_t off_walk_ends[QPROF_WALK__MAX];	/* the same at off-CPU switch-outs (no copy: */
 	uint64_t off_walk_frames;			/* a fallback is a frame-pointer stack) */
+	uint64_t heap_walk_ends[QPROF_WALK__MAX];	/* the same at sampled allocations (the heap's */
+	uint64_t heap_walk_frames;			/* programs share the tables; a fallback: frame pointers) */
 	struct qp_cfi_bpf_stats tables;
 	/* QPROF_CFI_VERIFY=1: each walk kept checked against libdwfl on a copy
 	 * of the same stack: the same frames, a prefix of them (the copy or the
@@ -144,6 +146,10 @@ void qp_cpu_memory(struct qp_cpu *c, uint64_t *aged, size_t *bytes);
 /* Whether PID has samples in the table (any process, under --all). */
 bool qp_cpu_has_pid(struct qp_cpu *c, uint32_t pid);
 void qp_cpu_unwind_figures(struct qp_cpu *c, struct qp_cpu_unwind_figures *out);
+/* The kernel's CFI tables (rows, files, processes) and the walks' counts,
+ * as map fds for another object's walks (the heap's); false when the
+ * kernel does not walk. */
+bool qp_cpu_cfi_maps(struct qp_cpu *c, int fds[4]);
 void qp_cpu_snapshot_free(struct qp_cpu_snapshot *s);
 const struct qp_cpu_raw *qp_cpu_snapshot_find(const struct qp_cpu_snapshot *s, const struct sample_key *k);
 

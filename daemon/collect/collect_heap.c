@@ -89,11 +89,39 @@ int qp_heap_open(struct qp_heap **out, const struct qp_heap_opts *o, char *err, 
 		snprintf(err, errlen, "cannot share the scopes' maps with the heap: %s", strerror(-ret));
 		goto fail;
 	}
+	/* the CFI walker's maps: the CPU sampler's, given before the load
+	 * (qp_heap_set_cfi); not given, they hold nothing and the walk is off */
+	if ((ret = bpf_map__set_max_entries(h->skel->maps.cfi_rows, 1)) ||
+	    (ret = bpf_map__set_max_entries(h->skel->maps.cfi_procs, 1))) {
+		snprintf(err, errlen, "cannot size the heap's CFI maps: %s", strerror(-ret));
+		goto fail;
+	}
 	*out = h;
 	return 0;
 fail:
 	qp_heap_close(h);
 	return ret;
+}
+
+void qp_heap_set_cfi(struct qp_heap *h, const int fds[4])
+{
+	struct bpf_map *m[4];
+	int i, ret = 0;
+
+	if (!h)
+		return;
+	m[0] = h->skel->maps.cfi_rows;
+	m[1] = h->skel->maps.cfi_files;
+	m[2] = h->skel->maps.cfi_procs;
+	m[3] = h->skel->maps.cfi_counts;
+	pthread_mutex_lock(&h->load_lock);
+	for (i = 0; i < 4 && !ret && !h->loaded && !h->load_err; i++)
+		ret = bpf_map__reuse_fd(m[i], fds[i]);
+	if (ret)
+		qp_warn("heap stacks: not walked by the CFI tables (%s): frame pointers", strerror(-ret));
+	else if (!h->loaded && !h->load_err)
+		h->skel->rodata->walk_cfi = true;
+	pthread_mutex_unlock(&h->load_lock);
 }
 
 static void target_unlink(struct qp_heap *h, struct heap_target *t)

@@ -40,6 +40,10 @@ void qp_heap_close(struct qp_heap *h);	/* accepts NULL */
  * set, the same every time after a failure. qp_heap_loaded: done. */
 int qp_heap_load(struct qp_heap *h, char *err, size_t errlen);
 bool qp_heap_loaded(struct qp_heap *h);
+/* Before the load: the sampled allocations' stacks are walked by the CPU
+ * sampler's CFI tables, FDS its maps (qp_cpu_cfi_maps); a failure to share
+ * them is logged, and frame pointers walk as before. */
+void qp_heap_set_cfi(struct qp_heap *h, const int fds[4]);
 uint64_t qp_heap_interval(const struct qp_heap *h);
 
 /* Profile the heap of PID from now on. 0 with ST filled (ST->note says so

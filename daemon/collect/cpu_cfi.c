@@ -134,5 +134,6 @@ void qp_cpu_cfi_figures(const struct qp_cpu_cfi *k, const struct qp_cpu_counts *
 		return;
 	qp_cfi_bpf_counts(k->cfi, 0, out->walk_ends, &out->walk_frames);
 	qp_cfi_bpf_counts(k->cfi, 1, out->off_walk_ends, &out->off_walk_frames);
+	qp_cfi_bpf_counts(k->cfi, 2, out->heap_walk_ends, &out->heap_walk_frames);
 	qp_cfi_bpf_stats(k->cfi, &out->tables);
 }

@@ -381,12 +381,72 @@ static int on_frame(Dwfl_Frame *f, void *arg)
 	return DWARF_CB_OK;
 }
 
+/* Whether the file of MOD has the 5-byte nop at ADDR (in it, an optimised
+ * uprobe's site: the kernel rewrote it into a call to its trampoline). */
+static bool nop5_at(Dwfl_Module *mod, Dwarf_Addr addr)
+{
+	static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	Dwarf_Addr bias;
+	Elf_Scn *scn = dwfl_module_address_section(mod, &addr, &bias);
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+
+	return d && d->d_buf && addr < d->d_size && d->d_size - addr >= sizeof(nop5) &&
+	       !memcmp((const uint8_t *)d->d_buf + addr, nop5, sizeof(nop5));
+}
+
+/* A pc in no module may be in the kernel's [uprobes-trampoline] page: the
+ * probed site's call pushed the return address, then the trampoline up to
+ * three registers. The return address is the highest of the four words at
+ * sp that points right after a nop5 of a module; *WORDS: the words up to
+ * and with it. */
+static bool trampoline_caller(struct proc *p, const struct qp_unwind_in *in, uint64_t *ra, size_t *words)
+{
+	size_t k;
+
+	for (k = 4; k > 0; k--) {
+		Dwfl_Module *m;
+
+		if (qp_unwind_copy_read(in, in->regs[REG_SP] + (k - 1) * 8, ra) && *ra > 5 &&
+		    (m = dwfl_addrmodule(p->dwfl, *ra - 5)) && nop5_at(m, *ra - 5)) {
+			*words = k;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int unwind_in(struct qp_unwind *u, struct proc *p, const struct qp_unwind_in *in, uint64_t *ips,
+		     size_t max, size_t *n);
+
+/* The trampoline's frame (IN's pc), then the probed function's and its
+ * callers, unwound from the call (RA - 1, sp above RA: the copy past it). */
+static int unwind_trampoline(struct qp_unwind *u, struct proc *p, const struct qp_unwind_in *in, uint64_t ra,
+			     size_t words, uint64_t *ips, size_t max, size_t *n)
+{
+	uint64_t regs[QP_UNWIND_REGS];
+	struct qp_unwind_in in2 = *in;
+	int ret;
+
+	memcpy(regs, in->regs, sizeof(regs));
+	regs[REG_IP] = ra - 1;
+	regs[REG_SP] += words * 8;
+	in2.regs = regs;
+	in2.stack += words * 8;
+	in2.len -= words * 8;
+	ips[0] = in->regs[REG_IP];
+	ret = unwind_in(u, p, &in2, ips + 1, max - 1, n);
+	if (*n)
+		ips[1] = ra;
+	(*n)++;
+	return ret;
+}
+
 int qp_unwind_stack(struct qp_unwind *u, const struct qp_unwind_in *in, uint64_t *ips, size_t max,
 		    size_t *n)
 {
-	struct walk w = { .ips = ips, .max = max };
+	uint64_t ra;
+	size_t words;
 	struct proc *p;
-	int ret;
 
 	*n = 0;
 	if (!max)
@@ -402,6 +462,8 @@ int qp_unwind_stack(struct qp_unwind *u, const struct qp_unwind_in *in, uint64_t
 				u->st.refreshes++;
 		}
 		if (p->dwfl && !dwfl_addrmodule(p->dwfl, in->regs[REG_IP])) {
+			if (max > 1 && in->len > 32 && trampoline_caller(p, in, &ra, &words))
+				return unwind_trampoline(u, p, in, ra, words, ips, max, n);
 			u->st.no_module++;
 			ips[0] = in->regs[REG_IP];
 			*n = 1;
@@ -410,6 +472,17 @@ int qp_unwind_stack(struct qp_unwind *u, const struct qp_unwind_in *in, uint64_t
 	}
 	if (!p->dwfl)
 		return -ESRCH;
+	return unwind_in(u, p, in, ips, max, n);
+}
+
+/* IN's stack (its pc in a module of P's Dwfl) by the fast rules, else libdwfl. */
+static int unwind_in(struct qp_unwind *u, struct proc *p, const struct qp_unwind_in *in, uint64_t *ips,
+		     size_t max, size_t *n)
+{
+	struct walk w = { .ips = ips, .max = max };
+	int ret;
+
+	*n = 0;
 	if (!u->dwfl_only) {
 		enum qp_ufast_end end = qp_ufast_walk(&p->fast, p->dwfl, in, ips, max, n, &u->st.fast_resets);
 

@@ -17,6 +17,32 @@ const char *qp_cfi_walk_end_name(unsigned int e)
 	return e < QPROF_WALK__MAX ? end_names[e] : NULL;
 }
 
+/* the walks of one user of the tables but the CPU sampler: NAME {walks, kept, fallbacks, frames, ends} */
+static void walks_of(struct qp_json *j, const char *name, const uint64_t *ends, uint64_t frames)
+{
+	uint64_t kept = 0, fell = 0;
+	unsigned int e;
+
+	for (e = QPROF_WALK_COMPLETE; e < QPROF_WALK__MAX; e++) {
+		if (QPROF_WALK_KEPT(e))
+			kept += ends[e];
+		else
+			fell += ends[e];
+	}
+	qp_json_key(j, name);
+	qp_json_obj_begin(j);
+	qp_json_kv_u64(j, "walks", kept + fell);
+	qp_json_kv_u64(j, "kept", kept);
+	qp_json_kv_u64(j, "fallbacks", fell);
+	qp_json_kv_u64(j, "frames", frames);
+	qp_json_key(j, "ends");
+	qp_json_obj_begin(j);
+	for (e = QPROF_WALK_COMPLETE; e < QPROF_WALK__MAX; e++)
+		qp_json_kv_u64(j, end_names[e], ends[e]);
+	qp_json_obj_end(j);
+	qp_json_obj_end(j);
+}
+
 void qp_export_cfi_kernel(struct qp_json *j, const struct qp_cpu_unwind_figures *u)
 {
 	const struct qp_cfi_bpf_stats *t = &u->tables;
@@ -54,26 +80,10 @@ void qp_export_cfi_kernel(struct qp_json *j, const struct qp_cpu_unwind_figures 
 	for (e = QPROF_WALK_COMPLETE; e < QPROF_WALK__MAX; e++)
 		qp_json_kv_u64(j, end_names[e], u->walk_ends[e]);
 	qp_json_obj_end(j);
-	/* at off-CPU switch-outs: a walk that falls back keeps frame pointers */
-	qp_json_key(j, "offcpu");
-	qp_json_obj_begin(j);
-	kept = fell = 0;
-	for (e = QPROF_WALK_COMPLETE; e < QPROF_WALK__MAX; e++) {
-		if (QPROF_WALK_KEPT(e))
-			kept += u->off_walk_ends[e];
-		else
-			fell += u->off_walk_ends[e];
-	}
-	qp_json_kv_u64(j, "walks", kept + fell);
-	qp_json_kv_u64(j, "kept", kept);
-	qp_json_kv_u64(j, "fallbacks", fell);
-	qp_json_kv_u64(j, "frames", u->off_walk_frames);
-	qp_json_key(j, "ends");
-	qp_json_obj_begin(j);
-	for (e = QPROF_WALK_COMPLETE; e < QPROF_WALK__MAX; e++)
-		qp_json_kv_u64(j, end_names[e], u->off_walk_ends[e]);
-	qp_json_obj_end(j);
-	qp_json_obj_end(j);
+	/* at off-CPU switch-outs and sampled allocations: a walk that falls
+	 * back keeps frame pointers */
+	walks_of(j, "offcpu", u->off_walk_ends, u->off_walk_frames);
+	walks_of(j, "heap", u->heap_walk_ends, u->heap_walk_frames);
 	qp_json_key(j, "tables");
 	qp_json_obj_begin(j);
 	qp_json_kv_u64(j, "files", t->files);

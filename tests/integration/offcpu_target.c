@@ -22,7 +22,9 @@
  *               each followed by 10 of 20 us. Figures: every phase-2
  *               instance's begin (CLOCK_MONOTONIC) and length as measured
  *               inside the scope, [[begin_ns, ns], ...].
- * Built -O1 -g -fno-omit-frame-pointer. */
+ * Built -O1 -g -fno-omit-frame-pointer; and as offcpu_target_nofp -O2
+ * without frame pointers, sleep_2ms calling glibc's nanosleep
+ * (QP_LIBC_SLEEP): only the CFI finds sleep_2ms and its callers there. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -75,8 +77,12 @@ __attribute__((noinline)) uint64_t sleep_2ms(void)
 	uint64_t t0 = now_ns();
 	long ret;
 
+#ifdef QP_LIBC_SLEEP
+	ret = nanosleep(&ts, NULL);	/* glibc's wrapper, without frame pointers */
+#else
 	__asm__ volatile("syscall" : "=a"(ret) : "a"((long)SYS_nanosleep), "D"(&ts), "S"(0L)
 			 : "rcx", "r11", "memory");
+#endif
 	(void)ret;
 	return now_ns() - t0;
 }

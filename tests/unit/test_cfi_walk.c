@@ -8,7 +8,8 @@
  * do not hold, the frames before it must be libdwfl's first frames, and
  * the fallback is counted. Stacks: a plain chain, glibc's qsort calling
  * back, a signal handler (through the restorer's signal frame), a
- * std::thread (libstdc++'s thread start), then sweeps from every 61st byte
+ * std::thread (libstdc++'s thread start), a chain whose CFI is only in
+ * .debug_frame (cfi_walk_dbg.c), then sweeps from every 61st byte
  * of glibc's and libstdc++'s code over a real stack. Also: the tables are
  * sorted and merged, the cache shares a file's table and evicts to its
  * budget (counted), a missing or non-ELF file is refused (counted). */
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <elfutils/libdw.h>
 #include "testlib.h"
 #include "collect/cfi_table.h"
 #include "collect/cfi_walk.h"
@@ -111,6 +113,17 @@ __attribute__((noinline, noclone)) void sig_caller(void)
 }
 
 void cfi_cxx_thread(void (*fn)(void *), void *arg);
+
+/* cfi_walk_dbg.c: CFI in .debug_frame only */
+void dbg_level1(void (*leaf)(void));
+void dbg_level2(void (*leaf)(void));
+extern void *ra_d1, *ra_d2;
+
+__attribute__((noinline, noclone)) void dbg_leaf(void)
+{
+	CAPTURE();
+	sink++;
+}
 
 static void thread_body(void *arg)
 {
@@ -407,6 +420,37 @@ int main(int argc, char **argv)
 			if (ips[i] >= cxx_lo && ips[i] < cxx_hi)
 				break;
 		CHECK(i < n);	/* a frame in libstdc++ */
+	}
+	/* a chain whose CFI is only in .debug_frame (cfi_walk_dbg.c): libdw
+	 * finds no .eh_frame entry for it, the table has its rules, and the
+	 * walk goes through it to the end as libdwfl does */
+	{
+		const struct qp_cfi_map *m = qp_cfi_space_find(&space, (uintptr_t)dbg_level2);
+		int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+		Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+		Dwarf_CFI *eh = elf ? dwarf_getcfi_elf(elf) : NULL;
+		Dwarf_Frame *fr = NULL;
+		const struct qp_cfi_row *row;
+
+		CHECK(m != NULL && m->t != NULL);
+		if (m && m->t) {
+			uint64_t va = (uintptr_t)dbg_level2 - m->bias;
+
+			CHECK(!eh || dwarf_cfi_addrframe(eh, va + 4, &fr) != 0);	/* not in .eh_frame */
+			free(fr);
+			row = qp_cfi_lookup(m->t, va + 4);	/* past its push */
+			CHECK(row && QP_CFI_KIND(row->kind) == QP_CFI_CFA_SP && row->cfa_off >= 8);
+		}
+		if (eh)
+			dwarf_cfi_end(eh);
+		if (elf)
+			elf_end(elf);
+		if (fd >= 0)
+			close(fd);
+		dbg_level1(dbg_leaf);
+		end = walk_both(ips, &n);
+		CHECK_INT(end, QP_CFI_END_COMPLETE);
+		CHECK(has(ips, n, ra_d2) && has(ips, n, ra_d1));
 	}
 	/* hostile registers: pc 0, pc in no mapping, sp at the top */
 	memset(regs, 0, sizeof(regs));
