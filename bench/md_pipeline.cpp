@@ -8,18 +8,25 @@
 // (the order), so that every figure qprofd gives can be checked against
 // the program's own counts.
 //
-//   md_pipeline TICKS RATE [--start-file PATH] [--end-file PATH]
+//   md_pipeline TICKS RATE [--start-file PATH] [--end-file PATH] [--self-ring]
 //     RATE ticks/s, paced in 1 ms steps (0: flat out)
+//     --self-ring: the program raises its own ring semaphores (no qprofd):
+//     the markers write their rings, nobody reads them (the writers' cost
+//     alone, without a drain thread on the CPUs)
 // Prints "ready PID" (with --start-file, then waits for it), runs, prints
-//   md_pipeline ticks T scopes S values V logs L cpu_ns C wall_ns W
+//   md_pipeline ticks T scopes S values V logs L cpu_ns C wall_ns W idle_ns I idles N
 // (C: the process's CPU time, user and system, all threads, during the
-// run), then waits for --end-file, if given, before exiting.
+// run; I: the part of it spent in the N waits of a thread with nothing to
+// do, each a short sleep: what a slower neighbour or a busy CPU adds, not
+// what the work costs), then waits for --end-file, if given, before exiting.
 //
-// Built three ways: with the markers (md_pipeline), with QPROF_DISABLE
-// (md_pipeline_off: no marker at all, the baseline) and with MD_TIMER
-// (md_pipeline_timer: each scope timed in process instead, two
-// clock_gettime calls and a store into a per-scope table, the tutorial's
-// timer).
+// Built with the markers (md_pipeline), with QPROF_DISABLE (md_pipeline_off:
+// no marker at all, the baseline), with MD_TIMER (md_pipeline_timer: each
+// scope timed in process instead, two clock_gettime calls and a store into a
+// per-scope table, the tutorial's timer), and with the markers but without
+// the log (MD_NO_LOG: md_pipeline_nolog) or without the log and the value
+// (MD_NO_LOG MD_NO_VALUE: md_pipeline_scopes), which split a tick's cost by
+// marker kind.
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -71,6 +78,16 @@ struct Timer {
 #else
 #define SCOPE(name) QPROF_SCOPE(name)
 #endif
+#ifdef MD_NO_LOG
+#define LOG(...) ((void)0)
+#else
+#define LOG(...) QPROF_LOG(__VA_ARGS__)
+#endif
+#ifdef MD_NO_VALUE
+#define VALUE(name, v) ((void)(v))
+#else
+#define VALUE(name, v) QPROF_VALUE(name, v)
+#endif
 
 struct Tick {
 	uint32_t sym;
@@ -118,15 +135,25 @@ std::mutex ord_mu;
 std::deque<Order> ord_q;
 std::atomic<bool> feed_done{ false }, strat_done{ false };
 uint64_t n_ticks, rate;
-std::atomic<uint64_t> scopes{ 0 }, values{ 0 }, logs{ 0 };
+std::atomic<uint64_t> scopes{ 0 }, values{ 0 }, logs{ 0 }, idle_ns{ 0 }, idles{ 0 };
 volatile uint64_t sink;
 
-// nothing to do: sleep a little (a spin would count as the program's CPU)
+// this thread's CPU time (a system call: only around the idle waits)
+uint64_t thread_cpu_ns()
+{
+	return now_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+// nothing to do: sleep a little (a spin would count as the program's
+// CPU), and count what the wait cost this thread
 void idle()
 {
 	struct timespec ts = { 0, 20000 };
+	uint64_t c0 = thread_cpu_ns();
 
 	nanosleep(&ts, nullptr);
+	idle_ns.fetch_add(thread_cpu_ns() - c0, std::memory_order_relaxed);
+	idles.fetch_add(1, std::memory_order_relaxed);
 }
 
 uint64_t encode(const void *p, size_t n)
@@ -200,7 +227,7 @@ void strategy()
 			int64_t lo = b.begin()->first, hi = b.rbegin()->first;
 
 			mid = (lo + hi) / 2;
-			QPROF_VALUE("mid", (double)mid);
+			VALUE("mid", (double)mid);
 		}
 		{
 			SCOPE("risk");
@@ -210,7 +237,9 @@ void strategy()
 			ord_q.push_back(o);
 		}
 		scopes.fetch_add(4, std::memory_order_relaxed);
+#ifndef MD_NO_VALUE
 		values.fetch_add(1, std::memory_order_relaxed);
+#endif
 	}
 	strat_done.store(true, std::memory_order_release);
 }
@@ -245,10 +274,12 @@ void gateway()
 		{
 			SCOPE("send");
 			sink = h;
-			QPROF_LOG("order %llu sym %u px %lld", (unsigned long long)o.seq, o.sym, (long long)o.px);
+			LOG("order %llu sym %u px %lld", (unsigned long long)o.seq, o.sym, (long long)o.px);
 		}
 		scopes.fetch_add(3, std::memory_order_relaxed);
+#ifndef MD_NO_LOG
 		logs.fetch_add(1, std::memory_order_relaxed);
+#endif
 	}
 }
 
@@ -274,12 +305,16 @@ uint64_t cpu_ns()
 int main(int argc, char **argv)
 {
 	const char *start = nullptr, *end = nullptr;
+	bool self_ring = false;
 	int i;
 
-	for (i = 3; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--start-file"))
+	for (i = 3; i < argc; i += 2) {
+		if (!strcmp(argv[i], "--self-ring")) {
+			self_ring = true;
+			i--;
+		} else if (i + 1 < argc && !strcmp(argv[i], "--start-file"))
 			start = argv[i + 1];
-		else if (!strcmp(argv[i], "--end-file"))
+		else if (i + 1 < argc && !strcmp(argv[i], "--end-file"))
 			end = argv[i + 1];
 		else
 			break;
@@ -289,6 +324,15 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rate = strtoull(argv[2], nullptr, 10);
+#ifndef QPROF_DISABLE
+	if (self_ring) {	// as qprofd would: rings of its default size, every kind on
+		qprof__ring_cfg.records = 262144;
+		qprof_ring_semaphore = 1;
+		qprof_log_semaphore = 1;
+	}
+#else
+	(void)self_ring;
+#endif
 	if (start) {
 		printf("ready %d\n", (int)getpid());
 		fflush(stdout);
@@ -302,9 +346,11 @@ int main(int argc, char **argv)
 	g.join();
 	uint64_t c1 = cpu_ns(), w1 = now_ns();
 
-	printf("md_pipeline ticks %llu scopes %llu values %llu logs %llu cpu_ns %llu wall_ns %llu\n",
+	printf("md_pipeline ticks %llu scopes %llu values %llu logs %llu cpu_ns %llu wall_ns %llu idle_ns %llu "
+	       "idles %llu\n",
 	       (unsigned long long)n_ticks, (unsigned long long)scopes.load(), (unsigned long long)values.load(),
-	       (unsigned long long)logs.load(), (unsigned long long)(c1 - c0), (unsigned long long)(w1 - w0));
+	       (unsigned long long)logs.load(), (unsigned long long)(c1 - c0), (unsigned long long)(w1 - w0),
+	       (unsigned long long)idle_ns.load(), (unsigned long long)idles.load());
 	if (end) {
 		printf("done\n");
 		fflush(stdout);

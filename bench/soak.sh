@@ -11,6 +11,8 @@
 #   SOAK_SECONDS=S     how long the workload runs under qprofd (default 1800)
 #   SOAK_THREADS=N     workload threads (default 4: an attached scope costs about
 #                      0.85 us, so 1 M events/s needs most of both cores here)
+#   SOAK_RATE=R        whole scopes/s over all threads, paced (each thread
+#                      R / N, in 1 ms steps); unset or 0: flat out
 #   SOAK_WARMUP=S      RSS reference: the first sample at or after S s (default 620:
 #                      the CPU table keeps an idle key 600 s, so it fills until then)
 #   SOAK_RSS_EVERY=S   seconds between RSS samples (default 10)
@@ -87,7 +89,9 @@ api() {
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$q_pid/status" 2>/dev/null; }
 
 # --- the workload, waiting for its start file ---------------------------------
-"$WORK" "$SOAK_THREADS" --start-file "$tmp/start" --stop-file "$tmp/stop" >"$tmp/work.out" 2>&1 &
+pace=()
+[ "${SOAK_RATE:-0}" -gt 0 ] && pace=(--rate "$((SOAK_RATE / SOAK_THREADS))")
+"$WORK" "$SOAK_THREADS" --start-file "$tmp/start" --stop-file "$tmp/stop" "${pace[@]}" >"$tmp/work.out" 2>&1 &
 w_pid=$!
 started_pids+=("$w_pid")
 wait_for_line "$tmp/work.out" '^ready ' 30 "$w_pid" || { say "soak_work did not start"; exit 2; }
@@ -97,16 +101,22 @@ if ! start_qprofd soak "$w_pid" --report-dir "$tmp/reports" ${SOAK_COLLECTOR:+--
 	grep -q 'BPF' "$tmp/soak.qprofd" && exit 77
 	exit 2
 fi
-say "soak: $SOAK_THREADS workload threads (pid $w_pid), qprofd pid $q_pid, $SOAK_SECONDS s," \
-	"RSS every $SOAK_RSS_EVERY s"
+say "soak: $SOAK_THREADS workload threads (pid $w_pid, $([ ${#pace[@]} -gt 0 ] && echo "paced at ${pace[1]} scopes/s each" || echo "flat out")), qprofd pid $q_pid, $SOAK_SECONDS s," \
+	"RSS every $SOAK_RSS_EVERY s; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 events() { api /api/status "$tmp/st.json" >/dev/null && jq -r '.scopes.events' "$tmp/st.json"; }
 ev0=$(events)
 t0=$(date +%s.%N)
 touch "$tmp/start"
 
-routes=(/api/status /api/scopes "/api/scopes?pid=$w_pid" /api/values "/api/logs?since=0" /api/cpu/folded
-	/pprof/profile /api/cpu/flamegraph /metrics /api/report /api/targets)
+routes=(/api/status /api/scopes "/api/scopes?pid=$w_pid" "/api/scopes/slowest?pid=$w_pid&name=soak_inner" /api/values
+	"/api/logs?since=0" /api/cpu/folded /pprof/profile /api/cpu/flamegraph /metrics /api/report /api/targets
+	"/api/threads?pid=$w_pid" "/api/thread/stacks?pid=$w_pid")
+# the flight recorder's trace (/api/trace) too, every SOAK_TRACE_EVERY s (120): a trace of a
+# workload this fast takes long to build (it is not in the loop above)
+trace_every=${SOAK_TRACE_EVERY:-120}
+next_trace=$(($(date +%s) + 30))
+traces=0
 polls=0
 bad=0
 rss=()
@@ -121,13 +131,24 @@ while :; do
 		rss+=("$((now - start_s)) $r")
 		# the counters beside it: events, CPU samples and losses over time
 		if api /api/status "$tmp/tick.json" >/dev/null; then
-			jq -r --arg t "$((now - start_s))" --arg r "$r" \
-				'"\($t) \($r) \(.scopes.events) \(.cpu.samples) \(.cpu.lost) \(.scopes.dropped) \(.cpu.table_bytes // 0) \(.cpu.aged // 0)"' \
+			jq -r --arg t "$((now - start_s))" --arg r "$r" --argjson p "$w_pid" \
+				'"\($t) \($r) \(.scopes.events) \(.cpu.samples) \(.cpu.lost) \(.scopes.dropped) \(.cpu.table_bytes // 0) \(.cpu.aged // 0) \([.targets[] | select(.pid == $p) | .ring.bytes // 0] | add // 0)"' \
 				"$tmp/tick.json" >>"$tmp/timeline.txt"
 		fi
 		next_rss=$((now + SOAK_RSS_EVERY))
 	fi
 	[ "$now" -ge "$end_s" ] && break
+	if [ "$trace_every" -gt 0 ] && [ "$now" -ge "$next_trace" ]; then
+		code=$(curl -s --max-time 120 --unix-socket "$sock" -o /dev/null -w '%{http_code}' \
+			"http://qprofd/api/trace?pid=$w_pid&max_mb=8")
+		traces=$((traces + 1))
+		polls=$((polls + 1))
+		if [ "$code" != 200 ]; then
+			bad=$((bad + 1))
+			[ "$bad" -le 5 ] && say "  poll /api/trace answered $code"
+		fi
+		next_trace=$(($(date +%s) + trace_every))
+	fi
 	for r in "${routes[@]}"; do
 		code=$(api "$r")
 		polls=$((polls + 1))
@@ -198,7 +219,7 @@ say "== figures"
 say "  scope events/s (enter + exit hits): $(printf '%.0f' "$hits");" \
 	"whole scopes/s (qprofd's status, polled window): $(printf '%.0f' "$rate");" \
 	"workload's own count over its whole run: $(printf '%.0f' "$(calc "$w_scopes / ($t1 - $t0)")")"
-say "  polls: $polls requests, $bad not answered 200"
+say "  polls: $polls requests ($traces of them traces), $bad not answered 200"
 ref="" ref_t=""
 min="" max="" first="" last=""
 for s in "${rss[@]}"; do
@@ -223,8 +244,12 @@ awk -v half="$((SOAK_SECONDS / 2))" '
 		printf "  CPU samples lost, first half %.3f %% (%d of %d), second half %.3f %% (%d of %d)\n",
 			ds1 ? 100 * dl1 / ds1 : 0, dl1, ds1, ds2 ? 100 * dl2 / ds2 : 0, dl2, ds2
 	}' "$tmp/timeline.txt"
+# the target's ring memory (status targets[].ring.bytes) over the run
+read -r rb_min rb_max rb_last < <(awk '{ b = $9 + 0; if (NR == 1 || b < mn) mn = b; if (b > mx) mx = b; l = b }
+	END { print mn + 0, mx + 0, l + 0 }' "$tmp/timeline.txt")
 # SOAK_LOG=FILE keeps the timeline: seconds, RSS kB, scope events, CPU
-# samples, CPU lost, scope drops, CPU table bytes, CPU samples aged out
+# samples, CPU lost, scope drops, CPU table bytes, CPU samples aged out,
+# the target's ring bytes
 [ -n "${SOAK_LOG:-}" ] && cp "$tmp/timeline.txt" "$SOAK_LOG"
 say "  workload: scopes $w_scopes values $w_values marks $w_marks logs $w_logs"
 say "  qprofd:   scopes $q_scopes values $q_values marks $q_marks logs $q_logs"
@@ -235,6 +260,8 @@ say "  lost: logs $l_logs, values $l_values, marks $l_marks; CPU samples $cpu_sa
 say "  CPU table: $cpu_bytes bytes at the end; samples aged out of the since-attach views $cpu_aged"
 if [ -n "$on_ring" ]; then
 	read -r r_head r_base r_read r_lost r_unread <<<"$r_sum"
+	say "  ring memory of the target (status ring.bytes, every RSS sample): min $rb_min, max $rb_max," \
+		"last $rb_last bytes ($(rg .rings) rings now)"
 	say "  ring: head $r_head = base $r_base + read $r_read + lost $r_lost (+ unread $r_unread) records;" \
 		"lost events $([ "$r_est" = true ] && echo "estimated (~)" || echo "counted"): scopes" \
 		"$(st '.scopes.dropped_by_reason.ring_lost // 0'), marks $r_marks, values $r_values, other records $r_other"
@@ -266,6 +293,10 @@ account_est() { # NAME DONE MEASURED LOST
 		"($miss > 0 ? 100 * ($4 - $miss) / $miss : 0)") % off; limit +-${SOAK_EST_TOL:-10} % + 16)"
 }
 if [ -n "$on_ring" ]; then
+	# one ring a thread of the workload (and its main thread's), each of
+	# the size qprofd asks: bounded by that, whatever the run's length
+	verdict ring_memory "$([ "$rb_max" -gt 0 ] && [ "$rb_max" -le $(((SOAK_THREADS + 1) * $(st '.ring.ring_records') * 16 + (SOAK_THREADS + 1) * 4096)) ] && echo 1 || echo 0)" \
+		"the rings' memory at most $rb_max bytes over the run (bound: $((SOAK_THREADS + 1)) rings of $(st '.ring.ring_records') records)"
 	verdict ring_records "$([ "$r_unread" = 0 ] && [ $((r_base + r_read + r_lost)) = "$r_head" ] &&
 		[ "$r_bad" = 0 ] && echo 1 || echo 0)" \
 		"base + read + lost == head on every ring ($r_bad rings off), unread $r_unread"

@@ -4,7 +4,11 @@
  * every 1024 loops and a QPROF_LOG every 16384, and count what they did, so
  * that every event qprofd did not measure can be matched with a counter.
  *
- *   soak_work THREADS --start-file PATH --stop-file PATH
+ *   soak_work THREADS --start-file PATH --stop-file PATH [--rate R]
+ *
+ * --rate R paces each thread at about R scopes/s (its loops in 1 ms steps,
+ * on an absolute clock, so that a late step is caught up); without it the
+ * threads run flat out.
  *
  * Prints "ready PID", waits for the start file (the tracer attaches
  * meanwhile), runs until the stop file exists, prints
@@ -27,13 +31,22 @@ struct worker {
 };
 
 static atomic_int stop;
+static uint64_t rate; /* scopes/s a thread, 0: flat out */
 
 static __attribute__((noinline)) void *work(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t x = 1, i;
+	uint64_t x = 1, i, step = 0, t0 = bench_now_ns();
+	/* loops (5 scopes each) a 1 ms step, when paced */
+	uint64_t per_ms = rate ? (rate + 4999) / 5000 : 0;
 
 	for (i = 0; !atomic_load_explicit(&stop, memory_order_relaxed); i++) {
+		if (per_ms && i % per_ms == 0) {
+			uint64_t at = t0 + step++ * 1000000ull;
+			struct timespec ts = { (time_t)(at / 1000000000ull), (long)(at % 1000000000ull) };
+
+			clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		}
 		{
 			QPROF_SCOPE("soak_outer");
 			for (uint64_t j = 0; j < 4; j++) {
@@ -65,10 +78,14 @@ int main(int argc, char **argv)
 	sigset_t set;
 	int n, i, sig;
 
-	if (argc != 6 || strcmp(argv[2], "--start-file") || strcmp(argv[4], "--stop-file")) {
-		fprintf(stderr, "usage: %s THREADS --start-file PATH --stop-file PATH\n", argv[0]);
+	if ((argc != 6 && argc != 8) || strcmp(argv[2], "--start-file") || strcmp(argv[4], "--stop-file") ||
+	    (argc == 8 && strcmp(argv[6], "--rate"))) {
+		fprintf(stderr, "usage: %s THREADS --start-file PATH --stop-file PATH [--rate SCOPES_PER_S]\n",
+			argv[0]);
 		return 2;
 	}
+	if (argc == 8)
+		rate = bench_parse_count(argv[7]);
 	n = atoi(argv[1]);
 	if (n < 1 || n > MAX_THREADS) {
 		fprintf(stderr, "THREADS must be 1..%d\n", MAX_THREADS);

@@ -289,6 +289,12 @@ add_test(NAME integration_ring_lifecycle
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring_lifecycle.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:spans_target> $<TARGET_FILE:lifecycle_target>)
 set_tests_properties(integration_ring_lifecycle PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# The ring's means against the program's own clock (bench/ring_means.py):
+# scopes of about 1 us and 20 us on 2 threads, within 3 % + 30 ns of the
+# time between the program's first and last clock read inside each scope.
+add_test(NAME integration_ring_means
+  COMMAND ${PYTHON3} ${PROJECT_SOURCE_DIR}/bench/ring_means.py ${PROJECT_BINARY_DIR})
+set_tests_properties(integration_ring_means PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
 
 # Every thread's stack without stopping the process: three named
 # threads sleeping, waiting on a condition variable and spinning.

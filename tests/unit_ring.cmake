@@ -47,3 +47,12 @@ foreach(v plain avx2)
   add_test(NAME unit_ring_thunk_${v} COMMAND test_ring_thunk_${v})
   set_tests_properties(unit_ring_thunk_${v} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
+
+# QPROF_LOG's own formatter against snprintf, byte for byte (C and C++).
+add_executable(test_log_fmt_c ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_log_fmt.c)
+add_executable(test_log_fmt_cxx ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_log_fmt_cxx.cpp)
+foreach(lang c cxx)
+  target_include_directories(test_log_fmt_${lang} PRIVATE ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(test_log_fmt_${lang} PRIVATE -O2)
+  add_test(NAME unit_log_fmt_${lang} COMMAND test_log_fmt_${lang})
+endforeach()

@@ -218,6 +218,7 @@ __attribute__((weak, visibility("hidden"), section(".probes"))) volatile unsigne
 		QPROF__SITE_INIT(kind, name)
 
 #include "ring.h"
+#include "log_fmt.h"
 
 /* Enter: the nop5, then the ring record (its time stamp as late as it can
  * be); exit: the ring record first. */
@@ -398,7 +399,7 @@ qprof__scope_cleanup(const struct qprof_site *const *site)
 		if (__builtin_expect(qprof_log_semaphore != 0, 0)) {               \
 			__label__ qprof__lring, qprof__ldone;                      \
 			char qprof__msg[QPROF_LOG_MAX];                            \
-			int qprof__len = snprintf(qprof__msg, sizeof(qprof__msg), __VA_ARGS__); \
+			int qprof__len = qprof__log_fmt(qprof__msg, sizeof(qprof__msg), __VA_ARGS__); \
 			QPROF__LOG_PROBE(QPROF__CAT(qprof__site_, n), qprof__lring); \
 			goto qprof__ldone;                                         \
 		qprof__lring:                                                      \

@@ -16,8 +16,8 @@ exactly, on rings of scopes only (lost_estimated false):
 - a process that exits right after its burst: what its rings held unread
   counted lost (lost_at_exit), the sums still exact;
 - --ring-records: new rings get the size asked; a bad value refused;
-- text qprof-cli status and scopes say the loss when there is one, and
-  nothing when there is none.
+- text qprof-cli status, scopes and top --once say the loss when there is
+  one, and nothing when there is none.
 
 usage: test_ring_exact.py QPROFD RING_EXACT_TARGET QPROF_CLI"""
 import json
@@ -139,6 +139,9 @@ try:
     t.check("scopes lost" not in text, f"text status says no loss when there is none:\n{text}")
     text = cli_out(d, "scopes", "--pid", str(prog.pid))
     t.check("scopes lost" not in text, f"text scopes says no loss when there is none:\n{text}")
+    text = cli_out(d, "top", "--once", "--interval", "1")
+    t.check("targets:" in text and "scopes lost" not in text,
+            f"text top says no loss when there is none:\n{text}")
     prog.cmd("burst 2 30000")
     check_exact(d, prog, "30k on 2 threads", want_lost=False)
     prog.cmd("paced 2 1000000 3")
@@ -175,6 +178,8 @@ try:
     t.check("scopes lost" in text, f"text status says the loss:\n{text}")
     text = cli_out(d, "scopes", "--pid", str(prog.pid))
     t.check("scopes lost" in text, f"text scopes says the loss:\n{text}")
+    text = cli_out(d, "top", "--once", "--interval", "1")
+    t.check(f"{r['lost_scopes']} scopes lost on the ring" in text, f"text top says the loss:\n{text}")
     res = prog.cmd("exit 2 200000")
     prog.p.wait(timeout=30)
     r, _ = check_exact(d, prog, "a process that exits after its burst")
