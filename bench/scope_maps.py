@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/scope_maps.py - kernel memory and poll cost of the scope
-aggregates (issue 14), for one or more qprofd binaries in one run.
+aggregates, for one or more qprofd binaries in one run.
 
 For each qprofd: burst_target makes 1000 (scope, parent) pairs (3000 exits);
 then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/soak.sh - the soak of issue 7: a workload running nested qprof scopes
+# bench/soak.sh - the soak: a workload running nested qprof scopes
 # flat out on several threads (bench/soak_work.c), qprofd --pid on it, every
 # route of the API polled in a loop, qprofd's RSS sampled; at the end the
 # event rate, the RSS drift and every counter, with the workload's own counts

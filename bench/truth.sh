@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/truth.sh - the truth of the calibrated BPF collector (issue 9):
+# bench/truth.sh - the truth of the calibrated BPF collector:
 # 1 us and 20 us scopes on 2 threads, qprof's means against the program's
 # own clock, before and after the calibration's correction. A timing goal,
 # so run by hand, not by ctest: the probe cost moves between runs here.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/unwind.sh - user stacks without frame pointers (issue 11): the cost
+# bench/unwind.sh - user stacks without frame pointers: the cost
 # per sample and the accuracy of qprofd's CFI unwinding against perf, in the
 # same run.
 #

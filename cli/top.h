@@ -31,7 +31,7 @@ struct scope_row {
 	double dur[SD_N];
 	bool has_dur[SD_N];
 	uint64_t calibration_ns;	/* the BPF collector's, taken off each duration */
-	/* the kernel figures of the interval (issue 10), when the daemon has them */
+	/* the kernel figures of the interval, when the daemon has them */
 	bool has_kernel;
 	uint64_t off_cpu_ns, voluntary, involuntary;
 };

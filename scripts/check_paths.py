@@ -11,7 +11,9 @@ file under SOURCE_DIR but build directories), text files only:
 - an absolute path under the development machines' work tree (the
   folder named in WORK below);
 - the name of a document in capitals (a capitalised name ending in .md, as design notes are
-  named) of which the repository has no file.
+  named) of which the repository has no file;
+- a tracker's issue number ("issue" and a number), which means nothing to
+  a reader of the repository: say what the code does and why instead.
 
 --links also reports markdown links to files that do not exist (not an
 error by default: documents may link pages another change adds).
@@ -53,6 +55,7 @@ REL = re.compile(r"(?<![\w./-])((?:\.\./)+[\w.-][\w./-]*)")
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
 WORK_DIR = "/" + "work" + "/"  # spelt in two parts so this file does not cite it
 WORK = re.compile(r"(?<![\w.-])" + re.escape(WORK_DIR) + r"[\w./-]*")
+ISSUE = re.compile(r"\b[Ii]ssues? ?#?[0-9]+\b")
 DOCNAME = re.compile(r"(?<![\w./-])([A-Z][A-Z_]+\.md)\b")
 
 findings = 0
@@ -96,6 +99,9 @@ for rel in files:
                     dangling += 1
         for m in WORK.finditer(line):
             print("%s:%d: %s is outside the repository" % (rel, n, m.group(0)))
+            findings += 1
+        for m in ISSUE.finditer(line):
+            print("%s:%d: '%s' names an issue of the tracker" % (rel, n, m.group(0)))
             findings += 1
         for m in DOCNAME.finditer(line):
             if m.group(1) not in basenames:

@@ -23,7 +23,7 @@ add_test(NAME integration_scope_keys
           $<TARGET_FILE:qprofd> $<TARGET_FILE:keys_target>)
 set_tests_properties(integration_scope_keys PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
-# A burst of 1000 new (scope, parent) pairs right after attach (issue 14): all exact.
+# A burst of 1000 new (scope, parent) pairs right after attach: all exact.
 add_executable(burst_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/burst_target.c)
 target_include_directories(burst_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(burst_target PRIVATE -O2 -g)
@@ -107,7 +107,7 @@ add_test(NAME integration_lifecycle_perf_uprobes
 set_tests_properties(integration_lifecycle integration_lifecycle_perf_uprobes PROPERTIES
   ENVIRONMENT "QPROF_TEST_LIFECYCLE_LIB=$<TARGET_FILE:lifecycle_lib>")
 set_tests_properties(integration_lifecycle_perf_uprobes PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
-# Deploys and what a client may name (issue 7, items 1, 5, 8, 9): a second
+# Deploys and what a client may name: a second
 # build of scope_target whose code sits 301 bytes further on replaces the first,
 # in place (same inode) and by rename, under --pid and --binary.
 add_executable(scope_target_v2 ${CMAKE_CURRENT_SOURCE_DIR}/integration/scope_target.c)
@@ -171,7 +171,7 @@ add_test(NAME integration_spans
 add_test(NAME integration_spans_perf_uprobes
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_spans.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:spans_target> $<TARGET_FILE:qprof-cli> --no-uprobe-multi)
-# The same on the ring collector (issue 15 for it): the markers' span records.
+# The same on the ring collector: the markers' span records.
 add_test(NAME integration_spans_ring
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_spans.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:spans_target> $<TARGET_FILE:qprof-cli> --ring)
@@ -274,7 +274,7 @@ add_test(NAME integration_ring_lifecycle
           $<TARGET_FILE:qprofd> $<TARGET_FILE:spans_target> $<TARGET_FILE:lifecycle_target>)
 set_tests_properties(integration_ring_lifecycle PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
-# Every thread's stack without stopping the process (issue 12): three named
+# Every thread's stack without stopping the process: three named
 # threads sleeping, waiting on a condition variable and spinning.
 add_executable(threads_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/threads_target.c)
 target_include_directories(threads_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
@@ -285,7 +285,7 @@ add_test(NAME integration_threads
           $<TARGET_FILE:qprofd> $<TARGET_FILE:threads_target> $<TARGET_FILE:qprof-cli>)
 set_tests_properties(integration_threads PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 # The same program without frame pointers: the thread stacks unwound by the
-# CFI (issue 11), exact frames.
+# CFI, exact frames.
 add_executable(threads_target_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/threads_target.c)
 target_include_directories(threads_target_nofp PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(threads_target_nofp PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)
@@ -295,7 +295,7 @@ add_test(NAME integration_threads_cfi
           $<TARGET_FILE:qprofd> $<TARGET_FILE:threads_target_nofp>)
 set_tests_properties(integration_threads_cfi PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 
-# Issue 13: the real Prometheus (Debian's package) scrapes two qprofd over
+# The real Prometheus (Debian's package) scrapes two qprofd over
 # --listen; histogram_quantile agrees with qprofd's p99 and with the merged
 # distribution, classic and native histograms; promtool lints /metrics.
 add_executable(prom_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/prom_target.c)
@@ -306,7 +306,7 @@ add_test(NAME integration_prometheus
           $<TARGET_FILE:qprofd> $<TARGET_FILE:prom_target>)
 set_tests_properties(integration_prometheus PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
-# Heap profiling (issue 12): known allocations, a static binary without symbols.
+# Heap profiling: known allocations, a static binary without symbols.
 add_executable(heap_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/heap_target.c)
 target_include_directories(heap_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(heap_target PRIVATE -O1 -g -fno-inline -fno-omit-frame-pointer)
@@ -347,7 +347,7 @@ add_test(NAME integration_no_tracefs
           $<TARGET_FILE:ring_target>)
 set_tests_properties(integration_no_tracefs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
 
-# Libraries loaded after attach (issue 16): a host that dlopens marked
+# Libraries loaded after attach: a host that dlopens marked
 # plugins when told; the plugin built as a rebuilt version (v2), without
 # markers, and without its spin (the load/unload cycles).
 add_executable(plugin_host ${CMAKE_CURRENT_SOURCE_DIR}/integration/plugin_host.c)
@@ -381,7 +381,7 @@ add_test(NAME integration_srcline
           $<TARGET_FILE:qprofd> $<TARGET_FILE:srcline_target>
           ${CMAKE_CURRENT_SOURCE_DIR}/integration/srcline_target.c)
 set_tests_properties(integration_srcline PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
-# Unwinding without frame pointers (issue 11): the qsort workload built -O2
+# Unwinding without frame pointers: the qsort workload built -O2
 # -g without and with frame pointers, a C++ std::sort one; none has markers
 # (CPU-only targets), and the --all view of a process that is no target.
 add_executable(qsort_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/qsort_target.c)
@@ -408,7 +408,7 @@ add_test(NAME integration_offcpu_kernel
           $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_nofp>)
 set_tests_properties(integration_offcpu_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
 
-# Off-CPU profiles, the scopes' kernel figures, the slowest instances (issue 10).
+# Off-CPU profiles, the scopes' kernel figures, the slowest instances.
 add_executable(offcpu_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/offcpu_target.c)
 target_include_directories(offcpu_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(offcpu_target PRIVATE -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
@@ -419,7 +419,7 @@ add_test(NAME integration_offcpu
 set_tests_properties(integration_offcpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
 # Per-instance migrations, page faults and irq time of the slowest
-# instances, ring and BPF collectors alike (issue 10): kev_target.c.
+# instances, ring and BPF collectors alike: kev_target.c.
 add_executable(kev_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/kev_target.c)
 target_include_directories(kev_target PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(kev_target PRIVATE -O1 -g -fno-omit-frame-pointer -DQPROF_RING_RECORDS=1024)
@@ -428,7 +428,7 @@ add_test(NAME integration_slow_kernel
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_slow_kernel.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:kev_target>)
 set_tests_properties(integration_slow_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
-# The windows of /api/scopes/slowest?seconds= (issue 10): their own reservoirs and BPF thresholds.
+# The windows of /api/scopes/slowest?seconds=: their own reservoirs and BPF thresholds.
 add_test(NAME integration_slow_window
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_slow_window.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:offcpu_target>)

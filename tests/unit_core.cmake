@@ -29,7 +29,7 @@ add_executable(test_heap_math ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_heap_math.c)
 target_link_libraries(test_heap_math qprof_common m)
 add_test(NAME unit_heap_math COMMAND test_heap_math)
 
-# The CFI unwinder on this program's own stack, PIE and not (issue 11).
+# The CFI unwinder on this program's own stack, PIE and not.
 foreach(v unwind unwind_nopie)
   add_executable(test_${v} ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_unwind.c
     ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c ${PROJECT_SOURCE_DIR}/daemon/collect/unwind_fast.c)

@@ -48,7 +48,7 @@ target_link_libraries(test_model_logs qprof_model Threads::Threads m)
 add_test(NAME unit_model_logs COMMAND test_model_logs)
 
 # The scope collector's daemon-side copy of the kernel chunks, and its map
-# sizes on simulated hosts of 2, 64 and 256 CPUs (issue 14).
+# sizes on simulated hosts of 2, 64 and 256 CPUs.
 add_executable(test_scope_store ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_store.c)
 target_link_libraries(test_scope_store qprof_collect m)
 add_test(NAME unit_scope_store COMMAND test_scope_store)
@@ -68,7 +68,7 @@ target_include_directories(test_ring_spans PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_ring_spans qprof_collect m)
 add_test(NAME unit_ring_spans COMMAND test_ring_spans)
 
-# Thread stacks (issue 12): the frame-pointer walk over a copied stack and
+# Thread stacks: the frame-pointer walk over a copied stack and
 # the call check of the stack scan (daemon/collect/collect_threads.c).
 add_executable(test_thread_unwind ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_thread_unwind.c)
 target_link_libraries(test_thread_unwind qprof_collect Threads::Threads m)

@@ -192,7 +192,7 @@ out:
 	free(v);
 }
 
-/* The scopes' kernel figures (issue 10; rows with has_kernel, either collector):
+/* The scopes' kernel figures (rows with has_kernel, either collector):
  * one counter family each, with the label sets of FAM_SCOPE, rows of one set
  * added, the same sets kept by the cap (its omissions are FAM_SCOPE's). */
 #define KFIGS 6

@@ -18,7 +18,7 @@
 #include "http_routes.h"
 #include "collect/collect_cpu.h"
 
-/* under --all, any process with samples (issue 11) */
+/* under --all, any process with samples */
 static bool has_samples(struct qprofd *d, int pid)
 {
 	return d->sample_all && d->cpu && qp_cpu_has_pid(d->cpu, (uint32_t)pid);

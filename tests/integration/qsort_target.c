@@ -1,4 +1,4 @@
-/* qsort_target.c - issue 11's workload: three callers whose CPU time splits
+/* qsort_target.c - the unwinding test's workload: three callers whose CPU time splits
  * 1:2:3, nearly all of it inside glibc's qsort (built without frame
  * pointers on Debian) calling back into a comparator of ours. It has no
  * qprof marker: a CPU-only target. It prints its pid, waits for SIGUSR1,

@@ -1,4 +1,4 @@
-// sort_target.cpp - the C++ case of issue 11's unwinding test: three
+// sort_target.cpp - the C++ case of the unwinding test: three
 // instances of a function template whose CPU time splits 1:2:3 inside
 // std::sort, with the comparator (a functor template) and most of std::sort
 // inlined. Built -O2 -g -fomit-frame-pointer. Same protocol as

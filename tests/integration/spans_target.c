@@ -8,7 +8,7 @@
  *              one block scope per order on each thread. Prints the count
  *              and the mean the program measured itself.
  *   roundtrip --scope-begin  the same with QPROF_SCOPE_BEGIN/END, which pair
- *              on one thread only: what a new user writes first (issue 15).
+ *              on one thread only: what a new user writes first.
  *   abandon    each round begins BATCH spans never ended (ids go on from
  *              round to round).
  *   bad        the faults of test_spans.py, once each, on a thread that

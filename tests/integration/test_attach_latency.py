@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""No registry lock across an attach or a detach (issue 8): while processes
+"""No registry lock across an attach or a detach: while processes
 with 8194 probe sites each are attached and detached, several at once,
 GET /api/status answers often, 95 % of the answers within 100 ms and the
 slowest within 1 s.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CPU samples over many distinct stacks (issue 7, item 9: losses climbed
+"""CPU samples over many distinct stacks (losses climbed
 without bound because the kernel's stack map was never cleared and filled
 up). A program walks random call paths with 2^20 distinct stacks, sampled at
 999 Hz until at least 20,000 samples: more distinct stacks than the old stack

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Deploys under a running qprofd (issue 7, item 1). A second build of the
+"""Deploys under a running qprofd. A second build of the
 target whose code sits 301 bytes further on replaces the first:
 
 - in place (same inode, as `cp v2 app` does) and by rename (a new inode);

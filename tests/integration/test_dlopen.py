@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Libraries loaded after attach (issue 16).
+"""Libraries loaded after attach.
 
 The plugin workload: a host attached by --pid (or by --binary, caught at its
 exec) dlopens a marked plugin 100 ms after qprofd attached, calls its scoped

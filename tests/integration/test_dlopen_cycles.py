@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""100 dlopen/dlclose cycles of 10 marked libraries while attached (issue 16).
+"""100 dlopen/dlclose cycles of 10 marked libraries while attached.
 
 Each cycle loads 10 copies of a plugin (10 files, so 10 inodes), calls each
 10 times, and unloads them all. Afterwards qprofd holds exactly the BPF links

@@ -45,7 +45,7 @@ try:
     err(d, "POST", "/api/targets", "", 400, "empty body")
     err(d, "POST", "/api/targets", "{\"pid\": 1, \"pid\": 2}", 400, "duplicate keys")
     err(d, "POST", "/api/targets", "[" * 100000, 413, "oversized body")
-    # a process without probes is a CPU-only target (issue 11)
+    # a process without probes is a CPU-only target
     st, tv = d.post("/api/targets", {"pid": os.getpid()})
     t.eq(st, 201, "a process without probes is attached for CPU samples")
     t.eq(tv.get("cpu_only") if isinstance(tv, dict) else None, True, "and said to be CPU only")

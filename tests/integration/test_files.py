@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""What a client may name as a --binary, and what a bad file gets (issue 7,
-items 5, 8, 9):
+"""What a client may name as a --binary, and what a bad file gets:
 
 - a FIFO, /dev/zero, a directory: 400 at once (nothing is opened for
   reading), while GET /api/status keeps answering;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Heap profiling end to end (issue 12), on heap_target's known allocations
+"""Heap profiling end to end, on heap_target's known allocations
 with one sample per 8 KiB on average: keep_blocks keeps 8 MiB in 4 KiB
 blocks, churn allocates and frees 200 MiB, keep_calloc keeps 16 MiB from
 calloc. In-use by function within 15 % for the keepers and < 1 MiB for the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How much anyone may take of qprofd (issue 7, items 6 and 9), through the
+"""How much anyone may take of qprofd, through the
 real socket with a bounded client:
 
 - 16 follow=1 streams fill the long-poll slots too, and give them back when

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fork and exec of targets (issue 7, items 2 and 3).
+"""Fork and exec of targets.
 
 Fork: kernel 6.18 turns a hit uprobe on a nop5 into a call to a per-mm
 trampoline that fork does not copy; without qprofd's repair every child that
@@ -200,7 +200,7 @@ def exec_case(by_binary, n, m):
         # by --pid, the library the old image had probes in is attached again
         # for the new one, which maps it only once its loader has run; by
         # --binary, the new image's loader reports the library at its
-        # rendezvous and it is probed for the process (issue 16)
+        # rendezvous and it is probed for the process
         rows = sorted((r["name"], r["site_kind"]) for r in body["scopes"])
         want = [("after_exec", "scope"), ("lib_work", "scope")]
         live = sum(r["count"] for r in body["scopes"])

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Who may talk to qprofd (issue 7, items 4 and 8): a throw-away non-root
+"""Who may talk to qprofd: a throw-away non-root
 user, created here and removed at the end, talks to --listen (and to the
 unix socket): GET works; POST/DELETE are refused without a token (403), with
 no or a wrong token (401), and go through with the right one; a foreign
@@ -24,6 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qptest import Daemon, Failures, Target, require_root  # noqa: E402
+from pbwire import fields  # noqa: E402
 
 qprofd, target_bin, cli = sys.argv[1:4]
 require_root()
@@ -99,43 +100,12 @@ def kernel_symbol():
     return None
 
 
-def pb_fields(buf):
-    """(field, wire type, value) of one protobuf message, lengths as bytes."""
-    i = 0
-    while i < len(buf):
-        key, i = varint(buf, i)
-        f, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = varint(buf, i)
-        elif wt == 2:
-            n, i = varint(buf, i)
-            v, i = buf[i:i + n], i + n
-        elif wt == 1:
-            v, i = int.from_bytes(buf[i:i + 8], "little"), i + 8
-        elif wt == 5:
-            v, i = int.from_bytes(buf[i:i + 4], "little"), i + 4
-        else:
-            raise ValueError(f"wire type {wt}")
-        yield f, wt, v
-
-
-def varint(buf, i):
-    v = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        v |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return v, i
-
-
 def location_addresses(gz):
     """Addresses of every Location (Profile field 4, Location field 3)."""
     out = []
-    for f, wt, v in pb_fields(gzip.decompress(gz)):
+    for f, wt, v in fields(gzip.decompress(gz)):
         if f == 4 and wt == 2:
-            out.append(next((x for g, w, x in pb_fields(v) if g == 3 and w == 0), 0))
+            out.append(next((x for g, w, x in fields(v) if g == 3 and w == 0), 0))
     return out
 
 

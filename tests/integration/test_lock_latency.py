@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""No lock held across slow work (issue 8): while CPU profiles are built
+"""No lock held across slow work: while CPU profiles are built
 (a 5 s window, GET /api/cpu/folded?seconds=5, and a whole-run flame graph,
 over thousands of distinct stacks) and an exit report (five files and an
 SVG) is written, GET /api/status answers within 100 ms, every time.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Off-CPU profiles, the scopes' kernel figures and the slowest instances
-(issue 10), end to end on offcpu_target.c:
+"""Off-CPU profiles, the scopes' kernel figures and the slowest instances,
+end to end on offcpu_target.c:
 
 1. slow: 500 instances of scope "tick", about 20 us each, every 50th
    sleeping 2 ms in sleep_2ms(), every 50th (offset 25) spinning 2 ms in

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""--pid and --binary on the same process (issue 7, item 9): each site is
+"""--pid and --binary on the same process: each site is
 probed once whatever the mix. A --pid target whose file then becomes a
 --binary target keeps counting through its own links only; detaching the
 pid hands it over to the binary with no gap and no double count; a second

@@ -34,6 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qptest import Daemon, Failures, Target, collector_args, require_root  # noqa: E402
+from pbwire import fields, packed  # noqa: E402
 
 qprofd, target = sys.argv[1:3]
 collector = sys.argv[3] if len(sys.argv) > 3 else "ring"
@@ -91,43 +92,6 @@ def traces_split(text):
     return total, by
 
 
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        if not c & 0x80:
-            return v, i
-        shift += 7
-
-
-def fields(b):
-    """(field, wire type, value) of a protobuf message: ints or bytes."""
-    i = 0
-    while i < len(b):
-        key, i = varint(b, i)
-        f, w = key >> 3, key & 7
-        if w == 0:
-            v, i = varint(b, i)
-        elif w == 2:
-            n, i = varint(b, i)
-            v, i = b[i:i + n], i + n
-        else:
-            raise ValueError(f"wire type {w}")
-        yield f, w, v
-
-
-def packed(v, w):
-    if w == 0:
-        return [v]
-    out, i = [], 0
-    while i < len(v):
-        x, i = varint(v, i)
-        out.append(x)
-    return out
-
-
 def heap_samples(gz):
     """[(values, {label: str or num})] of a gzipped pprof, and the sample types."""
     strings, raw, types = [], [], []
@@ -143,7 +107,7 @@ def heap_samples(gz):
         vals, labels = [], {}
         for f, w, v in fields(smp):
             if f == 2:
-                vals += packed(v, w)
+                vals += packed(v)
             elif f == 3:
                 lab = dict((ff, vv) for ff, _, vv in fields(v))
                 labels[strings[lab.get(1, 0)]] = strings[lab[2]] if lab.get(2) else lab.get(3, 0)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Past one machine (issue 13): the real Prometheus (Debian's 2.42) scrapes
+"""Past one machine: the real Prometheus (Debian's 2.42) scrapes
 two qprofd over their read-only --listen on loopback, every second. Two
 Prometheus servers run side by side: one reads the text format (classic
 histograms), one runs with --enable-feature=native-histograms and so

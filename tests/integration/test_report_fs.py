@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The report directory against planted symlinks (issue 7, item 7): qprofd
+"""The report directory against planted symlinks: qprofd
 refuses a report directory that is a symlink, owned by someone else, or
 writable by group or others; it never follows a symlink planted inside it,
 neither when it writes a report nor when GET /api/report reads one, and reads

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The rest of the ring collector (issue 9), end to end:
+"""The rest of the ring collector, end to end:
 
 - QPROF_LOG through the ring: 1000 messages and one of 300 characters, each
   exactly once in /api/logs (none also through the BPF log program), in

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A burst of first hits right after attach (issue 14): 500 scope functions
+"""A burst of first hits right after attach: 500 scope functions
 under 2 parent scopes, 3 calls each = 3000 exits making 1000 new
 (scope, parent) pairs within milliseconds. Every pair must have its exact
 count (3), min <= p50 <= max, and nothing may be dropped. Twice: with the

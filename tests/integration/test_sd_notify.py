@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""qprofd under a Type=notify unit (issue 7, item 10): with $NOTIFY_SOCKET
+"""qprofd under a Type=notify unit: with $NOTIFY_SOCKET
 set, it sends READY=1 once its socket answers, and STOPPING=1 when SIGTERM
 starts its shutdown; it then exits 0. The notify socket is a datagram socket
 of the test, as systemd's is.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Per-instance migrations, page faults and irq time of the slowest
-instances, under both scope collectors (issue 10), on kev_target.c: 500
+instances, under both scope collectors, on kev_target.c: 500
 instances of scope "tick" pinned to one CPU under SCHED_FIFO, every 50th
 (offset 10) faulting K = 64 new pages, every 50th (offset 35) moving itself
 to the other CPU, both then spinning 2 ms. Each of the 20 special instances

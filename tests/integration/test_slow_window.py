@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The windows of GET /api/scopes/slowest?seconds= (issue 10), end to end
+"""The windows of GET /api/scopes/slowest?seconds=, end to end
 on offcpu_target.c's "window" workload, under the BPF collector and the
 ring collector:
 

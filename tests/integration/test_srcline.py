@@ -26,6 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qptest import Daemon, Failures, Target, require_root  # noqa: E402
+from pbwire import packed, pairs as fields  # noqa: E402
 
 qprofd, target_bin, source = sys.argv[1:4]
 require_root()
@@ -44,46 +45,6 @@ def marked_line(mark):
 LINE_MIX, _ = marked_line("LINE_MIX_BODY")
 LINE_LOOP, _ = marked_line("LINE_MIX_LOOP")
 LINE_CALL, CALL_TEXT = marked_line("LINE_BURN_CALL")
-
-
-# ---- a protobuf reader, enough for profile.proto ----
-
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        if not c & 0x80:
-            return v, i
-        shift += 7
-
-
-def fields(b):
-    """(field, value) pairs; value an int (varint) or bytes (length-delimited)."""
-    i = 0
-    while i < len(b):
-        key, i = varint(b, i)
-        f, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = varint(b, i)
-        elif wt == 2:
-            n, i = varint(b, i)
-            v = b[i:i + n]
-            i += n
-        else:
-            raise ValueError(f"wire type {wt}")
-        yield f, v
-
-
-def packed(v):
-    if isinstance(v, int):
-        return [v]
-    out, i = [], 0
-    while i < len(v):
-        x, i = varint(v, i)
-        out.append(x)
-    return out
 
 
 def decode(raw):

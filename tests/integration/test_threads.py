@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Thread stacks without stopping the process (issue 12): threads_target's
+"""Thread stacks without stopping the process: threads_target's
 three named threads, one sleeping in qt_sleeping_here (nanosleep), one
 blocked in pthread_cond_wait under qt_waiting_here, one spinning in
 qt_spinning_here. GET /api/threads lists every thread with the kernel's

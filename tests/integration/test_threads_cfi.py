@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Thread stacks by the CFI (issue 11 for GET /api/threads): threads_target
+"""Thread stacks by the CFI for GET /api/threads: threads_target
 built -O2 without frame pointers, like glibc. Before, such a program's
 threads got `scan` (every word of the copied stack that looks like a return
 address, stale ones included); now each thread's copy goes through the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Unwinding without frame pointers, and CPU-only targets (issue 11).
+"""Unwinding without frame pointers, and CPU-only targets.
 
 Three programs whose three callers burn CPU 1:2:3 inside a sort: the C one
 inside glibc's qsort (no frame pointers in Debian's glibc) calling back into

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Value histogram buckets polled by what changed (issue 14): QPROF_VALUE of
+"""Value histogram buckets polled by what changed: QPROF_VALUE of
 1..60000 at one site (about 19,900 buckets) then /api/values twice. Both
 answers exact (count, min, max; p50, p99, mean within the histogram's
 0.013%), with the default ring of dirty keys and with one of 128 keys

@@ -1,4 +1,4 @@
-/* threads_target.c - the workload of integration_threads (issue 12): three
+/* threads_target.c - the workload of integration_threads: three
  * named threads, each in a known function: one sleeping (nanosleep), one
  * blocked in pthread_cond_wait, one spinning and counting its loops. The
  * main thread waits on stdin; "r" prints the spinner's count, EOF ends it.

@@ -2,7 +2,7 @@
 # check_pipelines.sh - fails when a shell script of scripts/ or bench/ pipes
 # into a reader that exits before its input ends (head, grep -q/-m, sed ...q,
 # awk ... exit): the writer then dies of SIGPIPE, and under `set -o pipefail`
-# the whole pipeline, and the script with it, exits 141 (issue 7, item 9: the
+# the whole pipeline, and the script with it, exits 141 (the
 # demo). Read everything and print part of it instead (awk 'NR <= 5').
 #
 #   check_pipelines.sh SOURCE_DIR

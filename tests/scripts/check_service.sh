@@ -2,7 +2,7 @@
 # check_service.sh - systemd/qprofd.service against systemd's own checkers:
 # `systemd-analyze verify` must pass (ExecStart pointed at the built qprofd)
 # and `systemd-analyze security --offline=true` must score it <= MAX
-# (issue 7, item 10: it scored 9.6, UNSAFE).
+# (it scored 9.6, UNSAFE).
 #
 #   check_service.sh UNIT QPROFD [MAX]
 set -u

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_demo.sh - runs scripts/demo.sh (the README's first command) on the test
 # build tree RUNS times and fails unless every run exits 0 having printed
-# every section, the last one included (issue 7, item 9: exit 141 half-way).
+# every section, the last one included (exit 141 half-way).
 #
 #   run_demo.sh SOURCE_DIR BUILD_DIR [RUNS] [SECONDS]
 set -u

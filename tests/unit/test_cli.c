@@ -93,7 +93,7 @@ static void test_args(void)
 	expect_usage((const char *[]){ "folded", "--callgraph", NULL }, "--callgraph is an option of flamegraph");
 	expect_usage((const char *[]){ "folded", "--scope", "", NULL }, "--scope wants a scope name");
 	expect_usage((const char *[]){ "folded", "--pid", "abc", NULL }, "--pid");
-	/* offcpu and slow (issue 10) */
+	/* offcpu and slow */
 	expect_usage((const char *[]){ "offcpu", "--scope", "", NULL }, "--scope wants a scope name");
 	expect_usage((const char *[]){ "offcpu", "--callgraph", NULL }, "--callgraph is an option of flamegraph");
 	expect_usage((const char *[]){ "slow", NULL }, "slow wants a scope NAME");

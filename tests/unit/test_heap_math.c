@@ -1,6 +1,6 @@
 /* test_heap_math.c - the heap sampler's rule and estimator (bpf/heap.h),
  * which BPF and the daemon both compute: thresholds and weights at known
- * sizes, then the estimates of many simulated runs of issue 12's workload
+ * sizes, then the estimates of many simulated runs of the heap test's workload
  * (with a 32-bit uniform draw as bpf_get_prandom_u32 gives) against the
  * truth: unbiased, and the spread docs/guide/heap.md states. */
 #include <math.h>

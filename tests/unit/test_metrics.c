@@ -178,7 +178,7 @@ static void check_text_a(void)
 		free((void *)A_values[i].buckets);
 }
 
-/* The scopes' kernel figures (issue 10): a counter family each, labelled
+/* The scopes' kernel figures: a counter family each, labelled
  * and merged like the durations; a row without them (a ring target) gives
  * no series, and a set of such rows none either. */
 static void check_kernel(void)

@@ -499,7 +499,7 @@ static void test_exact_sum(void)
 }
 
 /* QPROF_SCOPE_BEGIN/END: slots of their own beside the block scopes
- * (issue 15's rule, as bpf/spans.bpf.h): 40 BEGINs never ended neither fill
+ * (the BPF collector's rule, as bpf/spans.bpf.h): 40 BEGINs never ended neither fill
  * the stack nor re-parent or drop later scopes; a BEGIN again before its
  * END replaces it; a 9th open at once replaces the oldest; open ones are
  * counted when the ring changes owner or records are lost. */

@@ -1,4 +1,4 @@
-/* test_scope_poll_race.c - the race of issue 14's poll, placed exactly with
+/* test_scope_poll_race.c - the race of the scope poll, placed exactly with
  * the real BPF record() (run by BPF_PROG_TEST_RUN through the test program
  * `test_record`) and the real poll (scope_poll.c):
  *
