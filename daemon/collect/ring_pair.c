@@ -77,6 +77,7 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 	struct qp_ring_value *rv;
 	struct value_stats *v;
 	long double x, t;
+	int64_t i;
 	double dv;
 
 	{
@@ -116,9 +117,15 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 		rv->comp += (x - t) + rv->sum;
 	rv->sum = t;
 	bk.bucket = key >> QPROF_VALUE_BUCKET_SHIFT;
-	hb = entry(a, &a->vhist, &bk, sizeof(bk), c);
-	if (hb)
-		(*hb)++;
+	i = qp_htab_find(&a->vhist, &bk, sizeof(bk));
+	if (i < 0 && a->vhist.n < QP_RING_VHIST_MAX)
+		i = qp_htab_add(&a->vhist, &bk, sizeof(bk), NULL);
+	if (i < 0) {
+		c->value_lost++;	/* counted and shown as the BPF collector's */
+		return;
+	}
+	hb = qp_htab_value(&a->vhist, (size_t)i);
+	(*hb)++;
 }
 
 static void enter(struct qp_ring_reader *rd, uint64_t site, uint64_t key, uint64_t ns,

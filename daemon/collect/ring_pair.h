@@ -99,6 +99,7 @@ struct qp_ring_counts {
 	uint64_t thread_exit;	/* scopes open when their thread's ring changed owner */
 	uint64_t after_loss;	/* scopes open when records were lost (their ends unknowable) */
 	uint64_t table_full;	/* durations, marks or values with no room for their aggregate */
+	uint64_t value_lost;	/* values whose histogram bucket found no room (QP_RING_VHIST_MAX) */
 	uint64_t before_attach;	/* records older than the attach: not counted */
 	/* spans across threads, by the reasons of bpf/scopes.h's counters */
 	uint64_t begin_unended;	/* QPROF_SCOPE_BEGIN spans replaced before their END */
@@ -242,8 +243,13 @@ struct qp_ring_spans;
 /* Entries of every table: what max_rows bounds. */
 static inline size_t qp_ring_agg_used(const struct qp_ring_agg *a)
 {
-	return a->rows.n + a->marks.n + a->values.n + a->vhist.n;
+	return a->rows.n + a->marks.n + a->values.n;
 }
+
+/* Value histogram buckets, all targets: a table of their own, as the BPF
+ * collector's value_hist (65536), so that values spread over many buckets
+ * never take the room of scope rows. */
+#define QP_RING_VHIST_MAX 65536
 
 /* ring_agg.c */
 void qp_ring_agg_init(struct qp_ring_agg *a, size_t max_rows);

@@ -212,6 +212,7 @@ int qp_ring_merge_rows(struct qp_ring *g, int pid, struct qp_scope_snapshot *sna
 		snap->counters[QPROF_CNT_DROP_THREAD_EXIT] += c->thread_exit;
 		snap->counters[QPROF_CNT_BEGIN_UNENDED] += c->begin_unended;
 		snap->counters[QPROF_CNT_DROP_MAP_FULL] += c->table_full;
+		snap->counters[QPROF_CNT_VALUE_LOST] += c->value_lost;
 		snap->counters[QPROF_CNT_SPAN_TABLE_FULL] += c->span_table_full;
 		snap->counters[QPROF_CNT_SPAN_END_NO_BEGIN] += c->span_end_no_begin;
 		snap->counters[QPROF_CNT_SPAN_STEP_NO_BEGIN] += c->span_step_no_begin;
