@@ -169,6 +169,9 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	s->walk = walk;
 	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0, 0);
 	fill_scopes(s->scopes, st);
+	/* the span open on the thread (QPROF_SPAN_BEGIN, not yet ended on it) */
+	s->span_site = st ? st->span_site : 0;
+	s->span_id = st && st->span_site ? st->span_id : 0;
 	/* a ring target's thread: its open scopes at any depth, from the
 	 * header of its own ring (only while it still owns that ring) */
 	olen = 0;
@@ -186,6 +189,13 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		off = (klen + ulen) & 2047;
 		if (olen && bpf_probe_read_kernel((char *)s->ips + off, olen, h->open))
 			olen = 0;
+		/* the ring thread's open span, from the same header: this
+		 * sample interrupted the thread itself, which writes the id
+		 * before the site and clears the site first */
+		if (h->span_site) {
+			s->span_site = h->span_site;
+			s->span_id = h->span_id;
+		}
 	}
 	s->open_len = olen;
 	/* the stack copy after the used ips and the open scopes: each length

@@ -36,6 +36,8 @@ struct cpu_sample {
 	__u32 walk;		/* enum cfi_walk_end (cfiwalk.h): kept ends: user_len holds the walked stack */
 	__u32 walk_pad;
 	__u64 ts;		/* bpf_ktime_get_ns(): joins a sample to a scope instance */
+	__u64 span_site;	/* the QPROF_SPAN_BEGIN site of the span open on the thread, 0 = none */
+	__u64 span_id;		/* ... and its id */
 	__u64 regs[QPROF_UREGS];	/* user registers, DWARF numbering */
 	__u64 ips[2 * QPROF_STACK_DEPTH + 2 + QPROF_SAMPLE_OPEN_MAX];
 	__u8 stack[QPROF_USTACK_BYTES];	/* room: the copy follows the used ips and open scopes */
@@ -51,6 +53,8 @@ struct sample_key {
 	__u64 scopes[QPROF_SAMPLE_SCOPES]; /* innermost first, 0 = none */
 	__s32 open_stack;	/* the ring's open scopes (outermost first) as a stack id, < 0: none */
 	__u32 tid;		/* the thread: its name (comm) and labels go with it */
+	__u64 span_site;	/* the span open on the thread (its QPROF_SPAN_BEGIN site), 0 = none */
+	__u64 span_id;		/* its id (0 when span_site is) */
 };
 
 enum profile_counter {

@@ -44,7 +44,8 @@ struct ring_hdr {
 	__u32 tid;
 	__u32 depth;
 	__u64 next;
-	__u64 reserved[2];
+	__u64 span_site;	/* the owner's open span: its QPROF_SPAN_BEGIN site (0 = none) */
+	__u64 span_id;		/* ... and its id */
 	__u64 open[QPROF_SAMPLE_OPEN];
 };
 

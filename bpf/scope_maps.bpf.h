@@ -74,6 +74,7 @@ static __always_inline struct thread_stack *stack_of(__u64 cookie, bool create)
 		st->tgid = bpf_get_current_pid_tgid() >> 32;
 		for (int i = 0; i < QPROF_MAX_BEGINS; i++)
 			st->b[i].key = 0;
+		st->span_site = 0;
 	}
 	return st;
 }

@@ -126,6 +126,10 @@ struct thread_stack {
 	__u64 irq_ns;
 	struct scope_frame f[QPROF_MAX_DEPTH];
 	struct begin_slot b[QPROF_MAX_BEGINS];
+	/* the span the thread last began (QPROF_SPAN_BEGIN) and has not ended
+	 * on it (QPROF_SPAN_END of the same name and id): read by the CPU
+	 * sampler (profile.bpf.c). span_site 0 = none. */
+	__u64 span_site, span_name, span_id;
 };
 
 /* Spans across threads (QPROF_SPAN_BEGIN/STEP/END): pending begins keyed by

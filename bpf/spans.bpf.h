@@ -121,14 +121,16 @@ static __always_inline void begins_clear(struct thread_stack *st)
 		st->b[i].key = 0;
 }
 
-/* span_begin/span_step/span_end(site, id, name): the key of the hit, false
- * when it is not ours (unreadable, or an excluded pid of a --binary). */
-static __always_inline bool span_hit(struct pt_regs *ctx, struct span_key *k, __u64 *site)
+/* span_begin/span_step/span_end(site, id, name): the key of the hit and
+ * the attachment's cookie, false when it is not ours (unreadable, or an
+ * excluded pid of a --binary). */
+static __always_inline bool span_hit(struct pt_regs *ctx, struct span_key *k, __u64 *site, __u64 *cookie_out)
 {
 	__u64 id, name, cookie;
 
 	if (qp_usdt_args3(ctx, site, &id, &name, &cookie))
 		return false;
+	*cookie_out = cookie;
 	k->tgid = bpf_get_current_pid_tgid() >> 32;
 	k->pad = 0;
 	k->name = name;
@@ -136,15 +138,40 @@ static __always_inline bool span_hit(struct pt_regs *ctx, struct span_key *k, __
 	return !excluded_hit(cookie, k->tgid);
 }
 
+/* The span open on the thread, for its CPU samples (profile.bpf.c): a
+ * begin opens its span there, an end of the same span on the thread closes
+ * it; a span ended on another thread stays open on the one that began it
+ * until that thread begins another. */
+static __always_inline void span_open_on_thread(__u64 cookie, __u64 site, const struct span_key *k)
+{
+	struct thread_stack *st = stack_of(cookie, true);
+
+	if (!st)
+		return;
+	st->span_name = k->name;
+	st->span_id = k->id;
+	st->span_site = site;
+}
+
+static __always_inline void span_close_on_thread(__u64 cookie, const struct span_key *k)
+{
+	struct thread_stack *st = stack_of(cookie, false);
+
+	if (st && st->span_site && st->span_name == k->name && st->span_id == k->id)
+		st->span_site = 0;
+}
+
 SEC("usdt")
 int async_begin(struct pt_regs *ctx)
 {
 	struct span_pending v = { .ts = bpf_ktime_get_ns() }, *p;
 	struct span_key k;
+	__u64 cookie;
 	long err;
 
-	if (!span_hit(ctx, &k, &v.site))
+	if (!span_hit(ctx, &k, &v.site, &cookie))
 		return 0;
+	span_open_on_thread(cookie, v.site, &k);
 	p = bpf_map_lookup_elem(&span_pending, &k);
 	if (p) {	/* the id is pending: the newer begin wins */
 		count(QPROF_CNT_SPAN_ID_REUSED, 1);
@@ -166,12 +193,15 @@ int async_begin(struct pt_regs *ctx)
  * site BEGIN; false when the hit is not ours, or has no begin: then
  * NO_BEGIN counted. */
 static __always_inline bool span_pending_hit(struct pt_regs *ctx, struct span_key *k, __u64 *site,
-					     __u64 *ts, __u64 *begin, __u32 no_begin)
+					     __u64 *ts, __u64 *begin, __u32 no_begin, bool end)
 {
 	struct span_pending *p;
+	__u64 cookie;
 
-	if (!span_hit(ctx, k, site))
+	if (!span_hit(ctx, k, site, &cookie))
 		return false;
+	if (end)
+		span_close_on_thread(cookie, k);
 	p = bpf_map_lookup_elem(&span_pending, k);
 	if (!p) {
 		count(no_begin, 1);
@@ -188,7 +218,7 @@ int async_step(struct pt_regs *ctx)
 	__u64 now = bpf_ktime_get_ns(), site, ts, begin;
 	struct span_key k;
 
-	if (!span_pending_hit(ctx, &k, &site, &ts, &begin, QPROF_CNT_SPAN_STEP_NO_BEGIN))
+	if (!span_pending_hit(ctx, &k, &site, &ts, &begin, QPROF_CNT_SPAN_STEP_NO_BEGIN, false))
 		return 0;
 	/* a step row stands under its span: parent = the begin's site */
 	record(k.tgid, site, begin, now > ts ? now - ts : 0);
@@ -202,7 +232,7 @@ int async_end(struct pt_regs *ctx)
 	__u64 now = bpf_ktime_get_ns(), site, ts, begin;
 	struct span_key k;
 
-	if (!span_pending_hit(ctx, &k, &site, &ts, &begin, QPROF_CNT_SPAN_END_NO_BEGIN))
+	if (!span_pending_hit(ctx, &k, &site, &ts, &begin, QPROF_CNT_SPAN_END_NO_BEGIN, true))
 		return 0;
 	/* whoever deletes the entry owns the span: two ENDs of one id on two
 	 * CPUs, or the daemon's sweep, cannot both count it */

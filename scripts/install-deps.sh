@@ -37,6 +37,7 @@ test_pkgs=(
   man-db groff-base        # the man pages read and checked in the tests
   protobuf-compiler        # protoc --decode: integration_otlp decodes every push against the schema
   debuginfod               # elfutils' server: integration_debuginfod fetches a stripped target's debug file from it
+  debootstrap              # scripts/fresh_host.sh: a fresh Debian 12 root for the newcomer's walk
 )
 
 mode=all

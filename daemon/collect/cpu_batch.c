@@ -146,6 +146,8 @@ int qp_cpu_batch_on_sample(void *ctx, void *data, size_t size)
 	r->tid = s->tid;
 	r->ts = s->ts;
 	r->weight = 1;
+	r->span_site = s->span_site;
+	r->span_id = s->span_site ? s->span_id : 0;
 	memcpy(r->scopes, s->scopes, sizeof(r->scopes));
 	memcpy(r->comm, s->comm, sizeof(r->comm));
 	rec_stacks(b, r, ips, s->kern_len, s->user_len, s->open_len, nu >= 0 ? b->uips : NULL,
@@ -249,7 +251,7 @@ void qp_cpu_batch_apply(struct qp_cpu_batch *b, struct qp_cpu_table *samples, st
 			.tgid = r->tgid, .tid = r->tid, .kern = ips, .nkern = r->nkern,
 			.user = ips + r->nkern, .nuser = r->nuser, .scopes = r->scopes,
 			.open = ips + r->nkern + r->nuser, .nopen = r->nopen, .comm = r->comm,
-			.weight = r->weight,
+			.weight = r->weight, .span_site = r->span_site, .span_id = r->span_id,
 		};
 
 		if (r->kind == QP_CPU_REC_SAMPLE) {

@@ -41,6 +41,7 @@ struct qp_cpu_rec {
 	char comm[16];
 	uint64_t weight;	/* a sample 1; an interval its nanoseconds */
 	uint64_t ts;		/* a sample's, a kernel event's */
+	uint64_t span_site, span_id;	/* a sample's open span (0: none) */
 	uint64_t ts_out, ts_wake, ts_in;	/* an interval's */
 	uint32_t reason, migrations;
 	uint32_t kev_kind, kev_ns;

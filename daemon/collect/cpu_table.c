@@ -78,13 +78,16 @@ static uint64_t hash_key(const struct sample_key *k)
 
 	for (i = 0; i < QPROF_SAMPLE_SCOPES; i++)
 		h = mix(h, k->scopes[i]);
+	h = mix(h, k->span_site);
+	h = mix(h, k->span_id);
 	return mix(h, (uint32_t)k->open_stack);
 }
 
 static bool key_eq(const struct sample_key *a, const struct sample_key *b)
 {
 	return a->tgid == b->tgid && a->tid == b->tid && a->user_stack == b->user_stack && a->kern_stack == b->kern_stack &&
-	       a->open_stack == b->open_stack && !memcmp(a->scopes, b->scopes, sizeof(a->scopes));
+	       a->open_stack == b->open_stack && a->span_site == b->span_site && a->span_id == b->span_id &&
+	       !memcmp(a->scopes, b->scopes, sizeof(a->scopes));
 }
 
 static int32_t stack_id(const struct qp_cpu_table *c, size_t slot)
@@ -308,6 +311,8 @@ bool qp_cpu_table_add_ids(struct qp_cpu_table *c, const struct qp_cpu_sample_in 
 
 	key.tgid = in->tgid;
 	key.tid = in->tid;
+	key.span_site = in->span_site;
+	key.span_id = in->span_site ? in->span_id : 0;
 	memcpy(key.scopes, in->scopes, sizeof(key.scopes));
 	key.kern_stack = key.user_stack = key.open_stack = -1;
 	if (in->nkern && (key.kern_stack = stack_intern(c, in->kern, in->nkern)) < 0)

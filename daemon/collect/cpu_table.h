@@ -66,6 +66,7 @@ struct qp_cpu_sample_in {
 	uint32_t nopen;			/* 0 = none (interned like a stack: key.open_stack) */
 	const char *comm;		/* 16 bytes */
 	uint64_t weight;		/* what it adds to its key's count; 0 counts 1 (a sample) */
+	uint64_t span_site, span_id;	/* the span open on the thread (0: none): part of the key */
 };
 
 /* MAX_STACKS is clamped to QP_CPU_MAX_SLOTS. */

@@ -591,4 +591,6 @@ _Static_assert(sizeof(struct ring_hdr) == sizeof(struct qprof_ring), "ring_hdr s
 _Static_assert(offsetof(struct ring_hdr, generation) == offsetof(struct qprof_ring, generation), "generation");
 _Static_assert(offsetof(struct ring_hdr, depth) == offsetof(struct qprof_ring, depth), "depth");
 _Static_assert(offsetof(struct ring_hdr, open) == offsetof(struct qprof_ring, open), "open");
+_Static_assert(offsetof(struct ring_hdr, span_site) == offsetof(struct qprof_ring, span_site), "span_site");
+_Static_assert(offsetof(struct ring_hdr, span_id) == offsetof(struct qprof_ring, span_id), "span_id");
 _Static_assert(QPROF_SAMPLE_OPEN == QPROF_RING_OPEN && QPROF_SAMPLE_OPEN_MAX == QPROF_RING_OPEN, "open scopes");

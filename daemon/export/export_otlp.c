@@ -194,6 +194,25 @@ static uint64_t stack(struct dict *d, const struct qp_cpu_profile *p, const stru
 	return dput(d, T_STACK, m);
 }
 
+/* The Link of a span id: qprof's spans belong to no trace, so trace_id is
+ * 16 zero bytes; span_id is the id's 8 bytes, most significant first (the
+ * order its hex is written in). An id of 0 is the zero link (index 0). */
+static uint64_t link_of(struct dict *d, uint64_t id)
+{
+	static const unsigned char no_trace[16];
+	struct qp_buf *m = &d->s[1];
+	unsigned char b[8];
+	int i;
+
+	if (!id)
+		return 0;
+	for (i = 7; i >= 0; i--, id >>= 8)
+		b[i] = (unsigned char)(id & 0xff);
+	qp_pb_bytes(m, 1, no_trace, sizeof(no_trace));
+	qp_pb_bytes(m, 2, b, sizeof(b));
+	return dput(d, T_LINK, m);
+}
+
 static uint64_t mix(uint64_t h, uint64_t v)
 {
 	h ^= v;
@@ -228,7 +247,7 @@ static bool profile(struct dict *d, const struct qp_otlp_resource *r, const stru
 		const struct qp_cpu_sample *s = &p->samples[i];
 		int64_t v = p->nvalues ? (op->value < p->nvalues ? s->values[op->value] : 0)
 				       : (int64_t)(s->count * (op->weight ? op->weight : 1));
-		uint64_t a[4];
+		uint64_t a[5], link;
 		size_t na = 0;
 
 		if (!s->count || !v || (r->pid && s->pid != r->pid))
@@ -242,11 +261,15 @@ static bool profile(struct dict *d, const struct qp_otlp_resource *r, const stru
 			a[na++] = attr(d, "qprof.scope", s->scopes[0], 0);
 			a[na++] = attr_strings(d, "qprof.scopes", s->scopes, s->nscopes);
 		}
+		link = s->span ? link_of(d, s->span_id) : 0;
+		if (s->span)
+			a[na++] = attr(d, "qprof.span", s->span, 0);
 		for (j = 0; j < na; j++)
 			qp_pb_varint(&packed, a[j]);
 		if (packed.len)
 			qp_pb_bytes(&sm, 2, packed.data, packed.len);
 		packed.len = 0;
+		put_uint(&sm, 3, link);
 		qp_pb_varint(&packed, (uint64_t)v);
 		qp_pb_bytes(&sm, 4, packed.data, packed.len);
 		packed.len = 0;
@@ -339,6 +362,8 @@ int qp_export_otlp(const struct qp_otlp_resource *r, size_t n, const char *scope
 
 		if (t == T_LINK) {
 			qp_pb_bytes(tb, T_LINK, zero_link, sizeof(zero_link));
+			qp_buf_add(tb, d.out[t].data ? d.out[t].data : "", d.out[t].len);
+			tb->failed |= d.out[t].failed;
 		} else if (t == T_STRING) {
 			for (k = 0; k < d.str.n; k++) {
 				size_t len;

@@ -14,8 +14,10 @@
  * and qprof.scopes (all open ones, innermost first, an array of strings).
  * Locations are leaf first; a frame and the frames inlined into it are one
  * Location whose lines run innermost first. Mappings carry the build id as
- * the attribute process.executable.build_id.gnu. No sample has a link: the
- * sampler does not see span ids. */
+ * the attribute process.executable.build_id.gnu. A sample taken while a
+ * QPROF_SPAN was open on its thread has the attribute qprof.span (the
+ * span's name) and a Link: trace_id 16 zero bytes (qprof's spans belong to
+ * no trace), span_id the span's id, 8 bytes, most significant first. */
 #ifndef QPROF_EXPORT_OTLP_H
 #define QPROF_EXPORT_OTLP_H
 #include <stdbool.h>

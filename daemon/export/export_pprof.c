@@ -133,6 +133,19 @@ static const char *scopes_joined(const struct qp_cpu_sample *s, struct qp_buf *j
 	return j->failed ? NULL : j->data;
 }
 
+/* A span id as a label's value: 16 lowercase hex digits, as OpenTelemetry
+ * writes span ids. */
+static const char *span_hex(uint64_t id, char out[17])
+{
+	static const char hex[] = "0123456789abcdef";
+	int i;
+
+	for (i = 15; i >= 0; i--, id >>= 4)
+		out[i] = hex[id & 15];
+	out[16] = 0;
+	return out;
+}
+
 /* One encoding: the tables of pass 1 and the buffers of pass 2. */
 struct pp {
 	const struct qp_cpu_profile *p;
@@ -141,6 +154,7 @@ struct pp {
 	/* the fixed strings' indexes */
 	int64_t s_samples, s_count, s_cpu, s_ns, s_pid, s_comm, s_kmap, s_title;
 	int64_t s_thread, s_tid, s_scope, s_scopes;
+	int64_t s_span, s_span_id;	/* interned at the first sample with a span (0: none has) */
 	uint64_t kmin, kmax;	/* kernel frames without a mapping of their own: one made up */
 	uint32_t kmap;		/* its id, 0: none */
 	uint32_t *locs;		/* every sample's location ids, root first, one after the other */
@@ -275,6 +289,16 @@ static int intern_samples(struct pp *x)
 			CHECK_IDX(str_get(&x->e.str, s->scopes[0]));
 			CHECK_IDX(str_get(&x->e.str, all));
 		}
+		if (s->span) {	/* the two keys only in a profile that has spans */
+			char hex[17];
+
+			if (!x->s_span) {
+				CHECK_IDX(x->s_span = str_get(&x->e.str, "qprof_span"));
+				CHECK_IDX(x->s_span_id = str_get(&x->e.str, "span_id"));
+			}
+			CHECK_IDX(str_get(&x->e.str, s->span));
+			CHECK_IDX(str_get(&x->e.str, span_hex(s->span_id, hex)));
+		}
 		for (j = 0; j < s->nframes; j += n) {
 			uint32_t id;
 
@@ -292,7 +316,8 @@ static int intern_samples(struct pp *x)
 	return 0;
 }
 
-/* Pass 2a: S's labels (pid, comm; thread and tid when known; the scopes),
+/* Pass 2a: S's labels (pid, comm; thread and tid when known; the scopes;
+ * the open span's name and id),
  * into the sample message M; every string was interned in pass 1. */
 static void put_labels(struct pp *x, const struct qp_cpu_sample *s)
 {
@@ -311,6 +336,12 @@ static void put_labels(struct pp *x, const struct qp_cpu_sample *s)
 	if (s->nscopes) {
 		put_str_label(m, line, x->s_scope, str_get(&x->e.str, s->scopes[0]));
 		put_str_label(m, line, x->s_scopes, str_get(&x->e.str, scopes_joined(s, &x->join)));
+	}
+	if (s->span) {
+		char hex[17];
+
+		put_str_label(m, line, x->s_span, str_get(&x->e.str, s->span));
+		put_str_label(m, line, x->s_span_id, str_get(&x->e.str, span_hex(s->span_id, hex)));
 	}
 }
 

@@ -36,6 +36,10 @@ struct qp_cpu_sample {
 	 * sites that could not be named are left out); none: nscopes 0. */
 	size_t nscopes;
 	const char *const *scopes;
+	/* The span open on the thread when it was taken (QPROF_SPAN_BEGIN,
+	 * not yet ended on it): its name (NULL: none, or not named) and id. */
+	const char *span;
+	uint64_t span_id;
 };
 
 /* A pprof sample or period type: "inuse_space", "bytes". */

@@ -265,6 +265,16 @@ static int sample_scopes(struct qp_cpu_builder *b, struct qp_cpu *cpu, bool off,
 		for (n = 0; n < QPROF_SAMPLE_SCOPES && r->key.scopes[n]; n++)
 			inner[n] = r->key.scopes[n];
 	}
+	if (r->key.span_site && reg) {
+		struct scope_names sp = { .a = b->a, .v = &s->span };
+		const uint64_t site = r->key.span_site;
+
+		qp_registry_site_names(reg, (int)r->key.tgid, &site, 1, scope_name, &sp);
+		if (sp.failed)
+			return -ENOMEM;
+		if (s->span)
+			s->span_id = r->key.span_id;
+	}
 	return qp_cpu_sample_scopes(b, reg, (int)r->key.tgid, inner, n, s);
 }
 

@@ -245,6 +245,7 @@ static __attribute__((noinline, cold, unused)) struct qprof_ring *qprof__ring_fi
 	r->generation++;
 	r->tid = qprof__gettid();
 	r->depth = 0;
+	r->span_site = 0;
 	h = r->head;
 	qprof__ring_slot(r, h)->ts = qprof__ring_now();
 	qprof__ring_slot(r, h)->word = (r->generation << 32) | ((uint64_t)r->tid << 3) | QPROF_REC_THREAD;
@@ -496,13 +497,40 @@ static inline __attribute__((always_inline)) void qprof__ring_put2(const void *s
 	qprof__ring_putn(site, kind, 1, arg, 0, depth);
 }
 
+/* The span open on the thread (the header's span_site and span_id), for
+ * its CPU samples: QPROF_SPAN_BEGIN opens its span there; QPROF_SPAN_END
+ * of the same name and id on this thread closes it. The sampler reads the
+ * header while this thread is interrupted: the site goes to 0 first and
+ * is stored last, so it never sees a site with another span's id. */
+static inline __attribute__((always_inline)) void qprof__ring_span(const void *site, unsigned int kind,
+								    uint64_t name, uint64_t id)
+{
+	struct qprof_ring *r = qprof__ring_tls;
+
+	if ((uintptr_t)r <= 1)
+		return;
+	if (kind == QPROF_REC_BEGIN) {
+		r->span_site = 0;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		r->span_id = id;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		r->span_site = (uint64_t)(uintptr_t)site;
+	} else if (kind == QPROF_REC_END && r->span_site && r->span_id == id &&
+		   (uint64_t)(uintptr_t)((const struct qprof_site *)(uintptr_t)r->span_site)->name == name) {
+		r->span_site = 0;
+	}
+}
+
 /* A record and two argument records, published together: the spans across
  * threads (QPROF_SPAN_BEGIN/STEP/END: arguments the name literal's address
- * and the id). Never changes the thread's depth. */
+ * and the id). Never changes the thread's depth; a begin or an end moves
+ * the thread's open span. */
 static inline __attribute__((always_inline)) void qprof__ring_put3(const void *site, unsigned int kind,
 								    uint64_t a1, uint64_t a2)
 {
 	qprof__ring_putn(site, kind, 2, a1, a2, 0);
+	if (kind != QPROF_REC_MARK)
+		qprof__ring_span(site, kind, a1, a2);
 }
 
 /* QPROF_LOG's records (ring_layout.h): the head and the text, published

@@ -115,7 +115,12 @@ struct qprof_ring {
 	uint32_t tid;		/* the owner (0 while on the free list) */
 	uint32_t depth;		/* scopes the owner has open (enters - exits) */
 	struct qprof_ring *next; /* free-list link (the writer's, not the reader's) */
-	uint64_t reserved[2];
+	/* the span the owner last began (QPROF_SPAN_BEGIN) and has not ended
+	 * on this thread (QPROF_SPAN_END of the same name and id), read by the
+	 * CPU sampler: its site, 0 = none, and its id. The writer stores the
+	 * site 0 first and the site last (zero in rings of older markers). */
+	uint64_t span_site;
+	uint64_t span_id;
 	/* version 2: the sites of the owner's open scopes, outermost first:
 	 * open[i] for i < min(depth, QPROF_RING_OPEN) (written before depth
 	 * grows; depth never goes below 0) */

@@ -5,7 +5,10 @@
  *   fl_worker   inside scope "session" for good, spins in work_one,
  *               work_two and work_three (1:2:3 of its CPU time), the third
  *               inside scope "on_tick": a sample there has the scopes
- *               on_tick (innermost) and session open.
+ *               on_tick (innermost) and session open. Each work_two runs
+ *               inside a span "order" (QPROF_SPAN_BEGIN/END on this
+ *               thread) of id FL_SPAN_BASE + n, n counting from 0: its
+ *               samples have that span open, the others none.
  *   fl_sleeper  sleeps 2 ms at a time inside scope "wait_io" (off-CPU time
  *               under a scope), using next to no CPU; in wait_io it also
  *               frees the oldest of its 8 blocks of SLEEPER_BLOCK bytes and
@@ -46,12 +49,20 @@ __attribute__((noinline)) void work_three(void)
 	SPIN(3);
 }
 
+#define FL_SPAN_BASE 0x51ab000000000000ull
+static const char order_span[] = "order";
+
 __attribute__((noinline)) static void worker_loop(void)
 {
+	uint64_t n = 0;
+
 	QPROF_SCOPE("session");
 	while (!leave) {
 		work_one();
+		QPROF_SPAN_BEGIN(order_span, FL_SPAN_BASE + n);
 		work_two();
+		QPROF_SPAN_END(order_span, FL_SPAN_BASE + n);
+		n++;
 		work_three();
 	}
 }

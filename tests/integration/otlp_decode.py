@@ -100,6 +100,13 @@ class Request:
             return [Request.any_value(x) for x in one(v, "array_value", {}).get("values", [])]
         return None
 
+    def link(self, i):
+        """(trace_id, span_id) bytes of link_table[i]; None for index 0 (no link)"""
+        if i <= 0 or i >= len(self.links):
+            return None
+        ln = self.links[i]
+        return one(ln, "trace_id", b""), one(ln, "span_id", b"")
+
     def attr(self, i):
         a = self.attrs[i]
         return self.s(one(a, "key_strindex")), self.any_value(one(a, "value", {}))
@@ -126,6 +133,7 @@ class Request:
                             "frames": self.frames(one(smp, "stack_index")),
                             "attrs": dict(self.attr(i) for i in smp.get("attribute_indices", [])),
                             "value": sum(smp.get("values", [])),
+                            "link": self.link(one(smp, "link_index")),
                         })
                     profiles.append({"type": self.s(one(st, "type_strindex")),
                                      "unit": self.s(one(st, "unit_strindex")),

@@ -6,7 +6,10 @@ must decode with `protoc --decode` against the official schema
 work_two, work_three (the third inside scope on_tick, all inside session):
 the decoded CPU profiles must give that split within 3 points, thread.name
 fl_worker, qprof.scope on_tick and qprof.scopes [on_tick, session] on the
-samples of work_three; the off-CPU profile the sleeper inside wait_io; the
+samples of work_three; the samples of work_two (inside a span "order" of
+id 0x51ab000000000000 + n) the attribute qprof.span order and a Link whose
+span_id is that id (trace_id 16 zero bytes), those of work_one and
+work_three neither; the off-CPU profile the sleeper inside wait_io; the
 resource its attributes. Then the receiver answers 500, then 429, then
 too slowly, then is down: qprofd keeps answering, counts failures,
 retries and drops, and once the receiver is back and the target stopped,
@@ -130,6 +133,7 @@ try:
             f"gzipped {st0['gzipped_bytes']} of {st0['built_bytes']} bytes built")
 
     counts, n_worker, scoped3, n3, scoped1, n1 = {}, 0, 0, 0, 0, 0
+    n2, spanned2, n_out, linked_out, span_ids, bad_links = 0, 0, 0, 0, set(), []
     off_wait, off_sleeper, res_ok = 0, 0, 0
     types = set()
     for mode, _, _, body in ok_bodies[1:]:  # the first may cover the target's start
@@ -163,6 +167,20 @@ try:
                         elif leaf == "work_one":
                             n1 += s["value"]
                             scoped1 += s["value"] * (a.get("qprof.scope") == "session")
+                        ln = s["link"]
+                        if leaf == "work_two":
+                            n2 += s["value"]
+                            ok = (ln is not None and ln[0] == bytes(16) and len(ln[1]) == 8 and
+                                  int.from_bytes(ln[1], "big") >> 32 == 0x51ab0000 and
+                                  a.get("qprof.span") == "order")
+                            spanned2 += s["value"] * ok
+                            if ok:
+                                span_ids.add(int.from_bytes(ln[1], "big"))
+                            elif len(bad_links) < 3:
+                                bad_links.append((ln, a.get("qprof.span"), s["frames"][:4]))
+                        elif leaf in ("work_one", "work_three"):
+                            n_out += s["value"]
+                            linked_out += s["value"] * (ln is not None or "qprof.span" in a)
                     if p["type"] == "off_cpu" and a.get("qprof.scope") == "wait_io":
                         off_wait += s["value"]
                         off_sleeper += s["value"] * (a.get("thread.name") == "fl_sleeper")
@@ -176,6 +194,11 @@ try:
         t.check(abs(got - want) <= 0.03, f"OTLP {f} share {got:.3f}, want {want:.3f} +- 0.03")
     t.check(n3 and scoped3 >= 0.97 * n3, f"work_three samples with qprof.scope on_tick: {scoped3}/{n3}")
     t.check(n1 and scoped1 >= 0.97 * n1, f"work_one samples with qprof.scope session: {scoped1}/{n1}")
+    # the span: every work_two sample carries its span's id, no other one any
+    t.check(n2 >= 50 and spanned2 == n2,
+            f"work_two samples linked to span order 0x51ab....: {spanned2}/{n2} (not: {bad_links})")
+    t.check(len(span_ids) >= 10, f"distinct span ids seen: {len(span_ids)}")
+    t.check(n_out >= 100 and linked_out == 0, f"work_one/work_three samples with a span: {linked_out}/{n_out}")
     t.check(off_wait > 0 and off_sleeper == off_wait, f"off-CPU ns in wait_io, all fl_sleeper's: {off_sleeper}/{off_wait}")
 
     # a receiver that fails: qprofd answers, counts, retries, drops

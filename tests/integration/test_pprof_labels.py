@@ -14,6 +14,10 @@ thread one of 700,000 outside any scope; the decoded profile must hold
 exactly those in-use bytes under thread fl_sleeper with qprof_scope and
 qprof_scopes wait_io, and the main block under the main thread's name with
 no scope label; -tagfocus=qprof_scope=wait_io must give the same.
+Each work_two runs inside a span "order" of id 0x51ab000000000000 + n: the
+CPU samples inside it carry qprof_span order and span_id (16 hex digits),
+-tagfocus=qprof_span=order must give work_two's samples and share of the
+folded profile within 2 points, and the others carry no span label.
 
 With COLLECTOR "bpf" the target is timed by the BPF collector (its open
 scopes come from the BPF stacks, not the ring's header).
@@ -205,6 +209,24 @@ try:
     # on_tick is work_three's only
     ftotal, fby = folded["on_tick"]
     t.check(ftotal and fby.get("work_three", 0) >= 0.95 * ftotal, f"on_tick is work_three: {fby} of {ftotal}")
+    # the span open on the thread: work_two's samples, and only those
+    t.check("qprof_span:" in tags and "span_id:" in tags and re.search(r"\border\b", tags),
+            f"-tags lists qprof_span order and span_id: {tags[:800]}")
+    csamples, _ = heap_samples(open(cpu, "rb").read())
+    spans = [lab for _, lab in csamples if "qprof_span" in lab]
+    ids = {lab.get("span_id") for lab in spans}
+    t.check(spans and all(lab["qprof_span"] == "order" and re.match(r"^51ab[0-9a-f]{12}$", str(lab.get("span_id")))
+                          for lab in spans), f"span labels: order, span_id 51ab...: {spans[:3]}")
+    t.check(len(ids) >= 10, f"distinct span ids: {len(ids)}")
+    _, wby = folded[None]
+    stotal, sby = traces_split(pprof(cpu, "-traces", "-sample_index=samples", "-tagfocus=qprof_span=^order$"))
+    print(f"span order: pprof -tagfocus {stotal}, work_two in folded {wby.get('work_two', 0)}", flush=True)
+    # inside the span: work_two, or worker_loop between the markers (with the
+    # BPF collector, mostly the span probes' own time); never work_one/three
+    t.check(stotal and sby.get("work_two", 0) >= 0.95 * stotal and not sby.get("work_one") and not sby.get("work_three"),
+            f"samples in span order are work_two's: {sby} of {stotal}")
+    t.check(abs(stotal - wby.get("work_two", 0)) <= 0.02 * all_total,
+            f"span order {stotal} samples vs work_two {wby.get('work_two', 0)} +- 2 points of {all_total}")
     gtotal, _ = traces_split(pprof(cpu, "-traces", "-sample_index=samples", "-tagfocus=thread=fl_worker"))
     t.check(gtotal >= 0.9 * all_total, f"thread=fl_worker holds the CPU samples: {gtotal} of {all_total}")
 

@@ -146,7 +146,10 @@ try:
         got = wait_for(lambda: reasons(d)["dropped_by_reason"]["span_abandoned"] >= k * 10000, timeout=30)
         if not t.check(got, f"batch {k}: {reasons(d)['dropped_by_reason']}"):
             break
-        if k == 1:
+        # the baseline after batch 3: qprofd's RSS can take a one-time step of
+        # about 6 MiB within the first batches (seen at batch 2 or 3, flat
+        # from there to batch 10); what is checked is no growth per batch
+        if k == 3:
             rss0 = rss_kib(d.proc.pid)
     sc = reasons(d)
     why = sc["dropped_by_reason"]
@@ -159,7 +162,7 @@ try:
     t.eq(sc["events"], 0, "no span measured")
     t.eq(rows_of(d, prog.pid), [], "no row")
     rss1 = rss_kib(d.proc.pid)
-    print(f"qprofd RSS after batch 1: {rss0} KiB, after batch 10: {rss1} KiB", flush=True)
+    print(f"qprofd RSS after batch 3: {rss0} KiB, after batch 10: {rss1} KiB", flush=True)
     t.check(rss0 and rss1 - rss0 < 4096, f"qprofd's memory flat (generous bound 4 MiB): {rss0} -> {rss1} KiB")
 finally:
     prog.finish()

@@ -172,5 +172,40 @@ int main(void)
 		CHECK_INT(t.nlive, 0);
 	}
 	qp_cpu_table_free(&t);
+
+	/* the span open on the thread is part of the key: the same stack under
+	 * two span ids is two keys, under the same one key; an id without a
+	 * site (no span) counts as none */
+	qp_cpu_table_init(&t, 1u << 20, 1u << 21, SIZE_MAX);
+	{
+		struct qp_cpu_sample_in in = { .tgid = 6, .tid = 7, .user = a, .nuser = 3, .scopes = no_scopes,
+					       .comm = "prog\0\0\0\0\0\0\0\0\0\0\0" };
+		size_t spanned = 0;
+
+		CHECK(qp_cpu_table_add(&t, &in));		/* no span */
+		in.span_id = 42;
+		CHECK(qp_cpu_table_add(&t, &in));		/* an id, no site: still none */
+		in.span_site = 0x700000;
+		CHECK(qp_cpu_table_add(&t, &in));
+		CHECK(qp_cpu_table_add(&t, &in));
+		in.span_id = 43;
+		CHECK(qp_cpu_table_add(&t, &in));
+		CHECK_INT(t.naggs, 3);
+		CHECK_INT(total(&t), 5);
+		CHECK_INT(t.nlive, 1);				/* one stack for all */
+		for (i = 0; i < t.naggs; i++) {
+			const struct sample_key *k = &t.aggs[i].key;
+
+			if (!k->span_site) {
+				CHECK(k->span_id == 0 && t.aggs[i].count == 2);
+				continue;
+			}
+			CHECK(k->span_site == 0x700000);
+			CHECK((k->span_id == 42 && t.aggs[i].count == 2) || (k->span_id == 43 && t.aggs[i].count == 1));
+			spanned++;
+		}
+		CHECK_INT(spanned, 2);
+	}
+	qp_cpu_table_free(&t);
 	return test_done("test_cpu_table");
 }

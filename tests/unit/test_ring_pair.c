@@ -379,6 +379,29 @@ static void test_values(void)
 	free(rows);
 	qp_ring_flight_free(&fl);
 	qp_ring_agg_free(&a);
+
+	/* a value spread over many buckets takes no room of the rows: with
+	 * max_rows 3, 60 buckets of one value, then a scope, all kept */
+	{
+		struct qp_ring_reader rd2 = { .pid = 7, .tid = 8 };
+		struct qp_ring_counts c2 = { 0 };
+		int k;
+
+		qp_ring_agg_init(&a, 3);
+		for (k = 0; k < 60; k++) {
+			put(100 + k, A, QPROF_REC_VALUE);
+			put_arg(bits_of(1.0 + k * 1e6));
+		}
+		put(200, B, QPROF_REC_ENTER);
+		put(300, B, QPROF_REC_EXIT);
+		feed(&a, &rd2, &c2, 0);
+		CHECK(a.vhist.n >= 20);
+		CHECK_INT(a.values.n, 1);
+		CHECK(row(&a, 7, B, 0) && row(&a, 7, B, 0)->count == 1);
+		CHECK_INT(c2.table_full, 0);
+		CHECK_INT(c2.values_lost, 0);
+		qp_ring_agg_free(&a);
+	}
 }
 
 /* A log head at SITE (16-aligned) with TEXT, LEN the length it had. */
