@@ -6,13 +6,23 @@
  * export_trace.c, export_speedscope.c). Without seconds= the answer is the
  * ring collector's flight recorder; the BPF collector keeps no history of
  * instances, so for its targets that is a 400 saying seconds= is needed.
- * format= and max_mb= are checked before anything is recorded. */
+ * format= and max_mb= are checked before anything is recorded. At most
+ * QP_TRACE_BUILDS flight-recorder traces are built at once (a seconds=
+ * trace is a long poll, bounded with them, one per target): each holds up to
+ * --trace-max-events events (hundreds of MB at the default), and clients
+ * that ask again before their last answer came (a poll timing out under
+ * load) would otherwise add one such model each; the next gets 503 and
+ * Retry-After. */
 #include <errno.h>
 #include <string.h>
 #include "export/export_trace.h"
 #include "model/model_trace.h"
 #include "http_routes.h"
 #include "services.h"
+
+#define QP_TRACE_BUILDS 2
+
+static unsigned int building;	/* traces being built now (atomic) */
 
 void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_response *resp)
 {
@@ -22,7 +32,7 @@ void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_re
 	static const char *const allowed[] = { "pid", "seconds", "format", "max_mb", NULL };
 	const char *format = req->query(req->arg, "format"), *mb = req->query(req->arg, "max_mb");
 	uint64_t max_bytes = 0;
-	bool speedscope = false;
+	bool speedscope = false, counted;
 	struct qp_json j;
 	int64_t v;
 	int ret;
@@ -46,8 +56,17 @@ void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_re
 	}
 	if (!qp_req_seconds(req, resp, &q.seconds) || !qp_req_pid(d, req, resp, &q.pid))
 		return;
+	counted = !q.seconds;
+	if (counted && __atomic_add_fetch(&building, 1, __ATOMIC_ACQ_REL) > QP_TRACE_BUILDS) {
+		__atomic_sub_fetch(&building, 1, __ATOMIC_ACQ_REL);
+		qp_reply_error(resp, 503, "%d traces are being built already: ask again when one is answered",
+			       QP_TRACE_BUILDS);
+		return;
+	}
 	qprofd_model_src(d, req, &src);
 	ret = qp_trace_model_build(&src, &q, &m);
+	if (ret && counted)
+		__atomic_sub_fetch(&building, 1, __ATOMIC_ACQ_REL);
 	switch (ret) {
 	case 0:
 		break;
@@ -82,6 +101,8 @@ void qp_route_trace(struct qprofd *d, const struct qp_request *req, struct qp_re
 	qp_json_init(&j);
 	ret = speedscope ? qp_export_speedscope(&m.doc, max_bytes, &j) : qp_export_trace(&m.doc, max_bytes, &j);
 	qp_trace_model_free(&m);
+	if (counted)
+		__atomic_sub_fetch(&building, 1, __ATOMIC_ACQ_REL);
 	if (ret) {
 		qp_json_free(&j);
 		qp_reply_error(resp, 500, "out of memory while writing the trace");
