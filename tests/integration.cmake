@@ -525,3 +525,19 @@ add_test(NAME integration_lock_wait
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lock_wait.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:stacks_target> $<TARGET_FILE:ring_exact_target>)
 set_tests_properties(integration_lock_wait PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# A target's library truncated, or rewritten in place, under qprofd while
+# qprofd unwinds its samples with libdwfl: qprofd stays up (it unwinds from
+# a sealed copy of the parts it reads, never from a mapping of the file).
+add_library(cut_lib SHARED ${CMAKE_CURRENT_SOURCE_DIR}/integration/cut_lib.c)
+target_compile_options(cut_lib PRIVATE -O2 -g -fomit-frame-pointer)
+target_link_options(cut_lib PRIVATE -Wl,-z,now)
+add_executable(cut_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/cut_target.c)
+target_compile_options(cut_target PRIVATE -O2 -g)
+target_link_options(cut_target PRIVATE -Wl,-z,now)
+target_link_libraries(cut_target ${CMAKE_DL_LIBS})
+foreach(mode truncate rewrite)
+  add_test(NAME integration_cut_lib_${mode}
+    COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cut_lib.py
+            $<TARGET_FILE:qprofd> $<TARGET_FILE:cut_target> $<TARGET_FILE:cut_lib> ${mode})
+  set_tests_properties(integration_cut_lib_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240 RUN_SERIAL TRUE)
+endforeach()
