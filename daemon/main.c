@@ -169,12 +169,14 @@ static void *collect_report(void *arg, const struct qp_target *t)
 	return qp_report_collect(&src, t);
 }
 
-static void emit_report(void *arg, void *figs, char *dir, size_t dirlen)
+static void *emit_report(void *arg, void *figs)
 {
-	struct qprofd *d = arg;
+	return qp_report_stage(figs, &((struct qprofd *)arg)->report_fs, ((struct qprofd *)arg)->report_dir);
+}
 
-	qp_report_emit(figs, &d->report_fs, d->report_dir, dir, dirlen);
-	qp_report_free(figs);
+static void commit_reports(void *arg, void **staged, size_t n, char (*dirs)[QP_REPORT_DIR_MAX])
+{
+	qp_report_commit(&((struct qprofd *)arg)->report_fs, (struct qp_report_staged **)staged, n, dirs);
 }
 
 /* What qprofd holds between start and stop. STAGE says how far start-up
@@ -334,7 +336,7 @@ static int start_registry(struct daemon *q)
 				  .want_debug = d->dbgf ? want_debug : NULL, .want_ctx = d->dbgf };
 	int ret;
 
-	qp_registry_set_reporter(&d->reg, collect_report, emit_report, d);
+	qp_registry_set_reporter(&d->reg, collect_report, emit_report, commit_reports, d);
 	qp_registry_set_report_stop(&d->reg, stop_pending);
 	d->reg.sym = qp_symbolizer_new(&so);
 	if (!d->reg.sym) {

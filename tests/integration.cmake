@@ -453,12 +453,16 @@ add_test(NAME integration_lazy_progs
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lazy_progs.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> $<TARGET_FILE:scope_target>)
 set_tests_properties(integration_lazy_progs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+# 200 targets exiting at once: each seen exited and detached within 3 s of
+# its exit by qprofd's own clock, reported within 5 s, and a SIGTERM in the
+# middle obeyed within 3 s (the goal is 2 s for all; the previous qprofd
+# took 5.2 s to show them exited and 5.5 s to report them at load 25).
 add_test(NAME integration_exit_storm
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exit_storm.py
-          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 10 bpf sigterm)
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 3,5 bpf sigterm)
 add_test(NAME integration_exit_storm_ring
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exit_storm.py
-          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 10 ring)
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 3,5 ring sigterm)
 set_tests_properties(integration_exit_storm integration_exit_storm_ring PROPERTIES
   SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 # qprofd's command line: the targets it names are checked before any load.
