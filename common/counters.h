@@ -78,7 +78,8 @@ struct qp_counter_def {
 	QP_CTR_UNWIND_ROW(X, deferred, "Samples not unwound: too many views of processes made in the last second.")                               \
 	QP_CTR_UNWIND_ROW(X, fast, "CFI walks done by the cached rules.")                              \
 	QP_CTR_UNWIND_ROW(X, slow, "CFI walks done by libdwfl.")                                               \
-	QP_CTR_UNWIND_ROW(X, cache_resets, "Times a process's cache of unwind rules was emptied because full.")
+	QP_CTR_UNWIND_ROW(X, cache_resets, "Times a process's cache of unwind rules was emptied because full.")        \
+	QP_CTR_UNWIND_ROW(X, files_refused, "Mapped files the CFI unwinder did not use: cut or changed while copied, not ELF, or too big.")
 
 /* "offcpu": the kernel events (off-CPU intervals, scope kernel figures) */
 #define QP_CTR_OFFCPU(X)                                                                                       \

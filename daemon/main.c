@@ -55,10 +55,6 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-
-/* Each connection holds two descriptors (the server's and the watchdog's
- * dup, http_conn.h): room for the connection limits beside BPF's own. */
-/* The registry's report callbacks: the exporter, which targets/ may not call. */
 /* Kernel symbols are read on first use (/proc/kallsyms, ~120,000 lines,
  * hundreds of ms): read them once serving, on a thread, so that no report (an
  * exec'd target waits stopped while its old image's figures are read) and
@@ -89,20 +85,19 @@ static bool stop_pending(void)
 {
 	sigset_t p;
 
-	if (sigpending(&p))
-		return false;
-	return sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1 || sigismember(&p, SIGHUP) == 1;
+	return !sigpending(&p) &&
+	       (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1 || sigismember(&p, SIGHUP) == 1);
 }
 
-/* The BPF objects that nothing else needs at start (thread stacks, the
- * heap): loaded on a thread of their own while the main thread loads the
- * scopes, the ring, the lifecycle and CPU objects and calibrates (the
- * kernel's verifier takes most of the start-up: on 2 CPUs the two halves
- * overlap). */
+/* Thread stacks, then (once the maps they share exist) the CPU sampler and
+ * the heap, loaded on a thread of their own while the main thread loads the
+ * scopes, ring and lifecycle objects: the verifier is most of start-up. */
 struct side_load {
 	struct qprofd *d;
+	const struct options *o;
 	struct qp_heap_opts *heap_opts;
 	int heap_ret;
+	int slow_rb_fd, slow_min_fd;	/* the CPU sampler's too */
 	/* the heap shares the maps of the threads' open scopes: it waits for
 	 * the main thread to have loaded them (or to give up) */
 	pthread_mutex_t lock;
@@ -110,13 +105,15 @@ struct side_load {
 	bool fds_set;
 };
 
-/* The maps the heap's programs share (-1: none); once. */
-static void side_fds(struct side_load *s, int thread_stacks_fd, int ring_tids_fd)
+/* The maps the heap's and the CPU sampler's programs share (-1: none); once. */
+static void side_fds(struct side_load *s, int thread_stacks_fd, int ring_tids_fd, int slow_rb_fd, int slow_min_fd)
 {
 	pthread_mutex_lock(&s->lock);
 	if (!s->fds_set) {
 		s->heap_opts->thread_stacks_fd = thread_stacks_fd;
 		s->heap_opts->ring_tids_fd = ring_tids_fd;
+		s->slow_rb_fd = slow_rb_fd;
+		s->slow_min_fd = slow_min_fd;
 		s->fds_set = true;
 		pthread_cond_broadcast(&s->cond);
 	}
@@ -137,6 +134,11 @@ static void *side_load(void *arg)
 	while (!s->fds_set)
 		pthread_cond_wait(&s->cond, &s->lock);
 	pthread_mutex_unlock(&s->lock);
+	if (s->o && s->heap_opts->thread_stacks_fd >= 0 &&
+	    qp_cpu_open(&s->d->cpu, s->heap_opts->thread_stacks_fd, s->heap_opts->ring_tids_fd, s->slow_rb_fd,
+			s->slow_min_fd, s->o->offcpu_ring_mb << 20, s->o->frequency, s->o->all, s->o->unwind,
+			s->d->cpu_error, sizeof(s->d->cpu_error)))
+		s->d->cpu = NULL;
 	s->heap_ret = qp_heap_open(&s->d->heap, s->heap_opts, s->d->heap_error, sizeof(s->d->heap_error));
 	return NULL;
 }
@@ -166,12 +168,14 @@ static void *collect_report(void *arg, const struct qp_target *t)
 	return qp_report_collect(&src, t);
 }
 
-static void emit_report(void *arg, void *figs, char *dir, size_t dirlen)
+static void *emit_report(void *arg, void *figs)
 {
-	struct qprofd *d = arg;
+	return qp_report_stage(figs, &((struct qprofd *)arg)->report_fs, ((struct qprofd *)arg)->report_dir);
+}
 
-	qp_report_emit(figs, &d->report_fs, d->report_dir, dir, dirlen);
-	qp_report_free(figs);
+static void commit_reports(void *arg, void **staged, size_t n, char (*dirs)[QP_REPORT_DIR_MAX])
+{
+	qp_report_commit(&((struct qprofd *)arg)->report_fs, (struct qp_report_staged **)staged, n, dirs);
 }
 
 /* What qprofd holds between start and stop. STAGE says how far start-up
@@ -293,6 +297,8 @@ static int start_scopes(struct daemon *q)
 				   .period_us = 1000, .ring_records = o->ring_records };
 
 	d->start_ns = qp_now_ns();
+	q->side.o = o;
+	qp_cpu_set_cfi_bytes((uint64_t)o->cfi_memory_mb << 20);
 	q->side_started = !pthread_create(&q->side_th, NULL, side_load, &q->side);
 	d->frequency_hz = o->frequency;
 	d->report_dir = o->report_dir;
@@ -313,7 +319,8 @@ static int start_scopes(struct daemon *q)
 	d->reg.ring = q->ring;
 	qp_registry_set_collector(&d->reg, o->collector);
 	qp_scopes_set_ring(d->scopes, q->ring);
-	side_fds(&q->side, qp_scopes_thread_stacks_fd(d->scopes), qp_ring_tids_fd(q->ring));
+	side_fds(&q->side, qp_scopes_thread_stacks_fd(d->scopes), qp_ring_tids_fd(q->ring),
+		 qp_scopes_slow_rb_fd(d->scopes), qp_scopes_slow_min_fd(d->scopes));
 	if (!q->side_started)	/* no thread for it: loaded here, after the maps it shares */
 		side_load(&q->side);
 	phase_mark(&q->ph, "ring BPF");
@@ -330,7 +337,7 @@ static int start_registry(struct daemon *q)
 				  .want_debug = d->dbgf ? want_debug : NULL, .want_ctx = d->dbgf };
 	int ret;
 
-	qp_registry_set_reporter(&d->reg, collect_report, emit_report, d);
+	qp_registry_set_reporter(&d->reg, collect_report, emit_report, commit_reports, d);
 	qp_registry_set_report_stop(&d->reg, stop_pending);
 	d->reg.sym = qp_symbolizer_new(&so);
 	if (!d->reg.sym) {
@@ -374,15 +381,6 @@ static int start_collectors(struct daemon *q)
 	int cfi_fds[4];
 
 	d->sample_all = o->all;
-	qp_cpu_set_cfi_bytes((uint64_t)o->cfi_memory_mb << 20);
-	if (qp_cpu_open(&d->cpu, qp_scopes_thread_stacks_fd(d->scopes), qp_ring_tids_fd(q->ring),
-			qp_scopes_slow_rb_fd(d->scopes), qp_scopes_slow_min_fd(d->scopes), o->offcpu_ring_mb << 20,
-			o->frequency, o->all,
-			o->unwind, d->cpu_error, sizeof(d->cpu_error)))
-		qp_warn("CPU sampling unavailable: %s (scopes still work)", d->cpu_error);
-	qp_cpu_set_slow_floor(d->cpu, qp_scopes_slow_floor(d->scopes));
-	d->reg.cpu = d->cpu;
-	phase_mark(&q->ph, "CPU BPF");
 	d->heap_default = o->heap;
 	if (qp_logs_start(&d->logs, qp_scopes_logs_fd(d->scopes), 65536, q->err, sizeof(q->err)))
 		qp_warn("QPROF_LOG messages unavailable: %s", q->err);
@@ -408,16 +406,20 @@ static int start_collectors(struct daemon *q)
 		if (!o->no_calibrate && d->tracer)
 			qp_scopes_set_first_use(d->scopes, calibrate_first, d);
 	}
-	qp_scopes_set_slow(d->scopes, qp_cpu_slow_on(d->cpu));
-	qp_cpu_set_ring(d->cpu, q->ring);
 	if (q->side_started)
 		pthread_join(q->side_th, NULL);
 	q->side_started = false;
+	if (!d->cpu)
+		qp_warn("CPU sampling unavailable: %s (scopes still work)", d->cpu_error);
+	qp_cpu_set_slow_floor(d->cpu, qp_scopes_slow_floor(d->scopes));
+	d->reg.cpu = d->cpu;
+	qp_scopes_set_slow(d->scopes, qp_cpu_slow_on(d->cpu));
+	qp_cpu_set_ring(d->cpu, q->ring);
 	if (!q->side.heap_ret && qp_cpu_cfi_maps(d->cpu, cfi_fds))
 		qp_heap_set_cfi(d->heap, cfi_fds);
 	if (!q->side.heap_ret && o->heap)
 		q->side.heap_ret = qp_heap_load(d->heap, d->heap_error, sizeof(d->heap_error));
-	phase_mark(&q->ph, "threads and heap BPF (waited for)");
+	phase_mark(&q->ph, "CPU, threads and heap BPF (waited for)");
 	if (!d->threads)
 		qp_warn("thread stacks unavailable: %s", d->threads_error);
 	if (q->side.heap_ret) {
@@ -560,7 +562,7 @@ static void stop_collectors(struct daemon *q)
 	struct qprofd *d = &q->d;
 
 	if (q->side_started) {	/* a start that failed before the join */
-		side_fds(&q->side, -1, -1);
+		side_fds(&q->side, -1, -1, -1, -1);
 		pthread_join(q->side_th, NULL);
 	}
 	q->side_started = false;
@@ -578,6 +580,7 @@ static void stop_collectors(struct daemon *q)
 	d->heap = NULL;
 	d->reg.cpu = NULL;
 	phase_mark(&q->ph, "threads, heap");
+	qp_symbolizer_stop(d->reg.sym);	/* a kallsyms read under way gives up */
 	if (q->warm_started)
 		pthread_join(q->warm, NULL);
 	qp_dbgf_free(d->dbgf);	/* its thread hands files to the symbolizer */
@@ -615,7 +618,7 @@ static void stop(struct daemon *q, int exit_code)
 		}
 	}
 	if (q->side_started) {	/* BPF unavailable: what it loaded goes too */
-		side_fds(&q->side, -1, -1);
+		side_fds(&q->side, -1, -1, -1, -1);
 		pthread_join(q->side_th, NULL);
 		qp_threads_close(q->d.threads);
 		qp_heap_close(q->d.heap);

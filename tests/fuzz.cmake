@@ -75,7 +75,7 @@ if(_qp_nofuzz EQUAL 0)
     VERBATIM)
   add_custom_target(fuzz_dwarf_build ALL DEPENDS ${CMAKE_CURRENT_BINARY_DIR}/fuzz_dwarf)
   # fuzz_unwind: the CFI unwinder and libdwfl under it, on hostile files and stacks
-  set(QP_FUZZ_UNWIND_SRC ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c ${PROJECT_SOURCE_DIR}/daemon/collect/unwind_fast.c ${PROJECT_SOURCE_DIR}/common/util.c)
+  set(QP_FUZZ_UNWIND_SRC ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c ${PROJECT_SOURCE_DIR}/daemon/collect/unwind_fast.c ${PROJECT_SOURCE_DIR}/daemon/collect/elf_snap.c ${PROJECT_SOURCE_DIR}/common/util.c)
   add_custom_command(
     OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/fuzz_unwind
     COMMAND ${BPF_CLANG} -g -O1 -fsanitize=fuzzer,address,undefined

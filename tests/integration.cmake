@@ -516,12 +516,16 @@ add_test(NAME integration_lazy_progs
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_lazy_progs.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> $<TARGET_FILE:scope_target>)
 set_tests_properties(integration_lazy_progs PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+# 200 targets exiting at once: each seen exited and detached within 3 s of
+# its exit by qprofd's own clock, reported within 5 s, and a SIGTERM in the
+# middle obeyed within 3 s (the goal is 2 s for all; the previous qprofd
+# took 5.2 s to show them exited and 5.5 s to report them at load 25).
 add_test(NAME integration_exit_storm
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exit_storm.py
-          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 10 bpf sigterm)
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 3,5 bpf sigterm)
 add_test(NAME integration_exit_storm_ring
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_exit_storm.py
-          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 10 ring)
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:edge_target> 200 3,5 ring sigterm)
 set_tests_properties(integration_exit_storm integration_exit_storm_ring PROPERTIES
   SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 # qprofd's command line: the targets it names are checked before any load.
@@ -594,3 +598,19 @@ add_test(NAME integration_ring_status
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_ring_status.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:strategy>)
 set_tests_properties(integration_ring_status PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# A target's library truncated, or rewritten in place, under qprofd while
+# qprofd unwinds its samples with libdwfl: qprofd stays up (it unwinds from
+# a sealed copy of the parts it reads, never from a mapping of the file).
+add_library(cut_lib SHARED ${CMAKE_CURRENT_SOURCE_DIR}/integration/cut_lib.c)
+target_compile_options(cut_lib PRIVATE -O2 -g -fomit-frame-pointer)
+target_link_options(cut_lib PRIVATE -Wl,-z,now)
+add_executable(cut_target ${CMAKE_CURRENT_SOURCE_DIR}/integration/cut_target.c)
+target_compile_options(cut_target PRIVATE -O2 -g)
+target_link_options(cut_target PRIVATE -Wl,-z,now)
+target_link_libraries(cut_target ${CMAKE_DL_LIBS})
+foreach(mode truncate rewrite)
+  add_test(NAME integration_cut_lib_${mode}
+    COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cut_lib.py
+            $<TARGET_FILE:qprofd> $<TARGET_FILE:cut_target> $<TARGET_FILE:cut_lib> ${mode})
+  set_tests_properties(integration_cut_lib_${mode} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240 RUN_SERIAL TRUE)
+endforeach()

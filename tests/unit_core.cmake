@@ -54,3 +54,8 @@ add_executable(test_lc_hold ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_lc_hold.c)
 target_include_directories(test_lc_hold PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_lc_hold PRIVATE qprof_targets)
 add_test(NAME unit_lc_hold COMMAND test_lc_hold)
+# The sealed copy of a mapped file's unwinding parts handed to libdwfl.
+add_executable(test_elf_snap ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_elf_snap.c)
+target_include_directories(test_elf_snap PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+target_link_libraries(test_elf_snap qprof_collect PkgConfig::LIBDW PkgConfig::LIBELF)
+add_test(NAME unit_elf_snap COMMAND test_elf_snap)

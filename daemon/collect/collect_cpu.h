@@ -36,6 +36,7 @@ struct qp_cpu_unwind_figures {
 	uint64_t dwarf, fp;	/* samples with a copy: the stack kept was the CFI one / the FP one */
 	uint64_t complete, partial, truncated, loops, no_module, refreshes, errors, deferred; /* unwind.h */
 	uint64_t fast, slow, cache_resets; /* unwind.h: the walks by path, rule caches emptied */
+	uint64_t files_refused;	/* unwind.h: mapped files not copied for libdwfl */
 	/* the kernel's walk by compiled tables (cfi_bpf.h) */
 	bool kernel;		/* it runs (dwarf, dwarf-all) */
 	char kernel_error[128];	/* why it does not, "" when it does or was not asked */

@@ -266,4 +266,5 @@ void qp_cpu_unwind_stats_fill(const struct qp_unwind_stats *st, struct qp_cpu_un
 	out->fast = st->fast;
 	out->slow = st->slow;
 	out->cache_resets = st->fast_resets;
+	out->files_refused = st->files_refused;
 }

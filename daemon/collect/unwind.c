@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "elf_snap.h"
 #include "unwind.h"
 #include "unwind_fast.h"
 #include "common/util.h"
@@ -131,22 +132,28 @@ static const Dwfl_Thread_Callbacks thread_cbs = {
 /* A mapped file by the process's own root (its mount namespace), else by
  * the path as we see it. Only regular files: a FIFO or a device a hostile
  * process maps would block or misbehave on open or read. *USERDATA is the
- * process's entry (set by tag_module). */
+ * process's entry (set by tag_module). libdwfl maps what it is handed and
+ * ends it (elf_end, close) in dwfl_end: it gets a sealed copy of the parts
+ * that unwinding reads (elf_snap.h), never the file, so that a library
+ * truncated under it cannot raise SIGBUS in qprofd. */
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_Addr base,
 		    char **file_name, Elf **elfp)
 {
 	const struct proc *p = *userdata;
 	char path[4096];
 	struct stat sb;
-	int fd = -1, k;
+	int fd = -1, copy, k;
 
-	/* [vdso: PID]: libdwfl reads it from the live process; a module not
-	 * tagged yet: libdwfl's own opener (regular files only) */
-	if (name[0] != '/' || !p) {
-		if (p && p->u->fixture)
+	/* [vdso: PID]: libdwfl reads it from the live process's memory into
+	 * its own; a file of a module not tagged (none is: tag_module runs
+	 * before any lookup) is not handed to libdwfl's opener, which maps it */
+	if (name[0] != '/') {
+		if (!p || p->u->fixture)
 			return -1;
 		return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name, elfp);
 	}
+	if (!p)
+		return -1;
 	for (k = 0; k < 2 && fd < 0; k++) {
 		int w = k ? snprintf(path, sizeof(path), "%s", name)
 			  : snprintf(path, sizeof(path), "%s/%u/root%s", p->u->proc_root, p->pid, name);
@@ -162,9 +169,18 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *name, Dwarf_A
 	}
 	if (fd < 0)
 		return -1;
-	*file_name = strdup(path);
+	copy = qp_elf_snapshot(fd, NULL);
+	close(fd);
+	/* no name left behind on failure: libdwfl would open it itself */
+	if (copy < 0 || !(*file_name = strdup(path))) {
+		if (copy >= 0)
+			close(copy);
+		else
+			p->u->st.files_refused++;
+		return -1;
+	}
 	*elfp = NULL;
-	return fd;
+	return copy;
 }
 
 /* No separate debug files: .eh_frame (or the file's own .debug_frame) is

@@ -42,6 +42,7 @@ struct qp_unwind_stats {
 	uint64_t fast;		/* by the cached rules (unwind_fast.c) */
 	uint64_t slow;		/* by libdwfl (a rule not cached, see unwind_fast.h) */
 	uint64_t fast_resets;	/* a process's rule cache emptied because full */
+	uint64_t files_refused;	/* mapped files not handed to libdwfl: cut or changed while copied, not ELF, too big */
 };
 
 /* One sample: registers in DWARF order, STACK[0..LEN) copied from regs[7].

@@ -105,6 +105,14 @@ void qp_export_target_keys(const struct qp_target_view *t, struct qp_json *j)
 		qp_json_kv_u64(j, "exited_ms", t->exited_ms);
 	else
 		qp_json_kv_null(j, "exited_ms");
+	if (t->state == QP_TARGET_EXITED && t->reported_ms)
+		qp_json_kv_u64(j, "reported_ms", t->reported_ms);
+	else
+		qp_json_kv_null(j, "reported_ms");
+	if (t->state == QP_TARGET_EXITED && t->released_ms)
+		qp_json_kv_u64(j, "released_ms", t->released_ms);
+	else
+		qp_json_kv_null(j, "released_ms");
 	qp_json_kv_str(j, "attached_by", t->by_binary ? "binary" : "pid");
 	qp_json_kv_u64(j, "sites_refused", t->sites_refused);
 	qp_json_kv_u64(j, "files_unopened", t->files_unopened);

@@ -42,11 +42,15 @@
 
 /* ---- files ---------------------------------------------------------------- */
 
-static int write_buf(const struct qp_report_fs *fs, int dirfd, const char *name, struct qp_buf *b)
+/* Not synced one by one: qp_report_commit syncs the filesystem once for a
+ * batch of reports. HELD: see qp_report_fs_write. */
+static int write_buf(const struct qp_report_fs *fs, int dirfd, const char *name, struct qp_buf *b, char *held,
+		     size_t heldlen)
 {
 	if (b->failed)
 		return -ENOMEM;
-	return qp_report_fs_write(fs, dirfd, name, b->data ? b->data : "", b->len);
+	return qp_report_fs_write(fs, dirfd, name, b->data ? b->data : "", b->len, QP_REPORT_FS_NOSYNC, held,
+				  heldlen);
 }
 
 /* ---- the report ----------------------------------------------------------- */
@@ -401,20 +405,31 @@ void qp_report_free(struct qp_report *r)
 	free(r);
 }
 
-int qp_report_emit(struct qp_report *r, const struct qp_report_fs *fs, const char *report_dir, char *dir_out,
-		   size_t dirlen)
+/* A report whose files are written, but for summary.txt, held under its
+ * temporary name until qp_report_commit. */
+struct qp_report_staged {
+	int dfd;		/* the report's directory */
+	int pid;
+	char comm[32];
+	char dir[512];
+	char held[300];		/* summary.txt's temporary name in dfd */
+	int first;		/* the first error of the other files, 0 */
+};
+
+static struct qp_report_staged *stage(struct qp_report *r, const struct qp_report_fs *fs, const char *report_dir)
 {
 	const struct who *t = r->t;
+	struct qp_report_staged *s;
 	char dir[512], name[128], comm[64], stamp[32], title[512];
 	const char *base = report_dir && report_dir[0] ? report_dir : QPROF_REPORT_DIR;
-	time_t s = (time_t)(t->exited_ms / 1000);
+	time_t secs = (time_t)(t->exited_ms / 1000);
 	struct qp_buf b;
 	struct tm tm;
 	size_t len;
 	char *json;
 	int ret, first = 0, dfd, n;
 
-	if (!localtime_r(&s, &tm))
+	if (!localtime_r(&secs, &tm))
 		memset(&tm, 0, sizeof(tm));
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
 	sanitize(comm, sizeof(comm), t->comm);
@@ -429,7 +444,7 @@ int qp_report_emit(struct qp_report *r, const struct qp_report_fs *fs, const cha
 			snprintf(name, sizeof(name), "%d-%s~%d-%s", t->pid, comm, n, stamp);
 		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", base, name) >= sizeof(dir)) {
 			qp_warn("report of pid %d: directory name too long under %s", t->pid, base);
-			return -ENAMETOOLONG;
+			return NULL;
 		}
 		dfd = qp_report_fs_mkdir(fs, name);
 		if (dfd == -EEXIST)
@@ -437,12 +452,13 @@ int qp_report_emit(struct qp_report *r, const struct qp_report_fs *fs, const cha
 	}
 	if (dfd < 0) {
 		qp_warn("report of pid %d: cannot create %s: %s", t->pid, dir, strerror(-dfd));
-		return dfd;
+		return NULL;
 	}
 
 	/* scopes.json */
 	if (r->scopes_json) {
-		ret = qp_report_fs_write(fs, dfd, "scopes.json", r->scopes_json, r->scopes_len);
+		ret = qp_report_fs_write(fs, dfd, "scopes.json", r->scopes_json, r->scopes_len, QP_REPORT_FS_NOSYNC,
+					 NULL, 0);
 		if (ret)
 			warn_file(t, dir, "scopes.json", first = ret);
 	}
@@ -455,7 +471,7 @@ int qp_report_emit(struct qp_report *r, const struct qp_report_fs *fs, const cha
 
 		qp_buf_init(&b);
 		ret = qp_export_folded(p, &b);
-		ret = ret ? ret : write_buf(fs, dfd, "cpu.folded", &b);
+		ret = ret ? ret : write_buf(fs, dfd, "cpu.folded", &b, NULL, 0);
 		qp_buf_free(&b);
 		if (ret)
 			warn_file(t, dir, "cpu.folded", first = first ? first : ret);
@@ -466,7 +482,7 @@ int qp_report_emit(struct qp_report *r, const struct qp_report_fs *fs, const cha
 			o.subtitle = r->cpu_why;
 		qp_buf_init(&b);
 		ret = qp_export_flamegraph(p, &o, &b);
-		ret = ret ? ret : write_buf(fs, dfd, "cpu.svg", &b);
+		ret = ret ? ret : write_buf(fs, dfd, "cpu.svg", &b, NULL, 0);
 		qp_buf_free(&b);
 		if (ret)
 			warn_file(t, dir, "cpu.svg", first = first ? first : ret);
@@ -474,35 +490,99 @@ int qp_report_emit(struct qp_report *r, const struct qp_report_fs *fs, const cha
 
 	/* report.json (sorts the rows: before the summary, which sorts them again) */
 	json = write_report_json(r, dir, &len);
-	ret = json ? qp_report_fs_write(fs, dfd, "report.json", json, len) : -ENOMEM;
+	ret = json ? qp_report_fs_write(fs, dfd, "report.json", json, len, QP_REPORT_FS_NOSYNC, NULL, 0) : -ENOMEM;
 	free(json);
 	if (ret)
 		warn_file(t, dir, "report.json", first = first ? first : ret);
 
-	/* summary.txt last: its presence makes the report visible */
+	/* summary.txt last, held: its name makes the report visible once
+	 * everything is on disk (qp_report_commit) */
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(dfd);
+		warn_file(t, dir, "summary.txt", -ENOMEM);
+		return NULL;
+	}
 	qp_buf_init(&b);
 	write_summary(r, dir, &b);
-	ret = write_buf(fs, dfd, "summary.txt", &b);
+	ret = write_buf(fs, dfd, "summary.txt", &b, s->held, sizeof(s->held));
 	qp_buf_free(&b);
-	close(dfd);
 	if (ret) {
+		close(dfd);
+		free(s);
 		warn_file(t, dir, "summary.txt", ret);
-		return ret;
+		return NULL;
 	}
-	snprintf(dir_out, dirlen, "%s", dir);
-	qp_info("report of pid %d (%s) written to %s", t->pid, t->comm, dir);
-	return first;
+	s->dfd = dfd;
+	s->pid = t->pid;
+	snprintf(s->comm, sizeof(s->comm), "%s", t->comm);
+	snprintf(s->dir, sizeof(s->dir), "%s", dir);
+	s->first = first;
+	return s;
+}
+
+_Static_assert(QP_REPORT_DIR_MAX == 512, "report.h names the size of a report directory path");
+
+void qp_report_commit(const struct qp_report_fs *fs, struct qp_report_staged **v, size_t n, char (*dirs)[512])
+{
+	int synced = qp_report_fs_sync(fs), named = -EIO;
+	size_t i;
+
+	/* the files' data and the four names first, then the summaries' names:
+	 * a summary.txt found after a crash stands beside complete files */
+	for (i = 0; i < n; i++) {
+		dirs[i][0] = '\0';
+		if (!v[i])
+			continue;
+		if (synced)
+			unlinkat(v[i]->dfd, v[i]->held, 0);
+		else if (qp_report_fs_publish(v[i]->dfd, v[i]->held, "summary.txt"))
+			v[i]->held[0] = '\0';	/* not published (logged below) */
+		else
+			named = 0;
+	}
+	if (!synced && !named)
+		named = qp_report_fs_sync(fs);
+	for (i = 0; i < n; i++) {
+		struct qp_report_staged *s = v[i];
+
+		if (!s)
+			continue;
+		if (synced || !s->held[0] || named)
+			qp_warn("report of pid %d (%s): %s not written: %s", s->pid, s->comm, s->dir,
+				strerror(synced ? -synced : named ? -named : EIO));
+		else {
+			snprintf(dirs[i], sizeof(dirs[i]), "%s", s->dir);
+			qp_info("report of pid %d (%s) written to %s", s->pid, s->comm, s->dir);
+		}
+		close(s->dfd);
+		free(s);
+	}
+}
+
+struct qp_report_staged *qp_report_stage(struct qp_report *r, const struct qp_report_fs *fs, const char *report_dir)
+{
+	struct qp_report_staged *s = r ? stage(r, fs, report_dir) : NULL;
+
+	qp_report_free(r);
+	return s;
 }
 
 int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *fs, const char *report_dir,
 		    const struct qp_target *t, char *dir_out, size_t dirlen)
 {
 	struct qp_report *r = qp_report_collect(src, t);
-	int ret;
+	struct qp_report_staged *s;
+	char dir[1][512];
+	int first;
 
 	if (!r)
 		return -ENOMEM;
-	ret = qp_report_emit(r, fs, report_dir, dir_out, dirlen);
-	qp_report_free(r);
-	return ret;
+	s = qp_report_stage(r, fs, report_dir);
+	first = s ? s->first : -EIO;
+	qp_report_commit(fs, &s, 1, dir);
+	if (!dir[0][0])
+		return first ? first : -EIO;
+	snprintf(dir_out, dirlen, "%s", dir[0]);
+	return first;
 }

@@ -26,11 +26,21 @@ int qp_report_write(const struct qp_model_src *src, const struct qp_report_fs *f
  * its old image's figures are read, and not while the files are written:
  * qp_report_collect reads T's figures (scopes, CPU profile: names resolved
  * now, against T's mappings) and copies what the files say of T, so T may
- * go before qp_report_emit writes them (0 or -errno, logged). Collect
- * returns NULL when out of memory (logged); free accepts NULL. */
+ * go before qp_report_stage writes them. Collect returns NULL when out of
+ * memory (logged); free accepts NULL. */
 struct qp_report;
 struct qp_report *qp_report_collect(const struct qp_model_src *src, const struct qp_target *t);
-int qp_report_emit(struct qp_report *r, const struct qp_report_fs *fs, const char *report_dir, char *dir_out,
-		   size_t dirlen);
 void qp_report_free(struct qp_report *r);
+
+/* Written in two steps, for many reports at once: qp_report_stage writes
+ * R's files (none synced; summary.txt, which makes the report visible,
+ * under a temporary name), frees R and returns the report written, NULL
+ * when it could not be made (logged; R may be NULL);
+ * qp_report_commit makes the N staged ones durable and visible with two
+ * syncs of the report filesystem in all (the files, then the summaries'
+ * names), puts each one's directory in DIRS[i] ("" when it was not written,
+ * logged; V[i] may be NULL) and frees them. */
+struct qp_report_staged;
+struct qp_report_staged *qp_report_stage(struct qp_report *r, const struct qp_report_fs *fs, const char *report_dir);
+void qp_report_commit(const struct qp_report_fs *fs, struct qp_report_staged **v, size_t n, char (*dirs)[512]);
 #endif

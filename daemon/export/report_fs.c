@@ -5,6 +5,7 @@
  * directory and file is made and read relative to that fd with O_NOFOLLOW:
  * mkdirat + openat(O_DIRECTORY), files as O_EXCL temporaries renamed into
  * place, and reads only of regular files. */
+#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -171,8 +172,8 @@ int qp_report_fs_mkdir(const struct qp_report_fs *fs, const char *name)
 	return fd;
 }
 
-int qp_report_fs_write(const struct qp_report_fs *fs, int dirfd, const char *name,
-		       const char *data, size_t len)
+int qp_report_fs_write(const struct qp_report_fs *fs, int dirfd, const char *name, const char *data, size_t len,
+		       unsigned int flags, char *held, size_t heldlen)
 {
 	static unsigned int seq;
 	char tmp[300];
@@ -203,15 +204,40 @@ int qp_report_fs_write(const struct qp_report_fs *fs, int dirfd, const char *nam
 		}
 		off += (size_t)n;
 	}
-	if (!ret && fsync(fd))
+	if (!ret && !(flags & QP_REPORT_FS_NOSYNC) && fsync(fd))
 		ret = -errno;
 	if (close(fd) && !ret)
 		ret = -errno;
+	if (!ret && held) {
+		if ((size_t)snprintf(held, heldlen, "%s", tmp) < heldlen)
+			return 0;
+		ret = -ENAMETOOLONG;
+	}
 	/* renameat replaces the name itself, whatever it was; it follows nothing */
 	if (!ret && renameat(dirfd, tmp, dirfd, name))
 		ret = -errno;
 	if (ret)
 		unlinkat(dirfd, tmp, 0);
+	return ret;
+}
+
+int qp_report_fs_sync(const struct qp_report_fs *fs)
+{
+	if (fs->fd < 0)
+		return -EBADF;
+	return syncfs(fs->fd) ? -errno : 0;
+}
+
+int qp_report_fs_publish(int dirfd, const char *held, const char *name)
+{
+	int ret = 0;
+
+	if (!component_ok(name) || !component_ok(held))
+		ret = -EINVAL;
+	else if (renameat(dirfd, held, dirfd, name))
+		ret = -errno;
+	if (ret && component_ok(held))
+		unlinkat(dirfd, held, 0);
 	return ret;
 }
 

@@ -25,9 +25,20 @@ void qp_report_fs_close(struct qp_report_fs *fs);
 int qp_report_fs_mkdir(const struct qp_report_fs *fs, const char *name);
 
 /* DIRFD/NAME atomically: a new temporary file (O_EXCL|O_NOFOLLOW) beside it,
- * then renameat over NAME. 0 or -errno. */
-int qp_report_fs_write(const struct qp_report_fs *fs, int dirfd, const char *name,
-		       const char *data, size_t len);
+ * fsync'ed unless FLAGS has QP_REPORT_FS_NOSYNC (the caller then syncs the
+ * whole filesystem once for many files: qp_report_fs_sync), then renameat
+ * over NAME; or, when HELD is not NULL, left under its temporary name,
+ * written into HELD, for qp_report_fs_publish. 0 or -errno. */
+#define QP_REPORT_FS_NOSYNC 1u
+int qp_report_fs_write(const struct qp_report_fs *fs, int dirfd, const char *name, const char *data, size_t len,
+		       unsigned int flags, char *held, size_t heldlen);
+/* The data and names of every file written so far under the report
+ * directory, on disk (syncfs: one flush of the filesystem's journal for a
+ * batch of reports, where an fsync a file took one flush each). 0 or -errno. */
+int qp_report_fs_sync(const struct qp_report_fs *fs);
+/* The file held under its temporary name HELD (qp_report_fs_write) renamed
+ * to NAME in DIRFD; on failure removed. 0 or -errno. */
+int qp_report_fs_publish(int dirfd, const char *held, const char *name);
 
 /* The regular file SUB/NAME under the report directory, whole, into a
  * malloc'ed NUL-terminated buffer. Neither SUB nor NAME may be a symlink;

@@ -167,6 +167,7 @@ struct qp_symbolizer {
 	struct sym_kernel k;	/* read on first use */
 	unsigned dwarf_files;	/* DWARF held open (atomic) */
 	unsigned dwarf_refused;	/* files past SYM_MAX_DWARF_FILES (atomic) */
+	int stopping;		/* atomic: qp_symbolizer_stop was called */
 };
 
 /* s->lock held: */

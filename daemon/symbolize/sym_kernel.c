@@ -2,10 +2,14 @@
  * (read on first use, without the symbolizer's lock, then put in under
  * it), the nearest lower one for an address; "[kernel]+0xaddr" when
  * kptr_restrict hides the addresses (every one reads 0). */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "sym_internal.h"
 
 static int cmp_ksym(const void *a, const void *b)
@@ -17,8 +21,64 @@ static int cmp_ksym(const void *a, const void *b)
 	return strcmp(x->name, y->name);	/* aliases: a stable choice */
 }
 
+void qp_symbolizer_stop(struct qp_symbolizer *s)
+{
+	if (s)
+		__atomic_store_n(&s->stopping, 1, __ATOMIC_RELAXED);
+}
+
+static bool stopping(const struct qp_symbolizer *s)
+{
+	return __atomic_load_n(&s->stopping, __ATOMIC_RELAXED);
+}
+
+/* PATH whole into *TEXT (NUL-terminated), in reads of 256 KiB at most (the
+ * kernel formats kallsyms as it is read): between two, a stop gives up. */
+static int read_kallsyms(const struct qp_symbolizer *s, const char *path, char **text, size_t *len)
+{
+	size_t cap = 1u << 20, n = 0;
+	char *b = malloc(cap), *nb;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), err = 0;
+
+	while (!err && b && fd >= 0) {
+		ssize_t r;
+
+		if (cap - n < 2) {
+			nb = cap < SYM_MAX_TEXT ? realloc(b, cap * 2) : NULL;
+			if (!nb) {
+				err = cap < SYM_MAX_TEXT ? -ENOMEM : -EFBIG;
+				break;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		r = read(fd, b + n, cap - n - 1 < (256u << 10) ? cap - n - 1 : (256u << 10));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			err = r < 0 ? -errno : 0;
+			break;
+		}
+		n += (size_t)r;
+		if (stopping(s))
+			err = -ECANCELED;
+	}
+	if (fd < 0 || !b)
+		err = fd < 0 ? -errno : -ENOMEM;
+	if (fd >= 0)
+		close(fd);
+	if (err) {
+		free(b);
+		return err;
+	}
+	b[n] = '\0';
+	*text = b;
+	*len = n;
+	return 0;
+}
+
 /* "ffffffff81000000 T _stext" or "... t name\t[module]". Text symbols only. */
-static void kernel_load(const char *kallsyms, struct sym_kernel *k)
+static void kernel_load(const struct qp_symbolizer *s, struct sym_kernel *k)
 {
 	size_t len, cap = 0, n = 0, nzero = 0, i, j;
 	char *text, *p, *end;
@@ -26,7 +86,7 @@ static void kernel_load(const char *kallsyms, struct sym_kernel *k)
 	k->loaded = true;
 	if (!(k->names = qp_arena_new()))
 		return;
-	if (qp_read_file(kallsyms, SYM_MAX_TEXT, &text, &len))
+	if (read_kallsyms(s, s->kallsyms, &text, &len))
 		return;
 	p = text;
 	end = text + len;
@@ -112,10 +172,10 @@ int qp_sym_kernel(struct qp_symbolizer *s, uint64_t addr, struct qp_sym *out)
 
 		/* kallsyms is large: read without the lock; the first in wins */
 		pthread_mutex_unlock(&s->lock);
-		kernel_load(s->kallsyms, &k);
+		kernel_load(s, &k);
 		pthread_mutex_lock(&s->lock);
-		if (!s->k.loaded)
-			s->k = k;
+		if (!s->k.loaded && !stopping(s))
+			s->k = k;	/* cut short by a stop: not kept */
 		else
 			sym_kernel_free(&k);
 	}

@@ -63,6 +63,9 @@ struct qp_sym {
 
 struct qp_symbolizer *qp_symbolizer_new(const struct qp_sym_opts *opts); /* NULL on OOM */
 void qp_symbolizer_free(struct qp_symbolizer *s); /* accepts NULL */
+/* A read of the kernel's symbols under way (seconds of CPU on a loaded
+ * host) gives up and none is started: qprofd is stopping. Accepts NULL. */
+void qp_symbolizer_stop(struct qp_symbolizer *s);
 
 /* Read PID's mappings now (call while it lives; again when it maps more).
  * The result is cached in the symbolizer under PID until qp_sym_forget.

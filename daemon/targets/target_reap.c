@@ -15,6 +15,7 @@
 #include "collect/collect_scopes.h"
 #include "common/log.h"
 #include "targets_priv.h"
+#include "common/util.h"
 
 struct qp_reap_rec {
 	int pid;
@@ -119,6 +120,10 @@ static void *reaper(void *arg)
 	for (i = 0; i < b->n; i++) {
 		qp_scopes_detach_links(b->v[i].links, b->v[i].n);	/* spec ids: under the lock */
 		free(b->v[i].links);
+		/* an exited target whose links these were: let go now */
+		for (k = 0; k < r->ntargets; k++)
+			if (r->targets[k]->pid == b->v[i].pid && r->targets[k]->state == QP_TARGET_EXITED)
+				r->targets[k]->released_ms = qp_realtime_ns() / 1000000;
 	}
 	for (k = 0; k < r->nclosing; k++) {
 		if (r->closing[k] == b) {

@@ -68,6 +68,8 @@ struct qp_target_lib {
 	struct qp_maps whole;	/* live: its mappings in the last snapshot that held it whole */
 };
 
+#define QP_REPORT_DIR_MAX 512	/* a report's directory path */
+
 struct qp_target {
 	uint64_t serial;	/* this record, of all records ever made (an exec makes a new one) */
 	int pid;
@@ -76,7 +78,9 @@ struct qp_target {
 	uint64_t starttime;
 	enum qp_target_state state;
 	uint64_t attached_ms;	/* wall clock */
-	uint64_t exited_ms;
+	uint64_t exited_ms;	/* wall clock: seen exited */
+	uint64_t reported_ms;	/* wall clock: its exit report written (or given up); 0 before */
+	uint64_t released_ms;	/* wall clock: the kernel let its links go after the exit; 0 before */
 	unsigned int probes;	/* qprof probe sites in the attached files */
 	bool cpu_only;		/* no probe attached: CPU samples only (any process) */
 	int binary;		/* index into binaries, -1 when attached by pid */
@@ -87,7 +91,7 @@ struct qp_target {
 	struct qp_resolved *resolved;
 	size_t nresolved;
 	bool report_pending;	/* exited; the exit report is not written yet */
-	char report_dir[512];	/* where it was written, "" when none */
+	char report_dir[QP_REPORT_DIR_MAX];	/* where it was written, "" when none */
 	struct qp_module **mods;	/* versions of files it was attached or resolved through */
 	size_t nmods;
 	unsigned int sites_refused;	/* probe sites left out: not the nop their note promises */
@@ -174,10 +178,14 @@ struct qp_attach_extra {
  * exporter's (targets/ knows none). COLLECT reads T's figures (T exited and
  * pinned, registry lock NOT held: read T's fields, take the lock for
  * anything else) and returns them, NULL when there are none; EMIT writes
- * them out and frees them (lock NOT held; T may be gone by then) and puts
- * where they went in DIR ("" when nowhere). */
+ * them out, not yet durable nor visible, frees them (lock NOT held; T may
+ * be gone by then) and returns a handle on what it wrote (NULL: nothing);
+ * COMMIT makes N such handles' reports durable and visible at once (one
+ * sync for a batch of reports, not one per file), puts where each went in
+ * DIRS[i] ("" when nowhere) and frees the handles. */
 typedef void *(*qp_report_collect_fn)(void *arg, const struct qp_target *t);
-typedef void (*qp_report_emit_fn)(void *arg, void *figs, char *dir, size_t dirlen);
+typedef void *(*qp_report_emit_fn)(void *arg, void *figs);
+typedef void (*qp_report_commit_fn)(void *arg, void **staged, size_t n, char (*dirs)[QP_REPORT_DIR_MAX]);
 
 /* A detached target's links and its pid's scope data, dropped by
  * qp_registry_reap without the registry lock. */
@@ -194,6 +202,7 @@ struct qp_registry {
 	unsigned int reporting;		/* targets pinned for their report */
 	qp_report_collect_fn report_collect;	/* NULL: no reports */
 	qp_report_emit_fn report_emit;
+	qp_report_commit_fn report_commit;
 	void *report_arg;
 	bool (*report_stop)(void);	/* true: stop writing reports (a shutdown is asked) */
 	struct qp_usdt_def *defs;
@@ -295,14 +304,15 @@ uint64_t qp_target_serial(void);
 
 /* The report writer (main.c's), called without r->lock. */
 void qp_registry_set_reporter(struct qp_registry *r, qp_report_collect_fn collect, qp_report_emit_fn emit,
-			      void *arg);
+			      qp_report_commit_fn commit, void *arg);
 /* STOP (NULL: none), asked between two reports: true ends the writing of
  * pending reports (qprofd is asked to stop; the ones left are logged). */
 void qp_registry_set_report_stop(struct qp_registry *r, bool (*stop)(void));
 /* Write the pending exit reports, r->lock NOT held: the targets are taken
  * and pinned under the lock, the lock is dropped, the reports are written
- * by a few threads at once (each file is fsync'ed: their waits overlap),
- * and report_dir is set under the lock again. Returns how many. */
+ * by a few threads at once, made durable and visible together (one sync of
+ * the report filesystem for all of them), and report_dir is set under the
+ * lock again. Returns how many. */
 size_t qp_registry_write_reports(struct qp_registry *r);
 /* The exec of a target T, in two steps. First, r->lock held on entry and
  * on return (dropped meanwhile, T pinned): read T's figures, returned for

@@ -42,6 +42,8 @@ int qp_target_view_copy(const struct qp_target *t, struct qp_target_view *out)
 	out->state = t->state;
 	out->attached_ms = t->attached_ms;
 	out->exited_ms = t->exited_ms;
+	out->reported_ms = t->reported_ms;
+	out->released_ms = t->released_ms;
 	out->probes = t->probes;
 	out->cpu_only = t->cpu_only;
 	out->by_binary = t->binary >= 0;

@@ -59,6 +59,7 @@ struct qp_target_view {
 	enum qp_target_state state;
 	uint64_t attached_ms;	/* wall clock */
 	uint64_t exited_ms;	/* meaningful when state is QP_TARGET_EXITED */
+	uint64_t reported_ms, released_ms;	/* 0: not yet (targets.h) */
 	unsigned int probes;
 	bool cpu_only;		/* nothing but CPU samples: no qprof or other probe */
 	bool by_binary;		/* attached through a --binary file, not by pid */

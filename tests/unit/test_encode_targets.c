@@ -23,6 +23,7 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 	memset(b, 0, 3 * sizeof(*b));
 	t[0] = (struct qp_target_view){ .pid = 100, .comm = "strategy", .exe = "/opt/s/strategy",
 		.state = QP_TARGET_RUNNING, .attached_ms = 1700000000123ULL, .exited_ms = 99, .probes = 12,
+		.reported_ms = 98, .released_ms = 97,	/* a running target shows none of the three */
 		.sites_refused = 1, .files_unopened = 2, .ring = true, .has_ring_status = true,
 		.ring_status = { .c = { .records = 10, .lost = 11, .garbage = 12, .after_loss = 13,
 					.before_attach = 14, .logs = 15, .logs_cut = 16, .lost_at_exit = 4,
@@ -36,6 +37,7 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 		.libs_unloaded = 4, .libs_without_markers = 5, .libs_refused = 6, .sites_reused = 7 };
 	t[1] = (struct qp_target_view){ .pid = 200, .comm = "md\"feed", .exe = "/opt/m d/feed\n(deleted)",
 		.state = QP_TARGET_EXITED, .attached_ms = 1700000000456ULL, .exited_ms = 1700000009999ULL,
+		.reported_ms = 1700000010100ULL, .released_ms = 1700000010050ULL,
 		.probes = 0, .cpu_only = true, .by_binary = true, .collector_note = "lib \"x\" has markers of ABI 1" };
 	b[0] = (struct qp_binary_view){ .path = "/opt/m d/feed", .probes = 7, .attached_ms = 1700000000001ULL,
 		.state = QP_BINARY_ATTACHED, .versions_replaced = 3, .old_versions_running = 1,
@@ -54,7 +56,7 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 }
 
 #define T0 "{\"pid\":100,\"comm\":\"strategy\",\"exe\":\"/opt/s/strategy\",\"state\":\"running\"," \
-	"\"attached_ms\":1700000000123,\"probes\":12,\"cpu_only\":false,\"exited_ms\":null,\"attached_by\":\"pid\"," \
+	"\"attached_ms\":1700000000123,\"probes\":12,\"cpu_only\":false,\"exited_ms\":null,\"reported_ms\":null,\"released_ms\":null,\"attached_by\":\"pid\"," \
 	"\"sites_refused\":1,\"files_unopened\":2,\"collector\":\"ring\",\"collector_reason\":\"\",\"collector_note\":null," \
 	"\"ring\":{\"rings\":3,\"records\":10,\"lost\":11,\"garbage\":12,\"open_at_loss\":13," \
 	"\"before_attach\":14,\"logs\":15,\"logs_cut\":16,\"rings_gone\":1,\"head\":40,\"base\":2," \
@@ -68,7 +70,7 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 	"\"detached_ms\":null,\"loads\":0,\"error\":\"1 unreadable note\"}],\"libs_loaded\":3," \
 	"\"libs_unloaded\":4,\"libs_without_markers\":5,\"libs_refused\":6,\"sites_reused\":7}"
 #define T1 "{\"pid\":200,\"comm\":\"md\\\"feed\",\"exe\":\"/opt/m d/feed\\n(deleted)\",\"state\":\"exited\"," \
-	"\"attached_ms\":1700000000456,\"probes\":0,\"cpu_only\":true,\"exited_ms\":1700000009999,\"attached_by\":\"binary\"," \
+	"\"attached_ms\":1700000000456,\"probes\":0,\"cpu_only\":true,\"exited_ms\":1700000009999,\"reported_ms\":1700000010100,\"released_ms\":1700000010050,\"attached_by\":\"binary\"," \
 	"\"sites_refused\":0,\"files_unopened\":0,\"collector\":\"bpf\",\"collector_reason\":\"\"," \
 	"\"collector_note\":\"lib \\\"x\\\" has markers of ABI 1\",\"modules\":[],\"libs_loaded\":0,\"libs_unloaded\":0," \
 	"\"libs_without_markers\":0,\"libs_refused\":0,\"sites_reused\":0}"
