@@ -6,17 +6,18 @@ for the CFI table compiler's memory and build-time figures
 
     bench/cfi_bigbin.py OUT.so [MEGABYTES] [SEED]
 
-MEGABYTES (default 100) is the size of the code: the file comes out a few
-percent bigger (its .eh_frame and headers). The functions have the shapes
+MEGABYTES (default 100) is about the size of the code (96 MB for 100;
+the file comes out a third bigger with its .eh_frame and symbols: 136 MB,
+or 100 MB for 74). The functions have the shapes
 gcc -O2 gives on x86-64 without frame pointers, drawn at random (SEED,
 default 1): leaves with no frame, functions that push one to six callee-saved
 registers and reserve locals, with early returns inside the body
 (remember_state / restore_state), and a few with a frame pointer (CFA from
-rbp). Bodies are filled with nops by `.skip`, so gas only expands a few
-macros per function; functions are 16-byte aligned, and the padding between
+rbp). Bodies are filled with nops by `.skip`, so the assembly is a few
+lines per function; functions are 16-byte aligned, and the padding between
 them is covered by no FDE, as in compiler output. The density comes out
-about one CFI row per 45 bytes of code: glibc has one per 49, libstdc++ one
-per 30, libLLVM-15 one per 54.
+about one CFI row per 25 bytes of code, denser than real files (glibc has
+one per 49, libstdc++ one per 30, libLLVM-15 one per 54): a worst case.
 """
 import os
 import random
