@@ -53,7 +53,7 @@ wait "$wp"
 read -r t1 c1 < <(prog_stats)
 mid=
 for id in $(grep -h '^map_id:' /proc/$qp/fdinfo/* 2>/dev/null | awk '{print $2}' | sort -u); do
-	bpftool map show id "$id" 2>/dev/null | grep -q 'name cfi_counts' && { mid=$id; break; }
+	[[ $(bpftool map show id "$id" 2>/dev/null) == *"name cfi_counts"* ]] && { mid=$id; break; }
 done
 [ -n "$mid" ] || { echo "no cfi_counts map in qprofd" >&2; exit 1; }
 bpftool -j map dump id "$mid" >"$t/counts.json"
