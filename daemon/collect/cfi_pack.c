@@ -54,6 +54,9 @@ int qp_cfi_pack(const struct qp_cfi_table *t, struct qp_cfi_packed *p)
 	memset(p, 0, sizeof(*p));
 	if (!t->nrows || t->rows[0].addr)
 		return -EINVAL;	/* the search takes row 0 to start the table */
+	for (k = 1; k < t->nrows; k++)
+		if (t->rows[k - 1].addr >= t->rows[k].addr)
+			return -EINVAL;	/* rows out of order: the index would send lookups astray */
 	if (t->nrows > QP_CFI_ROWS_MAX || span > UINT32_MAX)
 		return -E2BIG;
 	/* the smallest bucket whose index stays within an eighth of the rows */

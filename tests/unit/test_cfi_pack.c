@@ -174,6 +174,11 @@ int main(void)
 	qp_cfi_packed_free(&p);
 	check_table(t, 1, NULL);
 	qp_cfi_table_free(t);
+	/* rows out of order are refused (a fuzzed file made the compiler give some) */
+	t = random_table(10, 10, 3);
+	t->rows[5].addr = t->rows[3].addr;
+	CHECK_INT(qp_cfi_pack(t, &p), -EINVAL);
+	qp_cfi_table_free(t);
 	/* a table not starting at its base is refused */
 	t = random_table(10, 10, 3);
 	t->rows[0].addr = 1;
