@@ -16,6 +16,8 @@
 #   q_dwarf_HZ      qprofd --pid --unwind dwarf --frequency HZ (stacks walked in the kernel by CFI tables)
 #   q_copy_HZ       qprofd --pid --unwind dwarf-copy (every sample's 16 KiB stack copied, unwound in qprofd)
 #   q_fp_HZ         qprofd --pid --unwind fp
+#   b_dwarf_HZ ...  the same with QPROFD_B (another build, e.g. the one
+#                   before a change: an A/B comparison in the same run)
 #   p_dwarf_HZ      perf record -e cpu-clock -c 1e9/HZ --call-graph dwarf -m 32M -p
 #   p_fp_HZ         perf record -e cpu-clock -c 1e9/HZ -g -m 8M -p
 # HZ is HIGH_HZ (default 4999): the cost of one sample is a few µs against
@@ -46,7 +48,8 @@
 #      statistics, held on by bpf_stats_hold.py), all its runs on all CPUs,
 #      per target sample: an upper bound of the in-kernel part.
 #
-# Environment: QPROFD=PATH (default BUILD_DIR/daemon/qprofd), REPS=N (5),
+# Environment: QPROFD=PATH (default BUILD_DIR/daemon/qprofd), QPROFD_B=PATH
+# (the b_* configurations), REPS=N (5),
 # HIGH_HZ=N (4999; qprofd takes 1..10000), CONFIGS="q_dwarf_999 ..." (a
 # subset or other rates), ROUNDS=N rounds of the workload per run (default:
 # about 4 s of CPU), ATTACH_TIMEOUT=S (60).
@@ -177,8 +180,10 @@ run() {
 	sock=$tmp/$tag.sock
 	case $cfg in
 	none) ;;
-	q_*)
-		start_profiler "$tag" "$QPROFD" --pid "$work_pid" --socket "$sock" --frequency "$freq" \
+	q_* | b_*)
+		qd=$QPROFD
+		[ "${cfg%%_*}" = b ] && qd=${QPROFD_B:?b_ configurations need QPROFD_B}
+		start_profiler "$tag" "$qd" --pid "$work_pid" --socket "$sock" --frequency "$freq" \
 			--unwind "$mode" --no-calibrate || return 1
 		if ! wait_for_line "$tmp/$tag.prof" '^qprofd: ready on' "$ATTACH_TIMEOUT" "$w_pid"; then
 			say "  qprofd did not attach: $(tail -3 "$tmp/$tag.prof")"
@@ -209,7 +214,7 @@ run() {
 	finish_work "$tag"
 	eval "w_$cfg+=(\"$w_ns\")"
 	case $cfg in
-	q_*)
+	q_* | b_*)
 		read -r b1 bc1 < <(bpf_ns "$p_pid")
 		curl -s --max-time 120 --unix-socket "$sock" -o "$tmp/$tag.folded" \
 			"http://localhost/api/cpu/folded?pid=$work_pid"
@@ -306,7 +311,7 @@ done
 say ""
 say "3. qprofd's sampler: BPF run time per target sample, all runs on all CPUs (upper bound), medians"
 for c in "${configs[@]}"; do
-	case $c in q_*) ;; *) continue ;; esac
+	case $c in q_* | b_*) ;; *) continue ;; esac
 	eval "b=\$(median \"\${b_$c[@]}\"); n=\$(median \"\${n_$c[@]}\")"
 	[ "${n:-0}" -gt 0 ] || continue
 	printf '  %-16s BPF %7d ns/sample (last round: %s runs)\n' "$c" "$((b / n))" "$(cat "$tmp/$c.bpfruns")"

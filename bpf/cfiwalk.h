@@ -1,9 +1,9 @@
 /* cfiwalk.h - the contract between the in-kernel CFI walker (cfiwalk.bpf.h)
- * and qprofd's side of it (daemon/collect/cfi_bpf.c): the rows of compiled
- * CFI tables (the layout of daemon/collect/cfi_table.h's qp_cfi_row), one
- * array of them shared by every table, the table of each file (where its
- * rows are), each process's executable mappings (which file, at what
- * bias), how a walk ended. Documented in docs/internals/cfi-tables.md. */
+ * and qprofd's side of it (daemon/collect/cfi_bpf.c): compiled CFI tables
+ * packed into 32-bit words (daemon/collect/cfi_pack.h), one array of them
+ * shared by every table, the table of each file (where its words are),
+ * each process's executable mappings (which file, at what bias), how a
+ * walk ended. Documented in docs/internals/cfi-tables.md. */
 #ifndef QPROF_UNWIND_BPF_H
 #define QPROF_UNWIND_BPF_H
 
@@ -11,9 +11,11 @@
 #define QPROF_CFI_NOFILE 0xffffffffu	/* a mapping whose file has no table */
 #define QPROF_CFI_MAPS 512	/* executable mappings of one process (a power of two) */
 #define QPROF_CFI_MAP_STEPS 10	/* log2(QPROF_CFI_MAPS) + 1 */
-#define QPROF_CFI_ROW_STEPS 25	/* log2(the rows of one table, at most 2^24) + 1 */
+#define QPROF_CFI_ROW_STEPS 17	/* log2(the rows of one bucket, at most 2^16) + 1 */
 #define QPROF_CFI_PROCS 4096	/* processes with mappings (the CPU targets' bound) */
-#define QPROF_CFI_ROWS_DEFAULT (2u << 20)	/* rows of all tables: 16 MiB of kernel memory */
+#define QPROF_CFI_BLOCK_WORDS 16	/* words of one cfi_rows element (64 bytes) */
+#define QPROF_CFI_BLOCKS_DEFAULT (256u << 10)	/* cfi_rows elements: 16 MiB of kernel memory */
+#define QPROF_CFI_WIN 512	/* bytes of stack the walker reads at once (a power of two) */
 
 /* the rule kinds and rbp rules of cfi_table.h, as the walker reads them */
 #define QPROF_CFI_K_FALLBACK 0
@@ -35,23 +37,36 @@
 #define QPROF_CFI_SIG_RSP 160
 #define QPROF_CFI_SIG_RIP 168
 
-/* One row (8 bytes): the rule from addr (relative to its table's base) to
- * the next row's addr. */
-struct cfi_krow {
-	__u32 addr;
-	__u16 cfa_off;
-	__u8 kind;	/* kind | bp rule << 4 */
-	__s8 bp_off;	/* BP_AT: rbp at CFA + 8 * bp_off; PLT: the threshold */
+/* cfi_rows holds every table as 32-bit words, in blocks of 16 (an array
+ * map rounds each element to 8 bytes: one word an element would cost
+ * double). A table is packed (daemon/collect/cfi_pack.h): its span cut
+ * into buckets of 2^shift bytes, then
+ *   the index   nb + 1 words: the first row at or past each bucket's start;
+ *   the rows    one word each, sorted: the row's offset in its bucket (low
+ *               16 bits), the number of its rule (high 16 bits);
+ *   the rules   one word each: cfa_off (bits 0-15), kind | bp rule << 4
+ *               (bits 16-23), bp_off (bits 24-31, signed).
+ * A row's rule holds from its address up to the next row's. */
+struct cfi_kblock {
+	__u32 w[QPROF_CFI_BLOCK_WORDS];
 };
 
-/* cfi_files[id]: the table of one file, rows [first, first + nrows) of
- * cfi_rows; nrows 0: none (not loaded, evicted). The last row is NONE. */
+/* cfi_files[id]: the packed table of one file in cfi_rows (word offsets);
+ * nb 0: none (not loaded, evicted). Row 0 starts at base; the last row is
+ * NONE from the end of the last FDE. */
 struct cfi_kfile {
 	__u64 base;	/* the lowest vaddr the table covers */
 	__u32 span;	/* end - base */
-	__u32 first;
+	__u32 index;	/* the bucket index's first word */
+	__u32 rows;	/* the first row's word */
+	__u32 rules;	/* the first rule's word */
+	__u32 nb;	/* buckets */
 	__u32 nrows;
+	__u32 nrules;
+	__u8 shift;	/* a bucket is 2^shift bytes (4..16) */
+	__u8 pad[3];
 	__u32 gen;	/* bumped each time the id is given to another file */
+	__u32 pad2;
 };
 
 /* One executable mapping of a process: [start, end) holds FILE at BIAS

@@ -131,6 +131,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	if (!sample_all && !mode)
 		return 0;
 	copy = mode ? (*mode & QPROF_CPU_COPY) : copy_all;
+	PH_T0();
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return 0;
@@ -139,8 +140,11 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	s->tid = (__u32)id;
 	s->copy_fail = 0;
 	s->ts = bpf_ktime_get_ns();
-	klen = stack_len(bpf_get_stack(ctx, s->ips, STACK_BYTES, 0));
+	/* a sample taken in user mode has no kernel stack: bpf_get_stack
+	 * would say so too, after a microsecond of looking */
+	klen = (*(volatile __u64 *)&ctx->regs.csx & 3) == 3 ? 0 : stack_len(bpf_get_stack(ctx, s->ips, STACK_BYTES, 0));
 	s->kern_len = klen;
+	PH(5);
 	/* the user stack right after the kernel one: only used bytes are
 	 * sent. Walked by the CFI tables when the target's are loaded: a walk
 	 * that ends well is the user stack, and no copy is made; else (a rule
@@ -163,6 +167,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		if (QPROF_WALK_KEPT(walk) && !ulen)
 			walk = QPROF_WALK_BAD;
 	}
+	PH(6);
 	if (!ulen)
 		ulen = stack_len(bpf_get_stack(ctx, (char *)s->ips + klen, STACK_BYTES, BPF_F_USER_STACK));
 	s->user_len = ulen;
@@ -172,6 +177,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	/* the span open on the thread (QPROF_SPAN_BEGIN, not yet ended on it) */
 	s->span_site = st ? st->span_site : 0;
 	s->span_id = st && st->span_site ? st->span_id : 0;
+	PH(9);
 	/* a ring target's thread: its open scopes at any depth, from the
 	 * header of its own ring (only while it still owns that ring) */
 	olen = 0;
@@ -198,6 +204,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		}
 	}
 	s->open_len = olen;
+	PH(10);
 	/* the stack copy after the used ips and the open scopes: each length
 	 * is at most STACK_BYTES, the scopes at most QPROF_SAMPLE_OPEN * 8 */
 	if (copy) {
@@ -215,6 +222,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 	}
 	s->copy_len = clen;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
+	PH(11);
 	size = __builtin_offsetof(struct cpu_sample, ips) + klen + ulen + olen + clen;
 	if (size > sizeof(*s))
 		size = sizeof(*s);
@@ -223,6 +231,8 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	pcount(QPROF_PCNT_SAMPLES);
+	PH(7);
+	PH_COUNT(8);
 	return 0;
 }
 

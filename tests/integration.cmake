@@ -421,6 +421,11 @@ add_test(NAME integration_unwind_kernel
   COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_unwind.py
           $<TARGET_FILE:qprofd> $<TARGET_FILE:qsort_nofp> $<TARGET_FILE:qsort_fp> $<TARGET_FILE:sort_cxx> kernel)
 set_tests_properties(integration_unwind_kernel PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+# Compiled CFI tables built once per file for eight processes of two programs.
+add_test(NAME integration_cfi_shared
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cfi_shared.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:qsort_nofp> $<TARGET_FILE:sort_cxx>)
+set_tests_properties(integration_cfi_shared PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 # Off-CPU stacks walked in the kernel: a sleep, a std::mutex wait, a read on a pipe, -O2 without frame pointers.
 add_executable(offcpu_nofp ${CMAKE_CURRENT_SOURCE_DIR}/integration/offcpu_nofp.cpp)
 target_compile_options(offcpu_nofp PRIVATE -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer)

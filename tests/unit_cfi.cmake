@@ -2,7 +2,7 @@
 # (cfi_walk.c), checked against libdwfl on this program's own stacks; built
 # -O2 without frame pointers, linked to libstdc++ (a std::thread).
 set(QP_CFI_SRC ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_table.c ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_fdes.c
-  ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_cache.c
+  ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_cache.c ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_pack.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_walk.c)
 add_executable(test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cfi_walk.c
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_cxx.cpp ${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_dbg.c ${QP_CFI_SRC}
@@ -45,3 +45,10 @@ if(_qp_nofuzz EQUAL 0)
             ${CMAKE_CURRENT_BINARY_DIR}/fuzz_corpus_unwind ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_cfi)
   set_tests_properties(fuzz_cfi_table_smoke PROPERTIES TIMEOUT 300)
 endif()
+
+# The packed tables the kernel walks (cfi_pack.c): the same rule as the
+# compiled table at every address of real and random tables.
+add_executable(test_cfi_pack ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cfi_pack.c)
+target_link_libraries(test_cfi_pack qprof_collect PkgConfig::LIBDW PkgConfig::LIBELF)
+add_test(NAME unit_cfi_pack COMMAND test_cfi_pack)
+set_tests_properties(unit_cfi_pack PROPERTIES TIMEOUT 120)

@@ -13,17 +13,27 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <gelf.h>
 #include "cfi_kmem.h"
+#include "cfi_pack.h"
 #include "cfi_table.h"
 #include "common/elf_build_id.h"
 #include "common/util.h"
 
 #define QUARANTINE_NS 1000000000ull
 
-int qp_kmem_init(struct qp_kmem *m, int rows_fd, size_t rows_cap, int files_fd)
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int qp_kmem_init(struct qp_kmem *m, int rows_fd, size_t blocks, int files_fd)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	void *p;
@@ -31,22 +41,22 @@ int qp_kmem_init(struct qp_kmem *m, int rows_fd, size_t rows_cap, int files_fd)
 	memset(m, 0, sizeof(*m));
 	m->rows_fd = rows_fd;
 	m->files_fd = files_fd;
-	m->rows_cap = rows_cap;
-	m->map_bytes = (rows_cap * sizeof(struct cfi_krow) + (size_t)page - 1) & ~((size_t)page - 1);
+	m->words_cap = blocks * QPROF_CFI_BLOCK_WORDS;
+	m->map_bytes = (blocks * sizeof(struct cfi_kblock) + (size_t)page - 1) & ~((size_t)page - 1);
 	p = mmap(NULL, m->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, rows_fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	m->rows = p;
-	m->st.rows_cap = rows_cap;
-	m->st.bytes_cap = rows_cap * sizeof(struct cfi_krow);
+	m->words = p;
+	m->st.bytes_cap = blocks * sizeof(struct cfi_kblock);
+	m->st.rows_cap = m->st.bytes_cap / sizeof(uint32_t);	/* at 4 bytes a row, less the index and rules */
 	return 0;
 }
 
 void qp_kmem_fini(struct qp_kmem *m)
 {
-	if (m->rows)
-		munmap(m->rows, m->map_bytes);
-	m->rows = NULL;
+	if (m->words)
+		munmap(m->words, m->map_bytes);
+	m->words = NULL;
 }
 
 static uint32_t fnv(const char *s)
@@ -81,16 +91,21 @@ static int find(struct qp_kmem *m, const char *fkey, const char *bkey)
 	return -1;
 }
 
-/* the kernel's entry of ID: its table, or none (nrows 0) */
-static void publish(struct qp_kmem *m, uint32_t id, const struct qp_cfi_table *t)
+/* the kernel's entry of ID: its table T packed as P, or none (nb 0) */
+static void publish(struct qp_kmem *m, uint32_t id, const struct qp_cfi_table *t, const struct qp_cfi_packed *p)
 {
 	struct cfi_kfile v = { 0 };
 
 	if (t) {
 		v.base = t->base;
 		v.span = (uint32_t)(t->end - t->base);
-		v.first = m->f[id].first;
-		v.nrows = m->f[id].nrows;
+		v.index = m->f[id].first;
+		v.rows = m->f[id].first + p->rows_at;
+		v.rules = m->f[id].first + p->rules_at;
+		v.nb = p->nb;
+		v.nrows = p->nrows;
+		v.nrules = p->nrules;
+		v.shift = p->shift;
 	}
 	v.gen = m->f[id].gen;
 	bpf_map_update_elem(m->files_fd, &id, &v, BPF_ANY);
@@ -101,10 +116,10 @@ static void evict(struct qp_kmem *m, int i, uint64_t now)
 	struct qp_kfile *f = &m->f[i];
 
 	if (f->state == QP_KF_LOADED) {
-		publish(m, (uint32_t)i, NULL);
+		publish(m, (uint32_t)i, NULL, NULL);
 		m->st.files--;
 		m->st.rows -= f->nrows;
-		m->st.bytes -= (uint64_t)f->nrows * sizeof(struct cfi_krow);
+		m->st.bytes -= (uint64_t)f->nwords * sizeof(uint32_t);
 		f->state = QP_KF_QUARANTINE;
 		f->freed_ns = now;
 		m->st.evictions++;
@@ -132,10 +147,10 @@ static int ext_cmp(const void *a, const void *b)
 	return *x < *y ? -1 : *x > *y;
 }
 
-/* first fit for N rows among the rows in use (and those in quarantine) */
+/* first fit for N words among the words in use (and those in quarantine) */
 static bool place(struct qp_kmem *m, uint32_t n, uint64_t now, uint32_t *first)
 {
-	static uint64_t ext[QPROF_CFI_FILES];	/* first << 32 | nrows (the worker alone) */
+	static uint64_t ext[QPROF_CFI_FILES];	/* first << 32 | nwords (the worker alone) */
 	uint64_t at = 0;
 	size_t k = 0, i;
 
@@ -145,11 +160,11 @@ static bool place(struct qp_kmem *m, uint32_t n, uint64_t now, uint32_t *first)
 		if (f->state == QP_KF_QUARANTINE && now - f->freed_ns >= QUARANTINE_NS)
 			f->state = QP_KF_FREE;
 		if (f->state == QP_KF_LOADED || f->state == QP_KF_QUARANTINE)
-			ext[k++] = (uint64_t)f->first << 32 | f->nrows;
+			ext[k++] = (uint64_t)f->first << 32 | f->nwords;
 	}
 	qsort(ext, k, sizeof(ext[0]), ext_cmp);
 	for (i = 0; i <= k; i++) {
-		uint64_t next = i < k ? ext[i] >> 32 : m->rows_cap;
+		uint64_t next = i < k ? ext[i] >> 32 : m->words_cap;
 
 		if (next >= at && next - at >= n) {
 			*first = (uint32_t)at;
@@ -195,17 +210,19 @@ static void keep_loads(struct qp_kfile *f, Elf *elf)
 	}
 }
 
-/* T into the rows (evicting for room), then its entry; false: no room */
-static bool load(struct qp_kmem *m, int i, const struct qp_cfi_table *t, uint64_t now)
+/* T packed (P) into the words (evicting for room), then its entry;
+ * false: no room */
+static bool load(struct qp_kmem *m, int i, const struct qp_cfi_table *t, const struct qp_cfi_packed *p,
+		 uint64_t now)
 {
 	struct qp_kfile *f = &m->f[i];
 	uint32_t first;
 	int v;
 
-	if (t->nrows > m->rows_cap)
+	if (p->nwords > m->words_cap)
 		return false;
 	f->refs = 1;	/* not its own victim */
-	while (!place(m, t->nrows, now, &first)) {
+	while (!place(m, p->nwords, now, &first)) {
 		v = victim(m);
 		if (v < 0) {
 			f->refs = 0;
@@ -214,14 +231,15 @@ static bool load(struct qp_kmem *m, int i, const struct qp_cfi_table *t, uint64_
 		evict(m, v, now);
 	}
 	f->refs = 0;
-	memcpy(&m->rows[first], t->rows, (size_t)t->nrows * sizeof(struct cfi_krow));
+	memcpy(&m->words[first], p->words, (size_t)p->nwords * sizeof(uint32_t));
 	f->first = first;
-	f->nrows = t->nrows;
+	f->nwords = p->nwords;
+	f->nrows = p->nrows;
 	f->state = QP_KF_LOADED;
-	publish(m, (uint32_t)i, t);
+	publish(m, (uint32_t)i, t, p);
 	m->st.files++;
-	m->st.rows += t->nrows;
-	m->st.bytes += (uint64_t)t->nrows * sizeof(struct cfi_krow);
+	m->st.rows += p->nrows;
+	m->st.bytes += (uint64_t)p->nwords * sizeof(uint32_t);
 	return true;
 }
 
@@ -275,13 +293,23 @@ uint32_t qp_kmem_get(struct qp_kmem *m, int fd, const void *img, size_t len)
 				m->st.refused++;
 				m->f[i].state = QP_KF_REFUSED;
 			} else {
+				struct qp_cfi_packed p;
+				uint64_t p0 = qp_now_ns(), c0 = thread_cpu_ns();
+
 				m->st.builds++;
 				m->f[i].state = QP_KF_REFUSED;	/* until loaded */
-				if (!load(m, i, t, now)) {
-					m->st.no_room++;
-					m->f[i].state = QP_KF_FREE;
-					i = -1;
+				if (qp_cfi_pack(t, &p)) {
+					m->st.refused++;	/* stays refused: no table */
+				} else {
+					if (!load(m, i, t, &p, now)) {
+						m->st.no_room++;
+						m->f[i].state = QP_KF_FREE;
+						i = -1;
+					}
+					qp_cfi_packed_free(&p);
 				}
+				m->st.build_ns += qp_now_ns() - p0;
+				m->st.build_cpu_ns += thread_cpu_ns() - c0;
 				qp_cfi_table_free(t);
 			}
 			elf_end(elf);

@@ -1,6 +1,6 @@
 /* cfi_kmem.h - the kernel's copy of the CFI tables (cfi_bpf.h): which file
- * holds which file id, where its rows are in the shared rows array, how
- * many processes map it. Private to cfi_bpf.c, whose worker thread alone
+ * holds which file id, where its packed table (cfi_pack.h) is in the
+ * shared rows array, how many processes map it. Private to cfi_bpf.c, whose worker thread alone
  * calls it (no locking here). */
 #ifndef QPROF_CFI_KMEM_H
 #define QPROF_CFI_KMEM_H
@@ -21,7 +21,8 @@ struct qp_kfile {
 	uint32_t fhash;		/* of fkey */
 	char fkey[64];		/* "dev:ino:size:mtime" ("vdso" for the vDSO image) */
 	char bkey[72];		/* "b:<build-id>", "" without one */
-	uint32_t first, nrows;	/* LOADED, QUARANTINE: its rows */
+	uint32_t first, nwords;	/* LOADED, QUARANTINE: its words in the rows array */
+	uint32_t nrows;
 	uint32_t refs;		/* processes whose mappings name it */
 	uint32_t gen;
 	uint64_t last_use;	/* the registry's clock */
@@ -32,16 +33,16 @@ struct qp_kfile {
 
 struct qp_kmem {
 	int rows_fd, files_fd;
-	struct cfi_krow *rows;	/* the array map, mapped */
-	size_t rows_cap, map_bytes;
+	uint32_t *words;	/* the array map, mapped */
+	size_t words_cap, map_bytes;
 	struct qp_kfile f[QPROF_CFI_FILES];
 	uint64_t clock;
 	uint64_t rows_used;
 	struct qp_cfi_bpf_stats st;	/* the table figures (files .. build_cpu_ns) */
 };
 
-/* ROWS_FD mapped; 0 or -errno. */
-int qp_kmem_init(struct qp_kmem *m, int rows_fd, size_t rows_cap, int files_fd);
+/* ROWS_FD (BLOCKS elements of struct cfi_kblock) mapped; 0 or -errno. */
+int qp_kmem_init(struct qp_kmem *m, int rows_fd, size_t blocks, int files_fd);
 void qp_kmem_fini(struct qp_kmem *m);
 /* The file id of the ELF file open at FD (or of the image IMG of LEN bytes,
  * FD < 0: the vDSO), compiled and loaded on first use; QPROF_CFI_NOFILE

@@ -9,7 +9,7 @@
 #include "unwind.h"
 #include "common/log.h"
 
-static uint64_t cfi_bytes = (uint64_t)QPROF_CFI_ROWS_DEFAULT * sizeof(struct cfi_krow);
+static uint64_t cfi_bytes = (uint64_t)QPROF_CFI_BLOCKS_DEFAULT * sizeof(struct cfi_kblock);
 
 void qp_cpu_set_cfi_bytes(uint64_t bytes)
 {
@@ -24,7 +24,7 @@ static bool walks(enum qp_cpu_unwind_mode mode)
 int qp_cpu_cfi_prepare(struct qp_cpu_cfi *k, struct profile *skel, enum qp_cpu_unwind_mode mode, char *err,
 		       size_t errlen)
 {
-	uint64_t rows = cfi_bytes / sizeof(struct cfi_krow);
+	uint64_t rows = cfi_bytes / sizeof(struct cfi_kblock);
 	const char *v = getenv("QPROF_CFI_VERIFY");
 	int ret;
 
@@ -33,8 +33,8 @@ int qp_cpu_cfi_prepare(struct qp_cpu_cfi *k, struct profile *skel, enum qp_cpu_u
 
 	if (!walks(mode) || !rows)
 		rows = 1;
-	if (rows > 0x7fffffffu / sizeof(struct cfi_krow))
-		rows = 0x7fffffffu / sizeof(struct cfi_krow);
+	if (rows > 0x7fffffffu / sizeof(struct cfi_kblock))
+		rows = 0x7fffffffu / sizeof(struct cfi_kblock);
 	ret = bpf_map__set_max_entries(skel->maps.cfi_rows, (__u32)rows);
 	if (!ret && !walks(mode))
 		ret = bpf_map__set_max_entries(skel->maps.cfi_procs, 1);
@@ -47,7 +47,7 @@ void qp_cpu_cfi_start(struct qp_cpu_cfi *k, struct profile *skel, enum qp_cpu_un
 {
 	if (!walks(mode))
 		return;
-	if (cfi_bytes / sizeof(struct cfi_krow) == 0) {
+	if (cfi_bytes / sizeof(struct cfi_kblock) == 0) {
 		snprintf(k->error, sizeof(k->error), "--cfi-memory 0: no kernel tables");
 		return;
 	}

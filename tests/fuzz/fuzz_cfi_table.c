@@ -4,13 +4,15 @@
  * mutations give truncated sections, FDEs pointing anywhere, CIEs that
  * loop, DW_CFA streams of garbage). It is compiled from memory; a table it
  * accepts must be sorted and merged, each row found by its own first
- * address, and a walk over it, on a stack made of the input's bytes, must
- * stay within its frame limit. Refusals are counted and printed at exit. */
+ * address, its packed form (the kernel's) must give each row's rule at the
+ * row's first and last byte, and a walk over it, on a stack made of the
+ * input's bytes, must stay within its frame limit. Refusals are counted and printed at exit. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "collect/cfi_pack.h"
 #include "collect/cfi_table.h"
 #include "collect/cfi_walk.h"
 
@@ -85,6 +87,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (qp_cfi_lookup(t, t->base + t->rows[k].addr) != &t->rows[k] ||
 			    qp_cfi_lookup(t, t->base + t->rows[k + 1].addr - 1) != &t->rows[k])
 				abort();
+		/* the kernel's packed form: the same rule at each row's ends */
+		{
+			struct qp_cfi_packed p;
+			struct qp_cfi_row got;
+			uint64_t span = t->end - t->base;
+
+			if (qp_cfi_pack(t, &p))
+				abort();
+			for (k = 0; k + 1 < t->nrows; k++) {
+				const struct qp_cfi_row *r = &t->rows[k];
+				uint64_t a[2] = { r->addr, (uint64_t)t->rows[k + 1].addr - 1 };
+				int e;
+
+				for (e = 0; e < 2; e++)
+					if (!qp_cfi_packed_lookup(&p, span, a[e], &got) ||
+					    ((got.kind != r->kind || got.cfa_off != r->cfa_off || got.bp_off != r->bp_off) &&
+					     !(p.rules_lost && !got.kind && !got.cfa_off && !got.bp_off)))
+						abort();
+			}
+			if (qp_cfi_packed_lookup(&p, span, span, &got))
+				abort();
+			qp_cfi_packed_free(&p);
+		}
 		/* a walk: the table mapped at its own vaddrs, pcs from the stack */
 		space.n = 1;
 		space.map[0] = (struct qp_cfi_map){ .start = t->base, .end = t->end, .bias = 0, .t = t };
