@@ -77,7 +77,6 @@ static void value(struct qp_ring_agg *a, const struct qp_ring_reader *rd, uint64
 	struct qp_ring_value *rv;
 	struct value_stats *v;
 	long double x, t;
-	int64_t i;
 	double dv;
 
 	{
