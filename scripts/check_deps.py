@@ -89,7 +89,7 @@ TEST_DIRS = ["tests", "bench"]
 # header's, which link at most qprof_common), or in one of TESTS_AROUND, and
 # there is no tests/unit/. Off (False) until the tree is moved: the lead's
 # move_tests.sh sets it to True; --tests-mirror switches it on for one run.
-TESTS_MIRROR = False
+TESTS_MIRROR = True
 TESTS_AROUND = {"integration", "fixtures", "symfix", "fuzz", "scripts", "otlp"}
 SKIP_DIRS = {"corpus_cfi", "corpus_dwarf", "corpus_http", "corpus_parsers",
              "corpus_symbolize"}

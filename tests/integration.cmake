@@ -579,13 +579,13 @@ set_tests_properties(integration_redzone PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 
 # The poll's race, placed exactly: the real record() run by BPF_PROG_TEST_RUN
 # between a poll's generation change and its drain, the real poll
 # (daemon/collect/scope_poll.c). Needs root and BPF (77 without).
-add_executable(test_scope_poll_race ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_scope_poll_race.c)
+add_executable(test_scope_poll_race ${CMAKE_CURRENT_SOURCE_DIR}/collect/test_scope_poll_race.c)
 target_link_libraries(test_scope_poll_race qprof_collect Threads::Threads m)
 add_test(NAME integration_scope_poll_race COMMAND test_scope_poll_race)
 set_tests_properties(integration_scope_poll_race PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
 # The full map read both polls fall back on (daemon/collect/dirty_keys.c):
 # batches, the key-by-key walk, on maps made by the test. Needs root (77 without).
-add_executable(test_map_scan ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_map_scan.c)
+add_executable(test_map_scan ${CMAKE_CURRENT_SOURCE_DIR}/collect/test_map_scan.c)
 target_link_libraries(test_map_scan qprof_collect)
 add_test(NAME integration_map_scan COMMAND test_map_scan)
 set_tests_properties(integration_map_scan PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)

@@ -4,12 +4,12 @@
 set(QP_CFI_SRC ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_table.c ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_fdes.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_cache.c ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_pack.c
   ${PROJECT_SOURCE_DIR}/daemon/collect/cfi_walk.c)
-add_executable(test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cfi_walk.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_cxx.cpp ${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_dbg.c ${QP_CFI_SRC}
+add_executable(test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/collect/test_cfi_walk.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/collect/cfi_walk_cxx.cpp ${CMAKE_CURRENT_SOURCE_DIR}/collect/cfi_walk_dbg.c ${QP_CFI_SRC}
   ${PROJECT_SOURCE_DIR}/daemon/collect/unwind.c ${PROJECT_SOURCE_DIR}/daemon/collect/unwind_fast.c)
 target_compile_options(test_cfi_walk PRIVATE -O2 -fomit-frame-pointer -momit-leaf-frame-pointer)
 # its CFI in .debug_frame only: the compiler reads it where .eh_frame has none
-set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/unit/cfi_walk_dbg.c PROPERTIES
+set_source_files_properties(${CMAKE_CURRENT_SOURCE_DIR}/collect/cfi_walk_dbg.c PROPERTIES
   COMPILE_OPTIONS "-g;-fno-asynchronous-unwind-tables")
 target_link_libraries(test_cfi_walk qprof_collect PkgConfig::LIBDW PkgConfig::LIBELF Threads::Threads m stdc++)
 add_test(NAME unit_cfi_walk COMMAND test_cfi_walk ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus_cfi/libdw-costly-program)
@@ -48,7 +48,7 @@ endif()
 
 # The packed tables the kernel walks (cfi_pack.c): the same rule as the
 # compiled table at every address of real and random tables.
-add_executable(test_cfi_pack ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cfi_pack.c)
+add_executable(test_cfi_pack ${CMAKE_CURRENT_SOURCE_DIR}/collect/test_cfi_pack.c)
 target_link_libraries(test_cfi_pack qprof_collect PkgConfig::LIBDW PkgConfig::LIBELF)
 add_test(NAME unit_cfi_pack COMMAND test_cfi_pack)
 set_tests_properties(unit_cfi_pack PROPERTIES TIMEOUT 120)

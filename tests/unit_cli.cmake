@@ -2,18 +2,18 @@
 # tests run the real qprof-cli binary against a fake HTTP server on a
 # temporary unix socket and against a small probe fixture built here.
 
-add_executable(test_json_writer unit/test_json_writer.c)
+add_executable(test_json_writer common/test_json_writer.c)
 target_include_directories(test_json_writer PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_json_writer PRIVATE qprof_common PkgConfig::JANSSON m)
 add_test(NAME unit_json_writer COMMAND test_json_writer)
 
 # A program with known qprof sites and a foreign USDT probe, for `probes`.
 # Built at -O0 so that each marker stays one probe site.
-add_executable(cli_probes_fixture unit/cli_probes_fixture.c)
+add_executable(cli_probes_fixture cli/cli_probes_fixture.c)
 target_include_directories(cli_probes_fixture PRIVATE ${PROJECT_SOURCE_DIR}/include)
 target_compile_options(cli_probes_fixture PRIVATE -O0)
 
-add_executable(test_cli unit/test_cli.c)
+add_executable(test_cli cli/test_cli.c)
 target_include_directories(test_cli PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_cli PRIVATE Threads::Threads)
 add_dependencies(test_cli qprof-cli cli_probes_fixture)
@@ -24,7 +24,7 @@ foreach(mode args http probes)
 endforeach()
 
 # Where answers and errors go: --json errors, "-o -", the empty-profile note.
-add_executable(test_cli_output unit/test_cli_output.c)
+add_executable(test_cli_output cli/test_cli_output.c)
 target_include_directories(test_cli_output PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_cli_output PRIVATE Threads::Threads)
 add_dependencies(test_cli_output qprof-cli)
@@ -35,7 +35,7 @@ endforeach()
 
 # `qprof-cli top`'s figures (folded stacks -> self/total, sorting, --json)
 # without a daemon: cli/top_figures.c with the CLI's JSON helpers.
-add_executable(test_top_figures unit/test_top_figures.c ${PROJECT_SOURCE_DIR}/cli/top_figures.c
+add_executable(test_top_figures cli/test_top_figures.c ${PROJECT_SOURCE_DIR}/cli/top_figures.c
   ${PROJECT_SOURCE_DIR}/cli/top_draw.c
   ${PROJECT_SOURCE_DIR}/cli/common.c ${PROJECT_SOURCE_DIR}/cli/http_client.c
   ${PROJECT_SOURCE_DIR}/cli/http_parse.c)

@@ -2,7 +2,7 @@
 # Each test program is built with and without -DENABLE_INSTRUMENT; both runs
 # must pass (each reads its own executable through elf_probes, as qprofd does:
 # the exact site list when enabled, no site when disabled), then
-# unit/test_instrument_notes.cmake counts the qprof notes and the .qprof_refs
+# qprof/test_instrument_notes.cmake counts the qprof notes and the .qprof_refs
 # entries of each binary: exact numbers when enabled, nothing when disabled.
 find_program(QPROF_READELF NAMES readelf ${CMAKE_READELF})
 
@@ -11,7 +11,7 @@ find_program(QPROF_READELF NAMES readelf ${CMAKE_READELF})
 function(qprof_instrument_test name src)
   foreach(mode on off)
     set(t ${name}_${mode})
-    add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/unit/${src})
+    add_executable(${t} ${CMAKE_CURRENT_SOURCE_DIR}/qprof/${src})
     target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR}/include)
     # elf_probes, to read /proc/self/exe (no marker in it: QPROF_DISABLE).
     target_link_libraries(${t} PRIVATE qprof_common)
@@ -27,7 +27,7 @@ function(qprof_instrument_test name src)
     if(QPROF_READELF)
       add_test(NAME ${t}_notes COMMAND ${CMAKE_COMMAND}
         -DREADELF=${QPROF_READELF} -DBIN=$<TARGET_FILE:${t}> "${check}"
-        -P ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_instrument_notes.cmake)
+        -P ${CMAKE_CURRENT_SOURCE_DIR}/qprof/test_instrument_notes.cmake)
     endif()
   endforeach()
 endfunction()

@@ -52,7 +52,7 @@ add_custom_command(OUTPUT ${SF_OUT}/dyn/sf_dyn
   DEPENDS sf_dyn_full ${SF_SRC}/split_debug.sh VERBATIM)
 add_custom_target(sf_split DEPENDS ${SF_OUT}/bid/sf_bid ${SF_OUT}/link/sf_link ${SF_OUT}/dyn/sf_dyn)
 
-add_executable(test_symbolize ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize.c)
+add_executable(test_symbolize ${CMAKE_CURRENT_SOURCE_DIR}/symbolize/test_symbolize.c)
 target_include_directories(test_symbolize PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_symbolize PRIVATE qprof_symbolize)
 add_dependencies(test_symbolize sf_split sf_pie sf_nopie sf_cxx)
@@ -70,7 +70,7 @@ add_test(NAME unit_symbolize COMMAND test_symbolize
 set_tests_properties(unit_symbolize PROPERTIES TIMEOUT 120)
 
 # The symbolizer from 4 threads at once against a single-threaded reference.
-add_executable(test_symbolize_threads ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c)
+add_executable(test_symbolize_threads ${CMAKE_CURRENT_SOURCE_DIR}/symbolize/test_symbolize_threads.c)
 target_include_directories(test_symbolize_threads PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_symbolize_threads PRIVATE qprof_symbolize Threads::Threads)
 add_dependencies(test_symbolize_threads sf_split sf_pie sf_cxx)
@@ -87,12 +87,12 @@ execute_process(COMMAND ${BPF_CLANG} -fsanitize=thread ${CMAKE_CURRENT_BINARY_DI
   -o ${CMAKE_CURRENT_BINARY_DIR}/tsan_probe RESULT_VARIABLE _qp_notsan OUTPUT_QUIET ERROR_QUIET)
 if(_qp_notsan EQUAL 0)
   qp_stage_sources(_sym_src common symbolize)
-  set(SF_TSAN_SRC ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_threads.c ${_sym_src})
+  set(SF_TSAN_SRC ${CMAKE_CURRENT_SOURCE_DIR}/symbolize/test_symbolize_threads.c ${_sym_src})
   qp_stage_cflags(_sym_inc common symbolize)
   add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
     COMMAND ${BPF_CLANG} -fsanitize=thread -g -O1 -pthread ${_sym_inc} -I${CMAKE_CURRENT_SOURCE_DIR} ${SF_TSAN_SRC}
             -ldw -lelf -lz -lcurl -lstdc++ -o ${CMAKE_CURRENT_BINARY_DIR}/test_symbolize_threads_tsan
-    DEPENDS ${SF_TSAN_SRC} ${CMAKE_CURRENT_SOURCE_DIR}/unit/symfix_child.h
+    DEPENDS ${SF_TSAN_SRC} ${CMAKE_CURRENT_SOURCE_DIR}/symbolize/symfix_child.h
             ${PROJECT_SOURCE_DIR}/daemon/symbolize/sym_internal.h
             ${PROJECT_SOURCE_DIR}/daemon/symbolize/symbolize.h
     COMMENT "test_symbolize_threads with ThreadSanitizer" VERBATIM)
@@ -115,7 +115,7 @@ add_custom_command(OUTPUT ${SF_OUT}/bid/sf_inline
   COMMAND ${SF_SPLIT} buildid $<TARGET_FILE:sf_inline> ${SF_OUT}/bid/sf_inline ${SF_DEBUGROOT}
   DEPENDS sf_inline ${SF_SRC}/split_debug.sh VERBATIM)
 add_custom_target(sf_inline_split DEPENDS ${SF_OUT}/bid/sf_inline)
-add_executable(test_symbolize_lines ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_lines.c)
+add_executable(test_symbolize_lines ${CMAKE_CURRENT_SOURCE_DIR}/symbolize/test_symbolize_lines.c)
 target_include_directories(test_symbolize_lines PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_symbolize_lines PRIVATE qprof_symbolize)
 add_dependencies(test_symbolize_lines sf_inline sf_inline_split sf_split)
@@ -126,7 +126,7 @@ set_tests_properties(unit_symbolize_lines PROPERTIES TIMEOUT 120)
 
 # A maps line or a .gnu_debuglink that names a FIFO (or, from another mount
 # namespace, a device): never opened for reading (inotify is the witness).
-add_executable(test_symbolize_special ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_symbolize_special.c)
+add_executable(test_symbolize_special ${CMAKE_CURRENT_SOURCE_DIR}/symbolize/test_symbolize_special.c)
 target_include_directories(test_symbolize_special PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(test_symbolize_special PRIVATE qprof_symbolize)
 add_dependencies(test_symbolize_special sf_split)

@@ -342,10 +342,21 @@ uint32_t qp_kmem_get_table(struct qp_kmem *m, const char *fkey, const struct qp_
 		snprintf(m->f[i].fkey, sizeof(m->f[i].fkey), "%s", fkey);
 		m->f[i].fhash = fnv(fkey);
 		m->f[i].state = QP_KF_REFUSED;	/* until loaded */
-		if (!load(m, i, t, now)) {
-			m->st.no_room++;
-			m->f[i].state = QP_KF_FREE;
-			return QPROF_CFI_NOFILE;
+		{
+			struct qp_cfi_packed p;
+			bool ok;
+
+			if (qp_cfi_pack(t, &p)) {
+				m->st.refused++;	/* stays refused: no table */
+				return QPROF_CFI_NOFILE;
+			}
+			ok = load(m, i, t, &p, now);
+			qp_cfi_packed_free(&p);
+			if (!ok) {
+				m->st.no_room++;
+				m->f[i].state = QP_KF_FREE;
+				return QPROF_CFI_NOFILE;
+			}
 		}
 	}
 	m->f[i].last_use = ++m->clock;

@@ -1,5 +1,5 @@
 /* redzone_leaf.c - leaf-shaped functions, each holding one kind of qprof
- * marker, with more live values than registers, for tests/unit/
+ * marker, with more live values than registers, for tests/qprof/
  * test_redzone.sh: it disassembles them (gcc and clang, -O2 -O3 -Os, as C
  * and as C++) and fails if any of them keeps data below %rsp, the red zone
  * that a uprobe optimised into a call overwrites. Built against the ABI-1

@@ -1,5 +1,5 @@
 /* cost_small.c - the detached cost of a marker in a small function that is
- * not inlined, counted by tests/unit/test_marker_cost.sh under callgrind
+ * not inlined, counted by tests/qprof/test_marker_cost.sh under callgrind
  * (instructions of the small_* functions, built with and without
  * -DQPROF_DISABLE; whatever frame a marker makes the compiler add counts).
  *   cost_small MODE N     MODE: scope func mark value span log (C or C++)

@@ -2,7 +2,7 @@
 # test_marker_cost.sh - the detached cost of every marker, counted by
 # callgrind, with gcc and with clang (-O2, linked statically: valgrind then
 # runs no ld.so, on which another tracer may hold a uprobe):
-#   - small functions (tests/unit/cost_small.c, C and C++): the instructions
+#   - small functions (tests/qprof/cost_small.c, C and C++): the instructions
 #     of a non-inlined function that only adds to a global, with its marker
 #     less without (-DQPROF_DISABLE), per marker: at most 4;
 #   - loops (bench/marker_loop.c): per marker at most 4, as
@@ -55,7 +55,7 @@ for cc in gcc clang; do
 		command -v $cxx >/dev/null || continue
 		for d in on off; do
 			def=; [ $d = off ] && def=-DQPROF_DISABLE
-			$cxx -x $lang -O2 -g0 -static $def -I"$src/include" "$src/tests/unit/cost_small.c" \
+			$cxx -x $lang -O2 -g0 -static $def -I"$src/include" "$src/tests/qprof/cost_small.c" \
 				-o "$tmp/small_$d" || { echo "FAIL: $cxx cannot build cost_small.c"; fail=1; continue 2; }
 		done
 		built=1

@@ -2,7 +2,7 @@
 # test_redzone.sh - no function holding a qprof marker keeps data below %rsp.
 # A leaf function may keep live data in the x86-64 red zone (the 128 bytes
 # below %rsp); on Linux >= 6.18 a uprobe on a nop5 becomes a call into
-# [uprobes-trampoline], which writes 32 bytes there. tests/unit/
+# [uprobes-trampoline], which writes 32 bytes there. tests/qprof/
 # redzone_leaf.c holds leaf-shaped functions (twenty live values and a
 # marker of every kind, two small ones): built with gcc and clang at -O2,
 # -O3 and -Os, as C and as C++, no rz_* function may address memory below
@@ -43,7 +43,7 @@ for cc in gcc clang; do
 			cfg="$cc -x $lang $opt"
 			for hdr in include tests/fixtures/abi1; do
 				obj=$tmp/leaf.o
-				if ! $cc -x $lang $opt -g0 -I"$src/$hdr" -c "$src/tests/unit/redzone_leaf.c" \
+				if ! $cc -x $lang $opt -g0 -I"$src/$hdr" -c "$src/tests/qprof/redzone_leaf.c" \
 					-o "$obj" 2>"$tmp/err"; then
 					cat "$tmp/err"
 					echo "FAIL: $cfg ($hdr) does not build"

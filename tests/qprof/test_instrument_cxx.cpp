@@ -164,7 +164,7 @@ void check_sites()
 				continue;
 			hits++;
 			CHECK_STR(s.function, "generateSignal");
-			CHECK(strstr(s.file, "unit/test_instrument_cxx.cpp") != nullptr);
+			CHECK(strstr(s.file, "qprof/test_instrument_cxx.cpp") != nullptr);
 			const qprof_site *live = reinterpret_cast<const qprof_site *>(bias + s.vaddr);
 			CHECK_INT(live->magic, QPROF_SITE_MAGIC);
 			CHECK_INT(live->version, QPROF_SITE_VERSION);

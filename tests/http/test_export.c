@@ -1,6 +1,6 @@
 /* test_export.c - the exporters on a hand-made profile (see fixture()):
  * folded text byte for byte, the flame graph checked by
- * unit/test_export_svg.py (XML, frames, widths), the call graph DOT text and
+ * export/test_export_svg.py (XML, frames, widths), the call graph DOT text and
  * the dot runner (with fake dot scripts for the error paths), pprof gunzipped
  * and decoded back here, then read by `go tool pprof -top` when go exists.
  * usage: test_export folded|flamegraph|callgraph|pprof */

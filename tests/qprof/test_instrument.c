@@ -155,7 +155,7 @@ static void check_sites(void)
 				continue;
 			hits++;
 			CHECK_STR(s->function, w->function);
-			CHECK(strstr(s->file, "unit/test_instrument.c") != NULL);
+			CHECK(strstr(s->file, "qprof/test_instrument.c") != NULL);
 			live = (const struct qprof_site *)(bias + (uintptr_t)s->vaddr);
 			CHECK_INT(live->magic, QPROF_SITE_MAGIC);
 			CHECK_INT(live->version, QPROF_SITE_VERSION);
