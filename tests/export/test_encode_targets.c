@@ -34,7 +34,7 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 				.list = { { .addr = 0x7f0000000000, .bytes = 4194624, .tid = 101, .nrec = 262144,
 					    .head = 40, .base = 2, .read = 27, .lost = 11 } } },
 		.modules = mods_t0, .nmodules = 2, .libs_loaded = 3,
-		.libs_unloaded = 4, .libs_without_markers = 5, .libs_refused = 6, .sites_reused = 7 };
+		.libs_unloaded = 4, .libs_without_markers = 5, .libs_refused = 6, .libs_probed_late = 9, .sites_reused = 7 };
 	t[1] = (struct qp_target_view){ .pid = 200, .comm = "md\"feed", .exe = "/opt/m d/feed\n(deleted)",
 		.state = QP_TARGET_EXITED, .attached_ms = 1700000000456ULL, .exited_ms = 1700000009999ULL,
 		.reported_ms = 1700000010100ULL, .released_ms = 1700000010050ULL,
@@ -68,12 +68,12 @@ static void make_view(struct qp_targets_view *v, struct qp_target_view *t, struc
 	"\"state\":\"unloaded\",\"probes\":2,\"attached_ms\":1700000000200,\"detached_ms\":1700000000300," \
 	"\"loads\":2},{\"path\":\"/tmp/x\\\"y.so\",\"state\":\"refused\",\"probes\":0,\"attached_ms\":null," \
 	"\"detached_ms\":null,\"loads\":0,\"error\":\"1 unreadable note\"}],\"libs_loaded\":3," \
-	"\"libs_unloaded\":4,\"libs_without_markers\":5,\"libs_refused\":6,\"sites_reused\":7}"
+	"\"libs_unloaded\":4,\"libs_without_markers\":5,\"libs_refused\":6,\"libs_probed_late\":9,\"sites_reused\":7}"
 #define T1 "{\"pid\":200,\"comm\":\"md\\\"feed\",\"exe\":\"/opt/m d/feed\\n(deleted)\",\"state\":\"exited\"," \
 	"\"attached_ms\":1700000000456,\"probes\":0,\"cpu_only\":true,\"exited_ms\":1700000009999,\"reported_ms\":1700000010100,\"released_ms\":1700000010050,\"attached_by\":\"binary\"," \
 	"\"sites_refused\":0,\"files_unopened\":0,\"collector\":\"bpf\",\"collector_reason\":\"\"," \
 	"\"collector_note\":\"lib \\\"x\\\" has markers of ABI 1\",\"modules\":[],\"libs_loaded\":0,\"libs_unloaded\":0," \
-	"\"libs_without_markers\":0,\"libs_refused\":0,\"sites_reused\":0}"
+	"\"libs_without_markers\":0,\"libs_refused\":0,\"libs_probed_late\":0,\"sites_reused\":0}"
 #define B0 "{\"binary\":\"/opt/m d/feed\",\"probes\":7,\"attached_ms\":1700000000001,\"state\":\"attached\"," \
 	"\"mode\":\"every_process\",\"collector\":\"bpf\",\"collector_reason\":\"\",\"collector_note\":null,\"versions_replaced\":3,\"old_versions_running\":1,\"sites_refused\":4," \
 	"\"processes_refused\":5,\"pids\":[200,300]}"
