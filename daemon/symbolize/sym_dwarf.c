@@ -385,6 +385,50 @@ static const char *intern(struct sym_dwarf *d, const char *s, size_t max)
 	return i < 0 ? NULL : qp_htab_key(&d->str, (size_t)i, NULL);
 }
 
+/* S interned as a path: a relative name (a compiler run on a relative path,
+ * or ccache's base_dir) is joined to the CU's absolute DW_AT_comp_dir, and
+ * "." and ".." are taken out by their text, so a file reads the same
+ * however it was compiled. */
+static const char *intern_path(struct sym_dwarf *d, Dwarf_Die *cudie, const char *s)
+{
+	char buf[PATH_MAX], *seg[256], *p, *save = NULL;
+	const char *dir;
+	Dwarf_Attribute a;
+	size_t n = 0, i, len = 0;
+
+	if (!s || !*s || s[0] == '/' || !dwarf_attr(cudie, DW_AT_comp_dir, &a) ||
+	    !(dir = dwarf_formstring(&a)) || dir[0] != '/' ||
+	    (size_t)snprintf(buf, sizeof(buf), "%s/%s", dir, s) >= sizeof(buf))
+		return intern(d, s, PATH_MAX);
+	for (p = strtok_r(buf, "/", &save); p; p = strtok_r(NULL, "/", &save)) {
+		if (!strcmp(p, "."))
+			continue;
+		if (!strcmp(p, "..")) {
+			if (n)
+				n--;
+			continue;
+		}
+		if (n == sizeof(seg) / sizeof(seg[0]))
+			return intern(d, s, PATH_MAX);
+		seg[n++] = p;
+	}
+	{
+		char out[PATH_MAX];
+
+		for (i = 0; i < n; i++) {
+			size_t k = strlen(seg[i]);
+
+			if (len + 1 + k >= sizeof(out))
+				return intern(d, s, PATH_MAX);
+			out[len++] = '/';
+			memcpy(out + len, seg[i], k);
+			len += k;
+		}
+		out[len] = '\0';
+		return intern(d, len ? out : "/", PATH_MAX);
+	}
+}
+
 /* A function's name: its linkage name demangled, else DW_AT_name (both
  * through abstract_origin/specification). */
 static const char *die_name(struct sym_dwarf *d, Dwarf_Die *die)
@@ -494,7 +538,7 @@ static void resolve(struct sym_dwarf *d, uint64_t va, struct dw_res *r)
 		return;
 	ln = dwarf_getsrc_die(cudie, va);
 	if (ln) {
-		file = intern(d, dwarf_linesrc(ln, NULL, NULL), PATH_MAX);
+		file = intern_path(d, cudie, dwarf_linesrc(ln, NULL, NULL));
 		if (!dwarf_lineno(ln, &lno) && lno > 0)
 			line = (uint32_t)lno;
 	}
@@ -530,7 +574,7 @@ static void resolve(struct sym_dwarf *d, uint64_t va, struct dw_res *r)
 		file = NULL;
 		if (cf >= 0 && (files || dwarf_getsrcfiles(cudie, &files, &nfiles) == 0) &&
 		    (uint64_t)cf < nfiles)
-			file = intern(d, dwarf_filesrc(files, (size_t)cf, NULL, NULL), PATH_MAX);
+			file = intern_path(d, cudie, dwarf_filesrc(files, (size_t)cf, NULL, NULL));
 		line = cl > 0 ? (uint32_t)cl : 0;
 	}
 	r->file = file;
