@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "elf_snap.h"
 #include "unwind.h"
@@ -410,11 +411,27 @@ static bool nop5_at(Dwfl_Module *mod, Dwarf_Addr addr)
 	       !memcmp((const uint8_t *)d->d_buf + addr, nop5, sizeof(nop5));
 }
 
+/* Whether PID's code at RA - 5 is a call (e8 rel32) to TRAMP, the page of
+ * the kernel's uprobe trampoline: the site as the kernel rewrote it. (The
+ * file still holds its nop5 there, but libdwfl is handed a copy of the
+ * file's CFI parts only, without its code: elf_snap.h.) */
+static bool calls_trampoline(uint32_t pid, uint64_t ra, uint64_t tramp)
+{
+	uint8_t code[5];
+	struct iovec l = { code, sizeof(code) }, r = { (void *)(uintptr_t)(ra - 5), sizeof(code) };
+	int32_t rel;
+
+	if (process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof(code) || code[0] != 0xe8)
+		return false;
+	memcpy(&rel, code + 1, sizeof(rel));
+	return ra + (uint64_t)(int64_t)rel == tramp;
+}
+
 /* A pc in no module may be in the kernel's [uprobes-trampoline] page: the
  * probed site's call pushed the return address, then the trampoline up to
  * three registers. The return address is the highest of the four words at
- * sp that points right after a nop5 of a module; *WORDS: the words up to
- * and with it. */
+ * sp that points right after a nop5 of a module, or after a call to this
+ * page; *WORDS: the words up to and with it. */
 static bool trampoline_caller(struct proc *p, const struct qp_unwind_in *in, uint64_t *ra, size_t *words)
 {
 	size_t k;
@@ -423,7 +440,8 @@ static bool trampoline_caller(struct proc *p, const struct qp_unwind_in *in, uin
 		Dwfl_Module *m;
 
 		if (qp_unwind_copy_read(in, in->regs[REG_SP] + (k - 1) * 8, ra) && *ra > 5 &&
-		    (m = dwfl_addrmodule(p->dwfl, *ra - 5)) && nop5_at(m, *ra - 5)) {
+		    (m = dwfl_addrmodule(p->dwfl, *ra - 5)) &&
+		    (nop5_at(m, *ra - 5) || calls_trampoline(p->pid, *ra, in->regs[REG_IP] & ~4095ull))) {
 			*words = k;
 			return true;
 		}

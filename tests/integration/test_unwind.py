@@ -158,8 +158,10 @@ def check_kernel_figures(u):
     t.check(k["walked"] >= 0.95 * (k["walked"] + u["copied"]),
             f">= 95 % of the targets' samples walked in the kernel ({k['walked']} walked, {u['copied']} copied)")
     # every walk the kernel kept is a sample's stack; the samples still in
-    # the ring when a target is removed are dropped with it, unread (a few)
-    t.check(0 <= k["kept"] - k["walked"] <= max(4, k["kept"] // 1000),
+    # the ring when a target is removed are dropped with it, unread: at most
+    # a drain period's (50 ms, with 10 ms to spare) of each of the two
+    # targets' one busy thread at 999 Hz
+    t.check(0 <= k["kept"] - k["walked"] <= max(4, k["kept"] // 1000) + 2 * 60,
             f"every walk kept is a sample's stack, but those dropped unread at detach: "
             f"{k['kept']} kept, {k['walked']} read")
     t.eq(k["walks"], k["kept"] + k["fallbacks"], "every walk is kept or falls back")
