@@ -398,23 +398,10 @@ static int on_frame(Dwfl_Frame *f, void *arg)
 	return DWARF_CB_OK;
 }
 
-/* Whether the file of MOD has the 5-byte nop at ADDR (in it, an optimised
- * uprobe's site: the kernel rewrote it into a call to its trampoline). */
-static bool nop5_at(Dwfl_Module *mod, Dwarf_Addr addr)
-{
-	static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
-	Dwarf_Addr bias;
-	Elf_Scn *scn = dwfl_module_address_section(mod, &addr, &bias);
-	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
-
-	return d && d->d_buf && addr < d->d_size && d->d_size - addr >= sizeof(nop5) &&
-	       !memcmp((const uint8_t *)d->d_buf + addr, nop5, sizeof(nop5));
-}
-
 /* Whether PID's code at RA - 5 is a call (e8 rel32) to TRAMP, the page of
  * the kernel's uprobe trampoline: the site as the kernel rewrote it. (The
- * file still holds its nop5 there, but libdwfl is handed a copy of the
- * file's CFI parts only, without its code: elf_snap.h.) */
+ * file's nop5 cannot be read there: libdwfl is handed a copy of the file's
+ * CFI parts only, without its code, elf_snap.h.) */
 static bool calls_trampoline(uint32_t pid, uint64_t ra, uint64_t tramp)
 {
 	uint8_t code[5];
@@ -430,18 +417,15 @@ static bool calls_trampoline(uint32_t pid, uint64_t ra, uint64_t tramp)
 /* A pc in no module may be in the kernel's [uprobes-trampoline] page: the
  * probed site's call pushed the return address, then the trampoline up to
  * three registers. The return address is the highest of the four words at
- * sp that points right after a nop5 of a module, or after a call to this
- * page; *WORDS: the words up to and with it. */
+ * sp that points into a module right after a call to this page; *WORDS: the words up to and with it. */
 static bool trampoline_caller(struct proc *p, const struct qp_unwind_in *in, uint64_t *ra, size_t *words)
 {
 	size_t k;
 
 	for (k = 4; k > 0; k--) {
-		Dwfl_Module *m;
-
 		if (qp_unwind_copy_read(in, in->regs[REG_SP] + (k - 1) * 8, ra) && *ra > 5 &&
-		    (m = dwfl_addrmodule(p->dwfl, *ra - 5)) &&
-		    (nop5_at(m, *ra - 5) || calls_trampoline(p->pid, *ra, in->regs[REG_IP] & ~4095ull))) {
+		    dwfl_addrmodule(p->dwfl, *ra - 5) &&
+		    calls_trampoline(p->pid, *ra, in->regs[REG_IP] & ~4095ull)) {
 			*words = k;
 			return true;
 		}
