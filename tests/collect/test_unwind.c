@@ -24,35 +24,13 @@
 #include <unistd.h>
 #include "testlib.h"
 #include "collect/unwind.h"
+#include "self_stack.h"
 
 #define MAX_FRAMES 127
 
-static uint64_t regs[QP_UNWIND_REGS];
-static uint8_t copy[16384];
-static size_t copy_len;
-static uint64_t stack_top;
 static void *ra_l1, *ra_l2, *ra_l3, *ra_cmp, *ra_outer, *ra_grab, *ra_sig;
 volatile uint64_t sink;
 
-/* Registers now (callee-saved ones, sp, ip) and the stack from sp up. */
-#define CAPTURE()                                                                    \
-	do {                                                                         \
-		__asm__ volatile("lea 0(%%rip), %%rax\n\t"                           \
-				 "mov %%rax, 128(%0)\n\t"                            \
-				 "mov %%rsp, 56(%0)\n\t"                             \
-				 "mov %%rbp, 48(%0)\n\t"                             \
-				 "mov %%rbx, 24(%0)\n\t"                             \
-				 "mov %%r12, 96(%0)\n\t"                             \
-				 "mov %%r13, 104(%0)\n\t"                            \
-				 "mov %%r14, 112(%0)\n\t"                            \
-				 "mov %%r15, 120(%0)\n\t"                            \
-				 :                                                   \
-				 : "r"(regs)                                         \
-				 : "rax", "memory");                                 \
-		copy_len = stack_top - regs[7] < sizeof(copy) ? stack_top - regs[7]  \
-							      : sizeof(copy);        \
-		memcpy(copy, (const void *)regs[7], copy_len);                       \
-	} while (0)
 
 __attribute__((noinline, noclone)) void level3(void)
 {
