@@ -152,20 +152,44 @@ static void abandon(int batch)
 	printf("{\"begun\": %llu}\n", (unsigned long long)next_stale);
 }
 
+/* The faults' "bad" begin and end sites, each hit once before the span
+ * that is measured: the kernel optimizes a nop5 uprobe at its first hit,
+ * which can take milliseconds under load and would land inside the span. */
+static __attribute__((noinline)) void bad_begin(uint64_t id)
+{
+	QPROF_SPAN_BEGIN("bad", id);
+}
+
+static __attribute__((noinline)) void bad_end(uint64_t id)
+{
+	QPROF_SPAN_END("bad", id);
+}
+
+/* what the program saw of span 3: the older begin's span lasts at least
+ * older_min_ns, the newer one's at most newer_max_ns */
+static uint64_t older_min_ns, newer_max_ns;
+
 /* Each fault once; the counts test_spans.py expects are in the comments. */
 static void *bad_thread(void *arg)
 {
+	uint64_t t0, t1, t2, t3;
 	int i;
 
 	(void)arg;
-	QPROF_SPAN_END("bad", 1);		/* span_end_without_begin 1 */
+	bad_end(1);				/* span_end_without_begin 1 */
 	QPROF_SPAN_STEP("bad", 2, "early");	/* span_step_without_begin 1 */
-	QPROF_SPAN_BEGIN("bad", 3);
-	busy(2000000);
-	QPROF_SPAN_BEGIN("bad", 3);		/* span_id_reused 1: the newer begin is kept */
+	bad_begin(3);
+	t0 = now_ns();
+	busy(20000000);
+	t1 = now_ns();
+	bad_begin(3);				/* span_id_reused 1: the newer begin is kept */
 	busy(5000);
-	QPROF_SPAN_END("bad", 3);		/* "bad" measured once: 5 us (+ a first hit), not 2 ms */
-	QPROF_SPAN_END("bad", 3);		/* span_end_without_begin 2 */
+	t2 = now_ns();
+	bad_end(3);				/* "bad" measured once: from the newer begin */
+	t3 = now_ns();
+	older_min_ns = t2 - t0;
+	newer_max_ns = t3 - t1;
+	bad_end(3);				/* span_end_without_begin 2 */
 	/* ids equal in their low 32 bits are different ids */
 	QPROF_SPAN_BEGIN("wide", (1ull << 40) | 5);
 	QPROF_SPAN_BEGIN("wide", (2ull << 40) | 5);
@@ -232,7 +256,8 @@ int main(int argc, char **argv)
 		} else {
 			pthread_create(&th, NULL, bad_thread, NULL);
 			pthread_join(th, NULL);
-			printf("{\"done\": 1}\n");
+			printf("{\"done\": 1, \"older_min_ns\": %llu, \"newer_max_ns\": %llu}\n",
+			       (unsigned long long)older_min_ns, (unsigned long long)newer_max_ns);
 		}
 		fflush(stdout);
 	}

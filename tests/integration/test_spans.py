@@ -174,7 +174,7 @@ prog = Target([target_bin, "--mode", "bad"])
 d = Daemon(qprofd, [*COLLECTOR, "--pid", str(prog.pid), "--span-timeout-ms", "300", *extra])
 try:
     prog.start()
-    prog.result()
+    seen = prog.result()
     wait_for(lambda: reasons(d)["dropped_by_reason"]["span_abandoned"] >= 1, timeout=30)
     sc = reasons(d)
     why = sc["dropped_by_reason"]
@@ -197,8 +197,14 @@ try:
     bad = by.get(("async_span", "bad"))
     t.check(bad is not None and bad["count"] == 1, "bad measured once")
     if bad:
-        # 5 us plus the first hit of its END site (the kernel optimizes a nop5 uprobe then)
-        t.check(bad["max_ns"] < 1000000, f"from the newer begin (5 us), not the older (2 ms): {bad['max_ns']}")
+        # the program's own clock bounds both spans: the newer begin's lasts
+        # at most newer_max_ns (5 us and two hits), the older's at least
+        # older_min_ns (20 ms more)
+        print(f"bad: {bad['max_ns']} ns; the program saw the newer span <= {seen['newer_max_ns']} ns, "
+              f"the older >= {seen['older_min_ns']} ns", flush=True)
+        t.check(seen["newer_max_ns"] < seen["older_min_ns"], "the program's two windows apart")
+        t.check(bad["max_ns"] <= seen["newer_max_ns"],
+                f"from the newer begin, not the older: {bad['max_ns']} <= {seen['newer_max_ns']}")
     t.eq(count.get(("async_span", "wide")), 2, "ids equal in their low 32 bits kept apart (two begin sites)")
     t.eq(count.get(("scope", "dual")), 3, "dual as block scope")
     t.eq(count.get(("async_span", "dual")), 2, "dual as async span")
