@@ -127,6 +127,7 @@ void qp_slow_side_set_ring(struct qp_slow_side *s, struct qp_ring *ring)
 void qp_slow_side_fetch(struct qp_slow_side *s, struct qp_cpu_batch *b)
 {
 	uint64_t missed, missed_all = 0;
+	bool full = false;
 	size_t n, i;
 
 	qp_lock(&s->feed_lock);
@@ -149,9 +150,12 @@ void qp_slow_side_fetch(struct qp_slow_side *s, struct qp_cpu_batch *b)
 			r.end_ns = in->end_ns;
 			r.dur_ns = in->end_ns - in->begin_ns;
 			r.flags = QPROF_SLOW_NO_KERNEL;
-			qp_cpu_batch_ring_inst(b, &r);	/* no room: counted in the batch */
+			/* no room: counted in the batch */
+			full |= qp_cpu_batch_ring_inst(b, &r) < 0;
 		}
-	} while (n == RING_CHUNK);
+		/* the rest stays in the flight recorders for the next drain
+		 * (counted missed there if they are lapped meanwhile) */
+	} while (n == RING_CHUNK && !full);
 	pthread_mutex_unlock(&s->feed_lock);
 	if (missed_all) {
 		qp_lock(&s->lock);

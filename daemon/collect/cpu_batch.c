@@ -22,8 +22,9 @@ static bool lens_bad(uint32_t kern_len, uint32_t user_len, uint32_t open_len)
 static struct qp_cpu_rec *rec_new(struct qp_cpu_batch *b, enum qp_cpu_rec_kind kind, size_t nips)
 {
 	struct qp_cpu_rec *r;
+	bool inst = kind == QP_CPU_REC_INST || kind == QP_CPU_REC_RING_INST;
 
-	if (b->n >= QP_CPU_BATCH_MAX)
+	if (b->n >= QP_CPU_BATCH_MAX || (inst && b->ninst >= QP_CPU_BATCH_INST_MAX))
 		return NULL;
 	if (b->n == b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 256;
@@ -51,6 +52,7 @@ static struct qp_cpu_rec *rec_new(struct qp_cpu_batch *b, enum qp_cpu_rec_kind k
 	r->kind = (uint8_t)kind;
 	r->ips = b->nips;
 	r->kid = r->uid = -1;
+	b->ninst += inst;
 	return r;
 }
 
@@ -294,7 +296,7 @@ void qp_cpu_batch_reset(struct qp_cpu_batch *b)
 		b->ips = NULL;
 		b->capips = 0;
 	}
-	b->n = b->nips = 0;
+	b->n = b->nips = b->ninst = 0;
 	memset(&b->cnt, 0, sizeof(b->cnt));
 }
 

@@ -19,6 +19,10 @@
 
 #define QP_USER_ADDR_END (1ull << 56)	/* x86-64 user space, 5-level paging included */
 #define QP_CPU_BATCH_MAX (1u << 18)	/* records one drain holds; beyond, counted lost */
+/* Of those, slow-instance records may take at most half: a ring target that
+ * writes flat out feeds hundreds of thousands of instances a drain, and its
+ * CPU samples, intervals and kernel events keep the other half. */
+#define QP_CPU_BATCH_INST_MAX (QP_CPU_BATCH_MAX / 2)
 
 struct qp_unwind;
 struct qp_cpu_cfi;
@@ -63,6 +67,7 @@ struct qp_cpu_counts {
 struct qp_cpu_batch {
 	struct qp_cpu_rec *v;
 	size_t n, cap;
+	size_t ninst;		/* of n, slow-instance records */
 	uint64_t *ips;
 	size_t nips, capips;
 	struct qp_cpu_counts cnt;	/* of this batch */

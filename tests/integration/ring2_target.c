@@ -12,6 +12,8 @@
  *                "L7") around burn_K (the same work at every level) and the next
  *                level: {"loops"}
  *   scopes N     N x { QPROF_SCOPE("bin_scope"), QPROF_MARK("bin_mark") }: {"scopes": N}
+ *   flat S       two threads, S seconds: empty "flat" scopes flat out (tens of
+ *                millions a second): {"scopes"}
  *   quit
  *
  * --burst N (argument): N x "bin_scope" and "bin_mark" at once at start,
@@ -89,6 +91,27 @@ static void *nest_thread(void *arg)
 	return NULL;
 }
 
+struct flat {
+	pthread_t th;
+	double seconds;
+	long scopes;
+};
+
+static void *flat_thread(void *arg)
+{
+	struct flat *f = arg;
+	double end = now_s() + f->seconds;
+	long i;
+
+	while (now_s() < end) {
+		for (i = 0; i < 4096; i++) {
+			QPROF_SCOPE("flat");
+		}
+		f->scopes += 4096;
+	}
+	return NULL;
+}
+
 static void scopes(long n)
 {
 	long i;
@@ -135,6 +158,14 @@ int main(int argc, char **argv)
 			pthread_create(&t, NULL, nest_thread, &w);
 			pthread_join(t, NULL);
 			printf("{\"loops\": %ld}\n", w.loops);
+		} else if (sscanf(line, "flat %lf", &s) == 1) {
+			struct flat f[2] = { { .seconds = s }, { .seconds = s } };
+
+			pthread_create(&f[0].th, NULL, flat_thread, &f[0]);
+			pthread_create(&f[1].th, NULL, flat_thread, &f[1]);
+			pthread_join(f[0].th, NULL);
+			pthread_join(f[1].th, NULL);
+			printf("{\"scopes\": %ld}\n", f[0].scopes + f[1].scopes);
 		} else if (sscanf(line, "scopes %ld", &n) == 1) {
 			scopes(n);
 			printf("{\"scopes\": %ld}\n", n);
