@@ -136,6 +136,9 @@ void qp_slow_side_fetch(struct qp_slow_side *s, struct qp_cpu_batch *b)
 			break;
 		n = qp_ring_instances_all(s->ring, s->ring_buf, s->ring_pids, RING_CHUNK, &missed);
 		missed_all += missed;
+		/* only what the store would keep goes into the batch: after a
+		 * warm-up, the instances slower than the fastest kept */
+		qp_lock(&s->lock);
 		for (i = 0; i < n; i++) {
 			const struct qp_ring_inst *in = &s->ring_buf[i];
 			struct slow_record r = { 0 };
@@ -150,9 +153,12 @@ void qp_slow_side_fetch(struct qp_slow_side *s, struct qp_cpu_batch *b)
 			r.end_ns = in->end_ns;
 			r.dur_ns = in->end_ns - in->begin_ns;
 			r.flags = QPROF_SLOW_NO_KERNEL;
+			if (!qp_slow_wanted(&s->st, &r))
+				continue;
 			/* no room: counted in the batch */
 			full |= qp_cpu_batch_ring_inst(b, &r) < 0;
 		}
+		pthread_mutex_unlock(&s->lock);
 		/* the rest stays in the flight recorders for the next drain
 		 * (counted missed there if they are lapped meanwhile) */
 	} while (n == RING_CHUNK && !full);
