@@ -34,6 +34,8 @@
 # sample within +-SOAK_RSS_TOL % of the reference; for scopes, values, marks
 # and logs, qprofd measured no more than the workload did and measured plus
 # counted-as-lost is at least what the workload did (nothing lost silently);
+# CPU samples were kept and at most 1 % of them were lost (a workload that
+# writes flat out must still get its CPU profile);
 # the rate at least SOAK_MIN_RATE. Exit 0 PASS, 1 FAIL, 2 bad setup, 77 no BPF.
 #
 # On the ring, a lapped stretch is counted in records, exactly (per ring:
@@ -314,6 +316,8 @@ else
 	account marks "$w_marks" "$q_marks" "$l_marks"
 	account logs "$w_logs" "$q_logs" "$((l_logs + ${r_other:-0}))"
 fi
+verdict cpu_samples "$(awk -v k="$cpu_samples" -v l="$cpu_lost" 'BEGIN { print (k > 0 && 100 * l <= k + l) ? 1 : 0 }')" \
+	"$cpu_samples kept, $cpu_lost lost (limit 1 % of all)"
 if [ "$SOAK_MIN_RATE" -gt 0 ]; then
 	verdict rate "$(awk -v r="$hits" -v g="$SOAK_MIN_RATE" 'BEGIN { print (r >= g) ? 1 : 0 }')" \
 		"$(printf '%.0f' "$hits") scope events/s, enter and exit hits (goal >= $SOAK_MIN_RATE); $(printf '%.0f' "$rate") whole scopes/s"
