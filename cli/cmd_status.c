@@ -127,6 +127,9 @@ static void print_unwind(const json_t *u)
 	       "%s without room\n", num(a, sizeof(a), t, "files"), (unsigned long long)(bytes >> 10),
 	       (unsigned long long)(max >> 10), num(b, sizeof(b), t, "builds"), num(c, sizeof(c), t, "refused"),
 	       num(d, sizeof(d), t, "evictions"), num(f, sizeof(f), t, "no_room"));
+	if (cli_json_u64(t, "rows_without_rule", &bytes) && bytes)	/* say it only when it happens: those rows' samples take the copy */
+		printf("CFI tables: %s rows beyond 65,536 distinct rules in a file: they fall back to the copy\n",
+		       num(a, sizeof(a), t, "rows_without_rule"));
 }
 
 /* --binary targets: path, probes, state, processes, deploys seen. */

@@ -29,6 +29,7 @@ struct qp_cfi_bpf_stats {
 	uint64_t rows_cap, bytes_cap;	/* the rows array: its room */
 	uint64_t builds, hits, refused;	/* tables compiled; a file found loaded; files whose CFI was refused */
 	uint64_t evictions, no_room;	/* tables dropped to make room; tables that found none */
+	uint64_t rows_no_rule;	/* rows loaded without their rule (a table over 65,536 distinct rules): they fall back */
 	uint64_t build_ns, build_cpu_ns;	/* compile time, wall clock and CPU */
 	uint64_t procs, scans, scan_errors, too_many;	/* processes loaded; mappings read; failed; over QPROF_CFI_MAPS */
 };

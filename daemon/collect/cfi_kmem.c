@@ -305,6 +305,8 @@ uint32_t qp_kmem_get(struct qp_kmem *m, int fd, const void *img, size_t len)
 						m->st.no_room++;
 						m->f[i].state = QP_KF_FREE;
 						i = -1;
+					} else {
+						m->st.rows_no_rule += p.rules_lost;
 					}
 					qp_cfi_packed_free(&p);
 				}
@@ -351,6 +353,8 @@ uint32_t qp_kmem_get_table(struct qp_kmem *m, const char *fkey, const struct qp_
 				return QPROF_CFI_NOFILE;
 			}
 			ok = load(m, i, t, &p, now);
+			if (ok)
+				m->st.rows_no_rule += p.rules_lost;
 			qp_cfi_packed_free(&p);
 			if (!ok) {
 				m->st.no_room++;

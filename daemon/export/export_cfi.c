@@ -95,6 +95,7 @@ void qp_export_cfi_kernel(struct qp_json *j, const struct qp_cpu_unwind_figures 
 	qp_json_kv_u64(j, "refused", t->refused);
 	qp_json_kv_u64(j, "evictions", t->evictions);
 	qp_json_kv_u64(j, "no_room", t->no_room);
+	qp_json_kv_u64(j, "rows_without_rule", t->rows_no_rule);
 	qp_json_kv_milli(j, "build_ms", t->build_ns / 1000);
 	qp_json_kv_milli(j, "build_cpu_ms", t->build_cpu_ns / 1000);
 	qp_json_kv_u64(j, "processes", t->procs);

@@ -173,6 +173,7 @@ def check_kernel_figures(u):
     # two programs: each its own file; glibc, libstdc++, libm, libgcc_s,
     # ld.so and the vDSO shared by all, compiled once
     t.check(4 <= tb["builds"] <= 12, f"tables compiled once per file ({tb['builds']})")
+    t.eq(tb["rows_without_rule"], 0, "every row of ordinary files keeps its rule (far under 65,536 distinct)")
     t.check(tb["hits"] >= 2, f"files shared between the programs ({tb['hits']} found loaded)")
     t.eq(tb["refused"], 0, "no file refused")
     t.eq(tb["no_room"], 0, "room for every table")
