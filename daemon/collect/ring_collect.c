@@ -108,6 +108,8 @@ static bool mapped_whole(uint32_t pid, uint64_t addr, uint64_t size)
 	return ok;
 }
 
+static void drop_ent(struct qp_ring *g, size_t i);
+
 /* A ring announced by a target: checked under the lock, its header read
  * without it (a read of the process may take long: never with the lock
  * held). Called and returns with the lock held. */
@@ -119,8 +121,25 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 	bool ok, later;
 	int ret;
 
-	if (ent_of(g, a->pid, a->addr))
-		return; /* known: announced again */
+	e = ent_of(g, a->pid, a->addr);
+	if (e) {
+		/* announced again: by the next owner of a ring of the free list
+		 * (its head goes on, 2 or more), or by the owner of a new ring
+		 * mapped where one was unmapped (head 1, its THREAD record,
+		 * while more than that was read there): taken anew. */
+		bool again = e->ann_head_ok && e->ann_head == a->head && e->owner == a->tid;
+
+		if (e->renewed) {
+			/* the new ring's own, after a read took it anew */
+			e->renewed = false;
+			e->owner = a->tid;
+			return;
+		}
+		if (again || !a->head_ok || a->head != 1 || e->tail <= 1)
+			return;
+		drop_ent(g, (size_t)(e - g->ents));
+		g->glob.dropped_rings++;
+	}
 	if (a->size < QPROF_RING_HDR_SIZE_V1 + RING_MIN_REC * sizeof(struct qprof_ring_rec) ||
 	    a->size > QPROF_RING_HDR_SIZE + (uint64_t)RING_MAX_REC * sizeof(struct qprof_ring_rec) ||
 	    (a->addr & 4095) || a->addr >= (1ULL << 47) || a->addr + a->size > (1ULL << 47)) {
@@ -176,6 +195,7 @@ static void take(struct qp_ring *g, const struct ring_announce *a)
 	e->ann_head_ok = a->head_ok;
 	e->head = a->head_ok ? a->head : 0;
 	e->owner = a->tid;
+	e->serial = ++g->serial;
 	e->rd.pid = a->pid;
 	e->rd.tid = a->tid;
 	p->rings++;
@@ -292,6 +312,27 @@ static void drop_ent(struct qp_ring *g, size_t i)
 	g->ents[i] = g->ents[--g->nents];
 }
 
+/* The ring at E's address is another than the one E read: E's figures go
+ * to P's gone rings and E starts over, its header checked at its first
+ * read, its announcement (still to come) taken as its own. */
+static void renew_ent(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p)
+{
+	uint32_t pid = e->pid;
+	uint64_t addr = e->addr, size = e->size;
+
+	fold_ent(p, e);
+	g->glob.dropped_rings++;
+	memset(e, 0, sizeof(*e));
+	e->pid = pid;
+	e->addr = addr;
+	e->size = size;
+	e->min_ts = p->from_ts;	/* p->from_ns once its first read finds it a CLOCK_MONOTONIC ring */
+	e->fresh = true;
+	e->renewed = true;
+	e->serial = ++g->serial;
+	e->rd.pid = pid;
+}
+
 
 /* qp_ring_pid_fn of the span pairing (g->lock held) */
 static void who(void *arg, uint32_t pid, struct qp_ring_counts **c, struct qp_ring_flight **fl)
@@ -348,11 +389,13 @@ static void *drain(void *arg)
 			const struct ring_ent *e = &g->ents[n];
 
 			jobs[n] = (struct ring_job){ .pid = e->pid, .addr = e->addr, .size = e->size,
-						.tail = e->tail, .hdr = e->hdr, .nrec = e->nrec, .known_tid = e->named_tid };
+						.tail = e->tail, .hdr = e->hdr, .nrec = e->nrec, .known_tid = e->named_tid,
+						.serial = e->serial };
 		}
 		pthread_mutex_unlock(&g->lock);
 		g->busy = false;
 		for (i = 0; i < n && !g->stop; i++) {
+			enum qp_ring_fate fate;
 			struct ring_ent *e;
 			struct ring_pid *p;
 
@@ -364,9 +407,14 @@ static void *drain(void *arg)
 				ring_buffer__consume(g->rb);
 			pthread_mutex_lock(&g->lock);
 			e = ent_of(g, jobs[i].pid, jobs[i].addr);
+			if (e && e->serial != jobs[i].serial)
+				e = NULL; /* another ring at that address since the pass began */
 			p = e ? pid_of(g, e->pid) : NULL;
-			if (e && (!p || !qp_ring_job_apply(g, e, p, &jobs[i])))
+			fate = e && p ? qp_ring_job_apply(g, e, p, &jobs[i]) : RING_DROP;
+			if (e && fate == RING_DROP)
 				drop_ent(g, (size_t)(e - g->ents));
+			else if (e && fate == RING_RENEW)
+				renew_ent(g, e, p);
 			pthread_mutex_unlock(&g->lock);
 		}
 		pthread_mutex_lock(&g->lock);

@@ -13,6 +13,9 @@
 
 #define RING_MIN_REC 64
 #define RING_MAX_REC (1u << 24)
+/* more records than a writer publishes between two reads of its ring, ever
+ * (2^40: 3 hours at 10 ns a record): a head past it is forged */
+#define RING_HEAD_LEAP_MAX (1ull << 40)
 #define MAX_PIDS 4096
 #define RING_PENDING 1024	/* announcements of processes not (yet) targets, kept */
 #define RING_IDLE_US 20000	/* the drain's period while it holds no ring (announcements wake it) */
@@ -53,6 +56,8 @@ struct ring_ent {
 	uint64_t named_tid;		/* the owner whose name was last read:
 					 * its ring generation << 32 | its tid */
 	uint64_t min_ts;		/* records stamped before it are not the target's */
+	uint64_t serial;		/* which entry it is: a pass's job applies only to its own */
+	bool renewed;			/* taken anew by a read: its announcement still to come */
 	struct qp_ring_reader rd;
 };
 
@@ -105,6 +110,7 @@ struct qp_ring {
 	uint64_t cal_tsc, cal_ns;	/* the first calibration pair (the slope's base) */
 	struct ring_ent *ents;
 	size_t nents;
+	uint64_t serial;		/* the last entry's */
 	struct ring_pid *pids;
 	size_t npids;
 	struct qp_ring_global glob;
@@ -132,6 +138,7 @@ struct ring_job {
 	bool checked;			/* ... and checked by this read (nrec, hdr, mono set) */
 	bool mono;
 	uint64_t known_tid;		/* the owner whose name the entry has (named_tid) */
+	uint64_t serial;		/* the entry's */
 	uint32_t tid;			/* a new owner ... */
 	uint64_t owner;			/* ... as named_tid has it, */
 	uint64_t start_ns;		/* when it started (0 unknown) */
@@ -158,7 +165,11 @@ bool qp_ring_header_ok(const struct qprof_ring *h, uint64_t size);
 /* Read what the ring holds past the job's tail into g->buf (the drain
  * thread's alone), without the lock. */
 void qp_ring_job_read(struct qp_ring *g, struct ring_job *j);
-/* Under the lock: the job's reading into its entry; false: drop it. */
-bool qp_ring_job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p, const struct ring_job *j);
+/* Under the lock: the job's reading into its entry, which is then kept,
+ * dropped, or taken anew (the ring at its address is another than the one
+ * it read: that one was unmapped, a new one mapped there). */
+enum qp_ring_fate { RING_KEEP, RING_DROP, RING_RENEW };
+enum qp_ring_fate qp_ring_job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p,
+				    const struct ring_job *j);
 
 #endif

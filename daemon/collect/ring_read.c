@@ -248,7 +248,8 @@ static void first_read(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p
 /* Under the lock: the job's reading into its entry (if it is still the
  * same one). false: drop the entry. Every move of e->tail adds to exactly
  * one of base, read and lost (ring_internal.h). */
-bool qp_ring_job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p, const struct ring_job *j)
+enum qp_ring_fate qp_ring_job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p,
+				    const struct ring_job *j)
 {
 	uint64_t now;
 
@@ -259,21 +260,21 @@ bool qp_ring_job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p
 		if (!e->gone_ns)
 			e->gone_ns = now;
 		if (now - e->gone_ns < RING_GONE_GRACE_NS)
-			return true;
+			return RING_KEEP;
 		count_unread(e, p);
-		return false;
+		return RING_DROP;
 	}
 	if (j->what == JOB_BAD) {
 		g->glob.dropped_rings++;
 		count_unread(e, p);
-		return false;
+		return RING_DROP;
 	}
 	if (j->what == JOB_UNREADABLE) {
 		if (!e->unreadable_ns) {
 			e->unreadable_ns = qp_ring_mono_ns();
 			p->c.unreadable++;
 		}
-		return true;
+		return RING_KEEP;
 	}
 	if (e->unreadable_ns) {
 		p->c.unreadable_ns += qp_ring_mono_ns() - e->unreadable_ns;
@@ -293,15 +294,30 @@ bool qp_ring_job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p
 		if (k >= 0)
 			qp_ring_tnames_note(qp_htab_value(&p->names, (size_t)k), j->start_ns, j->comm);
 		e->named_tid = j->owner;
+		if (!e->rd.tid)
+			e->rd.tid = j->tid; /* a ring taken anew */
 	}
 	if (j->what != JOB_READ || e->tail != j->tail)
-		return true;
+		return RING_KEEP;
 	if (j->head < e->tail) {
-		/* head went back: no writer of ours did that */
+		/* head went back: no writer does that. With a new owner in
+		 * the header, the ring there is another (the one read was
+		 * unmapped, a new one mapped at its address): read from its
+		 * first record next pass. Else a scribbled head. */
+		if (j->tid)
+			return RING_RENEW;
 		p->c.garbage++;
 		qp_ring_gap(&e->rd, 0, &p->c);
 		g->glob.dropped_rings++;
-		return false;
+		return RING_DROP;
+	}
+	if (j->head - e->tail > RING_HEAD_LEAP_MAX) {
+		/* a head no writer reaches: a forged ring */
+		p->c.garbage++;
+		qp_ring_gap(&e->rd, 0, &p->c);
+		g->glob.dropped_rings++;
+		count_unread(e, p);
+		return RING_DROP;
 	}
 	if (j->head > e->head)
 		e->head = j->head;
@@ -317,5 +333,5 @@ bool qp_ring_job_apply(struct qp_ring *g, struct ring_ent *e, struct ring_pid *p
 		     e->min_ts, &p->c);
 	e->read += j->n - j->skip;
 	e->tail = j->head;
-	return true;
+	return RING_KEEP;
 }

@@ -11,6 +11,11 @@
  *   paced T R S         T threads, R scopes/s each for S seconds (1 ms steps)
  *   protect MS          a thread: 1000 scopes, its ring PROT_NONE for MS ms,
  *                       1000 scopes
+ *   unmap HOW N         a thread: N scopes flat out, then it drops its ring
+ *                       at once, maybe mid-read (no more records from it):
+ *                       HOW 0 munmap only (the next ring may get the
+ *                       address), 1 garbage mapped over it, 2 its head
+ *                       forged to 2^62 in place (the header still right)
  *   exit T N            as burst, then the process exits at once (no answer
  *                       after the heads line)
  *   quit
@@ -41,7 +46,10 @@ struct job {
 	long n;			/* scopes (burst) or per second (paced) */
 	double secs;
 	int protect_ms;
+	int unmap;		/* 1 + HOW: drop the ring after the burst */
 	long written;
+	uint64_t head;		/* the ring's head when the thread was done */
+	uint32_t nrec;
 	struct qprof_ring *ring;
 	pthread_barrier_t *done;
 	pthread_mutex_t *park;
@@ -59,6 +67,28 @@ static void sem_wait_up(void)
 {
 	while (!qprof_ring_semaphore)
 		__builtin_ia32_pause();
+}
+
+/* The thread writes no more (its markers find QPROF__RING_NONE) and its
+ * ring is unmapped under the daemon, then maybe replaced by a bad one. */
+static void drop_ring(struct qprof_ring *r, int how)
+{
+	uint64_t bytes = QPROF__RING_BYTES_OF(r->nrec);
+	void *m;
+
+	pthread_setspecific(qprof__ring_key, NULL);
+	qprof__ring_tls = QPROF__RING_NONE;
+	if (how == 2) {
+		/* in place: the header stays right, the head leaps */
+		__atomic_store_n(&r->head, 1ull << 62, __ATOMIC_RELEASE);
+		return;
+	}
+	munmap(r, bytes);
+	if (!how)
+		return;
+	m = mmap(r, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (m != MAP_FAILED)
+		memset(m, 0xa5, bytes);
 }
 
 static void *worker(void *arg)
@@ -101,6 +131,10 @@ static void *worker(void *arg)
 		j->written = j->n;
 	}
 	j->ring = qprof__ring_tls;
+	j->head = __atomic_load_n(&j->ring->head, __ATOMIC_ACQUIRE);
+	j->nrec = j->ring->nrec;
+	if (j->unmap)
+		drop_ring(j->ring, j->unmap - 1);
 	pthread_barrier_wait(j->done);
 	/* alive until quit: the ring stays the daemon's to read */
 	pthread_mutex_lock(j->park);
@@ -110,7 +144,7 @@ static void *worker(void *arg)
 
 static pthread_mutex_t park = PTHREAD_MUTEX_INITIALIZER;
 
-static void run(int nt, long n, double secs, int protect_ms, int then_exit)
+static void run(int nt, long n, double secs, int protect_ms, int then_exit, int unmap)
 {
 	static struct job jobs[MAXT];
 	pthread_barrier_t done;
@@ -129,6 +163,7 @@ static void run(int nt, long n, double secs, int protect_ms, int then_exit)
 		jobs[i].n = n;
 		jobs[i].secs = secs;
 		jobs[i].protect_ms = protect_ms;
+		jobs[i].unmap = unmap;
 		jobs[i].done = &done;
 		jobs[i].park = &park;
 		pthread_create(&jobs[i].th, NULL, worker, &jobs[i]);
@@ -141,11 +176,10 @@ static void run(int nt, long n, double secs, int protect_ms, int then_exit)
 		written += jobs[i].written;
 	printf("%ld, \"heads\": [", written);
 	for (i = 0; i < nt; i++)
-		printf("%s%llu", i ? ", " : "",
-		       (unsigned long long)__atomic_load_n(&jobs[i].ring->head, __ATOMIC_ACQUIRE));
+		printf("%s%llu", i ? ", " : "", (unsigned long long)jobs[i].head);
 	printf("], \"records\": [");
 	for (i = 0; i < nt; i++)
-		printf("%s%u", i ? ", " : "", jobs[i].ring->nrec);
+		printf("%s%u", i ? ", " : "", jobs[i].nrec);
 	printf("], \"sem_wait_us\": %llu}\n", (unsigned long long)(t1 - t0) / 1000);
 	fflush(stdout);
 	if (then_exit)
@@ -165,16 +199,19 @@ int main(void)
 		if (!strncmp(line, "pid", 3)) {
 			printf("{\"pid\": %d}\n", getpid());
 		} else if (sscanf(line, "burst %d %ld", &t, &n) == 2) {
-			run(t, n, 0, 0, 0);
+			run(t, n, 0, 0, 0, 0);
 			continue;
 		} else if (sscanf(line, "paced %d %ld %lf", &t, &n, &s) == 3) {
-			run(t, n, s, 0, 0);
+			run(t, n, s, 0, 0, 0);
 			continue;
 		} else if (sscanf(line, "protect %d", &ms) == 1) {
-			run(1, 0, 0, ms, 0);
+			run(1, 0, 0, ms, 0, 0);
+			continue;
+		} else if (sscanf(line, "unmap %d %ld", &ms, &n) == 2 && ms >= 0 && ms <= 2) {
+			run(1, n, 0, 0, 0, ms + 1);
 			continue;
 		} else if (sscanf(line, "exit %d %ld", &t, &n) == 2) {
-			run(t, n, 0, 0, 1);
+			run(t, n, 0, 0, 1, 0);
 			continue;
 		} else if (!strncmp(line, "quit", 4)) {
 			break;

@@ -15,6 +15,10 @@ exactly, on rings of scopes only (lost_estimated false):
   unreadable, every scope after it counted;
 - a process that exits right after its burst: what its rings held unread
   counted lost (lost_at_exit), the sums still exact;
+- a ring its program unmaps, covers with garbage or forges (its head
+  leaps to 2^62) right after a flat-out burst, maybe mid-read: counted and
+  let go, never more read or counted than was written, and the rings made
+  after it (one maybe at its address) exact;
 - --ring-records: new rings get the size asked; a bad value refused;
 - text qprof-cli status, scopes and top --once say the loss when there is
   one, and nothing when there is none.
@@ -199,6 +203,49 @@ try:
     text = summary_of(d)
     t.check("exact" in text and "lost on the ring" not in text,
             f"the exit report says no loss when there is none:\n{text}")
+finally:
+    d.stop()
+    prog.quit()
+# rings the program takes away under the drain, right after a flat-out
+# burst (maybe mid-read), under the default collector
+prog = Prog()
+d = Daemon(qprofd, ["--pid", str(prog.pid)])
+try:
+    _, s = d.get("/api/status")
+    t.eq(next(x for x in s["targets"] if x["pid"] == prog.pid)["collector"], "ring", "the default collector")
+    for how, what in ((0, "unmapped"), (1, "garbage mapped over it"), (2, "its head forged to 2^62")):
+        r0 = ring_of(d, prog.pid)
+        prog.cmd(f"unmap {how} 2000000")
+        if how == 0:
+            r = wait_for(lambda: (lambda x: x if x["unreadable"] > r0["unreadable"] else None)(ring_of(d, prog.pid)), 30)
+        else:
+            r = wait_for(lambda: (lambda x: x if x["rings_gone"] > r0["rings_gone"] else None)(ring_of(d, prog.pid)), 30)
+        t.check(r is not None, f"{what}: the drain found it ({'unreadable' if how == 0 else 'let go'})")
+        r = ring_of(d, prog.pid)
+        c = counted(d, prog.pid)
+        t.check(r["head"] <= prog.heads, f"{what}: heads seen {r['head']} <= written {prog.heads}")
+        t.eq(r["base"] + r["read"] + r["lost"], r["head"], f"{what}: base + read + lost == head")
+        t.check(c + r["lost_scopes"] <= prog.written,
+                f"{what}: counted {c} + lost {r['lost_scopes']} <= written {prog.written}")
+        for one in r["list"]:
+            t.eq(one["base"] + one["read"] + one["lost"], one["head"], f"{what}: ring of tid {one['tid']} adds up")
+        if how == 2:
+            t.eq(r["garbage"], r0["garbage"] + 1, f"{what}: counted garbage once")
+        # two new threads' rings (one may be mapped where the old one was): exact
+        heads0, written0 = prog.heads, prog.written
+        prog.cmd("burst 2 30000")
+        r1 = wait_for(lambda: (lambda x: x if x["head"] - r["head"] == prog.heads - heads0 and x["unread"] == 0
+                                else None)(ring_of(d, prog.pid)), 30)
+        t.check(r1 is not None, f"{what}, then 30k on 2 threads: every new head seen")
+        if r1:
+            c1 = counted(d, prog.pid)
+            t.eq(c1 - c + r1["lost_scopes"] - r["lost_scopes"], prog.written - written0,
+                 f"{what}, then 30k on 2 threads: counted + lost == written")
+            t.eq(r1["lost"], r["lost"], f"{what}, then 30k on 2 threads: nothing lost")
+            print(f"{what}: rings {r1['rings']}, gone {r1['rings_gone']}, unreadable {r1['unreadable']}, "
+                  f"garbage {r1['garbage']}; then {c1 - c} of {prog.written - written0} counted", flush=True)
+    st, _ = d.get("/api/status")
+    t.eq(st, 200, "qprofd answers after it all")
 finally:
     d.stop()
     prog.quit()
