@@ -126,11 +126,16 @@ int qp_trace_ring_append(struct qp_ring *g, const uint32_t *pids, const uint64_t
 		if (qp_htab_add_u64(&seen, (uint64_t)r->threads[i].pid << 32 | r->threads[i].tid, NULL) < 0)
 			ret = -ENOMEM;
 	for (i = 0; i < npids && !ret; i++) {
-		uint64_t s = since[i], missed;
+		/* what the recorder holds now, not what it gets meanwhile: a
+		 * target writing faster than this copies would never let the
+		 * build end (nor the memory it takes stop growing) */
+		uint64_t s = since[i], missed, end = qp_ring_flight_seq(g, (int)pids[i]);
 		size_t got, k;
 
 		do {
 			got = qp_ring_instances(g, (int)pids[i], &s, buf, 4096, &missed);
+			if (s > end)
+				got = s - end >= got ? 0 : got - (size_t)(s - end);
 			r->lost += missed;
 			for (k = 0; k < got && !ret; k++) {
 				const struct qp_ring_inst *in = &buf[k];
@@ -156,7 +161,7 @@ int qp_trace_ring_append(struct qp_ring *g, const uint32_t *pids, const uint64_t
 				r->n++;
 				ret = add_thread(g, r, &seen, &room, pids[i], in->tid, in->end_ns);
 			}
-		} while (got && !ret);
+		} while (got && s < end && !ret);
 	}
 	qp_htab_free(&seen);
 	free(buf);
