@@ -95,8 +95,8 @@ int main(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	bench_ready(argv[3]); /* a signal while it waits ends it at once */
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	bench_ready(argv[3]);
 	for (i = 0; i < n; i++) {
 		if (pthread_create(&w[i].th, NULL, work, &w[i])) {
 			fprintf(stderr, "cannot start thread %d\n", i);
@@ -104,7 +104,8 @@ int main(int argc, char **argv)
 		}
 	}
 	while (access(argv[5], F_OK) != 0)
-		nanosleep(&tick, NULL);
+		if (sigtimedwait(&set, NULL, &tick) > 0)
+			return 130; /* the run was stopped (its script interrupted): no figures */
 	atomic_store(&stop, 1);
 	for (i = 0; i < n; i++) {
 		pthread_join(w[i].th, NULL);
