@@ -109,8 +109,9 @@ int qp_logs_start(struct qp_logs **out, int ringbuf_fd, size_t capacity, char *e
 		return -ENOMEM;
 	l->cap = capacity ? capacity : 1;
 	l->next_seq = 1;
-	/* touched up front: the store's whole size is resident from the start
-	 * (flat RSS), not page by page as the first CAPACITY messages arrive */
+	/* not touched up front: its pages become resident as the first
+	 * CAPACITY messages arrive (at most CAPACITY entries' worth), so an
+	 * idle qprofd does not hold it all */
 	l->ring = mmap(NULL, l->cap * sizeof(*l->ring), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	pthread_mutex_init(&l->lock, NULL);
