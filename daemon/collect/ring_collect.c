@@ -257,7 +257,9 @@ static void exit_seen(struct qp_ring *g, const struct ring_announce *a)
 	 * not counted, and status says how often */
 	if (e && !a->head_ok)
 		g->glob.exit_heads_unread++;
-	if (e && a->head_ok && a->head > e->head && a->head - e->tail <= (uint64_t)e->nrec * 4096)
+	/* a ring not read yet (taken anew, nrec 0) is bounded by the largest ring */
+	if (e && a->head_ok && a->head > e->head &&
+	    a->head - e->tail <= (uint64_t)(e->nrec ? e->nrec : RING_MAX_REC) * 4096)
 		e->head = a->head;
 }
 
