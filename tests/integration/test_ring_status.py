@@ -88,4 +88,4 @@ else:
     t.check(m is not None and shown != 0, f"{sc['dropped']} dropped, and the text says so: {line!r}")
 print(f"ring_status: {line.strip()} (ring lost {ring_lost})", flush=True)
 
-t.done()
+sys.exit(t.done())
