@@ -257,9 +257,9 @@ static void exit_seen(struct qp_ring *g, const struct ring_announce *a)
 	 * not counted, and status says how often */
 	if (e && !a->head_ok)
 		g->glob.exit_heads_unread++;
-	/* a ring not read yet (taken anew, nrec 0) is bounded by the largest ring */
+	/* bounded by the ring's announced size (its nrec is 0 until its first read) */
 	if (e && a->head_ok && a->head > e->head &&
-	    a->head - e->tail <= (uint64_t)(e->nrec ? e->nrec : RING_MAX_REC) * 4096)
+	    a->head - e->tail <= e->size / sizeof(struct qprof_ring_rec) * 4096)
 		e->head = a->head;
 }
 

@@ -299,20 +299,13 @@ enum qp_ring_fate qp_ring_job_apply(struct qp_ring *g, struct ring_ent *e, struc
 	}
 	if (j->what != JOB_READ || e->tail != j->tail)
 		return RING_KEEP;
-	if (j->head < e->tail) {
-		/* head went back: no writer does that. With a new owner in
-		 * the header, the ring there is another (the one read was
-		 * unmapped, a new one mapped at its address): read from its
-		 * first record next pass. Else a scribbled head. */
-		if (j->tid)
-			return RING_RENEW;
-		p->c.garbage++;
-		qp_ring_gap(&e->rd, 0, &p->c);
-		g->glob.dropped_rings++;
-		return RING_DROP;
-	}
-	if (j->head - e->tail > RING_HEAD_LEAP_MAX) {
-		/* a head no writer reaches: a forged ring */
+	/* head went back: no writer does that. With a new owner in the
+	 * header, the ring there is another (the one read was unmapped, a new
+	 * one mapped at its address): read from its first record next pass */
+	if (j->head < e->tail && j->tid)
+		return RING_RENEW;
+	if (j->head < e->tail || j->head - e->tail > RING_HEAD_LEAP_MAX) {
+		/* a scribbled head, or one no writer reaches: a forged ring */
 		p->c.garbage++;
 		qp_ring_gap(&e->rd, 0, &p->c);
 		g->glob.dropped_rings++;

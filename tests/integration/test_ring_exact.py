@@ -73,6 +73,14 @@ def counted(d, pid):
     return sum(r["count"] for r in body.get("scopes", []) if r["name"] == "exact")
 
 
+def ring_when(d, pid, pred, timeout=30):
+    """PID's ring figures once PRED holds of them (None if never)."""
+    def now():
+        r = ring_of(d, pid)
+        return r if r and pred(r) else None
+    return wait_for(now, timeout, 0.05)
+
+
 def settle(d, prog, timeout=30):
     """Quiescent: the daemon has every head the program reports, none unread."""
     def done():
@@ -216,10 +224,8 @@ try:
     for how, what in ((0, "unmapped"), (1, "garbage mapped over it"), (2, "its head forged to 2^62")):
         r0 = ring_of(d, prog.pid)
         prog.cmd(f"unmap {how} 2000000")
-        if how == 0:
-            r = wait_for(lambda: (lambda x: x if x["unreadable"] > r0["unreadable"] else None)(ring_of(d, prog.pid)), 30)
-        else:
-            r = wait_for(lambda: (lambda x: x if x["rings_gone"] > r0["rings_gone"] else None)(ring_of(d, prog.pid)), 30)
+        key = "unreadable" if how == 0 else "rings_gone"
+        r = ring_when(d, prog.pid, lambda x: x[key] > r0[key])
         t.check(r is not None, f"{what}: the drain found it ({'unreadable' if how == 0 else 'let go'})")
         r = ring_of(d, prog.pid)
         c = counted(d, prog.pid)
@@ -234,8 +240,7 @@ try:
         # two new threads' rings (one may be mapped where the old one was): exact
         heads0, written0 = prog.heads, prog.written
         prog.cmd("burst 2 30000")
-        r1 = wait_for(lambda: (lambda x: x if x["head"] - r["head"] == prog.heads - heads0 and x["unread"] == 0
-                                else None)(ring_of(d, prog.pid)), 30)
+        r1 = ring_when(d, prog.pid, lambda x: x["head"] - r["head"] == prog.heads - heads0 and x["unread"] == 0)
         t.check(r1 is not None, f"{what}, then 30k on 2 threads: every new head seen")
         if r1:
             c1 = counted(d, prog.pid)
