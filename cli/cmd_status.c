@@ -298,8 +298,11 @@ static int print_status(const struct cli_ctx *ctx, const json_t *root)
 	putchar('\n');
 	if (json_is_object(cpu)) {
 		const json_t *running = json_object_get(cpu, "running");
+		const char *state = json_is_true(running)			      ? "running"
+				    : json_is_true(json_object_get(cpu, "starting")) ? "starting (its BPF programs are loading)"
+										      : "stopped";
 
-		printf("cpu sampling: %s", json_is_true(running) ? "running" : "stopped");
+		printf("cpu sampling: %s", state);
 		if (cli_json_u64(cpu, "frequency_hz", &v))
 			printf(" at %llu Hz", (unsigned long long)v);
 		printf(", %s samples, %s lost\n", num(a, sizeof(a), cpu, "samples"),

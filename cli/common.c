@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *cli_socket(const struct cli_ctx *ctx)
 {
@@ -252,14 +253,27 @@ int cli_call_quiet(const char *sock, const char *method, const char *target, con
 	return CLI_FAIL;
 }
 
+/* qprofd's answer while its CPU sampler loads (in the second or so after
+ * it starts): worth waiting for, with a word on standard error. */
+#define CPU_LOADING "the CPU sampler is still loading"
+#define CPU_LOADING_WAIT_MS 20000
+
 int cli_api_call(const struct cli_ctx *ctx, const char *method, const char *target,
 		 const char *body, int timeout_s, struct http_response *resp)
 {
 	struct cli_call_err e;
+	int waited = 0;
 
-	if (!cli_call_quiet(cli_socket(ctx), method, target, body, timeout_s, resp, &e))
-		return 0;
-	return cli_call_failed(ctx, &e);
+	while (cli_call_quiet(cli_socket(ctx), method, target, body, timeout_s, resp, &e)) {
+		if (e.status != 503 || !e.daemon_said || !strstr(e.text, CPU_LOADING) ||
+		    waited >= CPU_LOADING_WAIT_MS)
+			return cli_call_failed(ctx, &e);
+		if (!waited)
+			fprintf(stderr, "qprof-cli: qprofd's CPU sampler is still loading: waiting for it...\n");
+		usleep(200 * 1000);
+		waited += 200;
+	}
+	return 0;
 }
 
 int cli_call_failed(const struct cli_ctx *ctx, const struct cli_call_err *e0)

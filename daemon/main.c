@@ -38,6 +38,7 @@
 #include "common/util.h"
 #include "options.h"
 #include "phases.h"
+#include "side_load.h"
 
 #define POLL_MS 250
 /* the calibration: 3 rounds of 10 000 empty scopes, 1 us apart (the first one warms up) */
@@ -89,60 +90,6 @@ static bool stop_pending(void)
 	       (sigismember(&p, SIGTERM) == 1 || sigismember(&p, SIGINT) == 1 || sigismember(&p, SIGHUP) == 1);
 }
 
-/* Thread stacks, then (once the maps they share exist) the CPU sampler and
- * the heap, loaded on a thread of their own while the main thread loads the
- * scopes, ring and lifecycle objects: the verifier is most of start-up. */
-struct side_load {
-	struct qprofd *d;
-	const struct options *o;
-	struct qp_heap_opts *heap_opts;
-	int heap_ret;
-	int slow_rb_fd, slow_min_fd;	/* the CPU sampler's too */
-	/* the heap shares the maps of the threads' open scopes: it waits for
-	 * the main thread to have loaded them (or to give up) */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool fds_set;
-};
-
-/* The maps the heap's and the CPU sampler's programs share (-1: none); once. */
-static void side_fds(struct side_load *s, int thread_stacks_fd, int ring_tids_fd, int slow_rb_fd, int slow_min_fd)
-{
-	pthread_mutex_lock(&s->lock);
-	if (!s->fds_set) {
-		s->heap_opts->thread_stacks_fd = thread_stacks_fd;
-		s->heap_opts->ring_tids_fd = ring_tids_fd;
-		s->slow_rb_fd = slow_rb_fd;
-		s->slow_min_fd = slow_min_fd;
-		s->fds_set = true;
-		pthread_cond_broadcast(&s->cond);
-	}
-	pthread_mutex_unlock(&s->lock);
-}
-
-static void *side_load(void *arg)
-{
-	struct side_load *s = arg;
-
-	/* thread stacks (GET /api/threads): a task iterator, loaded once */
-	if (qp_threads_open(&s->d->threads, s->d->threads_error, sizeof(s->d->threads_error)))
-		s->d->threads = NULL;
-	/* opened always (a POST may ask for a heap), loaded with the first
-	 * heap target (or at the join, for --heap: after the CPU sampler's CFI
-	 * maps it shares); its tracepoints and probes come with a heap target */
-	pthread_mutex_lock(&s->lock);
-	while (!s->fds_set)
-		pthread_cond_wait(&s->cond, &s->lock);
-	pthread_mutex_unlock(&s->lock);
-	if (s->o && s->heap_opts->thread_stacks_fd >= 0 &&
-	    qp_cpu_open(&s->d->cpu, s->heap_opts->thread_stacks_fd, s->heap_opts->ring_tids_fd, s->slow_rb_fd,
-			s->slow_min_fd, s->o->offcpu_ring_mb << 20, s->o->frequency, s->o->all, s->o->unwind,
-			s->d->cpu_error, sizeof(s->d->cpu_error)))
-		s->d->cpu = NULL;
-	s->heap_ret = qp_heap_open(&s->d->heap, s->heap_opts, s->d->heap_error, sizeof(s->d->heap_error));
-	return NULL;
-}
-
 /* The calibration (collect_calibrate.h), run by the scope collector once,
  * before the first program that measures a duration is attached: a daemon
  * whose targets are all on the ring never runs it. */
@@ -152,9 +99,11 @@ static void calibrate_first(void *arg, struct qp_scopes *s)
 	struct qp_calibration c;
 	uint64_t t0 = qp_now_ns();
 
+	pthread_mutex_lock(&d->slow_lock);	/* the CPU sampler's publish waits */
 	qp_scopes_set_slow(s, false);	/* its 30,000 scopes are not the targets' */
 	qp_calibrate(s, d->tracer, CALIB_ROUNDS, CALIB_ITERS, &c);
-	qp_scopes_set_slow(s, qp_cpu_slow_on(d->cpu));
+	qp_scopes_set_slow(s, qp_cpu_slow_on(qprofd_cpu(d)));
+	pthread_mutex_unlock(&d->slow_lock);
 	qp_scopes_publish_calibration(s, &c);
 	qp_info("calibration in %.1f ms", (double)(qp_now_ns() - t0) / 1e6);
 }
@@ -204,8 +153,6 @@ struct daemon {
 	bool warm_started;
 	struct phases ph;
 	struct side_load side;
-	pthread_t side_th;
-	bool side_started;
 };
 
 static void daemon_init(struct daemon *q)
@@ -219,10 +166,8 @@ static void daemon_init(struct daemon *q)
 				 .heap_opts = { .interval = 512 * 1024, .max_live = 65536, .max_stacks = 16384 } };
 	q->d.report_fs.fd = -1;
 	q->fd_unix = q->fd_tcp = -1;
-	q->side.d = &q->d;
-	q->side.heap_opts = &q->o.heap_opts;
-	pthread_mutex_init(&q->side.lock, NULL);
-	pthread_cond_init(&q->side.cond, NULL);
+	pthread_mutex_init(&q->d.slow_lock, NULL);
+	side_init(&q->side, &q->d, &q->o.heap_opts);
 }
 
 /* The command line, the log level, the token: 0, or the exit code. */
@@ -286,8 +231,8 @@ static int start_sockets(struct daemon *q)
 }
 
 /* The scopes object (BPF at all: exit 3 without it), the registry and the
- * ring collector; the heap and thread stacks start loading on a side
- * thread. 0 or the exit code. */
+ * ring collector; thread stacks, the heap and the CPU sampler start
+ * loading on a side thread. 0 or the exit code. */
 static int start_scopes(struct daemon *q)
 {
 	struct qprofd *d = &q->d;
@@ -297,9 +242,8 @@ static int start_scopes(struct daemon *q)
 				   .period_us = 1000, .ring_records = o->ring_records };
 
 	d->start_ns = qp_now_ns();
-	q->side.o = o;
 	qp_cpu_set_cfi_bytes((uint64_t)o->cfi_memory_mb << 20);
-	q->side_started = !pthread_create(&q->side_th, NULL, side_load, &q->side);
+	side_start(&q->side, o, d->start_ns);
 	d->frequency_hz = o->frequency;
 	d->report_dir = o->report_dir;
 	qp_stop_init(&d->stop);
@@ -320,9 +264,7 @@ static int start_scopes(struct daemon *q)
 	qp_registry_set_collector(&d->reg, o->collector);
 	qp_scopes_set_ring(d->scopes, q->ring);
 	side_fds(&q->side, qp_scopes_thread_stacks_fd(d->scopes), qp_ring_tids_fd(q->ring),
-		 qp_scopes_slow_rb_fd(d->scopes), qp_scopes_slow_min_fd(d->scopes));
-	if (!q->side_started)	/* no thread for it: loaded here, after the maps it shares */
-		side_load(&q->side);
+		 qp_scopes_slow_rb_fd(d->scopes), qp_scopes_slow_min_fd(d->scopes), q->ring);
 	phase_mark(&q->ph, "ring BPF");
 	return 0;
 }
@@ -372,13 +314,13 @@ static int start_registry(struct daemon *q)
 	return 0;
 }
 
-/* CPU sampling, logs, the tracer, the calibration, then the side thread's
- * heap and thread stacks waited for. 0 or the exit code. */
+/* Logs, the tracer, the calibration, then the side thread's heap and
+ * thread stacks waited for (the CPU sampler too for --heap only: it is
+ * published while qprofd serves, side_load.h). 0 or the exit code. */
 static int start_collectors(struct daemon *q)
 {
 	struct qprofd *d = &q->d;
 	const struct options *o = &q->o;
-	int cfi_fds[4];
 
 	d->sample_all = o->all;
 	d->heap_default = o->heap;
@@ -406,20 +348,17 @@ static int start_collectors(struct daemon *q)
 		if (!o->no_calibrate && d->tracer)
 			qp_scopes_set_first_use(d->scopes, calibrate_first, d);
 	}
-	if (q->side_started)
-		pthread_join(q->side_th, NULL);
-	q->side_started = false;
-	if (!d->cpu)
-		qp_warn("CPU sampling unavailable: %s (scopes still work)", d->cpu_error);
-	qp_cpu_set_slow_floor(d->cpu, qp_scopes_slow_floor(d->scopes));
-	d->reg.cpu = d->cpu;
-	qp_scopes_set_slow(d->scopes, qp_cpu_slow_on(d->cpu));
-	qp_cpu_set_ring(d->cpu, q->ring);
-	if (!q->side.heap_ret && qp_cpu_cfi_maps(d->cpu, cfi_fds))
-		qp_heap_set_cfi(d->heap, cfi_fds);
-	if (!q->side.heap_ret && o->heap)
-		q->side.heap_ret = qp_heap_load(d->heap, d->heap_error, sizeof(d->heap_error));
-	phase_mark(&q->ph, "CPU, threads and heap BPF (waited for)");
+	/* thread stacks and the heap opened; the CPU sampler goes on loading
+	 * while qprofd serves, but for --heap: the heap walks with its tables */
+	side_wait_opened(&q->side);
+	if (o->heap) {
+		side_join(&q->side);
+		if (!q->side.heap_ret)
+			q->side.heap_ret = qp_heap_load(d->heap, d->heap_error, sizeof(d->heap_error));
+		phase_mark(&q->ph, "threads, heap and CPU BPF (waited for)");
+	} else {
+		phase_mark(&q->ph, "threads and heap opened (waited for)");
+	}
 	if (!d->threads)
 		qp_warn("thread stacks unavailable: %s", d->threads_error);
 	if (q->side.heap_ret) {
@@ -561,11 +500,8 @@ static void stop_collectors(struct daemon *q)
 {
 	struct qprofd *d = &q->d;
 
-	if (q->side_started) {	/* a start that failed before the join */
-		side_fds(&q->side, -1, -1, -1, -1);
-		pthread_join(q->side_th, NULL);
-	}
-	q->side_started = false;
+	side_cancel(&q->side);	/* a start that failed before the maps */
+	side_join(&q->side);	/* the CPU sampler, when it is still loading */
 	qp_otlp_stop(d->otlp);	/* after the server that shows it, before the collectors it reads */
 	qp_tracer_close(d->tracer);	/* no handler is left to end a session */
 	qp_ring_set_logs(q->ring, NULL);	/* the drain stops pushing before the store goes */
@@ -617,12 +553,13 @@ static void stop(struct daemon *q, int exit_code)
 			fprintf(stderr, "qprofd: stopped, everything detached\n");
 		}
 	}
-	if (q->side_started) {	/* BPF unavailable: what it loaded goes too */
-		side_fds(&q->side, -1, -1, -1, -1);
-		pthread_join(q->side_th, NULL);
+	if (q->stage < STAGE_BPF) {	/* BPF unavailable: what it loaded goes too */
+		side_cancel(&q->side);
+		side_join(&q->side);
 		qp_threads_close(q->d.threads);
 		qp_heap_close(q->d.heap);
 	}
+	side_destroy(&q->side);
 	if (q->fd_tcp >= 0)
 		close(q->fd_tcp);
 	if (q->fd_unix >= 0)

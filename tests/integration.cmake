@@ -42,6 +42,14 @@ add_test(NAME integration_cpu
           $<TARGET_FILE:cpu_target>)
 set_tests_properties(integration_cpu PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 600 RUN_SERIAL TRUE)
 
+# The CPU sampler loads while qprofd serves: targets of --pid attached at the
+# first answer, the CPU routes 503 "starting" until the sampler is published
+# with those targets in it; --heap waits for it.
+add_test(NAME integration_cpu_late
+  COMMAND ${PYTHON3} ${CMAKE_CURRENT_SOURCE_DIR}/integration/test_cpu_late.py
+          $<TARGET_FILE:qprofd> $<TARGET_FILE:qprof-cli> $<TARGET_FILE:cpu_target>)
+set_tests_properties(integration_cpu_late PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+
 # The symbolizer reads the target's own file: the target runs from a tmpfs
 # of its own mount namespace, another program at that path on another tmpfs
 # in qprofd's (the same inode number); the profile names the target's functions.

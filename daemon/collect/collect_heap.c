@@ -124,6 +124,18 @@ void qp_heap_set_cfi(struct qp_heap *h, const int fds[4])
 	pthread_mutex_unlock(&h->load_lock);
 }
 
+void qp_heap_expect_cfi(struct qp_heap *h)
+{
+	if (h)
+		__atomic_store_n(&h->cfi_pending, true, __ATOMIC_RELEASE);
+}
+
+void qp_heap_cfi_settled(struct qp_heap *h)
+{
+	if (h)
+		__atomic_store_n(&h->cfi_pending, false, __ATOMIC_RELEASE);
+}
+
 static void target_unlink(struct qp_heap *h, struct heap_target *t)
 {
 	size_t i;
@@ -176,6 +188,11 @@ int qp_heap_load(struct qp_heap *h, char *err, size_t errlen)
 
 	if (qp_heap_loaded(h))
 		return 0;
+	if (__atomic_load_n(&h->cfi_pending, __ATOMIC_ACQUIRE)) {
+		snprintf(err, errlen, "the CPU sampler, whose stack tables the heap profiler walks with, is still "
+			 "loading: try again in a second");
+		return -EAGAIN;
+	}
 	pthread_mutex_lock(&h->load_lock);
 	if (h->loaded || h->load_err) {
 		ret = h->load_err;

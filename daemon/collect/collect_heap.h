@@ -37,13 +37,18 @@ int qp_heap_open(struct qp_heap **out, const struct qp_heap_opts *o, char *err, 
 void qp_heap_close(struct qp_heap *h);	/* accepts NULL */
 /* The BPF object's load, done by the first attach (and by --heap at start,
  * which must fail at once when it cannot be done): 0, or -errno with err
- * set, the same every time after a failure. qp_heap_loaded: done. */
+ * set, the same every time after a failure; -EAGAIN while the CPU sampler
+ * is still loading (qp_heap_expect_cfi). qp_heap_loaded: done. */
 int qp_heap_load(struct qp_heap *h, char *err, size_t errlen);
 bool qp_heap_loaded(struct qp_heap *h);
 /* Before the load: the sampled allocations' stacks are walked by the CPU
  * sampler's CFI tables, FDS its maps (qp_cpu_cfi_maps); a failure to share
  * them is logged, and frame pointers walk as before. */
 void qp_heap_set_cfi(struct qp_heap *h, const int fds[4]);
+/* The CPU sampler is loading: until qp_heap_cfi_settled, a load is refused
+ * with -EAGAIN (it would walk by frame pointers for good). */
+void qp_heap_expect_cfi(struct qp_heap *h);
+void qp_heap_cfi_settled(struct qp_heap *h);
 uint64_t qp_heap_interval(const struct qp_heap *h);
 
 /* Profile the heap of PID from now on. 0 with ST filled (ST->note says so

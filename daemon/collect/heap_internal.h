@@ -24,6 +24,7 @@ struct qp_heap {
 	bool loaded;		/* atomic: maps and programs are there */
 	int load_err;		/* -errno of a load refused for good */
 	char load_msg[256];
+	bool cfi_pending;	/* atomic: the CPU sampler's maps are still to come */
 	struct heap *skel;
 	int ncpus;
 	uint64_t interval;

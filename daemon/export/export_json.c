@@ -247,6 +247,7 @@ static void cpu_json(const struct qp_status_model *m, const struct qp_counter_gr
 	qp_json_obj_begin(j);
 	qp_counters_json(j, &g[QP_SG_CPU], 0, g[QP_SG_CPU].n);
 	if (!m->cpu.running) {
+		qp_json_kv_bool(j, "starting", m->cpu.starting);
 		qp_json_kv_str(j, "error", m->cpu.error);
 	} else {
 		qp_json_key(j, "unwind");

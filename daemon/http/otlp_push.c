@@ -161,11 +161,12 @@ static bool cpu_interval(struct qp_otlp *p, bool off, struct qp_cpu_profile *pro
 	struct qp_cpu_snapshot now = { 0 }, *base = off ? &p->off_base : &p->cpu_base;
 	bool *have = off ? &p->have_off : &p->have_cpu;
 	struct qp_cpu_query q = { 0 };
+	struct qp_cpu *cpu = qprofd_cpu(d);
 	int ret;
 
-	if (!d->cpu || (off && qp_cpu_off_error(d->cpu)))
+	if (!cpu || (off && qp_cpu_off_error(cpu)))
 		return false;
-	if ((off ? qp_cpu_read_off : qp_cpu_read)(d->cpu, &now)) {
+	if ((off ? qp_cpu_read_off : qp_cpu_read)(cpu, &now)) {
 		count(p, &p->build_errors, 1);
 		return false;
 	}
@@ -177,7 +178,7 @@ static bool cpu_interval(struct qp_otlp *p, bool off, struct qp_cpu_profile *pro
 	q.period_ns = off ? 1 : 1000000000ull / (d->frequency_hz ? d->frequency_hz : 99);
 	q.duration_ns = now.mono_ns - base->mono_ns;
 	q.time_ns = qp_realtime_ns() - q.duration_ns;
-	ret = qp_cpu_build(d->cpu, d->reg.sym, &d->reg, &now, base, &q, prof);
+	ret = qp_cpu_build(cpu, d->reg.sym, &d->reg, &now, base, &q, prof);
 	qp_cpu_snapshot_free(base);
 	*base = now;
 	if (ret) {

@@ -24,11 +24,16 @@ struct qp_dbgf;
 struct qprofd {
 	struct qp_registry reg;
 	struct qp_scopes *scopes;
-	struct qp_cpu *cpu;		/* NULL when sampling could not start */
+	/* the CPU sampler, loaded while qprofd serves (side_load.h): read
+	 * through qprofd_cpu(), NULL until cpu_settled and when it could not
+	 * start */
+	struct qp_cpu *cpu;
+	bool cpu_settled;		/* cpu and cpu_error are final (atomic) */
+	pthread_mutex_t slow_lock;	/* the slowest instances turned on or off */
 	struct qp_logs *logs;		/* NULL when the log ring buffer could not start */
 	struct qp_tracer *tracer;	/* NULL when traces could not start */
 	size_t trace_max_events;	/* --trace-max-events */
-	char cpu_error[256];		/* why, then */
+	char cpu_error[256];		/* why cpu is NULL, once settled */
 	struct qp_threads *threads;	/* thread stacks; NULL when the iterator could not load */
 	char threads_error[256];	/* why, then */
 	struct qp_heap *heap;		/* NULL when heap profiling could not start */

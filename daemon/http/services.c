@@ -3,14 +3,25 @@
 #include "qprofd.h"
 #include "services.h"
 
+struct qp_cpu *qprofd_cpu(struct qprofd *d)
+{
+	return __atomic_load_n(&d->cpu_settled, __ATOMIC_ACQUIRE) ? d->cpu : NULL;
+}
+
+const char *qprofd_cpu_error(struct qprofd *d)
+{
+	return __atomic_load_n(&d->cpu_settled, __ATOMIC_ACQUIRE) ? d->cpu_error : QPROFD_CPU_STARTING;
+}
+
 void qprofd_model_src(struct qprofd *d, const struct qp_request *req, struct qp_model_src *out)
 {
 	out->reg = &d->reg;
 	out->scopes = d->scopes;
-	out->cpu = d->cpu;
+	out->cpu = qprofd_cpu(d);
 	out->logs = d->logs;
 	out->tracer = d->tracer;
-	out->cpu_error = d->cpu_error;
+	out->cpu_error = qprofd_cpu_error(d);
+	out->cpu_starting = !__atomic_load_n(&d->cpu_settled, __ATOMIC_ACQUIRE);
 	out->threads = d->threads;
 	out->threads_error = d->threads_error;
 	out->heap = d->heap;

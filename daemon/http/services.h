@@ -25,6 +25,13 @@ struct qp_report_fs;
  * client is gone (REQ NULL: a build of the daemon's own, or one read
  * after the handler returned, which waits for the stop only). */
 void qprofd_model_src(struct qprofd *d, const struct qp_request *req, struct qp_model_src *out);
+/* The CPU sampler once it is loaded and published (NULL before, and when
+ * it could not start), and why it is NULL ("starting: ..." before). */
+struct qp_cpu *qprofd_cpu(struct qprofd *d);
+const char *qprofd_cpu_error(struct qprofd *d);
+#define QPROFD_CPU_STARTING                                                                               \
+	"not yet: the CPU sampler is still loading (its BPF programs are verified in the second or so after " \
+	"qprofd starts)"
 /* qprofd --trace-max-events: the events a trace keeps at most. */
 size_t qprofd_trace_max_events(struct qprofd *d);
 

@@ -225,6 +225,7 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 	}
 	pthread_mutex_unlock(&src->reg->lock);
 	out->cpu.running = src->cpu != NULL;
+	out->cpu.starting = !src->cpu && src->cpu_starting;
 	if (src->cpu) {
 		size_t bytes = 0;
 
@@ -245,7 +246,9 @@ int qp_status_model_build(const struct qp_model_src *src, struct qp_status_model
 		out->offcpu.kstats_full = oc.kstats_full;
 		qp_cpu_slow_counters(src->cpu, &out->offcpu.slow);
 	} else {
-		snprintf(out->offcpu.error, sizeof(out->offcpu.error), "%s", qp_cpu_off_error(src->cpu));
+		snprintf(out->offcpu.error, sizeof(out->offcpu.error), "%s",
+			 src->cpu || !src->cpu_error || !src->cpu_error[0] ? qp_cpu_off_error(src->cpu)
+									    : src->cpu_error);
 	}
 	out->cpu.frequency_hz = src->frequency_hz;
 	out->cpu.all = src->sample_all;

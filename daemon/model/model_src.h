@@ -26,6 +26,7 @@ struct qp_model_src {
 	struct qp_logs *logs;		/* NULL when the log ring buffer could not start */
 	struct qp_tracer *tracer;	/* NULL when traces could not start */
 	const char *cpu_error;		/* why cpu is NULL */
+	bool cpu_starting;		/* NULL because the sampler is still loading */
 	struct qp_threads *threads;	/* thread stacks, NULL when unavailable */
 	const char *threads_error;	/* why threads is NULL */
 	struct qp_heap *heap;		/* NULL when heap profiling could not start */

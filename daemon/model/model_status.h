@@ -26,6 +26,7 @@ struct qp_status_model {
 	uint64_t uptime_ms;
 	struct {
 		bool running;
+		bool starting;		/* not running yet: the sampler is loading */
 		unsigned int frequency_hz, cpus;
 		uint64_t samples, lost;
 		uint64_t aged;		/* samples aged out of the CPU table */

@@ -40,7 +40,7 @@ static int heap_hold(const struct qp_target_svc *s, int pid, struct qp_heap_stat
 		return 0;
 	if (ret == -EEXIST)
 		snprintf(err, errlen, "process %d is being attached by another request", pid);
-	*status = ret == -ESRCH ? 404 : ret == -EEXIST ? 409 : 500;
+	*status = ret == -ESRCH ? 404 : ret == -EEXIST ? 409 : ret == -EAGAIN ? 503 : 500;
 	return ret;
 }
 
@@ -70,7 +70,7 @@ static int heap_of_target(const struct qp_target_svc *s, int pid, struct qp_targ
 		return 0;
 	qp_target_view_free(tv);
 	memset(tv, 0, sizeof(*tv));
-	*status = ret == -EEXIST ? 409 : ret == -ESRCH ? 404 : 500;
+	*status = ret == -EEXIST ? 409 : ret == -ESRCH ? 404 : ret == -EAGAIN ? 503 : 500;
 	if (ret == -EEXIST)
 		snprintf(err, errlen, "the heap of process %d is profiled already", pid);
 	else if (ret == -ESRCH)

@@ -140,7 +140,7 @@ static void status_model(struct qp_status_model *m)
 
 static const char status_json[] =
 	"{\"cpu\":{\"running\":false,\"frequency_hz\":99,\"samples\":0,\"lost\":0,\"aged\":31,\"table_bytes\":262144,\"all\":false,\"cpus\":0,"
-	"\"error\":\"perf_event_open: \\\"denied\\\"\"},"
+	"\"starting\":false,\"error\":\"perf_event_open: \\\"denied\\\"\"},"
 	"\"offcpu\":{\"running\":true,\"intervals\":5000,\"lost\":3,\"no_state\":1,\"kstats_full\":2,"
 	"\"slow\":{\"records\":40,\"lost\":8,\"pending_lost\":4,\"refused\":5,\"partial\":6,\"ring_missed\":7,\"kevents\":9,\"kevents_lost\":10,"
 	"\"received\":9,\"windows_open\":1,\"window_records\":11,\"windows_refused\":2}},"

@@ -69,7 +69,7 @@ class Failures:
 class Daemon:
     """A qprofd of our own on a socket in a temporary directory."""
 
-    def __init__(self, qprofd, args=(), sock=None):
+    def __init__(self, qprofd, args=(), sock=None, wait_cpu=True):
         self.dir = tempfile.mkdtemp(prefix="qprof-test-")
         _dirs.append(self.dir)
         self.sock = sock or os.path.join(self.dir, "qprofd.sock")
@@ -85,8 +85,12 @@ class Daemon:
                 break
             if os.path.exists(self.sock):
                 try:
-                    self.get("/api/status")
-                    return
+                    st, status = self.get("/api/status")
+                    # the CPU sampler is published while qprofd serves
+                    # (about a second on): the tests that read it wait
+                    cpu = status.get("cpu", {}) if isinstance(status, dict) else {}
+                    if not wait_cpu or st != 200 or not cpu.get("starting"):
+                        return
                 except OSError:
                     pass
             time.sleep(0.05)
