@@ -7,9 +7,16 @@
 # ns/iteration less the detached scope_loop's. Needs root (qprofd,
 # bpftrace); what cannot run is reported as skipped. Figures are printed,
 # never judged by the exit status.
+# With two CPUs or more, every loop runs on the last CPU and every tracer
+# on the others (taskset): a tracer that shares the loop's CPU adds its own
+# time to the loop's wall-clock time (qprofd's drain doubled the ring's
+# figure here when the scheduler put the two together), which is a cost to
+# the machine, not to the thread. One more ring run, unpinned, shows what
+# the scheduler's choice gives.
 #
 #   bench/ring.sh [BUILD_DIR]      N_ATTACHED=N (default 2000000)
 #                                  RING_BPFTRACE=0: no bpftrace run
+#                                  RING_PIN=0: no pinning
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -19,6 +26,12 @@ bin=$build/bench
 QPROFD=${QPROFD:-$build/daemon/qprofd}
 N=${N_ATTACHED:-2000000}
 ATTACH_TIMEOUT=${ATTACH_TIMEOUT:-60}
+ncpu=$(nproc)
+loop_pin=() tracer_pin=()
+if [ "${RING_PIN:-1}" != 0 ] && [ "$ncpu" -ge 2 ] && command -v taskset >/dev/null; then
+	loop_pin=(taskset -c "$((ncpu - 1))")
+	tracer_pin=(taskset -c "0-$((ncpu - 2))")
+fi
 for p in scope_loop timer_loop tsc_loop; do
 	[ -x "$bin/$p" ] || { echo "missing $bin/$p: cmake --build $build --target benchmarks" >&2; exit 2; }
 done
@@ -33,11 +46,11 @@ loop_under() {
 	local tag=$1 prog=$2 ready_re=$3 lpid tpid
 	shift 3
 	rm -f "$tmp/go.$tag"
-	"$bin/$prog" "$N" --start-file "$tmp/go.$tag" >"$tmp/$tag.out" 2>&1 &
+	"${loop_pin[@]}" "$bin/$prog" "$N" --start-file "$tmp/go.$tag" >"$tmp/$tag.out" 2>&1 &
 	lpid=$!
 	started_pids+=("$lpid")
 	wait_for_line "$tmp/$tag.out" '^ready ' 10 "$lpid" || return 1
-	"${@//@PID@/$lpid}" >"$tmp/$tag.tracer" 2>&1 &
+	"${tracer_pin[@]}" "${@//@PID@/$lpid}" >"$tmp/$tag.tracer" 2>&1 &
 	tpid=$!
 	started_pids+=("$tpid")
 	if ! wait_for_line "$tmp/$tag.tracer" "$ready_re" "$ATTACH_TIMEOUT" "$tpid"; then
@@ -55,10 +68,15 @@ loop_under() {
 }
 
 say "== ring collector: attached cost per scope (enter + exit), N=$N, load $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bin/scope_loop" "$N" >"$tmp/det" && det=$(ns_of "$tmp/det")
-"$bin/timer_loop" "$N" >"$tmp/tim" && tim=$(ns_of "$tmp/tim")
+if [ ${#loop_pin[@]} -gt 0 ]; then
+	say "  loops on CPU $((ncpu - 1)), tracers on CPUs 0-$((ncpu - 2)) of $ncpu"
+else
+	say "  not pinned ($ncpu CPUs${RING_PIN:+, RING_PIN=$RING_PIN})"
+fi
+"${loop_pin[@]}" "$bin/scope_loop" "$N" >"$tmp/det" && det=$(ns_of "$tmp/det")
+"${loop_pin[@]}" "$bin/timer_loop" "$N" >"$tmp/tim" && tim=$(ns_of "$tmp/tim")
 timer_cost=$(calc "$tim - $det")
-"$bin/tsc_loop" "$N" >"$tmp/tsc" && tsc=$(ns_of "$tmp/tsc")
+"${loop_pin[@]}" "$bin/tsc_loop" "$N" >"$tmp/tsc" && tsc=$(ns_of "$tmp/tsc")
 tsc_cost=$(calc "$tsc - $det")
 say "  scope_loop detached:                $det ns/iteration"
 say "  timer_loop (2 clock_gettime+store): $tim ns/iteration -> $timer_cost ns per timed block"
@@ -72,6 +90,14 @@ ring= bt= bpf=
 if r=$(loop_under ring scope_loop '^qprofd: ready on' "$QPROFD" --pid @PID@ --socket "$tmp/ring.sock"); then
 	ring=$(calc "$r - $det")
 	say "  scope_loop under qprofd (default: ring): $r ns/iteration -> $ring ns per scope"
+fi
+if [ ${#loop_pin[@]} -gt 0 ]; then
+	saved_loop=("${loop_pin[@]}") saved_tracer=("${tracer_pin[@]}")
+	loop_pin=() tracer_pin=()
+	if r=$(loop_under ring_free scope_loop '^qprofd: ready on' "$QPROFD" --pid @PID@ --socket "$tmp/ringf.sock"); then
+		say "  scope_loop under qprofd, not pinned:  $r ns/iteration -> $(calc "$r - $det") ns per scope (the scheduler's choice)"
+	fi
+	loop_pin=("${saved_loop[@]}") tracer_pin=("${saved_tracer[@]}")
 fi
 if r=$(loop_under bpf scope_loop '^qprofd: ready on' "$QPROFD" --collector bpf --pid @PID@ --socket "$tmp/bpf.sock"); then
 	bpf=$(calc "$r - $det")
