@@ -131,9 +131,10 @@ static __always_inline struct heap_thread *thread_of(__u32 tgid, bool create)
 	return t;
 }
 
-/* S's labels: the current thread, its name and its innermost open scopes
- * (a ring thread's from its ring's header, as the CPU sampler reads them;
- * else the BPF collector's stack: block scopes, then begun spans). */
+/* S's labels: the current thread, its name, its innermost open scopes and
+ * its open span (a ring thread's from its ring's header, as the CPU
+ * sampler reads them; else the BPF collector's stack: block scopes, then
+ * begun spans, and its span). */
 static __always_inline void fill_labels(struct heap_stack *s)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid(), zero = 0, i = 0, d, b;
@@ -146,6 +147,7 @@ static __always_inline void fill_labels(struct heap_stack *s)
 	for (d = 0; d < QPROF_HEAP_SCOPES; d++)
 		s->scopes[d] = 0;
 	s->nscopes = 0;
+	s->span_site = 0;
 	rt = bpf_map_lookup_elem(&ring_tids, &tid);
 	h = bpf_map_lookup_elem(&heap_ring_hdr, &zero);
 	if (rt && h && !bpf_probe_read_user(h, sizeof(*h), (void *)rt->addr) && h->magic == RING_MAGIC &&
@@ -159,11 +161,13 @@ static __always_inline void fill_labels(struct heap_stack *s)
 			s->scopes[i] = h->open[(d - 1 - i) & (QPROF_SAMPLE_OPEN - 1)];
 		}
 		s->nscopes = i;
+		s->span_site = h->span_site;
 		return;
 	}
 	st = bpf_task_storage_get(&thread_stacks, bpf_get_current_task_btf(), 0, 0);
 	if (!st)
 		return;
+	s->span_site = st->span_site;
 	d = st->depth;
 	if (d > QPROF_MAX_DEPTH)
 		d = QPROF_MAX_DEPTH;
@@ -194,6 +198,7 @@ static __always_inline __u64 intern(struct heap_stack *s)
 	h = heap_mix(heap_hash_start(s->tgid), s->tid);
 	for (i = 0; i < QPROF_HEAP_SCOPES; i++)
 		h = heap_mix(h, s->scopes[i]);
+	h = heap_mix(h, s->span_site);
 	for (i = 0; i < QPROF_HEAP_DEPTH; i++) {
 		if (i >= s->nips)
 			break;

@@ -35,7 +35,7 @@ struct heap_live {
 /* One distinct stack of one thread, keyed by a 64-bit hash of (tgid, tid,
  * the open scopes, frames), with what was sampled under it since it was
  * first seen. The estimates are sums of 1/p over the samples (see
- * heap_weight_*). TID, COMM and SCOPES are the labels of its pprof
+ * heap_weight_*). TID, COMM, SCOPES and SPAN_SITE are the labels of its pprof
  * samples, as a CPU sample's. */
 struct heap_stack {
 	__u32 tgid;
@@ -43,6 +43,8 @@ struct heap_stack {
 	__u32 tid;		/* the thread that allocated; 0 in the stack of no frames */
 	__u32 nscopes;
 	__u64 scopes[QPROF_HEAP_SCOPES];	/* site addresses of the open scopes, innermost first */
+	__u64 span_site;	/* the span open on the thread (its QPROF_SPAN_BEGIN site), 0 = none;
+				 * not its id: a stack per id would fill the table */
 	char comm[16];		/* the thread's name when the stack was first seen */
 	__u64 samples;		/* sampled allocations */
 	__u64 est_objects_x16;	/* estimated allocations, fixed point: << 16 */

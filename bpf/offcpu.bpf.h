@@ -145,6 +145,24 @@ static __always_inline __u32 ring_open(__u32 tid, __u64 *site, __u64 *parent, st
 	return d;
 }
 
+/* The span open on ring thread TID, the current thread (its ring header's
+ * span_site and span_id, while it still owns that ring, as the CPU sampler
+ * reads them): the site, 0 when none; *ID its id. */
+static __always_inline __u64 ring_span(__u32 tid, __u64 *id)
+{
+	struct ring_tid *rt = bpf_map_lookup_elem(&ring_tids, &tid);
+	struct ring_top h;
+	__u64 two[2];
+
+	if (!rt || bpf_probe_read_user(&h, sizeof(h), (void *)rt->addr) || h.magic != RING_MAGIC ||
+	    h.version < 2 || h.generation != rt->generation)
+		return 0;
+	if (bpf_probe_read_user(two, sizeof(two), (void *)(rt->addr + __builtin_offsetof(struct ring_hdr, span_site))))
+		return 0;
+	*id = two[0] ? two[1] : 0;
+	return two[0];
+}
+
 static __always_inline bool ring_innermost(__u32 tid, __u64 *site, __u64 *parent)
 {
 	return ring_open(tid, site, parent, NULL, 0) != 0;
@@ -229,6 +247,11 @@ static __always_inline void switch_out(void *ctx, struct task_struct *prev, bool
 	st = bpf_task_storage_get(&thread_stacks, prev, 0, 0);
 	fill_scopes(o->rec.scopes, st);
 	bpf_get_current_comm(o->rec.comm, sizeof(o->rec.comm));
+	/* the span open on the thread: the BPF collector's, else its ring's */
+	o->rec.span_site = st ? st->span_site : 0;
+	o->rec.span_id = st && st->span_site ? st->span_id : 0;
+	if (!o->rec.span_site)
+		o->rec.span_site = ring_span(prev->pid, &o->rec.span_id);
 	o->site = o->parent = 0;
 	/* prev is still the current task here: its ring header is readable */
 	if (innermost(prev, &o->site, &o->parent) ||

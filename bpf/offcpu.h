@@ -29,6 +29,8 @@ struct offcpu_record {
 	__u32 walk;		/* enum cfi_walk_end (cfiwalk.h): kept ends: the user stack is the CFI walk's */
 	__u64 scopes[QPROF_SAMPLE_SCOPES];	/* innermost first at the switch-out, 0 = none */
 	char comm[16];
+	__u64 span_site;	/* the span open on the thread at the switch-out (its QPROF_SPAN_BEGIN site), 0 = none */
+	__u64 span_id;		/* ... and its id (0 when span_site is) */
 	__u64 ips[2 * QPROF_STACK_DEPTH + 2 + QPROF_SAMPLE_OPEN_MAX];
 };
 

@@ -81,6 +81,7 @@ struct qp_heap_row {
 	uint32_t tid;		/* the thread that allocated, 0: unknown */
 	uint32_t nscopes;
 	uint64_t scopes[QPROF_HEAP_SCOPES];	/* open scopes' sites, innermost first */
+	uint64_t span_site;	/* the open span's QPROF_SPAN_BEGIN site, 0: none */
 	char comm[17];		/* the thread's name */
 	uint64_t alloc_samples, alloc_objects_x16, alloc_bytes;	/* since the stack was first seen */
 	uint64_t inuse_samples, inuse_objects_x16, inuse_bytes;	/* live now */

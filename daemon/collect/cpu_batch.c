@@ -184,6 +184,8 @@ int qp_cpu_batch_on_interval(void *ctx, void *data, size_t size)
 	r->ts_in = o->ts_in;
 	r->reason = o->reason;
 	r->migrations = o->migrations;
+	r->span_site = o->span_site;
+	r->span_id = o->span_site ? o->span_id : 0;
 	memcpy(r->scopes, o->scopes, sizeof(r->scopes));
 	memcpy(r->comm, o->comm, sizeof(r->comm));
 	rec_stacks(b, r, (const uint64_t *)o->ips, o->kern_len, o->user_len, o->open_len, NULL, 0);

@@ -121,6 +121,7 @@ static void on_stack(void *arg, const void *key, const void *val)
 	r->tid = s->tid;
 	r->nscopes = s->nscopes < QPROF_HEAP_SCOPES ? s->nscopes : QPROF_HEAP_SCOPES;
 	memcpy(r->scopes, s->scopes, r->nscopes * sizeof(r->scopes[0]));
+	r->span_site = s->span_site;
 	memcpy(r->comm, s->comm, sizeof(r->comm) - 1);
 	r->comm[sizeof(r->comm) - 1] = '\0';
 	r->alloc_samples = s->samples;

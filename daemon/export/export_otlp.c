@@ -261,7 +261,7 @@ static bool profile(struct dict *d, const struct qp_otlp_resource *r, const stru
 			a[na++] = attr(d, "qprof.scope", s->scopes[0], 0);
 			a[na++] = attr_strings(d, "qprof.scopes", s->scopes, s->nscopes);
 		}
-		link = s->span ? link_of(d, s->span_id) : 0;
+		link = s->span && !s->span_no_id ? link_of(d, s->span_id) : 0;
 		if (s->span)
 			a[na++] = attr(d, "qprof.span", s->span, 0);
 		for (j = 0; j < na; j++)

@@ -297,7 +297,8 @@ static int intern_samples(struct pp *x)
 				CHECK_IDX(x->s_span_id = str_get(&x->e.str, "span_id"));
 			}
 			CHECK_IDX(str_get(&x->e.str, s->span));
-			CHECK_IDX(str_get(&x->e.str, span_hex(s->span_id, hex)));
+			if (!s->span_no_id)
+				CHECK_IDX(str_get(&x->e.str, span_hex(s->span_id, hex)));
 		}
 		for (j = 0; j < s->nframes; j += n) {
 			uint32_t id;
@@ -341,7 +342,8 @@ static void put_labels(struct pp *x, const struct qp_cpu_sample *s)
 		char hex[17];
 
 		put_str_label(m, line, x->s_span, str_get(&x->e.str, s->span));
-		put_str_label(m, line, x->s_span_id, str_get(&x->e.str, span_hex(s->span_id, hex)));
+		if (!s->span_no_id)
+			put_str_label(m, line, x->s_span_id, str_get(&x->e.str, span_hex(s->span_id, hex)));
 	}
 }
 

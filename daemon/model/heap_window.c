@@ -98,8 +98,11 @@ static int build(const struct qp_model_src *src, const struct qp_heap_query *q, 
 		/* the labels of pprof: the thread that allocated, its open scopes */
 		s->tid = r->tid;
 		ret = qp_cpu_sample_scopes(&b, src->reg, q->pid, r->scopes, r->nscopes, s);
+		if (!ret)
+			ret = qp_cpu_sample_span(&b, src->reg, q->pid, r->span_site, s);
 		if (ret)
 			break;
+		s->span_no_id = true;
 		if (r->nips <= 1)	/* the stack of no frames: stacks not kept (heap.h) */
 			s->frames[0].name = r->nips ? "[no caller frame]" : "[stack not kept: --heap-stacks full]";
 		if (!q->pprof)

@@ -40,6 +40,7 @@ struct qp_cpu_sample {
 	 * not yet ended on it): its name (NULL: none, or not named) and id. */
 	const char *span;
 	uint64_t span_id;
+	bool span_no_id;	/* the name only (heap stacks keep no span ids) */
 };
 
 /* A pprof sample or period type: "inuse_space", "bytes". */

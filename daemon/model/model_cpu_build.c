@@ -251,6 +251,17 @@ int qp_cpu_sample_scopes(struct qp_cpu_builder *b, struct qp_registry *reg, int 
 /* S (just added for R) gets its thread and its open scopes' names,
  * innermost first: a ring thread's whole open list when it has one, else
  * the BPF collector's innermost scopes. */
+int qp_cpu_sample_span(struct qp_cpu_builder *b, struct qp_registry *reg, int pid, uint64_t site,
+		       struct qp_cpu_sample *s)
+{
+	struct scope_names sp = { .a = b->a, .v = &s->span };
+
+	if (!site || !reg)
+		return 0;
+	qp_registry_site_names(reg, pid, &site, 1, scope_name, &sp);
+	return sp.failed ? -ENOMEM : 0;
+}
+
 static int sample_scopes(struct qp_cpu_builder *b, struct qp_cpu *cpu, bool off, struct qp_registry *reg,
 			 const struct qp_cpu_raw *r, struct qp_cpu_sample *s)
 {
@@ -265,16 +276,10 @@ static int sample_scopes(struct qp_cpu_builder *b, struct qp_cpu *cpu, bool off,
 		for (n = 0; n < QPROF_SAMPLE_SCOPES && r->key.scopes[n]; n++)
 			inner[n] = r->key.scopes[n];
 	}
-	if (r->key.span_site && reg) {
-		struct scope_names sp = { .a = b->a, .v = &s->span };
-		const uint64_t site = r->key.span_site;
-
-		qp_registry_site_names(reg, (int)r->key.tgid, &site, 1, scope_name, &sp);
-		if (sp.failed)
-			return -ENOMEM;
-		if (s->span)
-			s->span_id = r->key.span_id;
-	}
+	if (qp_cpu_sample_span(b, reg, (int)r->key.tgid, r->key.span_site, s))
+		return -ENOMEM;
+	if (s->span)
+		s->span_id = r->key.span_id;
 	return qp_cpu_sample_scopes(b, reg, (int)r->key.tgid, inner, n, s);
 }
 

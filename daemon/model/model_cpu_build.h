@@ -44,6 +44,10 @@ struct qp_cpu_sample *qp_cpu_builder_add(struct qp_cpu_builder *b, struct qp_sym
 struct qp_registry;
 int qp_cpu_sample_scopes(struct qp_cpu_builder *b, struct qp_registry *reg, int pid, const uint64_t *inner,
 			 size_t n, struct qp_cpu_sample *s);
+/* S (of PID) gets the name of the span begun at SITE (0: none; a site REG
+ * cannot name: none). 0 or -ENOMEM. Takes the registry lock. */
+int qp_cpu_sample_span(struct qp_cpu_builder *b, struct qp_registry *reg, int pid, uint64_t site,
+		       struct qp_cpu_sample *s);
 /* The samples moved into the arena, the main executable's mapping first
  * (of the process with the most samples). With RET != 0 (or no memory)
  * the profile is freed and that error returned. */

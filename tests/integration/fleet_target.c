@@ -12,7 +12,11 @@
  *   fl_sleeper  sleeps 2 ms at a time inside scope "wait_io" (off-CPU time
  *               under a scope), using next to no CPU; in wait_io it also
  *               frees the oldest of its 8 blocks of SLEEPER_BLOCK bytes and
- *               allocates a new one (7 or 8 live: heap labels).
+ *               allocates a new one (7 or 8 live: heap labels); every
+ *               other call (n even, n counting its calls from 0) is
+ *               inside a span "io" of id FL_IO_BASE + n: its off-CPU
+ *               time has that span open, and the blocks of the even
+ *               slots (3 or 4 live) were allocated inside it.
  *
  * The main thread allocates MAIN_BLOCK bytes outside any scope, keeps
  * them, and waits. Built -O1 -g -fno-inline -fno-omit-frame-pointer.
@@ -84,17 +88,26 @@ static void *volatile blocks[8];
 static unsigned int nblock;
 static void *volatile main_block;
 
+#define FL_IO_BASE 0x10b0000000000000ull
+static const char io_span[] = "io";
+
 __attribute__((noinline)) void wait_io(void)
 {
 	struct timespec ts = { 0, 2000000 };
-	unsigned int i = nblock++ % 8;
+	unsigned int n = nblock++, i = n % 8;
 
 	QPROF_SCOPE("wait_io");
+	if (n % 2 == 0) {	/* every other call inside a span */
+		QPROF_SPAN_BEGIN(io_span, FL_IO_BASE + n);
+	}
 	free(blocks[i]);
 	blocks[i] = malloc(SLEEPER_BLOCK);
 	if (blocks[i])
 		((volatile char *)blocks[i])[0] = 1;
 	nanosleep(&ts, NULL);
+	if (n % 2 == 0) {
+		QPROF_SPAN_END(io_span, FL_IO_BASE + n);
+	}
 }
 
 static void *sleeper(void *arg)

@@ -9,7 +9,8 @@ fl_worker, qprof.scope on_tick and qprof.scopes [on_tick, session] on the
 samples of work_three; the samples of work_two (inside a span "order" of
 id 0x51ab000000000000 + n) the attribute qprof.span order and a Link whose
 span_id is that id (trace_id 16 zero bytes), those of work_one and
-work_three neither; the off-CPU profile the sleeper inside wait_io; the
+work_three neither; the off-CPU profile the sleeper inside wait_io, about
+half of it (every other sleep) inside span "io" with its Link; the
 resource its attributes. Then the receiver answers 500, then 429, then
 too slowly, then is down: qprofd keeps answering, counts failures,
 retries and drops, and once the receiver is back and the target stopped,
@@ -134,7 +135,7 @@ try:
 
     counts, n_worker, scoped3, n3, scoped1, n1 = {}, 0, 0, 0, 0, 0
     n2, spanned2, n_out, linked_out, span_ids, bad_links = 0, 0, 0, 0, set(), []
-    off_wait, off_sleeper, res_ok = 0, 0, 0
+    off_wait, off_sleeper, res_ok, off_io, off_io_bad = 0, 0, 0, 0, 0
     types = set()
     for mode, _, _, body in ok_bodies[1:]:  # the first may cover the target's start
         rc, text, err = protoc_decode(body)
@@ -184,6 +185,14 @@ try:
                     if p["type"] == "off_cpu" and a.get("qprof.scope") == "wait_io":
                         off_wait += s["value"]
                         off_sleeper += s["value"] * (a.get("thread.name") == "fl_sleeper")
+                        ln = s["link"]
+                        if a.get("qprof.span") == "io":
+                            io_ok = (ln is not None and ln[0] == bytes(16) and len(ln[1]) == 8 and
+                                     int.from_bytes(ln[1], "big") >> 48 == 0x10b0)
+                            off_io += s["value"] * io_ok
+                            off_io_bad += s["value"] * (not io_ok)
+                        elif ln is not None or "qprof.span" in a:
+                            off_io_bad += s["value"]
     t.check(res_ok >= 3, f"resource attributes (service, host, exe, OTEL_RESOURCE_ATTRIBUTES) in {res_ok} pushes")
     t.check(("samples", "count") in types, f"a CPU profile samples/count: {types}")
     t.check(("off_cpu", "nanoseconds") in types, f"an off-CPU profile off_cpu/nanoseconds: {types}")
@@ -200,6 +209,10 @@ try:
     t.check(len(span_ids) >= 10, f"distinct span ids seen: {len(span_ids)}")
     t.check(n_out >= 100 and linked_out == 0, f"work_one/work_three samples with a span: {linked_out}/{n_out}")
     t.check(off_wait > 0 and off_sleeper == off_wait, f"off-CPU ns in wait_io, all fl_sleeper's: {off_sleeper}/{off_wait}")
+    # every other sleep in wait_io is inside span io: about half its time,
+    # each linked to its span's id
+    t.check(off_wait and off_io_bad == 0 and 0.35 <= off_io / off_wait <= 0.65,
+            f"off-CPU ns in wait_io inside span io, linked: {off_io} of {off_wait} (wrong: {off_io_bad})")
 
     # a receiver that fails: qprofd answers, counts, retries, drops
     before = status()

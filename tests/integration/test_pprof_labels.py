@@ -7,7 +7,13 @@ work_one, work_two, work_three inside scope "session", the third inside
 (SIGSTOP: the samples stand still) `go tool pprof -tagfocus` on each scope
 must give the share of the profile, and the split of functions, of
 /api/cpu/folded?scope= within 2 points; -tags must list the labels with
-the threads' names. /pprof/heap (qprofd --heap) carries the same labels:
+the threads' names. Every other sleep of the sleeper is inside a span
+"io" of id 0x10b0000000000000 + n: about half of wait_io's off-CPU time
+must carry qprof_span io and its span_id; no sample but those (and the
+worker's, preempted inside "order") a span; the blocks it allocated
+inside the span (3 or 4 in use) carry qprof_span io in /pprof/heap, with
+no span_id (heap stacks keep the span's name, not its id).
+/pprof/heap (qprofd --heap) carries the same labels:
 the sleeper keeps 7 or 8 blocks of 600,000 bytes live from inside wait_io
 (each above the sampling interval: sampled, weighed exactly), the main
 thread one of 700,000 outside any scope; the decoded profile must hold
@@ -177,6 +183,13 @@ try:
             nums = [int(x) for x in line.split(":")[0].split()]
             tagged += nums[isp] if len(nums) > isp else 0
     t.eq(tagged, wait_bytes, "go tool pprof -tagfocus=qprof_scope=wait_io: the in-use bytes of wait_io")
+    # the blocks of the even slots were allocated inside span io: its name,
+    # no id (heap stacks keep none); the others outside any span
+    io_bytes = sum(v[isp] for v, lab in wait if lab.get("qprof_span") == "io")
+    t.check(io_bytes in (3 * 600000, 4 * 600000) and wait_bytes - io_bytes in (3 * 600000, 4 * 600000),
+            f"in use inside span io: {io_bytes} of {wait_bytes} bytes (3 or 4 blocks of 600000 each side)")
+    t.check(all("span_id" not in lab for _, lab in samples), "no heap sample has a span_id")
+    t.check(all(lab.get("qprof_span") in (None, "io") for _, lab in samples), "heap spans: io only")
 
     tags = pprof(cpu, "-tags")
     for key in ("thread:", "qprof_scope:", "qprof_scopes:", "tid:"):
@@ -213,10 +226,15 @@ try:
     t.check("qprof_span:" in tags and "span_id:" in tags and re.search(r"\border\b", tags),
             f"-tags lists qprof_span order and span_id: {tags[:800]}")
     csamples, _ = heap_samples(open(cpu, "rb").read())
-    spans = [lab for _, lab in csamples if "qprof_span" in lab]
+    # (the worker's spans are all order; the sleeper's few CPU samples may
+    # fall inside its spans io, and only there)
+    spans = [lab for _, lab in csamples if "qprof_span" in lab and lab.get("thread") == "fl_worker"]
     ids = {lab.get("span_id") for lab in spans}
     t.check(spans and all(lab["qprof_span"] == "order" and re.match(r"^51ab[0-9a-f]{12}$", str(lab.get("span_id")))
                           for lab in spans), f"span labels: order, span_id 51ab...: {spans[:3]}")
+    other = [lab for _, lab in csamples if "qprof_span" in lab and lab.get("thread") != "fl_worker"
+             and not (lab.get("thread") == "fl_sleeper" and lab["qprof_span"] == "io")]
+    t.check(not other, f"no CPU sample carries a span outside the two: {other[:3]}")
     t.check(len(ids) >= 10, f"distinct span ids: {len(ids)}")
     _, wby = folded[None]
     stotal, sby = traces_split(pprof(cpu, "-traces", "-sample_index=samples", "-tagfocus=qprof_span=^order$"))
@@ -251,6 +269,22 @@ try:
     got = sum(vals)
     t.check(off_wait_folded and abs(got - off_wait_folded) <= 0.02 * off_wait_folded,
             f"off-CPU ns in wait_io: pprof -tagfocus {got} vs folded {off_wait_folded}")
+    # every other sleep is inside span "io": about half of wait_io's
+    # off-CPU time carries it and its id; nothing outside wait_io does
+    osamples, otypes = heap_samples(open(off, "rb").read())
+    in_wait = sum(v[-1] for v, lab in osamples if lab.get("qprof_scope") == "wait_io")
+    in_io = [(v[-1], lab) for v, lab in osamples if lab.get("qprof_span") == "io"]
+    io_ns = sum(v for v, _ in in_io)
+    io_ids = {lab.get("span_id") for _, lab in in_io}
+    print(f"off-CPU: {io_ns} of {in_wait} ns in wait_io inside span io, {len(io_ids)} ids ({otypes})", flush=True)
+    t.check(in_io and all(lab.get("qprof_scope") == "wait_io" and re.match(r"^10b0[0-9a-f]{12}$", str(lab.get("span_id")))
+                          for _, lab in in_io), f"off-CPU span labels: io, span_id 10b0..., in wait_io: {in_io[:3]}")
+    t.check(len(io_ids) >= 10, f"distinct io span ids in off-CPU samples: {len(io_ids)}")
+    t.check(in_wait and 0.35 <= io_ns / in_wait <= 0.65,
+            f"span io holds about half of wait_io's off-CPU time: {io_ns} of {in_wait}")
+    stray = [lab for _, lab in osamples if "qprof_span" in lab and lab.get("qprof_scope") != "wait_io"
+             and not (lab.get("thread") == "fl_worker" and lab["qprof_span"] == "order")]
+    t.check(not stray, f"no off-CPU sample carries a span but in wait_io (io) or the worker's (order): {stray[:3]}")
 finally:
     if prog.proc.poll() is None:
         os.kill(prog.pid, signal.SIGCONT)
