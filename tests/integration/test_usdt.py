@@ -56,7 +56,10 @@ try:
     req = rows.get(("span", "req"))
     if t.check(req is not None, "span req measured"):
         t.eq(req["count"], 500, "span count")
-        t.check(50000 <= req["p50_ns"] <= 80000, f"span p50 {req['p50_ns']} ns for a 50 us busy wait")
+        # at least the wait, less one histogram bucket (1,024 ns wide between
+        # 32 and 64 us: the p50 is interpolated inside one) and the
+        # calibration's correction is a median, so a run can read just under
+        t.check(50000 - 1024 <= req["p50_ns"] <= 80000, f"span p50 {req['p50_ns']} ns for a 50 us busy wait")
         t.eq((req["begin"], req["end"]), ("app:req__start", "app:req__done"), "span ends listed")
     # the orphan span's begins never pair: nothing measured for it, 7 frames left
     t.check(("span", "orphan") not in rows, "an unpaired span measures nothing")
