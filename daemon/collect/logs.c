@@ -1,8 +1,9 @@
 /* logs.c - see logs.h. The store is a ring of CAPACITY entries; a reader
  * that falls more than CAPACITY behind sees a gap (seq jumps) and reports
- * it as lost. Its pages are touched as messages arrive (an idle qprofd does
- * not hold them): the RSS climbs to the store's size once CAPACITY messages
- * came, then stays. Kernel timestamps
+ * it as lost. Its pages are made resident all at once when the first
+ * message arrives (an idle qprofd, or one whose targets never log, does
+ * not hold them): the RSS takes one step to the store's size then, and
+ * does not creep up as the store fills. Kernel timestamps
  * (CLOCK_MONOTONIC) become Unix time with the offset between the two
  * clocks, read once per drained batch. */
 #include <errno.h>
@@ -26,8 +27,26 @@ struct qp_logs {
 	struct qp_log_entry *ring;	/* mmap'd, MAP_FAILED when none */
 	size_t cap;
 	uint64_t next_seq;	/* seq of the next entry */
+	bool populated;		/* its pages made resident (the first message's) */
 	int64_t mono_to_real;	/* realtime - monotonic, ns */
 };
+
+/* At the first message, the whole store resident at once, outside the
+ * lock (the pages are the store's own; a writer meanwhile is harmless). */
+static void populate(struct qp_logs *l)
+{
+	size_t len = l->cap * sizeof(*l->ring), pg = 4096, off;
+
+	if (__atomic_load_n(&l->populated, __ATOMIC_ACQUIRE) ||
+	    __atomic_exchange_n(&l->populated, true, __ATOMIC_ACQ_REL))
+		return;
+#ifdef MADV_POPULATE_WRITE
+	if (!madvise(l->ring, len, MADV_POPULATE_WRITE))
+		return;
+#endif
+	for (off = 0; off < len; off += pg)	/* older kernels: a write a page */
+		__atomic_fetch_or((volatile char *)l->ring + off, 0, __ATOMIC_RELAXED);
+}
 
 static int on_record(void *ctx, void *data, size_t size)
 {
@@ -37,6 +56,7 @@ static int on_record(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*r))
 		return 0;
+	populate(l);
 	pthread_mutex_lock(&l->lock);
 	e = &l->ring[l->next_seq % l->cap];
 	e->seq = l->next_seq++;
@@ -58,6 +78,7 @@ void qp_logs_push(struct qp_logs *l, uint32_t pid, uint32_t tid, uint64_t site, 
 {
 	struct qp_log_entry *e;
 
+	populate(l);
 	pthread_mutex_lock(&l->lock);
 	e = &l->ring[l->next_seq % l->cap];
 	e->seq = l->next_seq++;
@@ -109,9 +130,7 @@ int qp_logs_start(struct qp_logs **out, int ringbuf_fd, size_t capacity, char *e
 		return -ENOMEM;
 	l->cap = capacity ? capacity : 1;
 	l->next_seq = 1;
-	/* not touched up front: its pages become resident as the first
-	 * CAPACITY messages arrive (at most CAPACITY entries' worth), so an
-	 * idle qprofd does not hold it all */
+	/* not touched up front: resident at the first message (populate) */
 	l->ring = mmap(NULL, l->cap * sizeof(*l->ring), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	pthread_mutex_init(&l->lock, NULL);
