@@ -39,10 +39,22 @@ wait_for_line() {
 	done
 }
 
+# cpu_ready_re QPROFD: the line that qprofd logs once its CPU sampler,
+# loaded while it already serves, is ready (or has failed); for an older
+# build, which loaded it before it served, its "ready on" line
+cpu_ready_re() {
+	if grep -q 'CPU sampler ready' "$1" 2>/dev/null; then
+		echo 'CPU sampler ready|CPU sampling unavailable'
+	else
+		echo '^qprofd: ready on'
+	fi
+}
+
 # start_qprofd TAG PID [QPROFD_ARGS...]: qprofd --pid PID on $tmp/TAG.sock,
-# waiting for its "ready on" line, which it prints only once the target is
-# attached and every collector runs. Sets q_pid and sock; fails (and says
-# why) if qprofd exits or takes longer than ATTACH_TIMEOUT.
+# waiting for its "ready on" line (printed once the target is attached and
+# qprofd serves) and then for its CPU sampler, so that what a bench
+# measures is a qprofd at rest. Sets q_pid and sock; fails (and says why)
+# if qprofd exits or takes longer than ATTACH_TIMEOUT.
 start_qprofd() {
 	local tag=$1 pid=$2
 	shift 2
@@ -50,7 +62,8 @@ start_qprofd() {
 	"$QPROFD" --pid "$pid" --socket "$sock" "$@" >"$tmp/$tag.qprofd" 2>&1 &
 	q_pid=$!
 	started_pids+=("$q_pid")
-	if wait_for_line "$tmp/$tag.qprofd" '^qprofd: ready on' "${ATTACH_TIMEOUT:-60}" "$q_pid"; then
+	if wait_for_line "$tmp/$tag.qprofd" '^qprofd: ready on' "${ATTACH_TIMEOUT:-60}" "$q_pid" &&
+		wait_for_line "$tmp/$tag.qprofd" "$(cpu_ready_re "$QPROFD")" "${ATTACH_TIMEOUT:-60}" "$q_pid"; then
 		return 0
 	fi
 	say "  qprofd did not attach to pid $pid: $(tail -3 "$tmp/$tag.qprofd")"

@@ -87,19 +87,19 @@ if [ "$(id -u)" != 0 ]; then
 fi
 ring= bt= bpf=
 # the default collector (the ring), then the BPF collector asked for
-if r=$(loop_under ring scope_loop '^qprofd: ready on' "$QPROFD" --pid @PID@ --socket "$tmp/ring.sock"); then
+if r=$(loop_under ring scope_loop "$(cpu_ready_re "$QPROFD")" "$QPROFD" --pid @PID@ --socket "$tmp/ring.sock"); then
 	ring=$(calc "$r - $det")
 	say "  scope_loop under qprofd (default: ring): $r ns/iteration -> $ring ns per scope"
 fi
 if [ ${#loop_pin[@]} -gt 0 ]; then
 	saved_loop=("${loop_pin[@]}") saved_tracer=("${tracer_pin[@]}")
 	loop_pin=() tracer_pin=()
-	if r=$(loop_under ring_free scope_loop '^qprofd: ready on' "$QPROFD" --pid @PID@ --socket "$tmp/ringf.sock"); then
+	if r=$(loop_under ring_free scope_loop "$(cpu_ready_re "$QPROFD")" "$QPROFD" --pid @PID@ --socket "$tmp/ringf.sock"); then
 		say "  scope_loop under qprofd, not pinned:  $r ns/iteration -> $(calc "$r - $det") ns per scope (the scheduler's choice)"
 	fi
 	loop_pin=("${saved_loop[@]}") tracer_pin=("${saved_tracer[@]}")
 fi
-if r=$(loop_under bpf scope_loop '^qprofd: ready on' "$QPROFD" --collector bpf --pid @PID@ --socket "$tmp/bpf.sock"); then
+if r=$(loop_under bpf scope_loop "$(cpu_ready_re "$QPROFD")" "$QPROFD" --collector bpf --pid @PID@ --socket "$tmp/bpf.sock"); then
 	bpf=$(calc "$r - $det")
 	say "  scope_loop under qprofd --collector bpf: $r ns/iteration -> $bpf ns per scope"
 fi

@@ -64,11 +64,11 @@ def one(nt, rate):
         args += ["--ring-records", os.environ["RING_RECORDS"]]
     q = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(600):
+        for _ in range(1200):  # until it serves and its CPU sampler is loaded
             if os.path.exists(sock):
                 try:
-                    get(sock, "/api/status")
-                    break
+                    if not get(sock, "/api/status").get("cpu", {}).get("starting"):
+                        break
                 except OSError:
                     pass
             time.sleep(0.05)
