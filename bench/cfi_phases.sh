@@ -36,8 +36,11 @@ for _ in $(seq 100); do grep -q '"pid"' "$t/w.out" && break; sleep 0.1; done
 "$Q" --pid "$wp" --socket "$t/s" --frequency "$HZ" --unwind dwarf --no-calibrate >"$t/q.out" 2>&1 &
 qp=$!
 pids+=("$qp")
-for _ in $(seq 600); do grep -q 'ready on' "$t/q.out" && break; sleep 0.1; done
-grep -q 'ready on' "$t/q.out" || { echo "qprofd did not start: $(tail -3 "$t/q.out")" >&2; exit 1; }
+# attached, and its CPU sampler loaded (it loads while qprofd serves)
+ready='CPU sampler ready|CPU sampling unavailable'
+grep -q 'CPU sampler ready' "$Q" || ready='ready on'
+for _ in $(seq 600); do grep -qE "$ready" "$t/q.out" && break; sleep 0.1; done
+grep -qE "$ready" "$t/q.out" || { echo "qprofd did not start: $(tail -3 "$t/q.out")" >&2; exit 1; }
 sleep 1
 # the perf_event program run most: the sampler
 prog_stats() {

@@ -185,7 +185,8 @@ run() {
 		[ "${cfg%%_*}" = b ] && qd=${QPROFD_B:?b_ configurations need QPROFD_B}
 		start_profiler "$tag" "$qd" --pid "$work_pid" --socket "$sock" --frequency "$freq" \
 			--unwind "$mode" --no-calibrate || return 1
-		if ! wait_for_line "$tmp/$tag.prof" '^qprofd: ready on' "$ATTACH_TIMEOUT" "$w_pid"; then
+		# attached, and its CPU sampler loaded (it loads while qprofd serves)
+		if ! wait_for_line "$tmp/$tag.prof" "$(cpu_ready_re "$qd")" "$ATTACH_TIMEOUT" "$w_pid"; then
 			say "  qprofd did not attach: $(tail -3 "$tmp/$tag.prof")"
 			stop_profiler
 			return 1
