@@ -361,6 +361,7 @@ struct fde_span *qp_cfi_list_fdes(Elf *elf, Elf_Data *data, uint64_t saddr, bool
 					fdes = m;
 				}
 				fdes[nfde].lo = lo;
+				fdes[nfde].off = off;
 				fdes[nfde].debug = !eh;
 				fdes[nfde++].hi = lo + range;
 			}
@@ -432,4 +433,95 @@ struct fde_span *qp_cfi_merge_fdes(struct fde_span *eh, size_t ne, struct fde_sp
 	qsort(out, k, sizeof(*out), span_cmp);
 	*n = k;
 	return out;
+}
+
+/* Is there an accepted .eh_frame FDE at OFF whose first address is LO? */
+static bool accepted_at(const struct fde_span *fdes, size_t n, uint64_t lo, uint64_t off)
+{
+	size_t a = 0, b = n;
+
+	while (a < b) {	/* the first span with lo >= LO */
+		size_t m = a + (b - a) / 2;
+
+		if (fdes[m].lo < lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	for (; a < n && fdes[a].lo == lo; a++)
+		if (!fdes[a].debug && fdes[a].off == off)
+			return true;
+	return false;
+}
+
+static int hdr_push(struct hdr_bad **bad, size_t *nbad, size_t *cap, uint64_t lo, uint64_t hi)
+{
+	if (*nbad && (*bad)[*nbad - 1].hi == lo) {
+		(*bad)[*nbad - 1].hi = hi;	/* merged with the one before */
+		return 0;
+	}
+	if (*nbad == *cap) {
+		struct hdr_bad *m = realloc(*bad, (*cap ? *cap * 2 : 16) * sizeof(*m));
+
+		if (!m)
+			return -ENOMEM;
+		*bad = m;
+		*cap = *cap ? *cap * 2 : 16;
+	}
+	(*bad)[(*nbad)++] = (struct hdr_bad){ lo, hi };
+	return 0;
+}
+
+int qp_cfi_hdr_bad(const Elf_Data *hdr, uint64_t haddr, uint64_t saddr, const struct fde_span *fdes, size_t n,
+		   struct hdr_bad **bad, size_t *nbad)
+{
+	const uint8_t *h = hdr ? hdr->d_buf : NULL, *end = h ? h + hdr->d_size : NULL, *p;
+	size_t cap = 0, len, i;
+	uint64_t count, prev = 0, ptr;
+
+	*bad = NULL;
+	*nbad = 0;
+	/* libdw searches only version 1 with a datarel sdata4 table */
+	if (!h || hdr->d_size < 4 || h[0] != 1 || h[3] != (DW_EH_PE_datarel | DW_EH_PE_sdata4) || h[1] == 0xff ||
+	    h[2] == 0xff)
+		return 0;
+	/* eh_frame_ptr (encoding h[1]), then fde_count (h[2]), then the table */
+	if (!read_ptr(h[1], h + 4, end, haddr + 4, &ptr, &len))
+		return hdr_push(bad, nbad, &cap, 0, UINT64_MAX);
+	p = h + 4 + len;
+	if (!read_ptr(h[2], p, end, haddr + (uint64_t)(p - h), &count, &len))
+		return hdr_push(bad, nbad, &cap, 0, UINT64_MAX);
+	p += len;
+	if (count > (uint64_t)(end - p) / 8)
+		return hdr_push(bad, nbad, &cap, 0, UINT64_MAX);	/* cut short */
+	for (i = 0; i < count; i++) {
+		int32_t loc32, fde32;
+		uint64_t loc, fde, next;
+		int ret = 0;
+
+		memcpy(&loc32, p + 8 * i, 4);
+		memcpy(&fde32, p + 8 * i + 4, 4);
+		loc = haddr + (uint64_t)(int64_t)loc32;
+		fde = haddr + (uint64_t)(int64_t)fde32;
+		if (i && loc < prev) {	/* unsorted: the search may land anywhere */
+			free(*bad);
+			*bad = NULL;
+			*nbad = cap = 0;
+			return hdr_push(bad, nbad, &cap, 0, UINT64_MAX);
+		}
+		prev = loc;
+		if (i + 1 < count) {
+			int32_t n32;
+
+			memcpy(&n32, p + 8 * (i + 1), 4);
+			next = haddr + (uint64_t)(int64_t)n32;
+		} else {
+			next = UINT64_MAX;
+		}
+		if (fde < saddr || !accepted_at(fdes, n, loc, fde - saddr))
+			ret = hdr_push(bad, nbad, &cap, loc, next > loc ? next : loc + 1);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }

@@ -201,18 +201,43 @@ static int push(struct builder *b, uint64_t addr, const struct qp_cfi_row *r)
 	return 0;
 }
 
-/* The rows of [LO, HI) (one FDE), asked of libdw. */
-static int compile_fde(Dwarf_CFI *cfi, struct builder *b, uint64_t lo, uint64_t hi)
+/* The first of BAD (N, sorted, disjoint) that ends after A, or NULL. */
+static const struct hdr_bad *bad_after(const struct hdr_bad *bad, size_t n, uint64_t a)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+
+		if (bad[m].hi <= a)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo < n ? &bad[lo] : NULL;
+}
+
+/* The rows of [LO, HI) (one FDE), asked of libdw; the addresses of BAD
+ * (the search table's entries that name no checked FDE) are not. */
+static int compile_fde(Dwarf_CFI *cfi, struct builder *b, uint64_t lo, uint64_t hi, const struct hdr_bad *bad,
+		       size_t nbad)
 {
 	uint64_t a = lo;
 	unsigned int k;
 	int ret;
 
 	for (k = 0; a < hi && k < ROWS_PER_FDE_MAX; k++) {
+		const struct hdr_bad *x = bad_after(bad, nbad, a);
 		Dwarf_Frame *fr = NULL;
 		struct qp_cfi_row r = { 0 };
 		Dwarf_Addr start, end;
 
+		if (x && x->lo <= a) {
+			/* libdw would run an FDE of its search table not checked */
+			r.kind = QP_CFI_FALLBACK;
+			b->st->fdes_bad++;
+			return push(b, a, &r);
+		}
 		if (!cfi || dwarf_cfi_addrframe(cfi, a, &fr) != 0) {
 			/* libdw would not answer for this FDE: fall back here */
 			r.kind = QP_CFI_FALLBACK;
@@ -273,6 +298,8 @@ struct qp_cfi_table *qp_cfi_compile(Elf *elf, struct qp_cfi_stats *stp)
 		 cursor = 0;
 	struct builder b = { .st = st };
 	struct fde_span *fdes = NULL, *dfdes = NULL;
+	struct hdr_bad *bad = NULL;
+	size_t nbad = 0;
 	struct qp_cfi_table *t = NULL;
 	Elf_Data *data, *ddata;
 	Dwarf_CFI *cfi = NULL, *dcfi = NULL;
@@ -309,8 +336,18 @@ struct qp_cfi_table *qp_cfi_compile(Elf *elf, struct qp_cfi_stats *stp)
 		err = E2BIG;
 		goto out;
 	}
-	if (data)
+	if (data) {
+		uint64_t haddr = 0;
+		Elf_Data *hdata = section(elf, shstrndx, ".eh_frame_hdr", &haddr);
+
+		/* libdw finds an address's FDE through this table: where it names
+		 * one not checked here, libdw is not asked */
+		if (hdata && qp_cfi_hdr_bad(hdata, haddr, saddr, fdes, nfde, &bad, &nbad)) {
+			err = ENOMEM;
+			goto out;
+		}
 		cfi = dwarf_getcfi_elf(elf);
+	}
 	if (ndfde && (dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)))
 		dcfi = dwarf_getcfi(dw);	/* owned by dw */
 	if (!cfi && !dcfi)
@@ -331,7 +368,8 @@ struct qp_cfi_table *qp_cfi_compile(Elf *elf, struct qp_cfi_stats *stp)
 				goto out;
 			}
 		}
-		ret = compile_fde(fdes[i].debug ? dcfi : cfi, &b, lo, fdes[i].hi);
+		ret = fdes[i].debug ? compile_fde(dcfi, &b, lo, fdes[i].hi, NULL, 0)
+				    : compile_fde(cfi, &b, lo, fdes[i].hi, bad, nbad);
 		if (ret) {
 			err = -ret;
 			goto out;
@@ -366,6 +404,7 @@ struct qp_cfi_table *qp_cfi_compile(Elf *elf, struct qp_cfi_stats *stp)
 	st->rows = t->nrows;
 	err = 0;
 out:
+	free(bad);
 	if (cfi)
 		dwarf_cfi_end(cfi);
 	if (dw)
