@@ -32,20 +32,40 @@ __attribute__((noinline)) int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* K sorts of the same input; the sum read after keeps the qsort call from
- * being a tail call (the caller must be on the stack under qsort) */
+/* the length of the next sort: N/2 to N, at random (a fixed seed). A
+ * program that repeats itself exactly has a period that a fixed sampling
+ * rate locks onto for seconds at a time, which skews the shares by several
+ * points (under perf as well); varied lengths keep the sampling phase
+ * moving, and the truth is measured whatever they are */
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next_random(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* K sorts of a prefix of the same input; the sum read after keeps the
+ * qsort call from being a tail call (the caller must be on the stack
+ * under qsort) */
 #define SORTS(k)                                                       \
 	do {                                                           \
 		for (int r = 0; r < (k); r++) {                        \
-			memcpy(work, orig, sizeof(work));              \
-			qsort(work, N, sizeof(work[0]), cmp_u64);      \
-			sink += work[N / 2] + (uint64_t)r;             \
+			size_t n = N / 2 + next_random() % (N / 2 + 1); \
+			memcpy(work, orig, n * sizeof(work[0]));       \
+			qsort(work, n, sizeof(work[0]), cmp_u64);      \
+			sink += work[n / 2] + (uint64_t)r;             \
 		}                                                      \
 	} while (0)
 
 __attribute__((noinline, noclone)) void caller_one(void) { SORTS(1); }
 __attribute__((noinline, noclone)) void caller_two(void) { SORTS(2); }
 __attribute__((noinline, noclone)) void caller_three(void) { SORTS(3); }
+
+static void (*const CALLERS[3])(void) = { caller_one, caller_two, caller_three };
+static const int ORDERS[6][3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 }, { 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 } };
 
 static uint64_t thread_ns(void)
 {
@@ -83,15 +103,16 @@ int main(int argc, char **argv)
 		usleep(1000);
 	t0 = mono_ns();
 	while (!leave && (rounds <= 0 || done++ < rounds)) {
-		t = thread_ns();
-		caller_one();
-		ns[0] += thread_ns() - t;
-		t = thread_ns();
-		caller_two();
-		ns[1] += thread_ns() - t;
-		t = thread_ns();
-		caller_three();
-		ns[2] += thread_ns() - t;
+		/* and the three callers in a random order each round */
+		uint64_t order = next_random() % 6;
+
+		for (i = 0; i < 3; i++) {
+			int k = ORDERS[order][i];
+
+			t = thread_ns();
+			CALLERS[k]();
+			ns[k] += thread_ns() - t;
+		}
 	}
 	t0 = mono_ns() - t0;
 	printf("{\"caller_one\": %llu, \"caller_two\": %llu, \"caller_three\": %llu, \"elapsed_ns\": %llu}\n",

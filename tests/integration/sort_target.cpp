@@ -5,6 +5,7 @@
 // qsort_target.c: pid, SIGUSR1, SIGUSR2, then each caller's CPU time.
 #include <algorithm>
 #include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -25,18 +26,36 @@ template <typename T> struct by_low_bits {
 
 static std::vector<std::uint64_t> orig;
 
+// the length of the next sort, at random (a fixed seed): half of orig to
+// all of it, so that no fixed period of the program can lock onto the
+// sampling rate (see qsort_target.c)
+static std::uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static std::uint64_t next_random()
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
 template <int K> __attribute__((noinline)) void caller()
 {
 	std::vector<std::uint64_t> v;
 
 	for (int r = 0; r < K; r++) {
-		v = orig;
+		std::size_t n = orig.size() / 2 + next_random() % (orig.size() / 2 + 1);
+
+		v.assign(orig.begin(), orig.begin() + static_cast<std::ptrdiff_t>(n));
 		std::sort(v.begin(), v.end(), by_low_bits<std::uint64_t>());
-		sink += v[v.size() / 2] + static_cast<std::uint64_t>(r);
+		sink += v[n / 2] + static_cast<std::uint64_t>(r);
 	}
 }
 
 } // namespace work
+
+static void (*const CALLERS[3])() = { work::caller<1>, work::caller<2>, work::caller<3> };
+static const int ORDERS[6][3] = { { 0, 1, 2 }, { 0, 2, 1 }, { 1, 0, 2 }, { 1, 2, 0 }, { 2, 0, 1 }, { 2, 1, 0 } };
 
 static std::uint64_t thread_ns()
 {
@@ -63,15 +82,16 @@ int main()
 	while (!go)
 		usleep(1000);
 	while (!leave) {
-		t = thread_ns();
-		work::caller<1>();
-		ns[0] += thread_ns() - t;
-		t = thread_ns();
-		work::caller<2>();
-		ns[1] += thread_ns() - t;
-		t = thread_ns();
-		work::caller<3>();
-		ns[2] += thread_ns() - t;
+		// and the three callers in a random order each round
+		std::uint64_t order = work::next_random() % 6;
+
+		for (int i = 0; i < 3; i++) {
+			int k = ORDERS[order][i];
+
+			t = thread_ns();
+			CALLERS[k]();
+			ns[k] += thread_ns() - t;
+		}
 	}
 	std::printf("{\"caller_one\": %llu, \"caller_two\": %llu, \"caller_three\": %llu}\n",
 		    static_cast<unsigned long long>(ns[0]), static_cast<unsigned long long>(ns[1]),
